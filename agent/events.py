@@ -1,0 +1,107 @@
+"""Typed events the agent loop emits while a turn runs — the UI (TUI or headless) renders them.
+
+The loop calls `on_event(ev)` synchronously from the thread running the turn; a UI that lives on
+another thread must hop over itself (the TUI uses `App.call_from_thread`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ctxagent.context.report import ContextReport
+
+
+@dataclass(frozen=True)
+class TurnStarted:
+    turn: int
+    text: str
+
+
+@dataclass(frozen=True)
+class StepStarted:
+    step: int
+    turn: int
+
+
+@dataclass(frozen=True)
+class ContextBuilt:
+    step: int
+    report: ContextReport
+
+
+@dataclass(frozen=True)
+class AssistantDelta:
+    step: int
+    text: str
+
+
+@dataclass(frozen=True)
+class AssistantDone:
+    step: int
+    text: str
+    tool_calls: int
+    usage: dict[str, int]
+    partial: bool = False  # the stream broke; `text` is what arrived
+
+
+@dataclass(frozen=True)
+class ToolStarted:
+    call_id: str
+    name: str
+    arguments: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ToolFinished:
+    call_id: str
+    name: str
+    content: str  # what the model sees (a spill preview when the output was spilled)
+    is_error: bool
+    duration_ms: int
+    meta: dict[str, Any] = field(default_factory=dict)  # "diff", "files", "tests", "spill", ...
+
+
+@dataclass(frozen=True)
+class Notice:
+    message: str
+    level: str = "info"  # "info" | "warning" | "error"
+
+
+@dataclass(frozen=True)
+class CompactionDone:
+    first_id: int
+    last_id: int
+    method: str  # "model" | "extractive"
+    tokens_before: int
+    tokens_after: int
+
+
+@dataclass(frozen=True)
+class TurnFinished:
+    turn: int
+    stop_reason: str  # "end_turn" | "max_steps" | "cancelled" | "error"
+    text: str
+    steps: int
+
+
+@dataclass(frozen=True)
+class PermissionRequest:
+    call_id: str
+    tool: str
+    permission: str  # "edit" | "command"
+    arguments: dict[str, Any]
+    preview: str  # the diff of an edit, or the command line
+
+
+@dataclass(frozen=True)
+class PermissionDecision:
+    allow: bool
+    remember: bool = False  # allow for the rest of this session
+    reason: str = ""  # passed to the model on deny
+
+
+AgentEvent = (
+    TurnStarted | StepStarted | ContextBuilt | AssistantDelta | AssistantDone | ToolStarted | ToolFinished
+    | Notice | CompactionDone | TurnFinished
+)

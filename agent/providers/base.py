@@ -1,0 +1,61 @@
+"""The provider contract: one `stream()` yielding neutral stream events.
+
+A provider translates a `ctxagent.context.request.Request` into its wire body (`body()`, also used
+by `ctxagent inspect` to show the exact request of a step) and streams the reply as:
+TextDelta*, ToolCallEvent*, Usage, Stop. Failures raise `ctxagent.context.errors.ProviderError`
+subclasses; retries with backoff live in `agent/retry.py`, not in the providers.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from ctxagent.context.request import Request
+
+
+@dataclass(frozen=True)
+class TextDelta:
+    text: str
+
+
+@dataclass(frozen=True)
+class ToolCallEvent:
+    id: str
+    name: str
+    arguments: dict[str, Any] | None  # None when the model sent arguments that are not a JSON object
+    raw_arguments: str = ""
+
+
+@dataclass(frozen=True)
+class Usage:
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read: int = 0
+    cache_write: int = 0
+
+    @property
+    def prompt_tokens(self) -> int:
+        """The whole prompt as the provider counted it (Anthropic splits cached parts out)."""
+        return self.input_tokens + self.cache_read + self.cache_write
+
+
+@dataclass(frozen=True)
+class Stop:
+    reason: str  # "end_turn" | "tool_use" | "max_tokens" | "stop" | "cancelled" | ...
+
+
+StreamEvent = TextDelta | ToolCallEvent | Usage | Stop
+
+
+class Provider(Protocol):
+    name: str  # "anthropic" | "openai" | "scripted"
+    model: str  # the model name without the provider prefix
+
+    def body(self, request: Request) -> dict[str, Any]:
+        """The request body exactly as it goes on the wire (JSON-serialisable)."""
+        ...
+
+    def stream(self, request: Request, cancel: threading.Event | None = None) -> Iterator[StreamEvent]: ...
