@@ -9,10 +9,18 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+from collections.abc import Callable
 
 from ctxagent.agent import __version__
 
 SUBCOMMAND_MODULES: list[str] = [
+    "ctxagent.agent.cli_server",
+    "ctxagent.agent.cli_context",
+    "ctxagent.agent.doctor",
+    "ctxagent.agent.cli_rewind",
+    "ctxagent.agent.cli_memory",
+    "ctxagent.agent.cli_mcp",
+    "ctxagent.agent.cli_bench",
 ]
 
 
@@ -36,13 +44,21 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, tui_launcher: Callable[[argparse.Namespace], int] | None = None) -> int:
+    """`tui_launcher` opens the app; the console script (tui/entry.py) passes it, keeping imports one-way."""
     args = build_parser().parse_args(argv)
+    args.tui_launcher = tui_launcher
     if getattr(args, "func", None) is not None:
         return int(args.func(args) or 0)
-    from ctxagent.agent.app import run_default
+    if args.prompt is not None:
+        from ctxagent.agent.headless import run_headless
 
-    return run_default(args)
+        return run_headless(args)
+    if tui_launcher is not None:
+        return tui_launcher(args)
+    from ctxagent.agent.setup_help import print_setup_help
+
+    return print_setup_help()
 
 
 if __name__ == "__main__":

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import re
 
-_SENTENCE = re.compile(r"[^.!?。！？\n]+[.!?。！？]?")
+# A sentence ends at . ! ? only before whitespace or the end, so "config.py" and "v2.0" stay whole.
+_SENTENCE = re.compile(r"(?:[^.!?。！？\n]|[.!?](?=[^\s.!?]))+[.!?。！？]*")
 
 CONSTRAINT_MARKERS_EN = re.compile(
     r"\b(remember|always|never|don't|do not|must not|mustn't|must|should never|from now on|make sure to|avoid)\b",
@@ -22,7 +23,18 @@ DECISION_MARKERS_EN = re.compile(
     r"switch(?:ed)? to|instead of|we use|use .+ (?:instead|rather))\b",
     re.IGNORECASE,
 )
-DECISION_MARKERS_ZH = re.compile(r"(选择|决定|改用|采用|就用|换成|确定用|定为)")
+DECISION_MARKERS_ZH = re.compile(r"(选择|决定|改用|采用|就用|换成|确定用|定为|统一用|用.+代替|用.+而不是)")
+# An imperative that settles a choice: "Use MySQL for the database.", "Go with option B."
+DECISION_IMPERATIVE_EN = re.compile(
+    r"^(?:ok(?:ay)?,?\s+|so,?\s+|actually,?\s+|please,?\s+|then,?\s+|no,?\s+)*"
+    r"(?:use|switch to|go with|stick with|stick to|prefer|pick|adopt|migrate to|move to)\b",
+    re.IGNORECASE,
+)
+# Questions settle nothing ("should we use MySQL?").
+_QUESTION = re.compile(r"[?？]\s*$|^(?:should|shall|could|can|would|do|does|is|are|what|which|why|how)\b", re.IGNORECASE)
+
+TODO_INLINE = re.compile(r"(?:^|(?<=[。.!?！？]))\s*(?:TODO|FIXME|待办)\s*[:：]\s*(?P<task>[^\n。]+)")
+TODO_MARKER = re.compile(r"^\s*(?:[-*]\s*)?(?:\[ \]\s+|TODO\b[:：]?\s*|FIXME\b[:：]?\s*|待办[:：]\s*|待做[:：]\s*)(?P<task>.+)$")
 
 
 def sentences(text: str) -> list[str]:
@@ -34,4 +46,20 @@ def detect_constraints(text: str) -> list[str]:
 
 
 def detect_decisions(text: str) -> list[str]:
-    return [s for s in sentences(text) if DECISION_MARKERS_EN.search(s) or DECISION_MARKERS_ZH.search(s)]
+    return [
+        s for s in sentences(text)
+        if not _QUESTION.search(s)
+        and (DECISION_MARKERS_EN.search(s) or DECISION_MARKERS_ZH.search(s) or DECISION_IMPERATIVE_EN.search(s))
+    ]
+
+
+def detect_todos(text: str) -> list[str]:
+    """Open tasks written as "TODO: …", "FIXME …", "- [ ] …" or "待办：…", one per line."""
+    out: list[str] = []
+    for line in (text or "").splitlines():
+        m = TODO_MARKER.match(line)
+        if m and m.group("task").strip():
+            out.append(m.group("task").strip())
+            continue
+        out.extend(t.group("task").strip() for t in TODO_INLINE.finditer(line) if t.group("task").strip())
+    return out

@@ -1,0 +1,154 @@
+"""Claude Code transcripts (`*.jsonl`, one record a line) into a `Trajectory`.
+
+Quirks handled (see ../shared/bench/README.md):
+- only `user`, `assistant` and `system` records matter; `progress`, `file-history-snapshot`,
+  `queue-operation` are skipped and counted;
+- one API response is split over several assistant records sharing `message.id`: they are merged
+  into one assistant event and its usage is counted once;
+- the real prompt size of a call = input + cache_read + cache_creation tokens;
+- a `system` record with subtype `compact_boundary` followed by a `user` record with
+  `isCompactSummary` is the real compaction: it becomes a `source_compaction` event carrying the
+  summary the model continued from;
+- `thinking` blocks are not replayed (the API does not resend earlier turns' thinking), sidechain
+  records (an inline subagent) are skipped, `<synthetic>` messages (no API call) are skipped.
+The `subagents/` folders are separate conversations and are not replayed as part of the session.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from ctxagent.agent.bench.readers import SourceEvent, Trajectory, block_text
+
+
+def iter_claude_code(path: Path) -> Iterator[Trajectory | str]:
+    files = [path] if path.is_file() else sorted(p for p in path.glob("*.jsonl") if p.is_file())
+    for f in files:
+        try:
+            lines = f.read_text(encoding="utf-8", errors="replace").splitlines()
+        except OSError:
+            yield "claude-code:unreadable_file"
+            continue
+        traj = parse_claude_code(lines, run_id=f.stem)
+        if not traj.calls:
+            yield "claude-code:no_model_calls"
+            continue
+        yield traj
+
+
+def parse_claude_code(lines: list[str], run_id: str = "session") -> Trajectory:
+    traj = Trajectory("claude-code", run_id)
+    sk = traj.skipped
+    by_msg_id: dict[str, dict[str, Any]] = {}
+    tool_names: dict[str, str] = {}
+    boundary_pre_tokens: int | None = None
+    for raw in lines:
+        if not raw.strip():
+            continue
+        try:
+            rec = json.loads(raw)
+        except ValueError:
+            sk["claude-code:bad_json_line"] += 1
+            continue
+        if not isinstance(rec, dict):
+            sk["claude-code:bad_record"] += 1
+            continue
+        rtype = rec.get("type")
+        if rtype not in ("user", "assistant", "system"):
+            sk[f"claude-code:record:{rtype}"] += 1
+            continue
+        if rec.get("isSidechain"):
+            sk["claude-code:sidechain"] += 1
+            continue
+        if rtype == "system":
+            if rec.get("subtype") == "compact_boundary":
+                meta = rec.get("compactMetadata") or {}
+                boundary_pre_tokens = int(meta.get("preTokens") or 0) or None
+            else:
+                sk[f"claude-code:system:{rec.get('subtype')}"] += 1
+            continue
+        msg = rec.get("message")
+        if not isinstance(msg, dict):
+            sk["claude-code:no_message"] += 1
+            continue
+        if rtype == "assistant":
+            _assistant(traj, msg, by_msg_id, tool_names)
+        else:
+            _user(traj, rec, msg, tool_names, boundary_pre_tokens)
+            if rec.get("isCompactSummary"):
+                boundary_pre_tokens = None
+    return traj
+
+
+def _assistant(traj: Trajectory, msg: dict[str, Any], by_msg_id: dict[str, dict[str, Any]],
+               tool_names: dict[str, str]) -> None:
+    sk = traj.skipped
+    if msg.get("model") == "<synthetic>":
+        sk["claude-code:synthetic_message"] += 1
+        return
+    mid = str(msg.get("id") or "")
+    data = by_msg_id.get(mid) if mid else None
+    if data is None:
+        usage = msg.get("usage") or {}
+        reported = sum(int(usage.get(k) or 0) for k in
+                       ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"))
+        cached = int(usage.get("cache_read_input_tokens") or 0)
+        data = traj.add_assistant("", [], reported or None, cached if reported else None)
+        if mid:
+            by_msg_id[mid] = data
+    else:
+        sk["claude-code:split_record_merged"] += 1  # same API response: usage counted once
+    content = msg.get("content")
+    blocks = content if isinstance(content, list) else [{"type": "text", "text": str(content or "")}]
+    for b in blocks:
+        if not isinstance(b, dict):
+            continue
+        t = b.get("type")
+        if t == "text":
+            text = str(b.get("text") or "")
+            if text.strip():
+                data["text"] = (data["text"] + "\n" + text).strip("\n") if data["text"] else text.strip("\n")
+        elif t == "tool_use":
+            call = {"id": str(b.get("id") or f"call{len(tool_names)}"), "name": str(b.get("name") or "tool"),
+                    "arguments": b.get("input") if isinstance(b.get("input"), dict) else {"input": b.get("input")}}
+            tool_names[call["id"]] = call["name"]
+            data["tool_calls"].append(call)
+        elif t in ("thinking", "redacted_thinking"):
+            sk["claude-code:thinking_block"] += 1
+        else:
+            sk[f"claude-code:assistant_block:{t}"] += 1
+
+
+def _user(traj: Trajectory, rec: dict[str, Any], msg: dict[str, Any], tool_names: dict[str, str],
+          pre_tokens: int | None) -> None:
+    sk = traj.skipped
+    content = msg.get("content")
+    if rec.get("isCompactSummary"):
+        traj.events.append(_compaction(block_text(content, sk, "claude-code"), pre_tokens))
+        return
+    if isinstance(content, str):
+        traj.add_user(content)
+        return
+    if not isinstance(content, list):
+        sk["claude-code:user_content"] += 1
+        return
+    texts: list[str] = []
+    for b in content:
+        if isinstance(b, dict) and b.get("type") == "tool_result":
+            call_id = str(b.get("tool_use_id") or "")
+            if call_id not in tool_names:
+                sk["claude-code:orphan_tool_result"] += 1
+            traj.add_tool_result(call_id, tool_names.get(call_id, "tool"),
+                                 block_text(b.get("content"), sk, "claude-code"), bool(b.get("is_error")))
+        else:
+            texts.append(block_text([b], sk, "claude-code"))
+    text = "\n".join(t for t in texts if t)
+    if text.strip():
+        traj.add_user(text)
+
+
+def _compaction(summary: str, pre_tokens: int | None) -> SourceEvent:
+    return SourceEvent("source_compaction", {"summary": summary, "pre_tokens": pre_tokens})

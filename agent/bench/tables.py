@@ -1,0 +1,98 @@
+"""Plain-text / Markdown tables for benchmark results (the same rows serve the terminal and the docs)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+REPLAY_COLUMNS = ("strategy", "tokens_sum", "tokens_mean", "tokens_p95", "vs_ref", "prefix_reuse", "overflows",
+                  "retention", "build_ms_p50", "build_ms_p95", "spills", "prunes", "compactions")
+
+
+def _fmt(v: Any) -> str:
+    if v is None:
+        return "–"
+    if isinstance(v, float):
+        if abs(v) >= 1000:
+            return f"{v:,.0f}"
+        if abs(v) >= 10:
+            return f"{v:.1f}"
+        return f"{v:.3f}".rstrip("0").rstrip(".") if v != int(v) else f"{int(v)}"
+    if isinstance(v, int):
+        return f"{v:,}"
+    return str(v)
+
+
+def markdown(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(_fmt(c) for c in r) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def text_table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    cells = [list(header)] + [[_fmt(c) for c in r] for r in rows]
+    widths = [max(len(str(r[i])) for r in cells) for i in range(len(header))]
+    out = ["  ".join(str(c).rjust(w) if i else str(c).ljust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True)))
+           for r in cells]
+    out.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(out)
+
+
+def replay_rows(result: dict[str, Any]) -> list[list[Any]]:
+    strategies = result.get("strategies") or {}
+    ref_sum = (strategies.get("reference") or {}).get("tokens_sum") or 0
+    rows = []
+    for name in ("reference", "full", "window", "ctxagent"):
+        s = strategies.get(name)
+        if s is None:
+            continue
+        vs = f"{(s['tokens_sum'] / ref_sum - 1) * 100:+.0f}%" if ref_sum else None
+        rows.append([name, s["tokens_sum"], s["tokens_mean"], s["tokens_p95"], vs, s["prefix_reuse"], s["overflows"],
+                     s["retention"], s["build_ms_p50"], s["build_ms_p95"], s["spills"], s["prunes"], s["compactions"]])
+    return rows
+
+
+def replay_text(result: dict[str, Any], md: bool = False) -> str:
+    fit = result.get("fit")
+    fit_s = (f"fit reported = {fit['a']:.0f} + {fit['b']:.3f}·local (median rel. err {fit['median_rel_err'] * 100:.1f} %)"
+             if fit else "fit: none (the source reports no prompt tokens; reference = local count of its own view)")
+    head = f"{result['source']} — W = {result['window']:,}, {result['runs']} runs, {result['calls']:,} calls; {fit_s}"
+    table = (markdown if md else text_table)(REPLAY_COLUMNS, replay_rows(result))
+    return f"{head}\n\n{table}" if md else f"{head}\n{table}"
+
+
+def tokens_text(result: dict[str, Any], md: bool = False) -> str:
+    rows = [[result["source"], result["model"], result["calls"],
+             _pct(result["raw"]["median_rel_err"]), _pct(result["raw"]["p95_rel_err"]),
+             _pct(result["calibrated"]["median_rel_err"]), _pct(result["calibrated"]["p95_rel_err"]),
+             _pct((result.get("fit") or {}).get("median_rel_err")), result.get("final_ratio")]]
+    header = ("source", "model", "calls", "raw median", "raw p95", "calibrated median", "calibrated p95",
+              "affine fit median", "final ratio")
+    return (markdown if md else text_table)(header, rows)
+
+
+def _pct(v: float | None) -> str | None:
+    return None if v is None else f"{v * 100:.1f} %"
+
+
+def perf_text(result: dict[str, Any], md: bool = False) -> str:
+    fn = markdown if md else text_table
+    parts = []
+    b = result.get("builder") or []
+    if b:
+        parts.append(fn(("history tokens", "events", "build ms / step", "re-tokenize ms", "ratio"),
+                        [[r["history_tokens"], r["events"], r["build_ms"], r["retokenize_ms"],
+                          f"{r['ratio']}×" if r["ratio"] else None] for r in b]))
+    m = result.get("memory_search") or []
+    if m:
+        parts.append(fn(("records", "queries", "search p50 ms", "search p95 ms", "write s"),
+                        [[r["records"], r["queries"], r["p50_ms"], r["p95_ms"], r["write_s"]] for r in m]))
+    v, f = result.get("version") or {}, result.get("tui_first_frame") or {}
+    start_rows = []
+    if v:
+        start_rows.append(["`ctxagent --version`", v.get("p50_ms"), v.get("output", "")])
+    if f:
+        start_rows.append(["TUI first frame", f.get("p50_ms"), f.get("skipped") or f"first screen: {f.get('first_screen')}"])
+    if start_rows:
+        parts.append(fn(("start-up", "wall ms (p50)", "note"), start_rows))
+    return "\n\n".join(parts)

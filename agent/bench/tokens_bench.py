@@ -1,0 +1,100 @@
+"""`bench tokens`: how closely the local counter tracks the provider's reported prompt tokens.
+
+At every call of the original run we count, with the local counter, the request the original agent
+sent (its own view of the history, its own compaction applied), and compare it with the prompt
+tokens the provider reported for that call:
+- raw: the local count as is;
+- calibrated: the product's `Calibrator` applied to the local count, after it was fed every previous
+  call's (local estimate, reported usage) pair — what the gauge and the budget would have shown;
+- fit (for context, in-sample): the best affine map `a + b · local` over all calls of the source.
+One calibrator per source (the product keeps one per model and it carries across sessions).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+from ctxagent.agent.bench.metrics import fit_affine, percentile, rel_errors
+from ctxagent.agent.bench.readers import Trajectory
+from ctxagent.agent.bench.replay import REFERENCE_WINDOW, Engine, Lane
+
+MODELS = {"claude-code": "claude-opus-4-6", "mini-swe-agent": "gemini-3-pro", "swe-agent": "gpt-4",
+          "openhands": "llama-4-maverick"}
+
+
+def reference_estimates(traj: Trajectory, engine: Engine) -> list[tuple[int, float]]:
+    """(reported, local estimate) for each call of the run that reported its prompt tokens."""
+    call_at = {c.position: c for c in traj.calls}
+    lane = Lane("reference")
+    out: list[tuple[int, float]] = []
+    turn = 0
+    step = 0
+    for pos, sev in enumerate(traj.events):
+        call = call_at.get(pos)
+        if call is not None:
+            step += 1
+            if call.reported:
+                result = engine.run(lane.events, traj.system, "full", REFERENCE_WINDOW, step, max(turn, 1))
+                local = sum(n for _, n in engine.meter.chunks(result.request))
+                out.append((int(call.reported), float(local)))
+        if sev.kind == "user":
+            turn += 1
+        if sev.kind == "source_compaction":
+            msgs = [e.id for e in lane.events if e.kind in ("user", "assistant", "tool_result")]
+            if msgs:
+                lane.append("compaction", {"first_id": msgs[0], "last_id": lane.events[-1].id,
+                                           "summary": sev.data.get("summary", ""), "method": "model"})
+            continue
+        lane.append(sev.kind, sev.data)
+    return out
+
+
+def _calibrator(model: str) -> Any:
+    from ctxagent.context.calibrator import Calibrator
+
+    return Calibrator(model)
+
+
+def _err_stats(errs: Sequence[float]) -> dict[str, Any]:
+    return {"median_rel_err": round(percentile(errs, 50), 5) if errs else None,
+            "p95_rel_err": round(percentile(errs, 95), 5) if errs else None}
+
+
+def tokens_source(trajectories: Sequence[Trajectory], progress: Any = None, engine: Engine | None = None,
+                  per_call: bool = False) -> dict[str, Any]:
+    engine = engine or Engine.load(REFERENCE_WINDOW)
+    source = trajectories[0].source if trajectories else None
+    model = MODELS.get(source or "", source or "model")
+    cal = _calibrator(model)  # no path: the benchmark's calibrator is never persisted over the user's
+    rows: list[dict[str, Any]] = []
+    skipped: Counter[str] = Counter()
+    for traj in trajectories:
+        skipped.update(traj.skipped)
+        for reported, local in reference_estimates(traj, engine):
+            calibrated = float(cal.apply(int(local)))
+            rows.append({"run": traj.run_id, "reported": reported, "local": local, "calibrated": calibrated,
+                         "ratio": round(float(cal.ratio), 5)})
+            cal.update(int(local), reported)
+        if progress is not None:
+            progress.advance(note=traj.run_id[-40:])
+    reported = [r["reported"] for r in rows]
+    raw = rel_errors([r["local"] for r in rows], reported)
+    calibrated = rel_errors([r["calibrated"] for r in rows], reported)
+    # the first call has nothing to learn from: score the calibrator on the calls after it
+    fit = fit_affine([r["local"] for r in rows], reported)
+    out: dict[str, Any] = {
+        "source": source,
+        "model": model,
+        "runs": len(trajectories),
+        "calls": len(rows),
+        "raw": _err_stats(raw),
+        "calibrated": _err_stats(calibrated[1:]),
+        "fit": fit.to_dict() if fit is not None else None,
+        "final_ratio": rows[-1]["ratio"] if rows else None,
+        "skipped": dict(sorted(skipped.items())),
+    }
+    if per_call:
+        out["per_call"] = rows
+    return out

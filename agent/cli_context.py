@@ -1,0 +1,146 @@
+"""`ctxagent report | inspect | compact | config | sessions` — the engine, made visible."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from ctxagent.agent.config import load_config
+from ctxagent.agent.session import find_repo_root, list_sessions, open_session, resolve_session
+from ctxagent.context.errors import CtxagentError
+from ctxagent.context.history import SessionLog
+from ctxagent.context.monitor import format_report_table
+from ctxagent.context.report import ContextReport
+
+
+def _root(args: argparse.Namespace) -> Path:
+    return find_repo_root(Path(args.cwd).resolve() if getattr(args, "cwd", None) else Path.cwd())
+
+
+def _load(args: argparse.Namespace, ref: str | None) -> SessionLog:
+    return SessionLog.load(resolve_session(_root(args), ref))
+
+
+def _guard(fn):  # noqa: ANN001, ANN202
+    def run(args: argparse.Namespace) -> int:
+        try:
+            return fn(args)
+        except CtxagentError as exc:
+            sys.stderr.write(f"ctxagent: {exc}\n")
+            return 2
+
+    return run
+
+
+@_guard
+def cmd_report(args: argparse.Namespace) -> int:
+    log = _load(args, None if args.last else args.session)
+    reports = [ContextReport.from_dict(e.data["report"]) for e in log.of_kind("context_report")]
+    if args.json:
+        print(json.dumps([r.to_dict() for r in reports], ensure_ascii=False, indent=2))
+        return 0
+    print(f"session {log.session_id} — {len(reports)} steps")
+    print(format_report_table(reports))
+    return 0
+
+
+@_guard
+def cmd_inspect(args: argparse.Namespace) -> int:
+    from ctxagent.agent.inspect_step import rebuild_step
+
+    log = _load(args, args.session)
+    step = rebuild_step(log.events, args.step)
+    if args.json:
+        out: dict[str, Any] = {
+            "request": step.body,
+            "masked": step.masked,
+            "pruned": step.result.pruned_ids,
+            "spilled": step.result.spilled_ids,
+            "report": step.report,
+            "verified": step.verified,
+        }
+        print(json.dumps(out, ensure_ascii=False, indent=2))
+        return 0 if step.verified else 1
+    r = step.report
+    print(f"step {step.step} · turn {r.get('turn')} · {r.get('total')} tokens · {r.get('usage_pct', 0):.1f}% of {r.get('window')}")
+    print(f"request rebuilt from the log: {'identical to what was sent (sha256 match)' if step.verified else 'DIFFERS from what was sent'}")
+    print(f"masked ranges: {step.masked or 'none'}; pruned events: {step.result.pruned_ids or 'none'}; spilled events: {step.result.spilled_ids or 'none'}")
+    print()
+    print(json.dumps(step.body, ensure_ascii=False, indent=2))
+    return 0 if step.verified else 1
+
+
+@_guard
+def cmd_compact(args: argparse.Namespace) -> int:
+    from ctxagent.agent.factory import create_agent
+
+    root = _root(args)
+    config = load_config(root, {"model": args.model})
+    if not config.model:
+        config.model = _session_model(resolve_session(root, args.session))
+    session = open_session(root, config, args.session or "")
+    agent = create_agent(session)
+    done = agent.compact(args.focus)
+    session.log.close()
+    if done is None:
+        print("nothing to compact")
+        return 0
+    print(f"compacted events {done.first_id}–{done.last_id} ({done.method} summary); originals kept in the log")
+    return 0
+
+
+def _session_model(path: Path) -> str | None:
+    for e in SessionLog.load(path).events:
+        if e.kind == "session_start" and e.data.get("model"):
+            return str(e.data["model"])
+    return None
+
+
+@_guard
+def cmd_config(args: argparse.Namespace) -> int:
+    cfg = load_config(_root(args), {})
+    print(json.dumps(cfg.redacted(), ensure_ascii=False, indent=2))
+    return 0
+
+
+@_guard
+def cmd_sessions(args: argparse.Namespace) -> int:
+    for path in list_sessions(_root(args)):
+        log = SessionLog.load(path)
+        first = next((e.data.get("text", "") for e in log.events if e.kind == "user"), "")
+        print(f"{log.session_id}  {len(log.events):5d} events  {str(first).splitlines()[0][:60] if first else ''}")
+    return 0
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("report", help="per-step context table for a session")
+    p.add_argument("session", nargs="?", help="session id (default: the latest)")
+    p.add_argument("--last", action="store_true", help="the latest session")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--cwd")
+    p.set_defaults(func=cmd_report)
+
+    p = sub.add_parser("inspect", help="the exact request the model received at a step")
+    p.add_argument("session")
+    p.add_argument("--step", type=int, required=True)
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--cwd")
+    p.set_defaults(func=cmd_inspect)
+
+    p = sub.add_parser("compact", help="compact a session now (the originals stay in the log)")
+    p.add_argument("session", nargs="?")
+    p.add_argument("--focus", help="what the summary should keep in particular")
+    p.add_argument("--model")
+    p.add_argument("--cwd")
+    p.set_defaults(func=cmd_compact)
+
+    p = sub.add_parser("config", help="print the effective configuration (keys redacted)")
+    p.add_argument("--cwd")
+    p.set_defaults(func=cmd_config)
+
+    p = sub.add_parser("sessions", help="list this repository's sessions")
+    p.add_argument("--cwd")
+    p.set_defaults(func=cmd_sessions)

@@ -1,0 +1,127 @@
+"""`ctxagent memory …`: search, list, add, forget and count the project's memory records.
+
+Operates on `<--project or cwd>/.ctxagent/memory.db` (created on first use). `--json` prints
+machine-readable records; text output is the same compact line the model sees.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from ctxagent.context.memory.record import LAYERS, TYPES
+
+
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    p = subparsers.add_parser("memory", help="search and manage the project's memory records",
+                              description="Search and manage the project's memory (.ctxagent/memory.db).")
+    p.add_argument("--project", default=None, help="repository root (default: current directory)")
+    sub = p.add_subparsers(dest="memory_command", metavar="ACTION", required=True)
+
+    s = sub.add_parser("search", help="full-text search (English, Chinese, identifiers, file names)")
+    s.add_argument("query")
+    s.add_argument("--layer", choices=LAYERS)
+    s.add_argument("--type", choices=TYPES)
+    s.add_argument("--file", help="only records about this file")
+    s.add_argument("--limit", type=int, default=20)
+    s.add_argument("--all", dest="include_superseded", action="store_true", help="include superseded records")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=_search)
+
+    ls = sub.add_parser("list", help="list records (oldest first)")
+    ls.add_argument("--type", choices=TYPES)
+    ls.add_argument("--layer", choices=LAYERS)
+    ls.add_argument("--current", action="store_true", help="hide superseded records")
+    ls.add_argument("--json", action="store_true")
+    ls.set_defaults(func=_list)
+
+    a = sub.add_parser("add", help="remember TEXT as a record")
+    a.add_argument("text")
+    a.add_argument("--type", choices=TYPES, default="note")
+    a.add_argument("--layer", choices=LAYERS, default="warm")
+    a.add_argument("--tag", action="append", default=[], dest="tags")
+    a.add_argument("--file", action="append", default=[], dest="files")
+    a.add_argument("--json", action="store_true")
+    a.set_defaults(func=_add)
+
+    f = sub.add_parser("forget", help="delete a record for good")
+    f.add_argument("id", type=int)
+    f.set_defaults(func=_forget)
+
+    st = sub.add_parser("stats", help="counts by type and layer")
+    st.add_argument("--json", action="store_true")
+    st.set_defaults(func=_stats)
+    return p
+
+
+def _open(args: argparse.Namespace) -> Any:
+    from ctxagent.context.memory.store import MemoryStore
+
+    return MemoryStore.open_project(Path(args.project or ".").resolve())
+
+
+def _print_records(records: list[Any], as_json: bool) -> None:
+    if as_json:
+        print(json.dumps([r.to_dict() for r in records], ensure_ascii=False, indent=1))
+        return
+    if not records:
+        print("no records")
+    for r in records:
+        flags = "" if r.current else f"  (superseded by {r.superseded_by})"
+        print(f"{r.id:>5}  {r.layer:<4}  {r.line()}{flags}")
+
+
+def _search(args: argparse.Namespace) -> int:
+    with _open(args) as store:
+        recs = store.search(args.query, layer=args.layer, type=args.type, file=args.file, limit=args.limit,
+                            include_superseded=args.include_superseded)
+        _print_records(recs, args.json)
+    return 0
+
+
+def _list(args: argparse.Namespace) -> int:
+    with _open(args) as store:
+        _print_records(store.list(type=args.type, layer=args.layer, include_superseded=not args.current), args.json)
+    return 0
+
+
+def _add(args: argparse.Namespace) -> int:
+    from ctxagent.context.errors import CtxagentError
+
+    with _open(args) as store:
+        try:
+            rid = store.add(args.text, args.type, layer=args.layer, tags=args.tags, files=args.files, session="cli")
+        except CtxagentError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        rec = store.get(rid)
+        if args.json:
+            print(json.dumps(rec.to_dict(), ensure_ascii=False))
+        else:
+            print(f"{'confirmed' if rec.confirmations > 1 else 'added'} {rid}: {rec.line()}")
+    return 0
+
+
+def _forget(args: argparse.Namespace) -> int:
+    with _open(args) as store:
+        if not store.forget(args.id):
+            print(f"no record {args.id}", file=sys.stderr)
+            return 1
+        print(f"forgot {args.id}")
+    return 0
+
+
+def _stats(args: argparse.Namespace) -> int:
+    with _open(args) as store:
+        st = store.stats()
+    if args.json:
+        print(json.dumps(st, ensure_ascii=False, indent=1))
+        return 0
+    print(f"{st['path']}: {st['total']} records ({st['superseded']} superseded, {st['pinned']} pinned constraints, "
+          f"{st['open_todos']} open todos)")
+    print("by type:  " + (", ".join(f"{k} {v}" for k, v in st["by_type"].items()) or "none"))
+    print("by layer: " + (", ".join(f"{k} {v}" for k, v in st["by_layer"].items()) or "none"))
+    return 0

@@ -1,0 +1,152 @@
+"""Assemble an Agent from a session's config: provider, tools, engine parts, memory, checkpoints."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+from ctxagent.agent.config import Config
+from ctxagent.agent.events import AgentEvent
+from ctxagent.agent.loop import Agent, AgentParts, Approver
+from ctxagent.agent.providers.base import Provider, TextDelta
+from ctxagent.agent.providers.registry import (
+    ModelInfo,
+    cheaper_sibling,
+    make_provider,
+    model_info,
+    parse_model_name,
+)
+from ctxagent.agent.session import Session
+from ctxagent.context.budget import Budget
+from ctxagent.context.calibrator import Calibrator
+from ctxagent.context.errors import ConfigError
+from ctxagent.context.paths import spill_dir, user_state_dir
+from ctxagent.context.request import Message, Request
+from ctxagent.context.spill import SpillStore
+from ctxagent.context.tokens import CachedCounter, get_counter
+from ctxagent.tools import make_registry
+from ctxagent.tools.base import ToolRegistry
+
+BASE_PROMPT = """You are ctxagent, a coding agent working in the repository at {root}.
+Use the tools to read, search, edit and test code; keep changes minimal and explain what you did.
+Paths are relative to the repository root. Prefer edit_file for small changes and run the tests after editing.
+Large tool output is spilled: you see its head and tail and a handle — page or grep it with read_spill.
+A "Working memory" block may appear before the newest message: it lists pinned constraints, open tasks and
+recalled decisions / changes with their turn numbers. Treat its constraints as binding; when unsure about an
+earlier decision, call search_memory."""
+
+INSTRUCTION_FILES = ("AGENTS.md", "CLAUDE.md")
+MAX_INSTRUCTIONS_CHARS = 40_000
+
+
+def system_prompt(root: Path) -> str:
+    parts = [BASE_PROMPT.format(root=root)]
+    for name in INSTRUCTION_FILES:
+        path = root / name
+        if path.is_file():
+            text = path.read_text(encoding="utf-8", errors="replace")[:MAX_INSTRUCTIONS_CHARS]
+            parts.append(f"# Project instructions ({name})\n\n{text.strip()}")
+    return "\n\n".join(parts)
+
+
+def resolve_model(config: Config) -> tuple[str, ModelInfo]:
+    if not config.model:
+        raise ConfigError(
+            "no model configured: set CTXAGENT_MODEL (e.g. anthropic:claude-sonnet-4-5 or openai:gpt-5-mini) "
+            "or pass --model; for a local OpenAI-compatible server add --base-url http://127.0.0.1:11434"
+        )
+    provider, model = parse_model_name(config.model)
+    return f"{provider}:{model}", model_info(provider, model, default_window=config.default_window)
+
+
+def _provider_for(config: Config, label: str, max_tokens: int) -> Provider:
+    provider, _ = parse_model_name(label)
+    if provider == "anthropic":
+        key, base = config.anthropic_api_key, config.base_url or config.anthropic_base_url
+    else:
+        key, base = config.openai_api_key, config.base_url or config.openai_base_url
+    return make_provider(label, api_key=key, base_url=base, max_tokens=max_tokens)
+
+
+def summarizer_for(config: Config, label: str) -> Callable[[str], str] | None:
+    """A one-shot model call for compaction, or None for the extractive (model-free) summary."""
+    if config.summary_model == "none":
+        return None
+    provider_name, model = parse_model_name(label)
+    if provider_name == "scripted" and not config.summary_model:
+        return None  # a scripted session's script holds only the main model's turns
+    target = config.summary_model or f"{provider_name}:{cheaper_sibling(provider_name, model)}"
+    try:
+        provider = _provider_for(config, target, 2048)
+    except ConfigError:
+        return None
+
+    def summarize(prompt: str) -> str:
+        req = Request(system="You write faithful, structured summaries of coding sessions.", messages=[Message("user", prompt)], tools=[], max_tokens=2048)
+        return "".join(ev.text for ev in provider.stream(req) if isinstance(ev, TextDelta))
+
+    return summarize
+
+
+def _memory_parts(session: Session) -> tuple[object | None, object | None]:
+    if not session.config.memory:
+        return None, None
+    from ctxagent.context.memory.recall import MemoryRecall
+    from ctxagent.context.memory.store import MemoryStore
+
+    store = MemoryStore.open(session.state_dir / "memory.db")
+    return store, MemoryRecall(store, session.id)
+
+
+def _checkpoints(session: Session) -> object | None:
+    try:
+        from ctxagent.agent.checkpoints import Checkpoints
+    except ImportError:
+        return None
+    return Checkpoints(session.root, session.state_dir)
+
+
+def default_registry() -> ToolRegistry:
+    from ctxagent.tools.memory_tools import memory_tools
+    from ctxagent.tools.spill_tool import make_read_spill_tool
+
+    return make_registry(extra=[make_read_spill_tool(), *memory_tools()])
+
+
+def create_agent(
+    session: Session,
+    *,
+    on_event: Callable[[AgentEvent], None] | None = None,
+    approver: Approver | None = None,
+    registry: ToolRegistry | None = None,
+) -> Agent:
+    config = session.config
+    label, info = resolve_model(config)
+    window = config.window or info.window
+    max_output = config.max_output_tokens or min(info.max_output, 8192, max(1024, window // 8))
+    provider = _provider_for(config, label, max_output)
+    budget = Budget.from_profile(config.budget_profile, window, max_output)
+    if config.budget:
+        budget = Budget(window, fractions={**budget.fractions, **config.budget}, max_output=max_output, profile=config.budget_profile)
+    counter = CachedCounter(get_counter(info.tokenizer))
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", label)
+    calibrator = Calibrator(label, path=user_state_dir() / "calibration" / f"{safe}.json")
+    memory, warm = _memory_parts(session)
+    parts = AgentParts(
+        provider=provider,
+        registry=registry or default_registry(),
+        counter=counter,
+        budget=budget,
+        calibrator=calibrator,
+        spill=SpillStore(spill_dir(session.root)),
+        system=system_prompt(session.root),
+        model_label=label,
+        tokenizer=info.tokenizer,
+        memory=memory,
+        warm=warm,
+        summarize=summarizer_for(config, label),
+        checkpoints=_checkpoints(session),
+        tool_config={"test_command": config.test_command, "shell_timeout": config.shell_timeout},
+    )
+    return Agent(session, parts, on_event=on_event, approver=approver)

@@ -1,0 +1,438 @@
+"""The agent loop: small and linear.
+
+A user turn runs steps — build the context → stream the model → run its tool calls → append the
+results — until a step ends without tool calls, the step limit, a cancel, or an error the loop cannot
+retry. The context is rebuilt and checked before EVERY step, inside the tool loop (a multi-step turn
+keeps appending tool output; checking once per user message is how agents hit a 400).
+The history is the append-only session log; nothing here rewrites it.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ctxagent.agent.events import (
+    AgentEvent,
+    AssistantDelta,
+    AssistantDone,
+    CompactionDone,
+    ContextBuilt,
+    Notice,
+    PermissionDecision,
+    PermissionRequest,
+    StepStarted,
+    ToolFinished,
+    ToolStarted,
+    TurnFinished,
+    TurnStarted,
+)
+from ctxagent.agent.providers.base import Provider, Stop, TextDelta, ToolCallEvent, Usage
+from ctxagent.agent.retry import stream_with_retry
+from ctxagent.agent.session import Session
+from ctxagent.context.budget import Budget
+from ctxagent.context.builder import BuildInputs, BuildResult, build, request_sha256
+from ctxagent.context.calibrator import Calibrator
+from ctxagent.context.errors import ContextLengthError, ContextOverflowError, ProviderError, StreamError
+from ctxagent.context.report import ContextReport
+from ctxagent.context.spill import SpillStore
+from ctxagent.context.tokens import TokenCounter
+from ctxagent.tools.base import ToolContext, ToolRegistry, ToolResult
+
+Approver = Callable[[PermissionRequest], PermissionDecision]
+
+
+def _ignore(_: AgentEvent) -> None:
+    return None
+
+
+def deny_mutations(req: PermissionRequest) -> PermissionDecision:
+    """The headless default without --yes: refuse edits and commands, telling the model why."""
+    return PermissionDecision(
+        allow=False,
+        reason=f"{req.tool} needs permission ({req.permission}) and this run is headless without --yes; "
+        "do not retry it — explain what you would change instead.",
+    )
+
+
+@dataclass
+class AgentParts:
+    """Everything the loop needs, assembled by `agent/factory.py` (or by a test)."""
+
+    provider: Provider
+    registry: ToolRegistry
+    counter: TokenCounter
+    budget: Budget
+    calibrator: Calibrator
+    spill: SpillStore
+    system: str
+    model_label: str  # "anthropic:claude-sonnet-4-5"
+    tokenizer: str = "o200k_base"  # the counter's family, recorded so `inspect` can rebuild a step
+    memory: Any = None  # context.memory MemoryStore, or None
+    warm: Any = None  # a WarmProvider for the builder, or None (the builder's session pins)
+    summarize: Callable[[str], str] | None = None
+    checkpoints: Any = None  # agent.checkpoints.Checkpoints, or None
+    tool_config: dict[str, Any] = field(default_factory=dict)
+
+
+class Agent:
+    def __init__(
+        self,
+        session: Session,
+        parts: AgentParts,
+        *,
+        on_event: Callable[[AgentEvent], None] | None = None,
+        approver: Approver | None = None,
+    ):
+        self.session = session
+        self.parts = parts
+        self.on_event = on_event or _ignore
+        self.approver = approver or deny_mutations
+        self.allowed_for_session: set[str] = set()
+        self.reports: list[ContextReport] = [
+            ContextReport.from_dict(e.data["report"]) for e in session.log.of_kind("context_report")
+        ]
+        self._record_system_prompt()
+
+    # -- public -------------------------------------------------------------------------------
+    @property
+    def log(self):  # noqa: ANN201 - SessionLog
+        return self.session.log
+
+    @property
+    def last_report(self) -> ContextReport | None:
+        return self.reports[-1] if self.reports else None
+
+    @property
+    def step(self) -> int:
+        """Steps are numbered 1, 2, … in request order across the whole session."""
+        return len(self.reports)
+
+    def run_turn(self, text: str, cancel: threading.Event | None = None) -> TurnFinished:
+        cancel = cancel or threading.Event()
+        turn = self._next_turn()
+        user_ev = self.log.append("user", text=text, turn=turn)
+        self._ingest([user_ev])
+        self.on_event(TurnStarted(turn, text))
+        final_text, steps, stop = "", 0, "end_turn"
+        changed_files = False
+        try:
+            while True:
+                if cancel.is_set():
+                    stop = "cancelled"
+                    break
+                if steps >= self.session.config.max_steps:
+                    stop = "max_steps"
+                    self._notice(f"stopped after {steps} steps (--max-steps); ask to continue if needed", "warning")
+                    break
+                steps += 1
+                outcome = self._step(turn, text, cancel)
+                final_text = outcome.text or final_text
+                if outcome.error:
+                    stop = "error"
+                    break
+                if not outcome.calls:
+                    stop = "cancelled" if cancel.is_set() else "end_turn"
+                    break
+                changed_files = self._run_tools(outcome.calls, turn, cancel, changed_files) or changed_files
+        finally:
+            if changed_files and self.parts.checkpoints is not None:
+                self._safe(lambda: self.parts.checkpoints.mark_turn_end(self.session.id, turn))
+            self.log.sync()
+            self.parts.calibrator.save()
+        done = TurnFinished(turn=turn, stop_reason=stop, text=final_text, steps=steps)
+        self.on_event(done)
+        return done
+
+    def compact(self, focus: str | None = None) -> CompactionDone | None:
+        """Compact now (/compact, `ctxagent compact`): summarize the oldest visible turns."""
+        from ctxagent.context.compact import compact_now
+
+        before = self.last_report.total if self.last_report else 0
+        record = compact_now(self.log.events, summarize=self.parts.summarize, focus=focus, keep_turns=1)
+        if record is None:
+            self._notice("nothing to compact yet", "info")
+            return None
+        ev = self.log.append("compaction", **record)
+        self._ingest([ev])
+        self.log.sync()
+        result = self._build(self.step + 1, self._current_turn(), "", allow_compaction=False)
+        after = self.parts.calibrator.apply(result.report.total)
+        done = CompactionDone(record["first_id"], record["last_id"], record["method"], before, after)
+        self.on_event(done)
+        return done
+
+    # -- one step -------------------------------------------------------------------------------
+    @dataclass
+    class _Outcome:
+        text: str = ""
+        calls: list[ToolCallEvent] = field(default_factory=list)
+        error: bool = False
+
+    def _step(self, turn: int, query: str, cancel: threading.Event) -> Agent._Outcome:
+        step = self.step + 1
+        self.on_event(StepStarted(step, turn))
+        try:
+            result = self._build(step, turn, query)
+        except ContextOverflowError as exc:
+            self._error(str(exc), "ContextOverflowError", step)
+            return Agent._Outcome(error=True)
+        self._record_build(step, result)
+        try:
+            return self._stream(step, result, cancel)
+        except ContextLengthError as exc:
+            # The provider counts differently from us: force a compaction and retry once.
+            self._notice(f"provider says the prompt is too long ({exc}); compacting and retrying once", "warning")
+            if self.compact() is None:
+                self._error(str(exc), type(exc).__name__, step)
+                return Agent._Outcome(error=True)
+            step = self.step + 1
+            try:
+                result = self._build(step, turn, query)
+            except ContextOverflowError as exc2:
+                self._error(str(exc2), "ContextOverflowError", step)
+                return Agent._Outcome(error=True)
+            self._record_build(step, result)
+            try:
+                return self._stream(step, result, cancel)
+            except ProviderError as exc2:
+                self._error(str(exc2), type(exc2).__name__, step)
+                return Agent._Outcome(error=True)
+        except ProviderError as exc:
+            self._error(str(exc), type(exc).__name__, step)
+            return Agent._Outcome(error=True)
+
+    def _build(self, step: int, turn: int, query: str, *, allow_compaction: bool = True) -> BuildResult:
+        cfg = self.session.config
+        return build(
+            BuildInputs(
+                events=self.log.events,
+                system=self.parts.system,
+                tools=self.parts.registry.specs(),
+                budget=self.parts.budget,
+                counter=self.parts.counter,
+                step=step,
+                turn=turn,
+                strategy=cfg.strategy,
+                calibration_ratio=self.parts.calibrator.ratio,
+                warm=self.parts.warm,
+                summarize=self.parts.summarize,
+                allow_compaction=allow_compaction,
+                protect_turns=cfg.protect_turns,
+                thresholds=(cfg.compress_at, cfg.new_session_at),
+            )
+        )
+
+    def _record_build(self, step: int, result: BuildResult) -> None:
+        if result.compaction is not None:
+            ev = self.log.append("compaction", **result.compaction)
+            self._ingest([ev])
+            c = result.compaction
+            self.on_event(CompactionDone(c["first_id"], c["last_id"], c["method"], 0, result.report.total))
+        body = self.parts.provider.body(result.request)
+        self.log.append(
+            "context_report",
+            step=step,
+            report=result.report.to_dict(),
+            request_sha256=request_sha256(body),
+            warm=result.warm_text,
+            calibration_ratio=self.parts.calibrator.ratio,
+            model=self.parts.model_label,
+            build=self._build_params(),
+        )
+        self.reports.append(result.report)
+        self.on_event(ContextBuilt(step, result.report))
+        self._current_request = result
+
+    def _build_params(self) -> dict[str, Any]:
+        """Every scalar the builder used, so `ctxagent inspect` can rebuild this step exactly."""
+        cfg, b = self.session.config, self.parts.budget
+        return {
+            "window": b.window,
+            "fractions": b.fractions,
+            "max_output": b.max_output,
+            "profile": b.profile,
+            "strategy": cfg.strategy,
+            "protect_turns": cfg.protect_turns,
+            "thresholds": [cfg.compress_at, cfg.new_session_at],
+            "tokenizer": self.parts.tokenizer,
+        }
+
+    def _stream(self, step: int, result: BuildResult, cancel: threading.Event) -> Agent._Outcome:
+        texts: list[str] = []
+        calls: list[ToolCallEvent] = []
+        usage = Usage()
+        stop = "end_turn"
+        partial = False
+        provider = self.parts.provider
+
+        def on_retry(message: str) -> None:
+            self._notice(message, "warning")
+
+        try:
+            for ev in stream_with_retry(lambda: provider.stream(result.request, cancel), on_retry=on_retry):
+                if isinstance(ev, TextDelta):
+                    texts.append(ev.text)
+                    self.on_event(AssistantDelta(step, ev.text))
+                elif isinstance(ev, ToolCallEvent):
+                    calls.append(ev)
+                elif isinstance(ev, Usage):
+                    usage = ev
+                elif isinstance(ev, Stop):
+                    stop = ev.reason
+                if cancel.is_set():
+                    stop, partial = "cancelled", bool(texts) or bool(calls)
+                    calls = []  # a cancelled step runs no tools
+                    break
+        except StreamError as exc:
+            if not texts and not calls:
+                raise
+            partial = True
+            stop = "stream_error"
+            calls = []  # tool calls from a broken stream are not trusted
+            self._notice(f"the stream broke ({exc}); kept the {len(''.join(texts))} characters that arrived", "warning")
+        text = "".join(texts)
+        usage_d = {
+            "input_tokens": usage.input_tokens,
+            "output_tokens": usage.output_tokens,
+            "cache_read": usage.cache_read,
+            "cache_write": usage.cache_write,
+        }
+        self.log.append(
+            "assistant",
+            text=text,
+            tool_calls=[{"id": c.id, "name": c.name, "arguments": c.arguments if c.arguments is not None else {"_raw": c.raw_arguments}} for c in calls],
+            stop_reason=stop,
+            usage=usage_d,
+            step=step,
+            partial=partial,
+        )
+        self._ingest([self.log.events[-1]])
+        if usage.prompt_tokens and result.report.total:
+            self.parts.calibrator.update(result.report.total, usage.prompt_tokens)
+        self.on_event(AssistantDone(step, text, len(calls), usage_d, partial))
+        return Agent._Outcome(text=text, calls=calls, error=stop == "stream_error")
+
+    # -- tools --------------------------------------------------------------------------------
+    def _run_tools(self, calls: list[ToolCallEvent], turn: int, cancel: threading.Event, changed_before: bool) -> bool:
+        changed = False
+        ctx = ToolContext(
+            root=self.session.root,
+            cancel=cancel,
+            config=self.parts.tool_config,
+            state_dir=self.session.state_dir,
+            services={
+                "spill": self.parts.spill,
+                "memory": self.parts.memory,
+                "summarize": self.parts.summarize,
+                "session": self.session.id,
+                "turn": turn,
+            },
+        )
+        for call in calls:
+            started = time.monotonic()
+            self.on_event(ToolStarted(call.id, call.name, call.arguments or {}))
+            if cancel.is_set():
+                result = ToolResult("cancelled by the user before this tool ran", is_error=True)
+            elif call.arguments is None:
+                result = ToolResult(
+                    f"error: the arguments for {call.name} were not a valid JSON object: {call.raw_arguments[:500]!r}",
+                    is_error=True,
+                )
+            else:
+                result = self._permitted(call, ctx, turn, changed_before or changed)
+                if result is None:
+                    result = self.parts.registry.run(call.name, call.arguments, ctx)
+                    if result.meta.get("files") and not result.is_error:
+                        changed = True
+            self._append_result(call, result, int((time.monotonic() - started) * 1000))
+        return changed
+
+    def _permitted(self, call: ToolCallEvent, ctx: ToolContext, turn: int, changed_in_turn: bool) -> ToolResult | None:
+        """None when the call may run; otherwise the refusal to show the model."""
+        kind = self.parts.registry.permission(call.name)
+        if kind == "read" or self.parts.registry.get(call.name) is None:
+            return None
+        mode = self.session.config.permission_mode
+        allowed = mode == "yolo" or (mode == "auto-edit" and kind == "edit") or call.name in self.allowed_for_session
+        if not allowed:
+            args = call.arguments or {}
+            preview = str(args.get("command") or "") if kind == "command" else _edit_preview(call.name, args)
+            decision = self.approver(PermissionRequest(call.id, call.name, kind, args, preview))
+            self.log.append("permission", call_id=call.id, decision="allow" if decision.allow else "deny", reason=decision.reason)
+            if not decision.allow:
+                reason = f" Reason: {decision.reason}" if decision.reason else ""
+                return ToolResult(f"permission denied for {call.name}.{reason}", is_error=True)
+            if decision.remember:
+                self.allowed_for_session.add(call.name)
+        if kind == "edit" and not changed_in_turn and self.parts.checkpoints is not None:
+            commit = self._safe(lambda: self.parts.checkpoints.snapshot(self.session.id, turn, len(self.log.events)))
+            if commit:
+                self.log.append("checkpoint", turn=turn, commit=commit)
+        return None
+
+    def _append_result(self, call: ToolCallEvent, result: ToolResult, duration_ms: int) -> None:
+        # Sanitize before anything is persisted: the spill file must not hold secrets either.
+        content = self.log.sanitize(result.content) if self.log.sanitize else result.content
+        content, spill_meta = self.parts.spill.maybe_spill(content, self.parts.counter, self.session.config.spill_tokens)
+        meta = {k: v for k, v in result.meta.items() if k != "diff" or len(str(v)) < 20000}
+        ev = self.log.append(
+            "tool_result",
+            call_id=call.id,
+            name=call.name,
+            content=content,
+            is_error=result.is_error,
+            duration_ms=duration_ms,
+            meta=meta,
+            spill=spill_meta,
+        )
+        self._ingest([ev])
+        self.on_event(ToolFinished(call.id, call.name, content, result.is_error, duration_ms, {**meta, "spill": spill_meta}))
+
+    # -- helpers ------------------------------------------------------------------------------
+    def _record_system_prompt(self) -> None:
+        """Log the stable prefix when it changes, so `inspect` can rebuild any step exactly."""
+        tools = [s.__dict__ for s in self.parts.registry.specs()]
+        last = next((e for e in reversed(self.log.events) if e.kind == "system_prompt"), None)
+        if last is None or last.data.get("text") != self.parts.system or last.data.get("tools") != tools:
+            self.log.append("system_prompt", text=self.parts.system, tools=tools)
+
+    def _next_turn(self) -> int:
+        turns = [int(e.data.get("turn", 0)) for e in self.log.events if e.kind == "user"]
+        return max(turns, default=0) + 1
+
+    def _current_turn(self) -> int:
+        return max((int(e.data.get("turn", 0)) for e in self.log.events if e.kind == "user"), default=0)
+
+    def _ingest(self, events: list) -> None:
+        if self.parts.memory is not None:
+            self._safe(lambda: self.parts.memory.ingest(events, self.session.id))
+
+    def _notice(self, message: str, level: str = "info") -> None:
+        self.on_event(Notice(message, level))
+
+    def _error(self, message: str, error_type: str, step: int | None = None) -> None:
+        self.log.append("error", message=message, error_type=error_type, step=step)
+        self._notice(message, "error")
+
+    def _safe(self, fn: Callable[[], Any]) -> Any:
+        """Side systems (memory, checkpoints) must never kill a turn: report and go on."""
+        try:
+            return fn()
+        except Exception as exc:  # noqa: BLE001
+            self._notice(f"{type(exc).__name__}: {exc}", "warning")
+            return None
+
+
+def _edit_preview(name: str, args: dict[str, Any]) -> str:
+    if name == "edit_file":
+        old = "\n".join("- " + line for line in str(args.get("old_text", "")).splitlines())
+        new = "\n".join("+ " + line for line in str(args.get("new_text", "")).splitlines())
+        return f"{args.get('path', '?')}\n{old}\n{new}"
+    if name == "write_file":
+        content = str(args.get("content", ""))
+        return f"{args.get('path', '?')} ({len(content.splitlines())} lines)\n{content[:2000]}"
+    return str(args)

@@ -1,0 +1,231 @@
+"""Anthropic Messages API provider (the official `anthropic` SDK), streaming, tools, prompt caching.
+
+Neutral → wire: role "tool" messages become `tool_result` blocks in a user message; consecutive
+user-side messages (user text, tool results, injected warm/summary blocks) merge into one user
+message, tool_result blocks first; assistant tool calls become `tool_use` blocks. The stable prefix
+(system block and the last tool schema) carries `cache_control: {"type": "ephemeral"}`.
+
+The SDK's own retries are off (`max_retries=0`): `agent/retry.py` retries, visibly. A stream that
+breaks after text arrived yields that text first and then raises StreamError, so the caller keeps it.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import anthropic
+import httpx2
+from ctxagent.agent.providers.base import Stop, StreamEvent, TextDelta, ToolCallEvent, Usage
+from ctxagent.agent.providers.wire_errors import classify_exception
+from ctxagent.context.errors import ProviderError, StreamError
+from ctxagent.context.request import Message, Request
+
+DEFAULT_BASE_URL = "https://api.anthropic.com"
+EPHEMERAL = {"type": "ephemeral"}
+
+
+def _user_blocks(group: list[Message]) -> list[dict[str, Any]]:
+    results: list[dict[str, Any]] = []
+    texts: list[dict[str, Any]] = []
+    for m in group:
+        if m.role == "tool":
+            block: dict[str, Any] = {"type": "tool_result", "tool_use_id": m.tool_call_id or "",
+                                     "content": m.content or "(no output)"}
+            if m.is_error:
+                block["is_error"] = True
+            results.append(block)
+        elif m.content:
+            texts.append({"type": "text", "text": m.content})
+    blocks = results + texts
+    return blocks or [{"type": "text", "text": "(empty)"}]
+
+
+def _assistant_blocks(m: Message) -> list[dict[str, Any]]:
+    blocks: list[dict[str, Any]] = []
+    if m.content:
+        blocks.append({"type": "text", "text": m.content})
+    for call in m.tool_calls:
+        blocks.append({"type": "tool_use", "id": call.id, "name": call.name, "input": call.arguments})
+    return blocks
+
+
+def wire_messages(messages: list[Message]) -> list[dict[str, Any]]:
+    """Neutral messages → Anthropic `messages` (alternating user / assistant)."""
+    out: list[dict[str, Any]] = []
+    group: list[Message] = []
+
+    def flush() -> None:
+        if group:
+            out.append({"role": "user", "content": _user_blocks(group)})
+            group.clear()
+
+    for m in messages:
+        if m.role in ("user", "tool"):
+            group.append(m)
+            continue
+        flush()
+        blocks = _assistant_blocks(m)
+        if not blocks:
+            continue  # an empty assistant turn is not accepted by the API; its neighbours merge
+        if out and out[-1]["role"] == "assistant":
+            out[-1]["content"].extend(blocks)
+        else:
+            out.append({"role": "assistant", "content": blocks})
+    flush()
+    # Dropping an empty assistant turn can leave two user messages adjacent: merge them.
+    merged: list[dict[str, Any]] = []
+    for wm in out:
+        if merged and merged[-1]["role"] == wm["role"] == "user":
+            prev = merged[-1]["content"]
+            both = prev + wm["content"]
+            merged[-1]["content"] = ([b for b in both if b["type"] == "tool_result"]
+                                     + [b for b in both if b["type"] != "tool_result"])
+        else:
+            merged.append(wm)
+    return merged
+
+
+class AnthropicProvider:
+    name = "anthropic"
+
+    def __init__(self, model: str, api_key: str, base_url: str | None = None, max_tokens: int | None = None,
+                 *, timeout: float = 600.0, streaming: bool = True):
+        self.model = model
+        self.max_tokens = max_tokens
+        self.streaming = streaming
+        self.base_url = base_url or DEFAULT_BASE_URL
+        # The key is passed explicitly so the SDK never falls back to profile files or other env vars.
+        self._client = anthropic.Anthropic(api_key=api_key, base_url=self.base_url, max_retries=0, timeout=timeout)
+
+    def body(self, request: Request) -> dict[str, Any]:
+        """The kwargs of `messages.create`, which is also the JSON body on the wire."""
+        max_tokens = request.max_tokens if self.max_tokens is None else min(request.max_tokens, self.max_tokens)
+        body: dict[str, Any] = {"model": self.model, "max_tokens": max_tokens}
+        if request.system:
+            body["system"] = [{"type": "text", "text": request.system, "cache_control": dict(EPHEMERAL)}]
+        body["messages"] = wire_messages(request.messages)
+        if request.tools:
+            tools = [{"name": t.name, "description": t.description, "input_schema": t.input_schema}
+                     for t in request.tools]
+            tools[-1]["cache_control"] = dict(EPHEMERAL)
+            body["tools"] = tools
+        body["stream"] = self.streaming
+        return body
+
+    def _map(self, e: BaseException) -> ProviderError | None:
+        return classify_exception(
+            e, provider=self.name, model=self.model, key_env="ANTHROPIC_API_KEY",
+            status_error=anthropic.APIStatusError, connection_error=anthropic.APIConnectionError,
+            transport_error=httpx2.HTTPError)
+
+    def stream(self, request: Request, cancel: threading.Event | None = None) -> Iterator[StreamEvent]:
+        body = self.body(request)
+        try:
+            response = self._client.messages.create(**body)
+        except Exception as e:
+            mapped = self._map(e)
+            if mapped is None:
+                raise
+            raise mapped from e
+        if not self.streaming:
+            yield from _message_events(response)
+            return
+        yield from self._stream_events(response, cancel)
+
+    def _stream_events(self, stream: Any, cancel: threading.Event | None) -> Iterator[StreamEvent]:
+        usage = {"input": 0, "output": 0, "cache_read": 0, "cache_write": 0}
+        stop_reason: str | None = None
+        finished = False
+        tool: dict[str, Any] | None = None  # the tool_use block being streamed
+        events = iter(stream)
+        try:
+            while True:
+                if cancel is not None and cancel.is_set():
+                    stream.close()
+                    yield _usage(usage)
+                    yield Stop("cancelled")
+                    return
+                try:
+                    ev = next(events)
+                except StopIteration:
+                    break
+                except Exception as e:
+                    mapped = self._map(e)
+                    if mapped is None:
+                        raise
+                    raise mapped from e
+                kind = ev.type
+                if kind == "message_start":
+                    _take_usage(usage, ev.message.usage)
+                elif kind == "content_block_start":
+                    block = ev.content_block
+                    if block.type == "tool_use":
+                        tool = {"id": block.id, "name": block.name, "json": []}
+                    elif block.type == "text" and block.text:
+                        yield TextDelta(block.text)
+                elif kind == "content_block_delta":
+                    delta = ev.delta
+                    if delta.type == "text_delta" and delta.text:
+                        yield TextDelta(delta.text)
+                    elif delta.type == "input_json_delta" and tool is not None:
+                        tool["json"].append(delta.partial_json)
+                elif kind == "content_block_stop":
+                    if tool is not None:
+                        yield _tool_event(tool["id"], tool["name"], "".join(tool["json"]))
+                        tool = None
+                elif kind == "message_delta":
+                    stop_reason = ev.delta.stop_reason or stop_reason
+                    _take_usage(usage, ev.usage)
+                elif kind == "message_stop":
+                    finished = True
+        finally:
+            stream.close()
+        if not finished:
+            raise StreamError(f"the stream from anthropic:{self.model} ended before message_stop (connection cut?)")
+        yield _usage(usage)
+        yield Stop(stop_reason or "end_turn")
+
+
+def _take_usage(acc: dict[str, int], u: Any) -> None:
+    """Fold a usage object in: message_start has all fields, message_delta cumulative output (and
+    sometimes updated input counts)."""
+    if u is None:
+        return
+    for attr, key in (("input_tokens", "input"), ("output_tokens", "output"),
+                      ("cache_read_input_tokens", "cache_read"), ("cache_creation_input_tokens", "cache_write")):
+        value = getattr(u, attr, None)
+        if value is not None:
+            acc[key] = int(value)
+
+
+def _usage(acc: dict[str, int]) -> Usage:
+    return Usage(input_tokens=acc["input"], output_tokens=acc["output"],
+                 cache_read=acc["cache_read"], cache_write=acc["cache_write"])
+
+
+def _tool_event(call_id: str, name: str, raw: str) -> ToolCallEvent:
+    if not raw.strip():
+        return ToolCallEvent(id=call_id, name=name, arguments={}, raw_arguments=raw)
+    try:
+        args = json.loads(raw)
+    except ValueError:
+        return ToolCallEvent(id=call_id, name=name, arguments=None, raw_arguments=raw)
+    return ToolCallEvent(id=call_id, name=name, arguments=args if isinstance(args, dict) else None, raw_arguments=raw)
+
+
+def _message_events(message: Any) -> Iterator[StreamEvent]:
+    """Events of a non-streamed Message (streaming=False)."""
+    for block in message.content:
+        if block.type == "text" and block.text:
+            yield TextDelta(block.text)
+        elif block.type == "tool_use":
+            raw = json.dumps(block.input, ensure_ascii=False)
+            yield ToolCallEvent(id=block.id, name=block.name,
+                                arguments=block.input if isinstance(block.input, dict) else None, raw_arguments=raw)
+    acc = {"input": 0, "output": 0, "cache_read": 0, "cache_write": 0}
+    _take_usage(acc, message.usage)
+    yield _usage(acc)
+    yield Stop(message.stop_reason or "end_turn")

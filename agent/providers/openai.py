@@ -1,0 +1,212 @@
+"""OpenAI Chat Completions provider (the official `openai` SDK): streaming, tools, usage.
+
+With a `base_url` it serves any OpenAI-compatible server (Ollama, vLLM, llama.cpp, LM Studio,
+OpenRouter); a base URL without a path gets `/v1` appended. The system prompt is the first message;
+tool results are `{"role": "tool", "tool_call_id": ...}` messages placed right after the assistant
+message that called them (an injected warm / summary block in between would be rejected, so
+user-side text of the same group follows the tool messages, merged into one user message).
+
+Usage: `prompt_tokens` is the whole prompt; the cached part (prompt_tokens_details.cached_tokens) is
+reported as `cache_read` and subtracted from `input_tokens`, so `Usage.prompt_tokens` equals the
+reported prompt_tokens.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import httpx2
+import openai
+from ctxagent.agent.providers.base import Stop, StreamEvent, TextDelta, ToolCallEvent, Usage
+from ctxagent.agent.providers.wire_errors import classify_exception
+from ctxagent.context.errors import ProviderError, StreamError
+from ctxagent.context.request import Message, Request
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+_FINISH = {"stop": "end_turn", "tool_calls": "tool_use", "function_call": "tool_use", "length": "max_tokens"}
+
+
+def normalize_base_url(base_url: str | None) -> str:
+    """`http://host:port` → `http://host:port/v1`; a URL with a path is kept as given."""
+    if not base_url:
+        return DEFAULT_BASE_URL
+    parts = urlsplit(base_url.strip())
+    if parts.path in ("", "/"):
+        parts = parts._replace(path="/v1")
+    return urlunsplit(parts).rstrip("/")
+
+
+def wire_messages(system: str, messages: list[Message]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    if system:
+        out.append({"role": "system", "content": system})
+    pending_text: list[str] = []
+
+    def flush_text() -> None:
+        if pending_text:
+            out.append({"role": "user", "content": "\n\n".join(pending_text)})
+            pending_text.clear()
+
+    for m in messages:
+        if m.role == "tool":
+            content = m.content or "(no output)"
+            out.append({"role": "tool", "tool_call_id": m.tool_call_id or "",
+                        "content": f"[tool error] {content}" if m.is_error else content})
+        elif m.role == "user":
+            if m.content:
+                pending_text.append(m.content)
+        else:
+            flush_text()
+            wm: dict[str, Any] = {"role": "assistant", "content": m.content or None}
+            if m.tool_calls:
+                wm["tool_calls"] = [
+                    {"id": c.id, "type": "function",
+                     "function": {"name": c.name, "arguments": json.dumps(c.arguments, ensure_ascii=False)}}
+                    for c in m.tool_calls
+                ]
+            elif not m.content:
+                continue  # an empty assistant message carries nothing
+            out.append(wm)
+    flush_text()
+    return out
+
+
+class OpenAIProvider:
+    name = "openai"
+
+    def __init__(self, model: str, api_key: str, base_url: str | None = None, max_tokens: int | None = None,
+                 *, timeout: float = 600.0, streaming: bool = True):
+        self.model = model
+        self.max_tokens = max_tokens
+        self.streaming = streaming
+        self.custom_server = bool(base_url)
+        self.base_url = normalize_base_url(base_url)
+        self._client = openai.OpenAI(api_key=api_key, base_url=self.base_url, max_retries=0, timeout=timeout)
+
+    def body(self, request: Request) -> dict[str, Any]:
+        """The kwargs of `chat.completions.create`, which is also the JSON body on the wire."""
+        max_tokens = request.max_tokens if self.max_tokens is None else min(request.max_tokens, self.max_tokens)
+        body: dict[str, Any] = {"model": self.model, "messages": wire_messages(request.system, request.messages)}
+        if request.tools:
+            body["tools"] = [{"type": "function", "function": {
+                "name": t.name, "description": t.description, "parameters": t.input_schema}} for t in request.tools]
+        # OpenAI's newer models only accept max_completion_tokens; compatible servers know max_tokens.
+        body["max_tokens" if self.custom_server else "max_completion_tokens"] = max_tokens
+        body["stream"] = self.streaming
+        if self.streaming:
+            body["stream_options"] = {"include_usage": True}
+        return body
+
+    def _map(self, e: BaseException) -> ProviderError | None:
+        return classify_exception(
+            e, provider=self.name, model=self.model, key_env="OPENAI_API_KEY",
+            status_error=openai.APIStatusError, connection_error=openai.APIConnectionError,
+            transport_error=httpx2.HTTPError, api_error=openai.APIError)
+
+    def _raise_mapped(self, e: Exception) -> None:
+        mapped = self._map(e)
+        if mapped is None:
+            raise e
+        raise mapped from e
+
+    def stream(self, request: Request, cancel: threading.Event | None = None) -> Iterator[StreamEvent]:
+        body = self.body(request)
+        try:
+            response = self._client.chat.completions.create(**body)
+        except Exception as e:
+            self._raise_mapped(e)
+            raise  # unreachable: _raise_mapped always raises
+        if not self.streaming:
+            yield from _completion_events(response)
+            return
+        yield from self._stream_events(response, cancel)
+
+    def _stream_events(self, stream: Any, cancel: threading.Event | None) -> Iterator[StreamEvent]:
+        calls: dict[int, dict[str, Any]] = {}
+        finish: str | None = None
+        usage = Usage()
+        events = iter(stream)
+        try:
+            while True:
+                if cancel is not None and cancel.is_set():
+                    yield from _calls_events(calls)
+                    yield usage
+                    yield Stop("cancelled")
+                    return
+                try:
+                    chunk = next(events)
+                except StopIteration:
+                    break
+                except Exception as e:
+                    self._raise_mapped(e)
+                if getattr(chunk, "usage", None) is not None:
+                    usage = _usage(chunk.usage)
+                for choice in chunk.choices or []:
+                    delta = choice.delta
+                    if delta is not None:
+                        if delta.content:
+                            yield TextDelta(delta.content)
+                        for tc in delta.tool_calls or []:
+                            slot = calls.setdefault(tc.index if tc.index is not None else len(calls),
+                                                    {"id": "", "name": "", "args": []})
+                            if tc.id:
+                                slot["id"] = tc.id
+                            if tc.function is not None:
+                                if tc.function.name:
+                                    slot["name"] += tc.function.name
+                                if tc.function.arguments:
+                                    slot["args"].append(tc.function.arguments)
+                    if choice.finish_reason:
+                        finish = choice.finish_reason
+        finally:
+            stream.close()
+        if finish is None:
+            raise StreamError(f"the stream from openai:{self.model} ended without a finish_reason (connection cut?)")
+        yield from _calls_events(calls)
+        yield usage
+        yield Stop(_FINISH.get(finish, finish))
+
+
+def _calls_events(calls: dict[int, dict[str, Any]]) -> Iterator[ToolCallEvent]:
+    for index in sorted(calls):
+        slot = calls[index]
+        yield _tool_event(slot["id"] or f"call_{index}", slot["name"], "".join(slot["args"]))
+    calls.clear()
+
+
+def _tool_event(call_id: str, name: str, raw: str) -> ToolCallEvent:
+    if not raw.strip():
+        return ToolCallEvent(id=call_id, name=name, arguments={}, raw_arguments=raw)
+    try:
+        args = json.loads(raw)
+    except ValueError:
+        return ToolCallEvent(id=call_id, name=name, arguments=None, raw_arguments=raw)
+    return ToolCallEvent(id=call_id, name=name, arguments=args if isinstance(args, dict) else None, raw_arguments=raw)
+
+
+def _usage(u: Any) -> Usage:
+    prompt = int(getattr(u, "prompt_tokens", 0) or 0)
+    details = getattr(u, "prompt_tokens_details", None)
+    cached = int(getattr(details, "cached_tokens", 0) or 0) if details is not None else 0
+    cached = min(cached, prompt)
+    return Usage(input_tokens=prompt - cached, output_tokens=int(getattr(u, "completion_tokens", 0) or 0),
+                 cache_read=cached)
+
+
+def _completion_events(completion: Any) -> Iterator[StreamEvent]:
+    """Events of a non-streamed chat.completion (streaming=False)."""
+    choice = completion.choices[0] if completion.choices else None
+    if choice is not None:
+        message = choice.message
+        if message.content:
+            yield TextDelta(message.content)
+        for i, tc in enumerate(message.tool_calls or []):
+            fn = getattr(tc, "function", None)
+            yield _tool_event(tc.id or f"call_{i}", getattr(fn, "name", "") or "", getattr(fn, "arguments", "") or "")
+    yield _usage(completion.usage) if completion.usage is not None else Usage()
+    finish = choice.finish_reason if choice is not None else None
+    yield Stop(_FINISH.get(finish or "stop", finish or "end_turn"))

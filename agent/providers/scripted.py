@@ -1,0 +1,114 @@
+"""The in-process scripted model `scripted:PATH`: the loopback server's script, without HTTP.
+
+Request N gets turn N of the script (format and faults: `ctxagent.agent.scripted_script`). Usage is
+computed deterministically from the neutral request body when the script gives none. Faults raise
+the same ProviderError classes the real providers map the server's faults to; "cut" and
+"malformed_sse" yield their text first, then raise, like a broken stream.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from ctxagent.agent.providers.base import Stop, StreamEvent, TextDelta, ToolCallEvent, Usage
+from ctxagent.agent.scripted_script import (
+    CONTEXT_LENGTH_MESSAGE,
+    EXHAUSTED_MESSAGE,
+    Turn,
+    call_id,
+    chunk_text,
+    load_script,
+    turn_usage,
+)
+from ctxagent.context.errors import (
+    AuthError,
+    BadRequestError,
+    ContextLengthError,
+    ModelNotFoundError,
+    OverloadedError,
+    ProviderError,
+    RateLimitError,
+    ServerError,
+    StreamError,
+)
+from ctxagent.context.request import Request
+
+
+class ScriptedProvider:
+    name = "scripted"
+
+    def __init__(self, script_path: str | Path | list[Any] | dict[str, Any], max_tokens: int | None = None):
+        self.turns: list[Turn] = load_script(script_path)
+        self.model = str(script_path) if isinstance(script_path, (str, Path)) else "inline"
+        self.max_tokens = max_tokens
+        self.requests: list[dict[str, Any]] = []  # every body received, for tests
+        self._next = 0
+        self._lock = threading.Lock()
+
+    @property
+    def served(self) -> int:
+        """How many requests were answered (faults included)."""
+        return self._next
+
+    def body(self, request: Request) -> dict[str, Any]:
+        body = {"model": self.model, **request.to_dict()}
+        if self.max_tokens is not None:
+            body["max_tokens"] = min(request.max_tokens, self.max_tokens)
+        return body
+
+    def _fault_error(self, turn: Turn, body: dict[str, Any]) -> ProviderError:
+        where = f"scripted:{self.model}"
+        usage = turn_usage(turn, body)
+        errors: dict[str, ProviderError] = {
+            "429": RateLimitError(f"rate limited by {where} (429)", status=429, retry_after=turn.retry_after),
+            "500": ServerError(f"{where} server error (500)", status=500),
+            "529": OverloadedError(f"{where} is overloaded (529)", status=529),
+            "404": ModelNotFoundError(f"model not found: {where} (404)", status=404),
+            "401": AuthError(f"authentication failed for {where} (401)", status=401),
+            "context_length": ContextLengthError(
+                f"the prompt is too long for {where}: "
+                + CONTEXT_LENGTH_MESSAGE.format(tokens=usage["input_tokens"]), status=400),
+            "reset": StreamError(f"connection to {where} was reset before the first byte"),
+            "cut": StreamError(f"the stream from {where} was cut mid-message"),
+            "malformed_sse": StreamError(f"malformed stream data from {where}"),
+        }
+        return errors[str(turn.fault)]
+
+    def stream(self, request: Request, cancel: threading.Event | None = None) -> Iterator[StreamEvent]:
+        body = self.body(request)
+        with self._lock:
+            self.requests.append(body)
+            n = self._next + 1
+            self._next += 1
+        if n > len(self.turns):
+            raise BadRequestError(EXHAUSTED_MESSAGE.format(count=len(self.turns), n=n), status=400)
+        turn = self.turns[n - 1]
+        if turn.fault is not None:
+            error = self._fault_error(turn, body)
+            if turn.fault in ("cut", "malformed_sse"):
+                for piece in chunk_text(turn.text):
+                    yield TextDelta(piece)
+            raise error
+        usage = turn_usage(turn, body)
+        for piece in chunk_text(turn.text):
+            if cancel is not None and cancel.is_set():
+                yield Usage(**usage)
+                yield Stop("cancelled")
+                return
+            yield TextDelta(piece)
+        for i, c in enumerate(turn.tool_calls):
+            arguments: dict[str, Any] | None = dict(c.arguments)
+            if c.raw is not None:  # a scripted model that emits arguments that are not a JSON object
+                try:
+                    parsed = json.loads(c.raw)
+                except ValueError:
+                    parsed = None
+                arguments = parsed if isinstance(parsed, dict) else None
+            yield ToolCallEvent(id=c.id or call_id("call_scripted", n, i), name=c.name,
+                                arguments=arguments, raw_arguments=c.arguments_json)
+        yield Usage(**usage)
+        yield Stop(turn.final_stop_reason())

@@ -1,0 +1,169 @@
+"""The script format shared by the loopback model server and the in-process `scripted:` model.
+
+A script is a JSON list of turns (or `{"turns": [...]}`); request N gets turn N:
+
+    {"text": "...", "tool_calls": [{"name": "...", "arguments": {...}, "id"?: "...", "raw_arguments"?: "..."}],
+     "usage": {"input_tokens": n, "output_tokens": n, "cache_read": n, "cache_write": n},
+     "stop_reason"?: "end_turn" | "max_tokens" | ...}
+
+Every key is optional. `raw_arguments` sends that exact string as the call's arguments (to script a
+model that emits invalid JSON). A turn may instead be a fault, which consumes its slot like any turn:
+
+    {"fault": "429", "retry_after": 0.1}   rate limited, with a retry-after header
+    {"fault": "500"}                       internal server error
+    {"fault": "529"}                       overloaded_error
+    {"fault": "404"}                       the model is not found
+    {"fault": "401"}                       bad API key
+    {"fault": "context_length"}            400 "prompt is too long"
+    {"fault": "reset"}                     the connection closes before the first byte
+    {"fault": "cut", "text": "partial"}    some text streams, then the connection drops
+    {"fault": "malformed_sse"}             an event whose data is not JSON (after optional "text")
+
+Everything is deterministic: tool call ids come from the request and call numbers, and input tokens
+not given by the script are computed from the request body (its JSON length // 4).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ctxagent.context.errors import ConfigError
+
+FAULTS = ("429", "500", "529", "404", "401", "context_length", "reset", "cut", "malformed_sse")
+
+# Keys accepted in a turn's "usage", mapped to the neutral names (Anthropic and OpenAI spellings too).
+_USAGE_KEYS = {
+    "input_tokens": "input_tokens",
+    "prompt_tokens": "input_tokens",
+    "output_tokens": "output_tokens",
+    "completion_tokens": "output_tokens",
+    "cache_read": "cache_read",
+    "cache_read_input_tokens": "cache_read",
+    "cached_tokens": "cache_read",
+    "cache_write": "cache_write",
+    "cache_creation_input_tokens": "cache_write",
+}
+
+CONTEXT_LENGTH_MESSAGE = "prompt is too long: {tokens} tokens > 200000 maximum"
+EXHAUSTED_MESSAGE = "scripted server: the script has {count} turns and this is request {n}; nothing left to answer"
+
+
+@dataclass(frozen=True)
+class ScriptedCall:
+    id: str | None  # None: the server or provider derives one deterministically
+    name: str
+    arguments: dict[str, Any]
+    raw: str | None = None  # sent verbatim instead of the JSON of `arguments`
+
+    @property
+    def arguments_json(self) -> str:
+        return self.raw if self.raw is not None else json.dumps(self.arguments, ensure_ascii=False)
+
+
+@dataclass(frozen=True)
+class Turn:
+    text: str = ""
+    tool_calls: list[ScriptedCall] = field(default_factory=list)
+    usage: dict[str, int] | None = None  # neutral keys; None: computed from the request
+    stop_reason: str | None = None
+    fault: str | None = None
+    retry_after: float | None = None
+
+    def final_stop_reason(self) -> str:
+        if self.stop_reason:
+            return self.stop_reason
+        return "tool_use" if self.tool_calls else "end_turn"
+
+
+def _parse_turn(index: int, raw: Any) -> Turn:
+    where = f"script turn {index + 1}"
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{where}: expected an object, got {type(raw).__name__}")
+    text = raw.get("text", "")
+    if not isinstance(text, str):
+        raise ConfigError(f"{where}: 'text' must be a string")
+    calls: list[ScriptedCall] = []
+    for j, c in enumerate(raw.get("tool_calls") or []):
+        if not isinstance(c, dict) or not isinstance(c.get("name"), str):
+            raise ConfigError(f"{where}: tool_calls[{j}] needs a string 'name'")
+        args = c.get("arguments", {})
+        if not isinstance(args, dict):
+            raise ConfigError(f"{where}: tool_calls[{j}].arguments must be an object")
+        raw_args = c.get("raw_arguments")
+        if raw_args is not None and not isinstance(raw_args, str):
+            raise ConfigError(f"{where}: tool_calls[{j}].raw_arguments must be a string")
+        calls.append(ScriptedCall(id=c.get("id"), name=c["name"], arguments=args, raw=raw_args))
+    usage = None
+    if raw.get("usage") is not None:
+        if not isinstance(raw["usage"], dict):
+            raise ConfigError(f"{where}: 'usage' must be an object")
+        usage = {}
+        for key, value in raw["usage"].items():
+            if key not in _USAGE_KEYS:
+                raise ConfigError(f"{where}: unknown usage key {key!r}")
+            usage[_USAGE_KEYS[key]] = int(value)
+    fault = raw.get("fault")
+    if fault is not None:
+        fault = str(fault)
+        if fault not in FAULTS:
+            raise ConfigError(f"{where}: unknown fault {fault!r}; known: {', '.join(FAULTS)}")
+    retry_after = raw.get("retry_after")
+    return Turn(
+        text=text,
+        tool_calls=calls,
+        usage=usage,
+        stop_reason=raw.get("stop_reason"),
+        fault=fault,
+        retry_after=float(retry_after) if retry_after is not None else None,
+    )
+
+
+def load_script(script: str | Path | list[Any] | dict[str, Any]) -> list[Turn]:
+    """Parse a script given as a path to a JSON file, or as already-parsed JSON."""
+    data: Any = script
+    if isinstance(script, (str, Path)):
+        path = Path(script)
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError as e:
+            raise ConfigError(f"script not found: {path}") from e
+        except json.JSONDecodeError as e:
+            raise ConfigError(f"script {path} is not valid JSON: {e}") from e
+    if isinstance(data, dict) and "turns" in data:
+        data = data["turns"]
+    if not isinstance(data, list):
+        raise ConfigError("a script is a JSON list of turns")
+    return [_parse_turn(i, t) for i, t in enumerate(data)]
+
+
+def estimate_input_tokens(body: Any) -> int:
+    """Deterministic stand-in for the provider's prompt count: compact JSON length // 4."""
+    text = json.dumps(body, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    return max(1, len(text) // 4)
+
+
+def turn_usage(turn: Turn, body: Any) -> dict[str, int]:
+    """Neutral usage for a turn: the script's numbers, the rest computed deterministically."""
+    given = dict(turn.usage or {})
+    out_chars = len(turn.text) + sum(len(c.name) + len(c.arguments_json) for c in turn.tool_calls)
+    return {
+        "input_tokens": given.get("input_tokens", estimate_input_tokens(body)),
+        "output_tokens": given.get("output_tokens", max(1, math.ceil(out_chars / 4))),
+        "cache_read": given.get("cache_read", 0),
+        "cache_write": given.get("cache_write", 0),
+    }
+
+
+def chunk_text(text: str, size: int = 12) -> Iterator[str]:
+    """Split text into stream deltas (by characters, so CJK text splits cleanly)."""
+    for i in range(0, len(text), size):
+        yield text[i : i + size]
+
+
+def call_id(prefix: str, request_number: int, call_index: int) -> str:
+    return f"{prefix}_{request_number:04d}_{call_index}"

@@ -1,0 +1,318 @@
+"""The loopback model server: Anthropic Messages and OpenAI Chat Completions, driven by a script.
+
+`ctxagent scripted-server SCRIPT.json [--host 127.0.0.1] [--port 0] [--record FILE]` prints
+`listening on http://HOST:PORT` (flushed) and serves
+
+    POST /v1/messages            Anthropic wire format, JSON or SSE (`"stream": true`)
+    POST /v1/chat/completions    OpenAI wire format, JSON or SSE (`"stream": true`)
+
+Request N (counted across both endpoints) gets turn N of the script (format and faults:
+`scripted_script.py`). The real SDKs talk to it unmodified; tests use `ScriptedServer` in a thread.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import socket
+import struct
+import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from ctxagent.agent import scripted_wire as wire
+from ctxagent.agent.scripted_script import (
+    EXHAUSTED_MESSAGE,
+    Turn,
+    estimate_input_tokens,
+    load_script,
+    turn_usage,
+)
+
+
+class _Chunked:
+    """Chunked transfer encoding, so a dropped connection is visibly an incomplete body."""
+
+    def __init__(self, wfile: BinaryIO):
+        self.wfile = wfile
+
+    def write(self, data: bytes) -> None:
+        if data:
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+            self.wfile.flush()
+
+    def end(self) -> None:
+        self.wfile.write(b"0\r\n\r\n")
+        self.wfile.flush()
+
+
+class _ScriptState:
+    def __init__(self, turns: list[Turn], record: Path | None):
+        self.turns = turns
+        self.record = record
+        self.requests: list[dict[str, Any]] = []  # {"path", "body"} as received, for tests
+        self.next_index = 0
+        self.lock = threading.Lock()
+
+    def take(self, path: str, body: Any) -> tuple[int, Turn | None]:
+        """Record the request and claim its turn: (1-based request number, turn or None past the end)."""
+        with self.lock:
+            entry = {"path": path, "body": body}
+            self.requests.append(entry)
+            if self.record is not None:
+                with self.record.open("a", encoding="utf-8") as f:
+                    f.write(json.dumps(entry, ensure_ascii=False) + "\n")
+                    f.flush()
+            index = self.next_index
+            self.next_index += 1
+        turn = self.turns[index] if index < len(self.turns) else None
+        return index + 1, turn
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = "ctxagent-scripted/1"
+    timeout = 60  # an idle keep-alive connection ends on its own
+
+    @property
+    def state(self) -> _ScriptState:
+        return self.server.state  # type: ignore[attr-defined]
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
+        pass  # quiet: test output and the CLI's stdout stay clean
+
+    # ------------------------------------------------------------ plumbing
+
+    def _send_json(self, status: int, body: dict[str, Any], headers: dict[str, str] | None = None) -> None:
+        data = json.dumps(body, ensure_ascii=False).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.send_header("request-id", "req_scripted")
+        for k, v in (headers or {}).items():
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.write(data)
+        self.wfile.flush()
+
+    def _start_sse(self) -> _Chunked:
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream; charset=utf-8")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        return _Chunked(self.wfile)
+
+    def _drop_connection(self) -> None:
+        """Abort the TCP connection (RST), so the client sees a reset or an incomplete body."""
+        self.close_connection = True
+        try:
+            self.wfile.flush()
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            self.connection.close()
+        except OSError:
+            pass
+
+    def _read_body(self) -> bytes:
+        length = int(self.headers.get("Content-Length") or 0)
+        return self.rfile.read(length) if length else b""
+
+    # ------------------------------------------------------------ routes
+
+    def do_GET(self) -> None:  # noqa: N802 - stdlib naming
+        if self.path.split("?")[0] in ("/", "/health"):
+            self._send_json(200, {"ok": True, "turns": len(self.state.turns), "served": self.state.next_index})
+        else:
+            self._send_json(404, {"error": {"message": f"no route GET {self.path}", "type": "not_found"}})
+
+    def do_POST(self) -> None:  # noqa: N802 - stdlib naming
+        path = self.path.split("?")[0]
+        if path.endswith("/messages") and "chat" not in path:
+            fmt = wire.ANTHROPIC
+        elif path.endswith("/chat/completions"):
+            fmt = wire.OPENAI
+        else:
+            self._read_body()
+            self._send_json(404, {"error": {"message": f"no route POST {self.path}", "type": "not_found"}})
+            return
+        raw = self._read_body()
+        try:
+            body = json.loads(raw.decode("utf-8"))
+            if not isinstance(body, dict):
+                raise ValueError("the body is not a JSON object")
+        except (UnicodeDecodeError, ValueError) as e:
+            status, err = wire.error_response(fmt, "bad_request", model="?", tokens=0,
+                                              message=f"scripted server: unreadable request body: {e}")
+            self._send_json(status, err)
+            return
+        n, turn = self.state.take(path, body)
+        model = str(body.get("model", "scripted"))
+        if turn is None:
+            status, err = wire.error_response(
+                fmt, "bad_request", model=model, tokens=0,
+                message=EXHAUSTED_MESSAGE.format(count=len(self.state.turns), n=n))
+            self._send_json(status, err)
+            return
+        usage = turn_usage(turn, body)
+        if turn.fault is not None and self._serve_fault(fmt, turn, n, model, body, usage):
+            return
+        stream = body.get("stream") is True
+        if fmt == wire.ANTHROPIC:
+            if stream:
+                out = self._start_sse()
+                for name, data in wire.anthropic_events(turn, n, model, usage):
+                    out.write(wire.sse_event(name, data))
+                out.end()
+            else:
+                self._send_json(200, wire.anthropic_message(turn, n, model, usage))
+        else:
+            if stream:
+                include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+                out = self._start_sse()
+                for chunk in wire.openai_chunks(turn, n, model, usage, include_usage=include_usage):
+                    out.write(wire.sse_event(None, chunk))
+                out.write(b"data: [DONE]\n\n")
+                out.end()
+            else:
+                self._send_json(200, wire.openai_completion(turn, n, model, usage))
+
+    def _serve_fault(self, fmt: str, turn: Turn, n: int, model: str, body: dict[str, Any],
+                     usage: dict[str, int]) -> bool:
+        """Serve a fault turn. Returns False for none (never happens for a parsed fault)."""
+        fault = turn.fault
+        if fault == "reset":
+            self._drop_connection()
+            return True
+        if fault in ("cut", "malformed_sse"):
+            out = self._start_sse()
+            if fmt == wire.ANTHROPIC:
+                for name, data in wire.anthropic_events(turn, n, model, usage, text_only=True):
+                    out.write(wire.sse_event(name, data))
+            else:
+                for chunk in wire.openai_chunks(turn, n, model, usage, include_usage=False, text_only=True):
+                    out.write(wire.sse_event(None, chunk))
+            if fault == "cut":
+                self._drop_connection()
+            else:
+                out.write(wire.ANTHROPIC_MALFORMED if fmt == wire.ANTHROPIC else wire.OPENAI_MALFORMED)
+                out.end()
+            return True
+        headers: dict[str, str] = {}
+        if fault == "429" and turn.retry_after is not None:
+            headers["retry-after"] = f"{turn.retry_after:g}"
+            headers["retry-after-ms"] = str(int(turn.retry_after * 1000))
+        status, err = wire.error_response(fmt, str(fault), model=model, tokens=estimate_input_tokens(body))
+        if fault == "529" and fmt == wire.ANTHROPIC:
+            headers["x-should-retry"] = "true"
+        self._send_json(status, err, headers)
+        return True
+
+
+class _QuietServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A client hanging up (or a fault we injected ourselves) is not worth a traceback.
+        if isinstance(sys.exc_info()[1], OSError):
+            return
+        super().handle_error(request, client_address)
+
+
+class ScriptedServer:
+    """The server in a background thread, for tests: `with ScriptedServer(script) as srv: srv.base_url`."""
+
+    def __init__(self, script: str | Path | list[Any] | dict[str, Any], record: str | Path | None = None,
+                 host: str = "127.0.0.1", port: int = 0):
+        self.turns = load_script(script)
+        self.state = _ScriptState(self.turns, Path(record) if record is not None else None)
+        self.host = host
+        self.port = port
+        self.base_url = ""
+        self._httpd: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def requests(self) -> list[dict[str, Any]]:
+        """Every request received so far: {"path", "body"}."""
+        return list(self.state.requests)
+
+    def bind(self) -> str:
+        """Bind the socket (no serving yet) and return the base URL."""
+        httpd = _QuietServer((self.host, self.port), _Handler)
+        httpd.state = self.state  # type: ignore[attr-defined]
+        self._httpd = httpd
+        host, port = httpd.server_address[:2]
+        self.port = int(port)
+        self.base_url = f"http://{host}:{port}"
+        return self.base_url
+
+    def start(self) -> str:
+        base_url = self.bind()
+        assert self._httpd is not None
+        self._thread = threading.Thread(target=self._httpd.serve_forever, name="scripted-server", daemon=True)
+        self._thread.start()
+        return base_url
+
+    def serve_forever(self) -> None:
+        assert self._httpd is not None, "bind() first"
+        self._httpd.serve_forever()
+
+    def stop(self) -> None:
+        if self._httpd is not None:
+            if self._thread is not None:
+                self._httpd.shutdown()
+                self._thread.join(timeout=5)
+            self._httpd.server_close()
+            self._httpd = None
+
+    def __enter__(self) -> ScriptedServer:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("script", help="JSON list of turns (see `ctxagent.agent.scripted_script`)")
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=0, help="port (default 0: any free port)")
+    p.add_argument("--record", metavar="FILE", help="append one JSON line per request: {path, body}")
+
+
+def serve(args: argparse.Namespace) -> int:
+    """Run the server in the foreground until SIGINT / SIGTERM."""
+    from ctxagent.context.errors import ConfigError
+
+    try:
+        server = ScriptedServer(args.script, record=args.record, host=args.host, port=args.port)
+        base_url = server.bind()
+    except (ConfigError, OSError) as e:
+        print(f"scripted-server: {e}", file=sys.stderr)
+        return 2
+
+    def _terminate(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, _terminate)
+    print(f"listening on {base_url}", flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.stop()
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="ctxagent scripted-server", description="loopback scripted model server")
+    add_arguments(p)
+    return serve(p.parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

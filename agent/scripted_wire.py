@@ -1,0 +1,218 @@
+"""Wire shapes the loopback model server speaks: Anthropic Messages and OpenAI Chat Completions.
+
+Pure functions from a scripted `Turn` to response bodies, SSE events and error bodies, shaped
+exactly as the official SDKs parse them. The HTTP side (and the faults that break the transport)
+lives in `scripted_server.py`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+from ctxagent.agent.scripted_script import (
+    CONTEXT_LENGTH_MESSAGE,
+    Turn,
+    call_id,
+    chunk_text,
+)
+
+ANTHROPIC = "anthropic"
+OPENAI = "openai"
+CREATED = 1_700_000_000  # a fixed timestamp keeps responses byte-for-byte reproducible
+
+
+def _anthropic_error_body(kind: str, message: str) -> dict[str, Any]:
+    return {"type": "error", "error": {"type": kind, "message": message}}
+
+
+def _openai_error_body(message: str, kind: str, code: str | None = None, param: str | None = None) -> dict[str, Any]:
+    return {"error": {"message": message, "type": kind, "param": param, "code": code}}
+
+
+def error_response(fmt: str, fault: str, *, model: str, tokens: int, message: str | None = None) -> tuple[int, dict[str, Any]]:
+    """(HTTP status, body) of an HTTP-level fault in the provider's own error shape."""
+    if fault == "429":
+        msg = message or "Number of requests has exceeded your rate limit (scripted)."
+        return 429, (_anthropic_error_body("rate_limit_error", msg) if fmt == ANTHROPIC
+                     else _openai_error_body(msg, "requests", "rate_limit_exceeded"))
+    if fault == "500":
+        msg = message or "Internal server error (scripted)."
+        return 500, (_anthropic_error_body("api_error", msg) if fmt == ANTHROPIC
+                     else _openai_error_body(msg, "server_error"))
+    if fault == "529":
+        msg = message or "Overloaded (scripted)."
+        return 529, (_anthropic_error_body("overloaded_error", msg) if fmt == ANTHROPIC
+                     else _openai_error_body(msg, "overloaded_error", "overloaded"))
+    if fault == "404":
+        if fmt == ANTHROPIC:
+            return 404, _anthropic_error_body("not_found_error", f"model: {model}")
+        return 404, _openai_error_body(
+            f"The model `{model}` does not exist or you do not have access to it.",
+            "invalid_request_error", "model_not_found")
+    if fault == "401":
+        # Never echo the key the client sent: these bodies may end up in logs.
+        if fmt == ANTHROPIC:
+            return 401, _anthropic_error_body("authentication_error", "invalid x-api-key")
+        return 401, _openai_error_body("Incorrect API key provided.", "invalid_request_error", "invalid_api_key")
+    if fault == "context_length":
+        if fmt == ANTHROPIC:
+            return 400, _anthropic_error_body("invalid_request_error", CONTEXT_LENGTH_MESSAGE.format(tokens=tokens))
+        return 400, _openai_error_body(
+            f"This model's maximum context length is 128000 tokens. However, your messages resulted in "
+            f"{tokens} tokens. Please reduce the length of the messages.",
+            "invalid_request_error", "context_length_exceeded", "messages")
+    # "bad_request": the catch-all for an exhausted script or an unreadable request.
+    msg = message or "bad request"
+    return 400, (_anthropic_error_body("invalid_request_error", msg) if fmt == ANTHROPIC
+                 else _openai_error_body(msg, "invalid_request_error"))
+
+
+# ---------------------------------------------------------------- Anthropic Messages
+
+
+def _anthropic_usage(usage: dict[str, int]) -> dict[str, Any]:
+    return {
+        "input_tokens": usage["input_tokens"],
+        "output_tokens": usage["output_tokens"],
+        "cache_read_input_tokens": usage["cache_read"],
+        "cache_creation_input_tokens": usage["cache_write"],
+    }
+
+
+def _anthropic_ids(turn: Turn, n: int) -> list[str]:
+    return [c.id or call_id("toolu_scripted", n, i) for i, c in enumerate(turn.tool_calls)]
+
+
+def anthropic_message(turn: Turn, n: int, model: str, usage: dict[str, int]) -> dict[str, Any]:
+    """The non-streaming Messages response."""
+    content: list[dict[str, Any]] = []
+    if turn.text:
+        content.append({"type": "text", "text": turn.text})
+    for cid, c in zip(_anthropic_ids(turn, n), turn.tool_calls, strict=True):
+        content.append({"type": "tool_use", "id": cid, "name": c.name, "input": c.arguments})
+    return {
+        "id": f"msg_scripted_{n:04d}",
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": content,
+        "stop_reason": turn.final_stop_reason(),
+        "stop_sequence": None,
+        "usage": _anthropic_usage(usage),
+    }
+
+
+def anthropic_events(turn: Turn, n: int, model: str, usage: dict[str, int], *, text_only: bool = False) -> Iterator[tuple[str, dict[str, Any]]]:
+    """The SSE events of a streamed Messages response, as (event name, data).
+
+    `text_only` stops after the text deltas (what a cut stream has sent before it drops).
+    """
+    start_usage = _anthropic_usage(usage) | {"output_tokens": 1}
+    yield "message_start", {"type": "message_start", "message": {
+        "id": f"msg_scripted_{n:04d}", "type": "message", "role": "assistant", "model": model,
+        "content": [], "stop_reason": None, "stop_sequence": None, "usage": start_usage}}
+    index = 0
+    if turn.text:
+        yield "content_block_start", {"type": "content_block_start", "index": index,
+                                      "content_block": {"type": "text", "text": ""}}
+        yield "ping", {"type": "ping"}
+        for piece in chunk_text(turn.text):
+            yield "content_block_delta", {"type": "content_block_delta", "index": index,
+                                          "delta": {"type": "text_delta", "text": piece}}
+        if text_only:
+            return
+        yield "content_block_stop", {"type": "content_block_stop", "index": index}
+        index += 1
+    if text_only:
+        return
+    for cid, c in zip(_anthropic_ids(turn, n), turn.tool_calls, strict=True):
+        yield "content_block_start", {"type": "content_block_start", "index": index,
+                                      "content_block": {"type": "tool_use", "id": cid, "name": c.name, "input": {}}}
+        for piece in chunk_text(c.arguments_json, 9):
+            yield "content_block_delta", {"type": "content_block_delta", "index": index,
+                                          "delta": {"type": "input_json_delta", "partial_json": piece}}
+        yield "content_block_stop", {"type": "content_block_stop", "index": index}
+        index += 1
+    yield "message_delta", {"type": "message_delta",
+                            "delta": {"stop_reason": turn.final_stop_reason(), "stop_sequence": None},
+                            "usage": {"output_tokens": usage["output_tokens"]}}
+    yield "message_stop", {"type": "message_stop"}
+
+
+def sse_event(name: str | None, data: dict[str, Any] | str) -> bytes:
+    payload = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False)
+    head = f"event: {name}\n" if name else ""
+    return f"{head}data: {payload}\n\n".encode()
+
+
+ANTHROPIC_MALFORMED = b'event: content_block_delta\ndata: {"type": "content_block_delta", "index": 0, "delta": {\n\n'
+OPENAI_MALFORMED = b'data: {"id": "chatcmpl-scripted", "object": "chat.completion.chunk", "choices": [{"delta": \n\n'
+
+
+# ---------------------------------------------------------------- OpenAI Chat Completions
+
+
+def _openai_usage(usage: dict[str, int]) -> dict[str, Any]:
+    prompt = usage["input_tokens"] + usage["cache_read"] + usage["cache_write"]
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": usage["output_tokens"],
+        "total_tokens": prompt + usage["output_tokens"],
+        "prompt_tokens_details": {"cached_tokens": usage["cache_read"]},
+    }
+
+
+_OPENAI_FINISH = {"end_turn": "stop", "tool_use": "tool_calls", "max_tokens": "length"}
+
+
+def _openai_finish(turn: Turn) -> str:
+    reason = turn.final_stop_reason()
+    return _OPENAI_FINISH.get(reason, reason)
+
+
+def _openai_ids(turn: Turn, n: int) -> list[str]:
+    return [c.id or call_id("call_scripted", n, i) for i, c in enumerate(turn.tool_calls)]
+
+
+def openai_completion(turn: Turn, n: int, model: str, usage: dict[str, int]) -> dict[str, Any]:
+    """The non-streaming chat.completion response."""
+    message: dict[str, Any] = {"role": "assistant", "content": turn.text or None}
+    if turn.tool_calls:
+        message["tool_calls"] = [
+            {"id": cid, "type": "function", "function": {"name": c.name, "arguments": c.arguments_json}}
+            for cid, c in zip(_openai_ids(turn, n), turn.tool_calls, strict=True)
+        ]
+    return {
+        "id": f"chatcmpl-scripted-{n:04d}",
+        "object": "chat.completion",
+        "created": CREATED,
+        "model": model,
+        "choices": [{"index": 0, "message": message, "finish_reason": _openai_finish(turn), "logprobs": None}],
+        "usage": _openai_usage(usage),
+    }
+
+
+def openai_chunks(turn: Turn, n: int, model: str, usage: dict[str, int], *,
+                  include_usage: bool, text_only: bool = False) -> Iterator[dict[str, Any]]:
+    """The chat.completion.chunk objects of a streamed response (without the final [DONE])."""
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        return {"id": f"chatcmpl-scripted-{n:04d}", "object": "chat.completion.chunk", "created": CREATED,
+                "model": model, "choices": [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}]}
+
+    yield chunk({"role": "assistant", "content": ""})
+    for piece in chunk_text(turn.text):
+        yield chunk({"content": piece})
+    if text_only:
+        return
+    for i, (cid, c) in enumerate(zip(_openai_ids(turn, n), turn.tool_calls, strict=True)):
+        yield chunk({"tool_calls": [{"index": i, "id": cid, "type": "function",
+                                     "function": {"name": c.name, "arguments": ""}}]})
+        for piece in chunk_text(c.arguments_json, 9):
+            yield chunk({"tool_calls": [{"index": i, "function": {"arguments": piece}}]})
+    yield chunk({}, _openai_finish(turn))
+    if include_usage:
+        yield {"id": f"chatcmpl-scripted-{n:04d}", "object": "chat.completion.chunk", "created": CREATED,
+               "model": model, "choices": [], "usage": _openai_usage(usage)}

@@ -1,0 +1,100 @@
+"""A session: the repository, its `.ctxagent/` state folder, the effective config and the log."""
+
+from __future__ import annotations
+
+import secrets
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from ctxagent.agent.config import Config
+from ctxagent.context.errors import HistoryError
+from ctxagent.context.history import SessionLog
+from ctxagent.context.paths import project_state_dir
+from ctxagent.context.sanitize import Sanitizer
+
+
+def find_repo_root(cwd: Path) -> Path:
+    """The git top-level containing `cwd`, or `cwd` itself outside a repository."""
+    cwd = cwd.resolve()
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "--show-toplevel"], cwd=cwd, capture_output=True, text=True, timeout=10, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return cwd
+    top = out.stdout.strip()
+    return Path(top).resolve() if out.returncode == 0 and top else cwd
+
+
+def ensure_state_dir(root: Path) -> Path:
+    """Create `<root>/.ctxagent/` with its own `.gitignore` so it never pollutes the user's repo."""
+    state = project_state_dir(root)
+    (state / "sessions").mkdir(parents=True, exist_ok=True)
+    ignore = state / ".gitignore"
+    if not ignore.exists():
+        ignore.write_text("*\n", encoding="utf-8")
+    return state
+
+
+def sessions_dir(root: Path) -> Path:
+    return project_state_dir(root) / "sessions"
+
+
+def new_session_id() -> str:
+    return time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(3)
+
+
+def list_sessions(root: Path) -> list[Path]:
+    """Session logs, oldest first (by modification time, then name)."""
+    d = sessions_dir(root)
+    if not d.is_dir():
+        return []
+    return sorted(d.glob("*.jsonl"), key=lambda p: (p.stat().st_mtime, p.name))
+
+
+def resolve_session(root: Path, ref: str | None) -> Path:
+    """A session by id, unique id prefix, or path; the latest when `ref` is empty or "--last"."""
+    if ref and ref not in ("--last", "last"):
+        p = Path(ref)
+        if p.suffix == ".jsonl" and p.exists():
+            return p
+        exact = sessions_dir(root) / f"{ref}.jsonl"
+        if exact.exists():
+            return exact
+        matches = [s for s in list_sessions(root) if s.stem.startswith(ref)]
+        if len(matches) == 1:
+            return matches[0]
+        if len(matches) > 1:
+            raise HistoryError(f"session id {ref!r} is ambiguous: {', '.join(m.stem for m in matches)}")
+        raise HistoryError(f"no session {ref!r} under {sessions_dir(root)}")
+    all_sessions = list_sessions(root)
+    if not all_sessions:
+        raise HistoryError(f"no sessions yet under {sessions_dir(root)}")
+    return all_sessions[-1]
+
+
+@dataclass
+class Session:
+    root: Path
+    state_dir: Path
+    config: Config
+    log: SessionLog
+
+    @property
+    def id(self) -> str:
+        return self.log.session_id
+
+
+def open_session(root: Path, config: Config, resume: str | None = None, *, parent: str | None = None) -> Session:
+    """A new session, or the one `resume` names ("" = the latest)."""
+    root = root.resolve()
+    state = ensure_state_dir(root)
+    sanitize = Sanitizer(config.secrets())
+    if resume is not None:
+        log = SessionLog.load(resolve_session(root, resume), sanitize=sanitize)
+    else:
+        log = SessionLog.create(sessions_dir(root), new_session_id(), sanitize=sanitize)
+        log.append("session_start", session=log.session_id, model=config.model or "", cwd=str(root), parent=parent)
+    return Session(root=root, state_dir=state, config=config, log=log)

@@ -1,0 +1,101 @@
+"""The window budget: slices as fractions of the window W, a reserve for the reply, and the limit.
+
+    reserve = max(fraction_reserve · W, max_output)     room for the model's answer
+    limit   = W − reserve                                what a request may never exceed
+
+Slices (system, hot, warm, tools) are shares of W; a slice's unused share flows to hot, so the
+recent conversation gets whatever the stable parts did not need.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from ctxagent.context.errors import ConfigError
+
+DEFAULT_FRACTIONS: dict[str, float] = {"system": 0.15, "hot": 0.40, "warm": 0.25, "tools": 0.15, "reserve": 0.05}
+
+# Named profiles: "coding" keeps more of the recent turns verbatim (tool output matters), "design"
+# keeps more recalled decisions and constraints (long discussions where early choices matter).
+PROFILES: dict[str, dict[str, float]] = {
+    "default": dict(DEFAULT_FRACTIONS),
+    "coding": {"system": 0.12, "hot": 0.50, "warm": 0.15, "tools": 0.18, "reserve": 0.05},
+    "design": {"system": 0.12, "hot": 0.33, "warm": 0.38, "tools": 0.12, "reserve": 0.05},
+}
+
+SLICE_NAMES = ("system", "hot", "warm", "tools", "reserve")
+
+DEFAULT_MAX_OUTPUT = 8192
+
+
+@dataclass
+class Budget:
+    window: int
+    fractions: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_FRACTIONS))
+    max_output: int = DEFAULT_MAX_OUTPUT
+    profile: str = "default"
+
+    def __post_init__(self) -> None:
+        if self.window <= 0:
+            raise ConfigError(f"window must be positive, got {self.window}")
+        merged = dict(DEFAULT_FRACTIONS)
+        merged.update(self.fractions or {})
+        unknown = set(merged) - set(SLICE_NAMES)
+        if unknown:
+            raise ConfigError(f"unknown budget slice(s): {', '.join(sorted(unknown))}")
+        if any(v < 0 for v in merged.values()):
+            raise ConfigError("budget fractions must be >= 0")
+        total = sum(merged.values())
+        if total <= 0:
+            raise ConfigError("budget fractions sum to zero")
+        # normalise so a config that sums to 0.98 or 1.1 still describes the whole window
+        self.fractions = {k: merged[k] / total for k in SLICE_NAMES}
+        if self.max_output < 1:
+            raise ConfigError(f"max_output must be >= 1, got {self.max_output}")
+        if self.limit < 1:
+            raise ConfigError(
+                f"window {self.window} leaves no room for a prompt after reserving {self.reserve} tokens for the reply "
+                f"(max_output {self.max_output}); lower max_output or use a larger window"
+            )
+
+    @classmethod
+    def from_profile(cls, name: str, window: int, max_output: int = DEFAULT_MAX_OUTPUT) -> Budget:
+        if name not in PROFILES:
+            raise ConfigError(f"unknown budget profile {name!r}; known: {', '.join(PROFILES)}")
+        return cls(window=window, fractions=dict(PROFILES[name]), max_output=max_output, profile=name)
+
+    @property
+    def reserve(self) -> int:
+        return max(math.ceil(self.fractions["reserve"] * self.window), self.max_output)
+
+    @property
+    def limit(self) -> int:
+        """The most tokens a request may hold (W − reserve)."""
+        return self.window - self.reserve
+
+    def base(self, name: str) -> int:
+        """A slice's nominal share of the window, before unused shares flow to hot."""
+        if name == "reserve":
+            return self.reserve
+        return math.floor(self.fractions[name] * self.window)
+
+    def slices(self, used: dict[str, int] | None = None) -> dict[str, int]:
+        """Slice budgets for a build: system / warm / tools keep min(base, used); the rest goes to hot.
+
+        Budgets sum to the window. A slice whose use exceeds its base is over its share (the report
+        shows used > budget); only the total is a hard limit.
+        """
+        used = used or {}
+        out: dict[str, int] = {}
+        for name in ("system", "warm", "tools"):
+            base = self.base(name)
+            out[name] = min(base, int(used[name])) if name in used else base
+        out["reserve"] = self.reserve
+        out["hot"] = max(0, self.limit - out["system"] - out["warm"] - out["tools"])
+        return {k: out[k] for k in SLICE_NAMES}
+
+    def effective_limit(self, calibration_ratio: float = 1.0) -> int:
+        """The local-counter limit such that both the local and the calibrated total fit."""
+        ratio = calibration_ratio if calibration_ratio and calibration_ratio > 0 else 1.0
+        return min(self.limit, math.floor(self.limit / ratio))

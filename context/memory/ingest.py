@@ -1,0 +1,196 @@
+"""Rule-based memory writes from session-log events — no model call.
+
+    user text            → pinned `constraint` per constraint sentence, `decision` per decision
+                           sentence, `todo` per "TODO: …" / "- [ ] …" line
+    assistant text       → `decision` per decision sentence, `todo` per TODO line
+    edit_file/write_file → `change` per file (line ranges from meta["lines"])
+    run_tests            → `note` with the pass / fail counts from meta["tests"]
+    compaction summary   → one record per bullet of Decisions / Constraints / Changes / Open tasks,
+                           plus the whole summary as a cold `summary`
+
+Every record carries its source event id (provenance back to the exact log line). An event is
+ingested once per session: the `ingested` table remembers it, in the same transaction as the
+marking, so a re-run (or a second process) adds nothing twice.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Any
+
+from ctxagent.context.history import Event
+from ctxagent.context.memory.detect import detect_constraints, detect_decisions, detect_todos
+
+if TYPE_CHECKING:
+    from ctxagent.context.memory.store import MemoryStore
+
+EDIT_TOOLS = frozenset({"edit_file", "write_file", "apply_patch", "multi_edit"})
+TEST_TOOLS = frozenset({"run_tests"})
+
+SECTION_TYPES = {
+    "decisions": "decision", "decision": "decision", "决策": "decision", "决定": "decision",
+    "constraints": "constraint", "constraint": "constraint", "约束": "constraint",
+    "changes": "change", "change": "change", "变更": "change", "修改": "change",
+    "open tasks": "todo", "open task": "todo", "todo": "todo", "todos": "todo", "tasks": "todo", "待办": "todo",
+}
+_HEADING = re.compile(
+    r"^\s*(?:#+\s*)?(?:\*\*)?\s*(?P<name>[A-Za-z][A-Za-z ]*?|[\u4e00-\u9fff]+)\s*(?:\*\*)?\s*"
+    r"(?:[:：]\s*(?:\*\*)?\s*(?P<rest>.*))?$"
+)
+_TURN_PREFIX = re.compile(r"^\[(?:turn|t)\s*(\d+)\]\s*", re.IGNORECASE)
+_BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+")
+_NONE = re.compile(r"^\s*(?:none|n/?a|nothing|无|没有|暂无)\s*[.。]?\s*$", re.IGNORECASE)
+_TURN_NOTE = re.compile(r"\((?:turn|t)\s*(\d+)\)|\bturn\s+(\d+)\b|\bt(\d+)\b|第\s*(\d+)\s*轮", re.IGNORECASE)
+
+
+def _claim(store: MemoryStore, session: str, event: Event, turn: int) -> bool:
+    """Mark the event as ingested; False if it already was (by us or another process)."""
+    with store._write() as conn:
+        cur = conn.execute("INSERT OR IGNORE INTO ingested (session, event_id, turn) VALUES (?, ?, ?)", (session, event.id, turn))
+        return cur.rowcount == 1
+
+
+def _turn_before(store: MemoryStore, session: str, event_id: int) -> int:
+    with store._lock:
+        row = store.conn.execute(
+            "SELECT turn FROM ingested WHERE session = ? AND event_id <= ? ORDER BY event_id DESC LIMIT 1", (session, event_id)
+        ).fetchone()
+    return int(row[0]) if row else 0
+
+
+def ingest_events(store: MemoryStore, events: list[Event], session: str) -> list[int]:
+    """Write the records `events` imply; return the ids written or confirmed, in order."""
+    ids: list[int] = []
+    turn = _turn_before(store, session, events[0].id) if events else 0
+    for ev in events:
+        if ev.kind == "user":
+            turn = int(ev.data.get("turn", turn + 1) or turn)
+        elif "turn" in ev.data and isinstance(ev.data.get("turn"), int):
+            turn = int(ev.data["turn"])
+        if not _claim(store, session, ev, turn):
+            continue
+        try:
+            ids.extend(_records_for(store, ev, session, turn))
+        except Exception:
+            # the event stays unclaimed so a later ingest can retry it
+            with store._write() as conn:
+                conn.execute("DELETE FROM ingested WHERE session = ? AND event_id = ?", (session, ev.id))
+            raise
+    return ids
+
+
+def _records_for(store: MemoryStore, ev: Event, session: str, turn: int) -> list[int]:
+    d = ev.data
+    common: dict[str, Any] = {"session": session, "turn": turn, "source_events": [ev.id]}
+    out: list[int] = []
+    if ev.kind == "user":
+        text = str(d.get("text") or "")
+        constraints = detect_constraints(text)
+        for s in constraints:
+            out.append(store.add(s, "constraint", pinned=True, context=text if len(text) < 2000 else "", **common))
+        for s in detect_decisions(text):
+            if s not in constraints:
+                out.append(store.add(s, "decision", **common))
+        for s in detect_todos(text):
+            out.append(store.add(s, "todo", status="open", **common))
+    elif ev.kind == "assistant":
+        text = str(d.get("text") or "")
+        for s in detect_decisions(text):
+            out.append(store.add(s, "decision", importance=0.6, **common))
+        for s in detect_todos(text):
+            out.append(store.add(s, "todo", status="open", **common))
+    elif ev.kind == "tool_result":
+        out.extend(_tool_records(store, d, common))
+    elif ev.kind == "compaction":
+        out.extend(_compaction_records(store, ev, session, turn))
+    return out
+
+
+def _ranges(spans: Any) -> str:
+    parts: list[str] = []
+    for span in spans or []:
+        if isinstance(span, (list, tuple)) and len(span) == 2:
+            a, b = int(span[0]), int(span[1])
+            parts.append(str(a) if a == b else f"{a}-{b}")
+    return ", ".join(parts)
+
+
+def _tool_records(store: MemoryStore, d: dict[str, Any], common: dict[str, Any]) -> list[int]:
+    name = str(d.get("name") or "")
+    meta = d.get("meta") or {}
+    if d.get("is_error"):
+        return []
+    out: list[int] = []
+    if name in EDIT_TOOLS:
+        lines = meta.get("lines") or {}
+        files = list(dict.fromkeys([*(meta.get("files") or []), *lines.keys()]))
+        if not files and meta.get("path"):
+            files = [str(meta["path"])]
+        verb = "wrote" if name == "write_file" else "edited"
+        for f in files:
+            spans = _ranges(lines.get(f))
+            text = f"{verb} {f}" + (f" lines {spans}" if spans else "")
+            out.append(store.add(text, "change", files=[f], tags=[name], merge=False, **common))
+    elif name in TEST_TOOLS and isinstance(meta.get("tests"), dict):
+        t = meta["tests"]
+        counts = ", ".join(f"{int(t[k])} {k}" for k in ("passed", "failed", "errors", "skipped") if isinstance(t.get(k), int))
+        first = [ln for ln in str(d.get("content") or "").strip().splitlines()[:1] if not re.search(r"passed|failed", ln)]
+        text = f"tests: {counts or 'no counts'}" + (f" — {first[0][:160]}" if first else "")
+        out.append(store.add(text, "note", tags=["tests", "fail" if t.get("failed") or t.get("errors") else "pass"],
+                             merge=False, **common))
+    return out
+
+
+def parse_summary(summary: str) -> list[tuple[str, str]]:
+    """(record type, item text) for each item under a known section heading of a compaction summary."""
+    items: list[tuple[str, str]] = []
+    section: str | None = None
+    for raw in (summary or "").splitlines():
+        line = raw.strip()
+        if not line:
+            continue
+        is_bullet = bool(_BULLET.match(line))
+        if not is_bullet:
+            m = _HEADING.match(line)
+            name = (m.group("name").strip().lower() if m else "")
+            if m and name in SECTION_TYPES:
+                section = SECTION_TYPES[name]
+                rest = (m.group("rest") or "").strip().strip("*").strip()
+                if rest and not _NONE.match(rest):
+                    items.extend((section, s.strip()) for s in re.split(r"[;；]", rest) if s.strip())
+                continue
+        if section is None:
+            continue
+        item = _BULLET.sub("", line).strip()
+        if item and not _NONE.match(item):
+            items.append((section, item))
+    return items
+
+
+def _compaction_records(store: MemoryStore, ev: Event, session: str, turn: int) -> list[int]:
+    d = ev.data
+    summary = str(d.get("summary") or "")
+    if not summary.strip():
+        return []
+    first_id = int(d.get("first_id", ev.id))
+    # Items get the turn where the masked range begins (or the one they name), so a summary never
+    # outranks a newer statement made after the decision it restates.
+    start_turn = _turn_before(store, session, first_id) or turn
+    out: list[int] = []
+    sources = [ev.id]
+    for type_, raw_item in parse_summary(summary):
+        prefix = _TURN_PREFIX.match(raw_item)  # the extractive summarizer writes "[turn 4] …"
+        item = raw_item[prefix.end():] if prefix else raw_item
+        m = prefix or _TURN_NOTE.search(item)
+        item_turn = next((int(g) for g in m.groups() if g), start_turn) if m else start_turn
+        kw: dict[str, Any] = {"session": session, "turn": min(item_turn, turn) if turn else item_turn, "source_events": sources}
+        if type_ == "change":
+            files = re.findall(r"[\w./-]+\.[A-Za-z0-9]{1,6}\b", item)
+            out.append(store.add(item, "change", files=files[:5], **kw))
+        elif type_ == "todo":
+            out.append(store.add(item, "todo", status="open", **kw))
+        else:
+            out.append(store.add(item, type_, **kw))
+    out.append(store.add(summary, "summary", layer="cold", merge=False, context=f"compaction of events {first_id}-{d.get('last_id')}",
+                         session=session, turn=turn, source_events=sources))
+    return out

@@ -1,0 +1,70 @@
+"""One memory record, as stored and as returned by search."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+LAYERS = ("warm", "cold")
+TYPES = ("decision", "constraint", "change", "todo", "note", "summary", "spill")
+TODO_STATUSES = ("open", "done")
+
+COLUMNS = (
+    "id, layer, type, content, tags, files, session, turn, last_turn, created_at, updated_at, confirmations, "
+    "importance, superseded_by, source_events, pinned, status, context"
+)
+
+
+@dataclass
+class Record:
+    id: int
+    type: str
+    content: str
+    layer: str = "warm"
+    tags: list[str] = field(default_factory=list)
+    files: list[str] = field(default_factory=list)
+    session: str = ""
+    turn: int = 0
+    last_turn: int = 0
+    created_at: float = 0.0
+    updated_at: float = 0.0
+    confirmations: int = 1
+    importance: float = 0.5
+    superseded_by: int | None = None
+    source_events: list[int] = field(default_factory=list)  # event ids in `session`'s log
+    pinned: bool = False
+    status: str | None = None
+    context: str = ""
+    score: float | None = None  # search rank (higher is better); None outside search
+
+    @property
+    def current(self) -> bool:
+        return self.superseded_by is None
+
+    def line(self) -> str:
+        """The compact form used in the warm block and tool output: "[constraint t1] ..."."""
+        label = self.type if self.type != "todo" else f"todo {self.status or 'open'}"
+        text = " ".join(self.content.split())
+        files = ""
+        if self.files and not any(f in text for f in self.files):
+            files = f" ({', '.join(self.files[:3])})"
+        return f"[{label} t{self.turn}] {text}{files}"
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        if d["score"] is None:
+            d.pop("score")
+        return d
+
+    @staticmethod
+    def from_row(row: sqlite3.Row | tuple[Any, ...], score: float | None = None) -> Record:
+        (rid, layer, type_, content, tags, files, session, turn, last_turn, created, updated, conf, importance, sup,
+         sources, pinned, status, context) = tuple(row)[:18]
+        return Record(
+            id=int(rid), type=type_, content=content, layer=layer, tags=json.loads(tags), files=json.loads(files),
+            session=session, turn=int(turn), last_turn=int(last_turn), created_at=float(created), updated_at=float(updated),
+            confirmations=int(conf), importance=float(importance), superseded_by=sup,
+            source_events=json.loads(sources), pinned=bool(pinned), status=status, context=context, score=score,
+        )

@@ -1,0 +1,354 @@
+"""The SQLite memory store: typed records, merge and supersede, aging, search.
+
+One database per project at `<repo>/.ctxagent/memory.db`, one per user under the user state dir
+(`MemoryStore.open_user()`). stdlib sqlite3 in WAL mode with a busy timeout, and every write in a
+`BEGIN IMMEDIATE` transaction, so the agent, the MCP server and the CLI can write the same file at
+once without losing a write. Nothing is deleted except by `forget`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+import threading
+import time
+import tomllib
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from ctxagent.context.errors import MemoryStoreError
+from ctxagent.context.history import Event
+from ctxagent.context.memory import rules
+from ctxagent.context.memory.record import COLUMNS, LAYERS, TODO_STATUSES, TYPES, Record
+from ctxagent.context.memory.schema import SCHEMA_VERSION, migrate
+from ctxagent.context.memory.search import list_records, norm_path, search_records
+from ctxagent.context.memory.text import Synonyms, build_match, index_text, normalize
+from ctxagent.context.paths import user_state_dir
+
+DEFAULT_DEGRADE_AFTER_TURNS = 20
+BUSY_TIMEOUT_MS = 30_000
+DEFAULT_IMPORTANCE = {"constraint": 0.9, "decision": 0.8, "todo": 0.7, "change": 0.5, "note": 0.4, "summary": 0.3, "spill": 0.2}
+
+# Never persist a key, even when a user pastes one into a sentence we would remember.
+_SECRET = re.compile(
+    r"(sk-ant-[A-Za-z0-9_\-]{10,}|sk-[A-Za-z0-9_\-]{16,}|AKIA[0-9A-Z]{16}|gh[pousr]_[A-Za-z0-9]{20,}|"
+    r"xox[abpr]-[A-Za-z0-9\-]{10,}|(?i:bearer)\s+[A-Za-z0-9._\-]{16,}|"
+    r"(?i:(?:api[_-]?key|secret|password|token)\s*[=:]\s*)\S{6,})"
+)
+
+
+def redact(text: str) -> str:
+    return _SECRET.sub("[redacted]", text)
+
+
+def project_db_path(root: str | Path) -> Path:
+    return Path(root) / ".ctxagent" / "memory.db"
+
+
+class MemoryStore:
+    """Typed memory records in SQLite. Thread-safe; several processes may share the file."""
+
+    def __init__(self, conn: sqlite3.Connection, path: Path | None, *, synonyms: Synonyms | None = None,
+                 degrade_after_turns: int = DEFAULT_DEGRADE_AFTER_TURNS, scope: str = "project"):
+        self.conn = conn
+        self.path = path
+        self.synonyms = synonyms or Synonyms()
+        self.degrade_after_turns = degrade_after_turns
+        self.scope = scope
+        self._lock = threading.RLock()
+
+    # ----------------------------------------------------------------- opening
+
+    @classmethod
+    def open(cls, path: str | Path, *, synonyms: Iterable[Iterable[str]] | None = None,
+             degrade_after_turns: int = DEFAULT_DEGRADE_AFTER_TURNS, scope: str = "project") -> MemoryStore:
+        """Open (creating and migrating) the database at `path`; ":memory:" for a throwaway one.
+
+        Extra synonym groups come from `synonyms` and from `[memory] synonyms = [[...], ...]` in a
+        `config.toml` beside the database (i.e. `.ctxagent/config.toml`).
+        """
+        in_memory = str(path) == ":memory:"
+        db_path = None if in_memory else Path(path)
+        groups = [list(g) for g in synonyms or []]
+        if db_path is not None:
+            db_path.parent.mkdir(parents=True, exist_ok=True)
+            groups += _config_synonyms(db_path.parent / "config.toml")
+        try:
+            conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False)
+            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            if not in_memory:
+                conn.execute("PRAGMA journal_mode = WAL")
+                conn.execute("PRAGMA synchronous = NORMAL")
+            conn.execute("PRAGMA foreign_keys = ON")
+            migrate(conn)
+        except sqlite3.Error as exc:
+            raise MemoryStoreError(f"cannot open memory database {path}: {exc}") from exc
+        return cls(conn, db_path, synonyms=Synonyms(groups), degrade_after_turns=degrade_after_turns, scope=scope)
+
+    @classmethod
+    def open_project(cls, root: str | Path, **kw: Any) -> MemoryStore:
+        return cls.open(project_db_path(root), **kw)
+
+    @classmethod
+    def open_user(cls, **kw: Any) -> MemoryStore:
+        """The user-level store, for preferences that hold across projects (`scope: user`)."""
+        return cls.open(user_state_dir() / "memory.db", scope="user", **kw)
+
+    def close(self) -> None:
+        with self._lock:
+            self.conn.close()
+
+    def __enter__(self) -> MemoryStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            try:
+                self.conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.Error as exc:
+                raise MemoryStoreError(f"memory database is busy or unwritable: {exc}") from exc
+            try:
+                yield self.conn
+            except BaseException:
+                self.conn.execute("ROLLBACK")
+                raise
+            self.conn.execute("COMMIT")
+
+    # ------------------------------------------------------------------ writes
+
+    def add(self, content: str, type: str = "note", *, layer: str = "warm", tags: Sequence[str] = (),
+            files: Sequence[str] = (), session: str = "", turn: int = 0, importance: float | None = None,
+            pinned: bool | None = None, status: str | None = None, source_events: Sequence[int] = (),
+            context: str = "", merge: bool = True, supersede: bool = True) -> int:
+        """Write a record and return its id — the id of the existing record when it merges into one.
+
+        Constraints are pinned and todos open unless said otherwise. See `rules` for merge and supersede.
+        """
+        content = redact(" ".join(str(content).split()) if "\n" not in str(content) else str(content).strip())
+        if not content:
+            raise MemoryStoreError("a memory record needs content")
+        if type not in TYPES:
+            raise MemoryStoreError(f"unknown record type {type!r}; expected one of {', '.join(TYPES)}")
+        if layer not in LAYERS:
+            raise MemoryStoreError(f"unknown layer {layer!r}; expected one of {', '.join(LAYERS)}")
+        if status is not None and status not in TODO_STATUSES:
+            raise MemoryStoreError(f"unknown status {status!r}; expected one of {', '.join(TODO_STATUSES)}")
+        files = [norm_path(f) for f in files if f]
+        tags = [str(t) for t in tags if str(t).strip()]
+        with self._write() as conn:
+            if merge:
+                existing = self._find_duplicate(conn, content, type)
+                if existing is not None:
+                    self._merge_into(conn, existing, tags, files, session, turn, source_events)
+                    return existing.id
+            now = time.time()
+            cur = conn.execute(
+                "INSERT INTO records (layer, type, content, tags, files, session, turn, last_turn, created_at, "
+                "updated_at, confirmations, importance, superseded_by, source_events, pinned, status, context, norm) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, NULL, ?, ?, ?, ?, ?)",
+                (layer, type, content, json.dumps(tags, ensure_ascii=False), json.dumps(files, ensure_ascii=False),
+                 session, int(turn), int(turn), now, now,
+                 DEFAULT_IMPORTANCE[type] if importance is None else float(importance),
+                 json.dumps([int(e) for e in source_events]), int(type == "constraint" if pinned is None else pinned),
+                 status if status is not None else ("open" if type == "todo" else None), redact(context), normalize(content)),
+            )
+            rid = int(cur.lastrowid or 0)
+            conn.execute(
+                "INSERT INTO records_fts (rowid, content, tags, files, context) VALUES (?, ?, ?, ?, ?)",
+                (rid, index_text(content), index_text(" ".join(tags)), index_text(" ".join(files)), index_text(context)),
+            )
+            conn.executemany(
+                "INSERT INTO record_files (record_id, path, name) VALUES (?, ?, ?)",
+                [(rid, f, f.rsplit("/", 1)[-1]) for f in dict.fromkeys(files)],
+            )
+            if supersede and type in rules.SUPERSEDABLE:
+                self._auto_supersede(conn, rid)
+            return rid
+
+    def _find_duplicate(self, conn: sqlite3.Connection, content: str, type_: str) -> Record | None:
+        row = conn.execute(f"SELECT {COLUMNS} FROM records WHERE type = ? AND norm = ? ORDER BY superseded_by IS NOT NULL, id DESC LIMIT 1",
+                           (type_, normalize(content))).fetchone()
+        if row is not None:
+            return Record.from_row(row)
+        for cand in search_records(conn, content, type_=type_, limit=5, include_superseded=True):
+            if rules.near_duplicate(content, cand.content):
+                return cand
+        return None
+
+    def _merge_into(self, conn: sqlite3.Connection, rec: Record, tags: list[str], files: list[str], session: str,
+                    turn: int, source_events: Sequence[int]) -> None:
+        new_tags = list(dict.fromkeys([*rec.tags, *tags]))
+        new_files = list(dict.fromkeys([*rec.files, *files]))
+        sources = list(dict.fromkeys([*rec.source_events, *(int(e) for e in source_events)])) if session == rec.session else rec.source_events
+        last_turn = max(rec.last_turn, int(turn)) if session == rec.session else rec.last_turn
+        conn.execute(
+            "UPDATE records SET confirmations = confirmations + 1, updated_at = ?, tags = ?, files = ?, source_events = ?, "
+            "last_turn = ?, layer = CASE WHEN ? > last_turn THEN 'warm' ELSE layer END WHERE id = ?",
+            (time.time(), json.dumps(new_tags, ensure_ascii=False), json.dumps(new_files, ensure_ascii=False),
+             json.dumps(sources), last_turn, last_turn, rec.id),
+        )
+        for f in new_files:
+            if f not in rec.files:
+                conn.execute("INSERT INTO record_files (record_id, path, name) VALUES (?, ?, ?)", (rec.id, f, f.rsplit("/", 1)[-1]))
+        # Said again after it was superseded: the repeat is the newest word, so it is current again.
+        # (Within a session "after" means a later turn than the record that replaced it; a restatement
+        # from a compaction summary carries an old turn and revives nothing.)
+        if rec.superseded_by is not None:
+            winner = self._get(conn, rec.superseded_by)
+            if winner is not None and winner.current:
+                later = int(turn) > winner.last_turn if session == winner.session else bool(session)
+                if later:
+                    conn.execute("UPDATE records SET superseded_by = NULL WHERE id = ?", (rec.id,))
+                    conn.execute("UPDATE records SET superseded_by = ? WHERE id = ?", (rec.id, winner.id))
+
+    def _auto_supersede(self, conn: sqlite3.Connection, rid: int) -> None:
+        new = self._get(conn, rid)
+        assert new is not None
+        match = build_match(new.content, None)
+        candidates = search_records(conn, new.content, type_=new.type, limit=25, match=match) if match else []
+        for f in new.files:
+            candidates += search_records(conn, "", type_=new.type, file=f, limit=25)
+        seen: set[int] = set()
+        for old in candidates:
+            if old.id == rid or old.id in seen or not old.current:
+                continue
+            seen.add(old.id)
+            if not rules.same_subject(new.type, new.content, old.content, new.files, old.files):
+                continue
+            # Turns order statements within a session; across sessions the later write is newer.
+            newer = (old.last_turn, old.id) <= (new.last_turn, new.id) if old.session == new.session else old.id < new.id
+            if newer:
+                conn.execute("UPDATE records SET superseded_by = ? WHERE id = ?", (rid, old.id))
+            else:  # an older statement arriving late (e.g. from a compaction summary) is born superseded
+                conn.execute("UPDATE records SET superseded_by = ? WHERE id = ?", (old.id, rid))
+                return
+
+    def supersede(self, old_id: int, new_id: int) -> None:
+        """Mark `old_id` as replaced by `new_id` (explicit: no shared subject needed)."""
+        if old_id == new_id:
+            raise MemoryStoreError("a record cannot supersede itself")
+        with self._write() as conn:
+            for rid in (old_id, new_id):
+                if self._get(conn, rid) is None:
+                    raise MemoryStoreError(f"no memory record {rid}")
+            conn.execute("UPDATE records SET superseded_by = ?, updated_at = ? WHERE id = ?", (new_id, time.time(), old_id))
+
+    def forget(self, id: int) -> bool:
+        """Delete a record for good (the one deletion there is). Records it superseded become current again."""
+        with self._write() as conn:
+            gone = conn.execute("DELETE FROM records WHERE id = ?", (id,)).rowcount
+            conn.execute("DELETE FROM records_fts WHERE rowid = ?", (id,))
+            conn.execute("DELETE FROM record_files WHERE record_id = ?", (id,))
+            conn.execute("UPDATE records SET superseded_by = NULL WHERE superseded_by = ?", (id,))
+            return bool(gone)
+
+    def set_status(self, id: int, status: str) -> None:
+        if status not in TODO_STATUSES:
+            raise MemoryStoreError(f"unknown status {status!r}")
+        with self._write() as conn:
+            conn.execute("UPDATE records SET status = ?, updated_at = ? WHERE id = ?", (status, time.time(), id))
+
+    def set_layer(self, id: int, layer: str) -> None:
+        if layer not in LAYERS:
+            raise MemoryStoreError(f"unknown layer {layer!r}")
+        with self._write() as conn:
+            conn.execute("UPDATE records SET layer = ?, updated_at = ? WHERE id = ?", (layer, time.time(), id))
+
+    def age(self, current_turn: int, session: str | None = None) -> int:
+        """Move warm records not said for `degrade_after_turns` turns to cold; return how many moved.
+
+        Pinned constraints and open todos never age: they are recalled every step. With `session`,
+        records of other sessions count as older than this session's turn 1.
+        """
+        limit = int(current_turn) - self.degrade_after_turns
+        if limit <= 0:
+            return 0
+        keep = "pinned = 0 AND NOT (type = 'todo' AND status = 'open')"
+        with self._write() as conn:
+            if session is None:
+                cur = conn.execute(f"UPDATE records SET layer = 'cold' WHERE layer = 'warm' AND {keep} AND last_turn < ?", (limit,))
+            else:
+                cur = conn.execute(
+                    f"UPDATE records SET layer = 'cold' WHERE layer = 'warm' AND {keep} AND (session != ? OR last_turn < ?)",
+                    (session, limit),
+                )
+            return int(cur.rowcount)
+
+    def ingest(self, events: Iterable[Event], session: str) -> list[int]:
+        """Rule-based writes from log events (no model call); idempotent per (session, event id)."""
+        from ctxagent.context.memory.ingest import ingest_events
+
+        return ingest_events(self, list(events), session)
+
+    # ------------------------------------------------------------------- reads
+
+    def _get(self, conn: sqlite3.Connection, id: int) -> Record | None:
+        row = conn.execute(f"SELECT {COLUMNS} FROM records WHERE id = ?", (int(id),)).fetchone()
+        return Record.from_row(row) if row else None
+
+    def get(self, id: int) -> Record | None:
+        with self._lock:
+            return self._get(self.conn, id)
+
+    def search(self, query: str, layer: str | None = None, type: str | Sequence[str] | None = None,
+               file: str | None = None, turns: tuple[int, int] | None = None, limit: int = 8,
+               include_superseded: bool = False) -> list[Record]:
+        with self._lock:
+            return search_records(self.conn, query, synonyms=self.synonyms, layer=layer, type_=type, file=file,
+                                  turns=turns, limit=limit, include_superseded=include_superseded)
+
+    def list(self, type: str | Sequence[str] | None = None, layer: str | None = None, *, status: str | None = None,
+             session: str | None = None, pinned: bool | None = None, file: str | None = None,
+             include_superseded: bool = True, limit: int | None = None, newest_first: bool = False) -> list[Record]:
+        with self._lock:
+            return list_records(self.conn, layer=layer, type_=type, file=file, include_superseded=include_superseded,
+                                session=session, pinned=pinned, status=status, limit=limit, newest_first=newest_first)
+
+    def history(self, id: int) -> list[Record]:
+        """The chain of records `id` replaced and that replaced it, oldest first."""
+        with self._lock:
+            chain: list[Record] = []
+            rec = self._get(self.conn, id)
+            while rec is not None and rec.id not in {r.id for r in chain}:
+                chain.append(rec)
+                rec = self._get(self.conn, rec.superseded_by) if rec.superseded_by is not None else None
+            older = [Record.from_row(r) for r in self.conn.execute(f"SELECT {COLUMNS} FROM records WHERE superseded_by = ? ORDER BY id", (id,))]
+            return sorted({r.id: r for r in older + chain}.values(), key=lambda r: (r.last_turn, r.id))
+
+    def stats(self) -> dict[str, Any]:
+        with self._lock:
+            q = self.conn.execute
+            by_type = dict(q("SELECT type, COUNT(*) FROM records GROUP BY type ORDER BY type").fetchall())
+            by_layer = dict(q("SELECT layer, COUNT(*) FROM records GROUP BY layer ORDER BY layer").fetchall())
+            total = int(q("SELECT COUNT(*) FROM records").fetchone()[0])
+            return {
+                "path": str(self.path) if self.path else ":memory:",
+                "scope": self.scope,
+                "schema_version": SCHEMA_VERSION,
+                "total": total,
+                "by_type": by_type,
+                "by_layer": by_layer,
+                "superseded": int(q("SELECT COUNT(*) FROM records WHERE superseded_by IS NOT NULL").fetchone()[0]),
+                "pinned": int(q("SELECT COUNT(*) FROM records WHERE pinned = 1 AND superseded_by IS NULL").fetchone()[0]),
+                "open_todos": int(q("SELECT COUNT(*) FROM records WHERE type = 'todo' AND status = 'open' AND superseded_by IS NULL").fetchone()[0]),
+                "ingested_events": int(q("SELECT COUNT(*) FROM ingested").fetchone()[0]),
+                "bytes": self.path.stat().st_size if self.path and self.path.exists() else 0,
+            }
+
+
+def _config_synonyms(config: Path) -> list[list[str]]:
+    if not config.is_file():
+        return []
+    try:
+        data = tomllib.loads(config.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError):
+        return []
+    groups = (data.get("memory") or {}).get("synonyms") or []
+    return [[str(x) for x in g] for g in groups if isinstance(g, list)]

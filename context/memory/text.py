@@ -1,0 +1,173 @@
+"""Text → search terms, for code and for Chinese, shared by indexing and querying.
+
+SQLite's FTS5 tokenizers know neither code nor Chinese: `unicode61` keeps a whole CJK run as one
+token (so "用户登录" never matches "登录"), and `trigram` needs three characters (so the two-character
+word "登录" finds nothing). We therefore pre-tokenize in Python and let FTS5 (`porter unicode61`)
+index the space-separated result:
+
+- a CJK run becomes its overlapping bigrams ("用户登录" → 用户 户登 登录), a lone character stays;
+- an identifier is split at camelCase humps, `_`, `.`, `/`, `-` and also kept joined
+  ("getUserName" → getusername get user name; "src/auth/login.py" → src auth login py);
+- everything is lower-cased; porter stemming happens inside FTS5 for both sides.
+
+Queries drop stopwords and are expanded through a synonym table (login ↔ auth ↔ 登录 ↔ 认证 …)
+that users can extend.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
+_TOKEN = re.compile(rf"(?P<cjk>[{_CJK}]+)|(?P<word>[^\W{_CJK}]+(?:[./\-:'][^\W{_CJK}]+)*)")
+_CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+|[^\W\d_a-zA-Z]+")
+
+STOPWORDS_EN = frozenset(
+    """a about above after again against all am an and any are as at be because been before being below
+    between both but by can could did do does doing down during each few for from further had has have
+    having he her here hers herself him himself his how i if in into is it its itself just me more most
+    my myself no nor not now of off on once only or other our ours ourselves out over own same she should
+    so some such than that the their theirs them themselves then there these they this those through to
+    too under until up very was we were what when where which while who whom why will with would you your
+    yours yourself yourselves also ever s t d ll m re ve y let lets us please okay ok yes yeah hey hi
+    really much many get got one thing things like something anything""".split()
+)
+# Chinese function words that would otherwise survive as single characters or bigrams.
+STOPWORDS_ZH = frozenset("的 了 是 在 和 与 及 或 一下 这个 那个 我们 你们 他们 一个 什么 怎么 吗 呢 吧 啊 把 被 就 都 也 还 请".split())
+STOPWORDS = STOPWORDS_EN | STOPWORDS_ZH
+
+# Groups of interchangeable terms. A query term in a group brings in the whole group.
+DEFAULT_SYNONYMS: list[list[str]] = [
+    ["login", "log in", "logon", "sign in", "signin", "auth", "authentication", "authenticate", "登录", "登陆", "认证", "鉴权"],
+    ["logout", "log out", "sign out", "signout", "登出", "注销", "退出登录"],
+    ["config", "configuration", "settings", "setting", "options", "preferences", "配置", "设置"],
+    ["database", "db", "sql", "数据库"],
+    ["test", "tests", "testing", "pytest", "unittest", "测试", "单测"],
+    ["error", "exception", "failure", "traceback", "bug", "错误", "异常", "报错"],
+    ["delete", "remove", "drop", "删除", "移除"],
+    ["user", "account", "用户", "账户", "账号"],
+    ["password", "passwd", "pwd", "密码"],
+    ["token", "jwt", "令牌"],
+    ["deploy", "deployment", "release", "部署", "发布"],
+    ["dependency", "dependencies", "package", "packages", "依赖"],
+    ["cache", "caching", "缓存"],
+    ["permission", "permissions", "access", "权限"],
+    ["api", "endpoint", "route", "接口", "路由"],
+    ["log", "logs", "logging", "日志"],
+    ["performance", "perf", "latency", "speed", "性能"],
+    ["document", "docs", "documentation", "readme", "文档"],
+]
+
+
+def _cjk_terms(run: str) -> list[str]:
+    if len(run) == 1:
+        return [run]
+    return [run[i : i + 2] for i in range(len(run) - 1)]
+
+
+def _word_terms(word: str, camel: bool = True) -> list[str]:
+    pieces: list[str] = []
+    joined: list[str] = []
+    for segment in (x for x in re.split(r"[./:']+", word) if x):
+        parts = [p for p in re.split(r"[_\-]+", segment) if p]
+        for part in parts:
+            humps = (_CAMEL.findall(part) if camel else None) or [part]
+            pieces.extend(h.lower() for h in humps)
+            if len(humps) > 1:
+                joined.append(part.lower())  # the whole identifier, e.g. getusername
+        if len(parts) > 1 and len(segment) <= 40:
+            joined.append("".join(parts).lower())  # user_name → username, so either spelling finds it
+    return pieces + joined
+
+
+def terms(text: str, camel: bool = True) -> list[str]:
+    """All index terms of `text`, in order, with repeats (BM25 wants term frequency).
+
+    `camel=False` keeps identifiers whole (PostgreSQL stays one term): for comparing subjects.
+    """
+    out: list[str] = []
+    for m in _TOKEN.finditer(text or ""):
+        if m.group("cjk"):
+            out.extend(_cjk_terms(m.group("cjk")))
+        else:
+            out.extend(_word_terms(m.group("word"), camel))
+    return out
+
+
+def index_text(text: str) -> str:
+    """The string FTS5 indexes for `text`."""
+    return " ".join(terms(text))
+
+
+def stem(term: str) -> str:
+    """A light English suffix stripper for set comparisons in Python (FTS5 does real porter)."""
+    if not term.isascii() or len(term) <= 4:
+        return term
+    for suffix in ("ations", "ation", "ings", "ing", "ied", "ies", "ed", "es", "s"):
+        if term.endswith(suffix) and len(term) - len(suffix) >= 3:
+            base = term[: -len(suffix)]
+            return base + ("y" if suffix in ("ied", "ies") else "")
+    return term
+
+
+def key_terms(text: str, extra_stop: Iterable[str] = ()) -> set[str]:
+    """Distinct, stemmed, non-stopword terms: what a text is about."""
+    stop = STOPWORDS | set(extra_stop)
+    return {stem(t) for t in terms(text, camel=False) if t not in stop and not (len(t) == 1 and t.isascii() and t.isalpha())}
+
+
+def normalize(text: str) -> str:
+    """A key under which trivially different spellings of the same record collide."""
+    return " ".join(terms(text))
+
+
+class Synonyms:
+    """Term → its synonym group (as lists of terms, one list per member, multi-word members kept)."""
+
+    def __init__(self, groups: Iterable[Iterable[str]] | None = None):
+        self._by_term: dict[str, list[list[str]]] = {}
+        for group in DEFAULT_SYNONYMS:
+            self.add_group(group)
+        for group in groups or []:
+            self.add_group(group)
+
+    def add_group(self, group: Iterable[str]) -> None:
+        members = [m for m in (terms(g) for g in group) if m]
+        for m in members:
+            # a multi-word member ("sign in") is looked up by its adjacent pair in `expand`
+            bucket = self._by_term.setdefault(" ".join(m), [])
+            bucket.extend(x for x in members if x not in bucket)
+
+    def expand(self, query_terms: list[str]) -> list[list[str]]:
+        """Members (each a term list) that the query's terms or adjacent pairs bring in."""
+        found: list[list[str]] = []
+        keys = list(query_terms) + [f"{a} {b}" for a, b in zip(query_terms, query_terms[1:], strict=False)]
+        for k in keys:
+            for member in self._by_term.get(k, []):
+                if member not in found:
+                    found.append(member)
+        return found
+
+
+def fts_phrase(member: list[str]) -> str:
+    return '"' + " ".join(t.replace('"', '""') for t in member) + '"'
+
+
+def build_match(query: str, synonyms: Synonyms | None = None, max_terms: int = 48) -> str:
+    """An FTS5 MATCH expression: the query's content terms OR'ed, plus their synonyms."""
+    raw = terms(query)
+    content = [t for t in raw if t not in STOPWORDS and not (len(t) == 1 and t.isascii() and not t.isdigit())]
+    if not content:
+        content = [t for t in raw if len(t) > 1]
+    seen: list[str] = []
+    for t in content:
+        if t not in seen:
+            seen.append(t)
+    parts = [fts_phrase([t]) for t in seen[:max_terms]]
+    if synonyms is not None:
+        for member in synonyms.expand(raw):
+            p = fts_phrase(member)
+            if p not in parts:
+                parts.append(p)
+    return " OR ".join(parts[: max_terms + 16])

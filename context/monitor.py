@@ -1,0 +1,115 @@
+"""Breakpoints and the per-round report: red flags, advice, and seed 000's table made real.
+
+Thresholds are on `usage_pct` (calibrated, reserve included): ≥ 75 % → "compress",
+≥ 90 % → "new_session" (configurable).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from ctxagent.context.report import ContextReport
+
+DEFAULT_THRESHOLDS = (0.75, 0.90)
+TOOL_SHARE_FLAG = 0.50  # tool results > 50 % of the prompt
+MAX_VISIBLE_MESSAGES = 50
+SINGLE_RESULT_FLAG = 0.25  # one tool result > 25 % of the window
+
+
+def advice_for(usage_pct: float, thresholds: Sequence[float] = DEFAULT_THRESHOLDS) -> str:
+    compress, new_session = thresholds
+    if usage_pct >= new_session * 100:
+        return "new_session"
+    if usage_pct >= compress * 100:
+        return "compress"
+    return "ok"
+
+
+def red_flags(
+    *, total: int, tool_result_tokens: int, largest_tool_result: int, messages: int, window: int
+) -> list[str]:
+    flags: list[str] = []
+    if total > 0 and tool_result_tokens > TOOL_SHARE_FLAG * total:
+        flags.append(f"tool results are {100 * tool_result_tokens / total:.0f}% of the prompt (> 50%)")
+    if messages > MAX_VISIBLE_MESSAGES:
+        flags.append(f"{messages} visible messages (> {MAX_VISIBLE_MESSAGES})")
+    if window > 0 and largest_tool_result > SINGLE_RESULT_FLAG * window:
+        flags.append(f"one tool result is {100 * largest_tool_result / window:.0f}% of the window (> 25%)")
+    return flags
+
+
+def _as_report(r: ContextReport | dict[str, Any]) -> ContextReport:
+    return r if isinstance(r, ContextReport) else ContextReport.from_dict(r)
+
+
+def actions_text(r: ContextReport) -> str:
+    parts: list[str] = []
+    if r.spilled:
+        parts.append(f"spilled {r.spilled}")
+    if r.pruned:
+        parts.append(f"pruned {r.pruned}")
+    if r.compacted:
+        method = f" ({r.summary_method})" if r.summary_method else ""
+        parts.append(f"compacted {r.compacted[0]}–{r.compacted[1]}{method}")
+    return ", ".join(parts) or "-"
+
+
+def _status(r: ContextReport) -> str:
+    if r.advice == "new_session":
+        return "CRITICAL"
+    if r.advice == "compress":
+        return "WARN"
+    return "ok"
+
+
+def format_report_table(reports: Iterable[ContextReport | dict[str, Any]], title: str | None = None) -> str:
+    """The per-round table for `ctxagent report`: round, tokens, usage %, system prompt, actions, status.
+
+    A round is one build (one model call). Breakpoint rounds (usage at or over the thresholds) are
+    called out below the table with the advice.
+    """
+    rows = [_as_report(r) for r in reports]
+    if not rows:
+        return "no context reports in this session"
+    first = rows[0]
+    lines: list[str] = []
+    if title:
+        lines.append(title)
+    lines.append(f"window {first.window:,} tokens · strategy {first.strategy} · calibration ×{rows[-1].calibration_ratio:.2f}")
+    header = ("round", "turn", "tokens", "usage", "system", "loss", "actions", "status")
+    table = [header]
+    for n, r in enumerate(rows, 1):
+        table.append(
+            (
+                str(n),
+                str(r.turn),
+                f"{r.calibrated_total:,}",
+                f"{r.usage_pct:.1f}%",
+                "in window" if r.system_in_window else "LOST",
+                f"{r.loss_pct:.0f}%",
+                actions_text(r),
+                _status(r),
+            )
+        )
+    widths = [max(len(row[i]) for row in table) for i in range(len(header))]
+    right = {0, 1, 2, 3, 5}
+    for i, row in enumerate(table):
+        cells = [c.rjust(widths[j]) if j in right else c.ljust(widths[j]) for j, c in enumerate(row)]
+        lines.append(" | ".join(cells).rstrip())
+        if i == 0:
+            lines.append("-+-".join("-" * w for w in widths))
+    lines.append("")
+    warn = [n for n, r in enumerate(rows, 1) if r.advice == "compress"]
+    crit = [n for n, r in enumerate(rows, 1) if r.advice == "new_session"]
+    if warn or crit:
+        if warn:
+            lines.append(f"breakpoint (≥ compress threshold) at round(s) {', '.join(map(str, warn))}: advice — compact now (/compact)")
+        if crit:
+            lines.append(f"critical (≥ new-session threshold) at round(s) {', '.join(map(str, crit))}: advice — start a new session (/new)")
+    else:
+        lines.append("context usage stayed within the safe range")
+    flagged = [(n, f) for n, r in enumerate(rows, 1) for f in r.red_flags]
+    for n, flag in flagged[-10:]:
+        lines.append(f"red flag at round {n}: {flag}")
+    return "\n".join(lines)

@@ -1,0 +1,135 @@
+"""Session pins: the warm block's floor when no memory store is wired in.
+
+Pinned constraints come from the user's own words (detect_constraints on user messages: "never…",
+"don't…", "不要…", "必须…") and from explicit `remember` memory events; open tasks from TODO-like
+user lines and from the latest compaction summary's "Open tasks" section. Computed from the whole
+log minus rewound events, so compaction never un-pins anything. Pure and deterministic.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from ctxagent.context.history import Event
+from ctxagent.context.memory.detect import detect_constraints
+from ctxagent.context.tokens import TokenCounter
+
+WARM_OPEN = "<context-memory>"
+WARM_CLOSE = "</context-memory>"
+WARM_NOTE = "Recalled for this step (pinned by the user or the session; still in force unless superseded):"
+
+_TODO_LINE = re.compile(r"^\s*(?:[-*]\s*\[ \]\s*|TODO[:：]?\s*|待办[:：]?\s*)(.+)$", re.IGNORECASE | re.MULTILINE)
+_SECTION = re.compile(r"^\s*(?:#+\s*)?\**\s*(Decisions|Constraints|Changes|Open tasks)\s*\**\s*[:：]?\s*\**\s*$", re.IGNORECASE)
+
+
+def live_events(events: Iterable[Event]) -> list[Event]:
+    """Events not hidden by a rewind (compaction does not hide anything here)."""
+    evs = list(events)
+    hidden: set[int] = set()
+    for e in reversed(evs):
+        if e.kind == "rewind" and e.id not in hidden:
+            to_id = int(e.data.get("to_id", e.id))
+            hidden.update(x.id for x in evs if to_id <= x.id < e.id)
+    return [e for e in evs if e.id not in hidden]
+
+
+def summary_sections(text: str) -> dict[str, list[str]]:
+    """Parse a structured summary into its four sections' bullet items ("none" gives [])."""
+    out: dict[str, list[str]] = {}
+    current: str | None = None
+    for raw in (text or "").splitlines():
+        m = _SECTION.match(raw)
+        if m:
+            current = m.group(1).capitalize() if m.group(1).lower() != "open tasks" else "Open tasks"
+            out.setdefault(current, [])
+            continue
+        if current is None:
+            continue
+        item = raw.strip().lstrip("-*•").strip()
+        if item and item.lower().rstrip(".") not in ("none", "无"):
+            out[current].append(item)
+    return out
+
+
+@dataclass(frozen=True)
+class Pin:
+    kind: str  # "constraint" | "task"
+    text: str
+    turn: int
+
+
+def _turn_of(ev: Event, fallback: int) -> int:
+    try:
+        return int(ev.data.get("turn", fallback))
+    except (TypeError, ValueError):
+        return fallback
+
+
+def collect_pins(events: Iterable[Event]) -> list[Pin]:
+    constraints: dict[str, Pin] = {}
+    tasks: dict[str, Pin] = {}
+    turn = 0
+    for ev in live_events(events):
+        if ev.kind == "user":
+            turn = _turn_of(ev, turn + 1)
+            text = str(ev.data.get("text", ""))
+            for sentence in detect_constraints(text):
+                constraints.setdefault(sentence.casefold(), Pin("constraint", sentence, turn))
+            for m in _TODO_LINE.finditer(text):
+                item = m.group(1).strip()
+                if item:
+                    tasks.setdefault(item.casefold(), Pin("task", item, turn))
+        elif ev.kind in ("memory", "remember"):
+            op = str(ev.data.get("op", "remember"))
+            text = str(ev.data.get("text") or ev.data.get("content") or "").strip()
+            mtype = str(ev.data.get("type", "constraint"))
+            if op in ("remember", "pin", "store") and text and mtype in ("constraint", "pin", "preference"):
+                constraints.setdefault(text.casefold(), Pin("constraint", text, _turn_of(ev, turn)))
+        elif ev.kind == "compaction":
+            sections = summary_sections(str(ev.data.get("summary", "")))
+            for item in sections.get("Open tasks", []):
+                tasks.setdefault(item.casefold(), Pin("task", item, turn))
+    return list(constraints.values()) + list(tasks.values())
+
+
+def format_warm(constraints: list[str], tasks: list[str], extra: list[str] | None = None) -> str:
+    if not constraints and not tasks and not extra:
+        return ""
+    lines = [WARM_OPEN, WARM_NOTE]
+    if constraints:
+        lines.append("Pinned constraints:")
+        lines += [f"- {c}" for c in constraints]
+    if tasks:
+        lines.append("Open tasks:")
+        lines += [f"- {t}" for t in tasks]
+    if extra:
+        lines += extra
+    lines.append(WARM_CLOSE)
+    return "\n".join(lines)
+
+
+class SessionPins:
+    """The default warm provider: pinned constraints and open tasks computed from the session log."""
+
+    def __init__(self, events: Iterable[Event]):
+        self.pins = collect_pins(events)
+
+    def warm_block(self, query: str, files: list[str], turn: int, max_tokens: int, counter: TokenCounter) -> str:
+        constraints = [f"[turn {p.turn}] {p.text}" for p in self.pins if p.kind == "constraint"]
+        tasks = [f"[turn {p.turn}] {p.text}" for p in self.pins if p.kind == "task"]
+        text = format_warm(constraints, tasks)
+        # Over its share: drop the oldest tasks first, then the oldest constraints; never silently:
+        # the block says how many were left out.
+        dropped = 0
+        while text and counter.count(text) > max_tokens and (tasks or constraints):
+            if tasks:
+                tasks.pop(0)
+            else:
+                constraints.pop(0)
+            dropped += 1
+            text = format_warm(constraints, tasks, [f"({dropped} older pinned items omitted for space)"])
+        if text and counter.count(text) > max_tokens:
+            return ""
+        return text

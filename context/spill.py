@@ -1,0 +1,184 @@
+"""Spill: large tool output goes to a content-addressed file; the model sees head + tail + a handle.
+
+No model call and nothing lost: the original stays in `.ctxagent/spill/<sha256>.txt` and the
+`read_spill` tool pages or greps it. The agent loop calls `maybe_spill` before it appends the
+tool_result event, so the session log holds the preview and `spill` meta {handle, lines, tokens}.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ctxagent.context.errors import ToolError
+from ctxagent.context.tokens import TokenCounter
+
+HANDLE_LEN = 12
+MAX_LINE_CHARS = 400  # one minified-JSON line must not defeat a line-based preview
+DEFAULT_SPILL_TOKENS = 2000
+READ_MAX_CHARS = 4000  # ≈ 1,000 English tokens: a read_spill page stays under the spill threshold
+
+
+def _fit(lines: list[str], max_chars: int) -> list[str]:
+    """As many whole lines as fit in max_chars (at least one, clipped)."""
+    out: list[str] = []
+    used = 0
+    for line in lines:
+        if out and used + len(line) + 1 > max_chars:
+            break
+        if not out and len(line) > max_chars:
+            line = line[:max_chars] + " …"
+        out.append(line)
+        used += len(line) + 1
+    return out
+
+
+def marker(cut_lines: int, cut_tokens: int, handle: str) -> str:
+    return f"[… {cut_lines} lines / {cut_tokens} tokens cut — full output: read_spill handle={handle}]"
+
+
+def _clip_line(line: str, limit: int = MAX_LINE_CHARS) -> str:
+    if len(line) <= limit:
+        return line
+    return line[:limit] + f" …[+{len(line) - limit} chars]"
+
+
+def head_tail(
+    content: str,
+    counter: TokenCounter,
+    head_tokens: int,
+    tail_tokens: int,
+    max_head_lines: int = 40,
+    max_tail_lines: int = 20,
+) -> tuple[list[str], list[str], int]:
+    """Pick head and tail lines within token allowances. Returns (head, tail, number of lines cut)."""
+    lines = content.split("\n")
+    head: list[str] = []
+    used = 0
+    i = 0
+    while i < len(lines) and len(head) < max_head_lines:
+        line = _clip_line(lines[i])
+        cost = counter.count(line) + 1
+        if used + cost > head_tokens and head:
+            break
+        if used + cost > head_tokens:  # even the first line is too big: keep a clipped piece
+            line = _clip_line(lines[i], max(20, head_tokens * 2))
+            cost = counter.count(line) + 1
+            if used + cost > head_tokens:
+                break
+        head.append(line)
+        used += cost
+        i += 1
+    tail: list[str] = []
+    used = 0
+    j = len(lines) - 1
+    while j >= i and len(tail) < max_tail_lines:
+        line = _clip_line(lines[j])
+        cost = counter.count(line) + 1
+        if used + cost > tail_tokens:
+            break
+        tail.append(line)
+        used += cost
+        j -= 1
+    tail.reverse()
+    cut = max(0, len(lines) - len(head) - len(tail))
+    return head, tail, cut
+
+
+@dataclass
+class SpillStore:
+    dir: Path
+
+    def __post_init__(self) -> None:
+        self.dir = Path(self.dir)
+
+    @classmethod
+    def for_root(cls, root: Path) -> SpillStore:
+        return cls(Path(root) / ".ctxagent" / "spill")
+
+    def path_for(self, digest: str) -> Path:
+        return self.dir / f"{digest}.txt"
+
+    def put(self, content: str) -> str:
+        """Store content (idempotent: same content, same file) and return its handle."""
+        data = content.encode("utf-8", "surrogatepass")
+        digest = hashlib.sha256(data).hexdigest()
+        path = self.path_for(digest)
+        if not path.exists():
+            self.dir.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=self.dir, prefix=".tmp-")
+            try:
+                with os.fdopen(fd, "wb") as fh:
+                    fh.write(data)
+                os.replace(tmp, path)
+            except BaseException:
+                Path(tmp).unlink(missing_ok=True)
+                raise
+        return digest[:HANDLE_LEN]
+
+    def resolve(self, handle: str) -> Path:
+        handle = (handle or "").strip().lower()
+        if not re.fullmatch(r"[0-9a-f]{6,64}", handle):
+            raise ToolError(f"invalid spill handle {handle!r}: expected the hex handle shown in the output")
+        matches = sorted(self.dir.glob(f"{handle}*.txt")) if self.dir.is_dir() else []
+        if not matches:
+            raise ToolError(f"no spilled output with handle {handle!r} in {self.dir}")
+        if len(matches) > 1:
+            raise ToolError(f"spill handle {handle!r} is ambiguous; give more characters")
+        return matches[0]
+
+    def get(self, handle: str) -> str:
+        return self.resolve(handle).read_bytes().decode("utf-8", "surrogatepass")
+
+    def maybe_spill(
+        self, content: str, counter: TokenCounter, spill_tokens: int = DEFAULT_SPILL_TOKENS
+    ) -> tuple[str, dict[str, Any] | None]:
+        """Return (what the model sees, spill meta or None). Content within `spill_tokens` is unchanged."""
+        tokens = counter.count(content)
+        if tokens <= spill_tokens:
+            return content, None
+        handle = self.put(content)
+        lines = content.count("\n") + 1
+        # the preview stays well under the spill threshold: ~30 % head, ~15 % tail
+        head, tail, cut = head_tail(content, counter, max(50, spill_tokens * 3 // 10), max(25, spill_tokens * 3 // 20))
+        shown_tokens = sum(counter.count(x) + 1 for x in head + tail)
+        parts = head + ["", marker(cut, max(0, tokens - shown_tokens), handle), ""] + tail
+        shown = "\n".join(parts).rstrip("\n")
+        return shown, {"handle": handle, "lines": lines, "tokens": tokens}
+
+    def read(
+        self, handle: str, offset: int = 0, limit: int = 200, grep: str | None = None, max_chars: int = READ_MAX_CHARS
+    ) -> str:
+        """Page the spilled text by lines (`offset` 0-based) or grep it (invalid regex → literal match).
+
+        A page stays under `max_chars` so that reading a spill never needs spilling itself.
+        """
+        text = self.get(handle)
+        lines = text.split("\n")
+        total = len(lines)
+        offset = max(0, int(offset))
+        limit = max(1, min(int(limit), 2000))
+        short = handle.strip().lower()[:HANDLE_LEN]
+        if grep:
+            try:
+                pattern = re.compile(grep)
+            except re.error:
+                pattern = re.compile(re.escape(grep))
+            hits = [(n, line) for n, line in enumerate(lines, 1) if pattern.search(line)]
+            page = _fit([f"{n}: {_clip_line(line, 2000)}" for n, line in hits[offset : offset + limit]], max_chars)
+            head = f"[spill {short}: {len(hits)} matching lines of {total} for {grep!r}; showing {len(page)} from match {offset}]"
+            body = list(page)
+            if offset + len(page) < len(hits):
+                body.append(f"[… more matches: read_spill handle={short} grep={grep!r} offset={offset + len(page)}]")
+            return "\n".join([head, *body])
+        body = _fit([f"{n}: {_clip_line(line, 2000)}" for n, line in enumerate(lines[offset : offset + limit], offset + 1)], max_chars)
+        end = offset + len(body)
+        head = f"[spill {short}: lines {offset + 1}–{end} of {total}]" if body else f"[spill {short}: offset {offset} is past the end ({total} lines)]"
+        if end < total:
+            body.append(f"[… {total - end} more lines: read_spill handle={short} offset={end}]")
+        return "\n".join([head, *body])

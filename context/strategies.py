@@ -1,0 +1,89 @@
+"""Baseline strategies for comparison (benchmarks, `--strategy`): "full" and "window".
+
+full    everything verbatim; may exceed the window — the report says so, nothing is raised.
+window  seed 001's sliding window: history ≤ 60 % of W, each message capped at 4,000 tokens,
+        at least 3 rounds kept, oldest rounds dropped first. No warm block, no summaries made.
+"""
+
+from __future__ import annotations
+
+from ctxagent.context.builder import BuildInputs, BuildResult
+from ctxagent.context.history import Summary, view
+from ctxagent.context.measure import make_report
+from ctxagent.context.render import Draft, assemble, with_content
+from ctxagent.context.request import Request
+from ctxagent.context.spill import head_tail
+from ctxagent.context.tokens import count_message
+
+WINDOW_HISTORY_SHARE = 0.60
+WINDOW_MESSAGE_CAP = 4000
+WINDOW_MIN_ROUNDS = 3
+
+
+def _cap_messages(draft: Draft, inputs: BuildInputs) -> int:
+    capped = 0
+    for i, slot in enumerate(draft.slots):
+        if slot.tokens <= WINDOW_MESSAGE_CAP:
+            continue
+        head, tail, cut = head_tail(slot.msg.content, inputs.counter, WINDOW_MESSAGE_CAP * 2 // 3, WINDOW_MESSAGE_CAP // 4,
+                                    max_head_lines=10_000, max_tail_lines=10_000)
+        text = "\n".join([*head, f"[… {cut} lines truncated …]", *tail])
+        msg = with_content(slot.msg, text)
+        draft.replace(i, msg, count_message(msg, inputs.counter), "pruned")
+        capped += 1
+    return capped
+
+
+def _drop_old_rounds(draft: Draft, budget_tokens: int) -> int:
+    """Drop whole rounds (a user message and what follows it) from the front; keep ≥ 3 rounds."""
+    starts = [i for i, s in enumerate(draft.slots) if s.msg.role == "user" and s.msg.kind == "message" and not s.is_tool_result]
+    if not starts:
+        return 0
+    history = sum(s.tokens for s in draft.slots)
+    drop_until = 0
+    rounds_left = len(starts)
+    # anything before the first user message (e.g. an old summary) goes first
+    cut_points = ([starts[0]] if starts[0] > 0 else []) + starts[1:]
+    for cut in cut_points:
+        if history <= budget_tokens or rounds_left <= WINDOW_MIN_ROUNDS:
+            break
+        history -= sum(s.tokens for s in draft.slots[drop_until:cut])
+        if cut in starts:
+            rounds_left -= 1
+        drop_until = cut
+    dropped = drop_until
+    if dropped:
+        kept = draft.slots[drop_until:]
+        first_item = kept[0].item_index if kept else len(draft.items)
+        draft.slots[:] = kept
+        draft.items[:] = draft.items[first_item:] if first_item >= 0 else draft.items
+        draft._sum = sum(s.tokens for s in draft.slots)
+    return dropped
+
+
+def build_baseline(inputs: BuildInputs) -> BuildResult:
+    items = view(inputs.events)
+    draft = assemble(items, inputs, "")
+    notes: list[str] = []
+    if inputs.strategy == "window":
+        capped = _cap_messages(draft, inputs)
+        dropped = _drop_old_rounds(draft, int(WINDOW_HISTORY_SHARE * inputs.budget.window))
+        if capped:
+            notes.append(f"window: {capped} message(s) capped at {WINDOW_MESSAGE_CAP} tokens")
+        if dropped:
+            notes.append(f"window: {dropped} oldest message(s) dropped (silently lost to the model)")
+    if draft.total() > inputs.budget.limit:
+        notes.append(f"over the limit: {draft.total():,} > {inputs.budget.limit:,} tokens (this strategy does not relieve pressure)")
+    messages = [s.msg for s in draft.slots]
+    request = Request(system=inputs.system, messages=messages, tools=list(inputs.tools), max_tokens=inputs.budget.max_output)
+    report = make_report(inputs, draft, request, None, notes, strategy=inputs.strategy,
+                         system_in_window=draft.total() <= inputs.budget.window)
+    return BuildResult(
+        request=request,
+        report=report,
+        warm_text="",
+        compaction=None,
+        pruned_ids=[s.event_id for s in draft.slots if s.state == "pruned" and s.event_id is not None],
+        spilled_ids=[s.event_id for s in draft.slots if s.spill is not None and s.event_id is not None],
+        masked=[[it.first_id, it.last_id] for it in draft.items if isinstance(it, Summary)],
+    )

@@ -1,0 +1,132 @@
+"""The shell tool with real bash processes: exit codes, timeouts, group kills, bounded output."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from ctxagent.tools import make_registry
+from ctxagent.tools.base import ToolContext, ToolResult
+from ctxagent.tools.shell import clean_output, run_command
+
+REG = make_registry()
+
+
+def run(root: Path, ctx: ToolContext | None = None, **args: object) -> ToolResult:
+    return REG.run("shell", args, ctx or ToolContext(root=root))
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"  # a zombie is dead, only not reaped yet
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+
+
+def test_exit_code_stderr_and_cwd(tmp_path: Path) -> None:
+    r = run(tmp_path, command="pwd; echo 错误 >&2; exit 3")
+    assert r.content.split("\n")[0] == "exit code 3"
+    assert str(tmp_path.resolve()) in r.content and "错误" in r.content
+    assert r.meta["exit_code"] == 3 and not r.is_error
+    r = run(tmp_path, command="true")
+    assert r.content == "exit code 0\n(no output)"
+
+
+def test_stdin_is_empty(tmp_path: Path) -> None:
+    r = run(tmp_path, command="cat; read -r x || echo eof")
+    assert r.meta["exit_code"] == 0 and "eof" in r.content
+
+
+def test_command_not_found(tmp_path: Path) -> None:
+    r = run(tmp_path, command="definitely-not-a-command-xyz")
+    assert r.meta["exit_code"] == 127 and "command not found" in r.content
+
+
+def test_timeout_kills_the_whole_group(tmp_path: Path) -> None:
+    pidfile = tmp_path / "pids"
+    r = run(tmp_path, command=f"sleep 1000 & echo $! > {pidfile}; (sleep 1000 & echo $! >> {pidfile}); sleep 1000",
+            timeout=1)
+    assert r.is_error and r.meta["timed_out"] and r.meta["exit_code"] is None
+    assert r.content.startswith("timed out after 1 s; the process group was killed")
+    pids = [int(p) for p in pidfile.read_text().split()]
+    assert len(pids) == 2
+    deadline = time.monotonic() + 5
+    while any(_alive(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(_alive(p) for p in pids)
+
+
+def test_huge_output_is_bounded(tmp_path: Path) -> None:
+    r = run(tmp_path, command="head -c 100000000 /dev/zero | tr '\\0' a; echo; echo END")
+    assert r.meta["exit_code"] == 0
+    assert len(r.content) < 40_000
+    assert r.meta["output_bytes"] == 100_000_005  # the a-s, a newline, "END\n"
+    assert r.content.rstrip().endswith("END") and "bytes of output omitted" in r.content
+    assert r.meta["dropped_bytes"] > 99_000_000
+
+
+def test_yes_piped_to_head(tmp_path: Path) -> None:
+    r = run(tmp_path, command="yes | head -n 5")
+    assert r.content == "exit code 0\ny\ny\ny\ny\ny\n"
+
+
+def test_cancel_kills_the_group(tmp_path: Path) -> None:
+    ctx = ToolContext(root=tmp_path)
+    threading.Timer(0.3, ctx.cancel.set).start()
+    r = run(tmp_path, ctx, command="sleep 1000")
+    assert r.is_error and r.meta["cancelled"] and "cancelled" in r.content
+
+
+def test_background_child_holding_the_pipe_does_not_hang(tmp_path: Path) -> None:
+    r = run(tmp_path, command="echo started; sleep 1000 &")
+    assert r.meta["exit_code"] == 0 and "started" in r.content
+    assert "background processes" in r.content
+
+
+def test_detached_background_child_is_left_alone(tmp_path: Path) -> None:
+    pidfile = tmp_path / "pid"
+    r = run(tmp_path, command=f"sleep 30 > /dev/null 2>&1 & echo $! > {pidfile}")
+    assert r.meta["exit_code"] == 0 and "background" not in r.content
+    pid = int(pidfile.read_text())
+    try:
+        assert _alive(pid)
+    finally:
+        os.kill(pid, 9)
+
+
+def test_timeout_argument_checks(tmp_path: Path) -> None:
+    r = run(tmp_path, command="true", timeout=0)
+    assert r.is_error and "positive" in r.content
+    r = run(tmp_path, command="true", timeout=-3)
+    assert r.is_error
+    r = run(tmp_path, command="true", timeout=5000)
+    assert r.content.startswith("[note: timeout 5000 s is above the maximum; using 600 s]")
+    r = run(tmp_path, command="true", timeout="10")
+    assert r.is_error and "must be number" in r.content
+    r = run(tmp_path, command="   ")
+    assert r.is_error and "empty" in r.content
+
+
+def test_api_keys_not_in_child_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-secret-value-123")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-openai-secret-456")
+    r = run(tmp_path, command="env")
+    assert "sk-ant-secret-value-123" not in r.content and "sk-openai-secret-456" not in r.content
+    assert "PATH=" in r.content
+
+
+def test_terminal_noise_cleaned() -> None:
+    assert clean_output("\x1b[31mred\x1b[0m ok") == "red ok"
+    assert clean_output("10%\r50%\r100%\ndone") == "100%\ndone"
+    assert clean_output("crlf line\r\nnext") == "crlf line\nnext"
+
+
+def test_run_command_streams_chunks(tmp_path: Path) -> None:
+    seen: list[bytes] = []
+    out = run_command("printf 'a\\nb\\n'", tmp_path, on_chunk=seen.append)
+    assert b"".join(seen) == b"a\nb\n" and out.exit_code == 0 and out.output == "a\nb\n"

@@ -1,0 +1,107 @@
+"""Slash commands: parsing, completion, help, and the input box's completion and history."""
+
+from __future__ import annotations
+
+import pytest
+from ctxagent.tui.commands import COMMANDS, complete, help_text, lookup, parse_slash, unescape
+from ctxagent.tui.prompt import ChatInput, InputHistory
+from tui_helpers import HostApp
+
+REQUIRED = {"compact", "rewind", "new", "context", "memory", "remember", "model", "clear", "resume", "cost", "help"}
+
+
+pytestmark = pytest.mark.anyio
+
+
+def test_registry_has_every_command_once() -> None:
+    names = [c.name for c in COMMANDS]
+    assert REQUIRED <= set(names)
+    assert len(names) == len(set(names))
+
+
+def test_parse_with_and_without_arguments() -> None:
+    p = parse_slash("/compact keep the API notes")
+    assert p is not None and p.command is not None
+    assert (p.command.name, p.arg) == ("compact", "keep the API notes")
+    p = parse_slash("  /context  ")
+    assert p is not None and p.command is not None and p.command.name == "context" and p.arg == ""
+    p = parse_slash("/remember 不要修改配置文件")
+    assert p is not None and p.arg == "不要修改配置文件"
+    p = parse_slash("／help")  # full-width slash from a Chinese input method
+    assert p is not None and p.command is not None and p.command.name == "help"
+    p = parse_slash("/frobnicate now")
+    assert p is not None and p.command is None and p.name == "frobnicate"
+    assert parse_slash("/?").command.name == "help"  # type: ignore[union-attr]
+    assert lookup("EXIT").name == "quit"  # type: ignore[union-attr]
+
+
+def test_plain_text_and_escaped_slash_are_not_commands() -> None:
+    assert parse_slash("fix the bug in /src/app.py") is None
+    assert parse_slash("//etc/hosts looks wrong") is None
+    assert unescape("//etc/hosts looks wrong") == "/etc/hosts looks wrong"
+    assert parse_slash("/") is None
+    assert parse_slash("") is None
+
+
+def test_completion() -> None:
+    assert complete("/co") == ["/compact", "/context", "/cost"]
+    assert complete("/rem") == ["/remember"]
+    assert complete("/") == [f"/{c.name}" for c in COMMANDS]
+    assert complete("/compact now") == []
+    assert complete("hello") == []
+
+
+def test_help_lists_every_command() -> None:
+    text = help_text()
+    for c in COMMANDS:
+        assert f"/{c.name}" in text
+    assert "Esc" in text
+
+
+def test_history_walks_and_keeps_draft() -> None:
+    h = InputHistory()
+    for line in ("one", "two", "two", "三"):
+        h.add(line)
+    assert h.entries == ["one", "two", "三"]
+    assert h.older("draft") == "三"
+    assert h.older("三") == "two"
+    assert h.older("two") == "one"
+    assert h.older("one") is None
+    assert h.newer() == "two"
+    assert h.newer() == "三"
+    assert h.newer() == "draft"
+    assert h.newer() is None
+
+
+async def test_input_tab_completes_and_arrows_recall() -> None:
+    box = ChatInput()
+    async with HostApp(box).run_test(size=(80, 10)) as pilot:
+        box.focus()
+        await pilot.press("/", "r", "e", "m", "tab")
+        assert box.value == "/remember "
+        box.value = "/co"
+        await pilot.press("tab")
+        assert box.value == "/co"  # three matches, no longer common prefix: unchanged (a toast lists them)
+        box.value = "/comp"
+        await pilot.press("tab")
+        assert box.value == "/compact "
+        box.value = ""
+        box.remember("first question")
+        box.remember("second question")
+        await pilot.press("up")
+        assert box.value == "second question"
+        await pilot.press("up")
+        assert box.value == "first question"
+        await pilot.press("down", "down")
+        assert box.value == ""
+
+
+async def test_suggester_greys_in_the_command() -> None:
+    box = ChatInput()
+    async with HostApp(box).run_test(size=(80, 10)) as pilot:
+        box.focus()
+        await pilot.press("/", "c", "o", "n")
+        await pilot.pause()
+        assert box._suggestion == "/context"
+        await pilot.press("right")  # accepting the suggestion
+        assert box.value == "/context"

@@ -1,0 +1,465 @@
+"""The file tools: read_file, write_file, edit_file, list_files.
+
+Reading streams the file in chunks, so a 10 MB single-line file or a multi-gigabyte log gives a
+bounded result; binary files are described, not dumped. Writing keeps a file's encoding (BOM,
+UTF-16, bytes that are not valid UTF-8) and its CRLF line endings, replaces it atomically, and
+returns a unified diff plus the changed line ranges that the memory layer records as a "change".
+"""
+
+from __future__ import annotations
+
+import codecs
+import difflib
+import mimetypes
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from ctxagent.context.errors import ToolError
+from ctxagent.tools.base import FunctionTool, ToolContext, ToolResult
+from ctxagent.tools.paths import (
+    cap_text,
+    glob_matcher,
+    list_repo_files,
+    make_tool,
+    relative,
+    resolve_in_repo,
+    stat_regular_file,
+)
+
+MAX_LINES = 2000  # lines returned by one read_file call
+MAX_CHARS = 256 * 1024  # characters returned by one read_file call
+MAX_LINE_CHARS = 2000  # longer lines are cut with a marker
+MAX_SCAN_BYTES = 64 * 1024 * 1024  # past this, read_file stops counting lines ("at least N lines")
+CHUNK = 64 * 1024
+SNIFF_BYTES = 8192
+DIFF_MAX_INPUT = 2_000_000  # characters (before + after) above which no line diff is computed
+DIFF_SHOWN_CHARS = 20_000
+DIFF_META_CHARS = 200_000
+LIST_MAX = 500
+
+_MAGIC: list[tuple[bytes, str]] = [
+    (b"\x89PNG\r\n\x1a\n", "PNG image"), (b"\xff\xd8\xff", "JPEG image"), (b"GIF8", "GIF image"),
+    (b"%PDF", "PDF document"), (b"PK\x03\x04", "ZIP archive"), (b"\x1f\x8b", "gzip archive"),
+    (b"\x7fELF", "ELF executable"), (b"SQLite format 3\x00", "SQLite database"), (b"BZh", "bzip2 archive"),
+    (b"\xfd7zXZ\x00", "xz archive"), (b"7z\xbc\xaf\x27\x1c", "7-Zip archive"), (b"\x00asm", "WebAssembly module"),
+    (b"\xca\xfe\xba\xbe", "Java class or Mach-O file"), (b"MZ", "Windows executable"), (b"RIFF", "RIFF media file"),
+]
+_BOMS: list[tuple[bytes, str]] = [(codecs.BOM_UTF8, "utf-8"), (codecs.BOM_UTF16_LE, "utf-16-le"), (codecs.BOM_UTF16_BE, "utf-16-be")]
+
+
+# --- sniffing and text formats -------------------------------------------------------------------
+
+
+@dataclass
+class TextFormat:
+    """How a text file is stored, so an edit writes it back the same way."""
+
+    encoding: str = "utf-8"
+    bom: bytes = b""
+    crlf: bool = False
+
+
+def _binary_kind(sample: bytes, name: str) -> str | None:
+    """A description if `sample` (the file's first bytes) looks binary, else None."""
+    if any(sample.startswith(bom) for bom, enc in _BOMS if enc.startswith("utf-16")):
+        return None
+    for magic, kind in _MAGIC:
+        if sample.startswith(magic) and (b"\x00" in sample or magic not in (b"MZ", b"BZh", b"RIFF")):
+            return kind
+    if b"\x00" in sample:
+        return mimetypes.guess_type(name)[0] or "binary data"
+    text = codecs.getincrementaldecoder("utf-8")("replace").decode(sample)
+    if not text:
+        return None
+    odd = sum(1 for ch in text if ch == "\ufffd" or (ch < " " and ch not in "\t\n\r\f\b\x1b"))
+    return (mimetypes.guess_type(name)[0] or "binary data") if odd / len(text) > 0.3 else None
+
+
+def _sniff_encoding(sample: bytes) -> tuple[str, bytes]:
+    for bom, enc in _BOMS:
+        if sample.startswith(bom):
+            return enc, bom
+    return "utf-8", b""
+
+
+def _binary_message(shown: str, kind: str, size: int, verb: str) -> str:
+    return (f"{shown!r} is a binary file ({kind}, {size:,} bytes); {verb}. "
+            f"Use shell (e.g. `file {shown}` or `xxd {shown} | head`) if you need to inspect its bytes.")
+
+
+def decode_for_edit(data: bytes, shown: str) -> tuple[str, TextFormat]:
+    """Decode a file for editing, losslessly: bytes that are not UTF-8 survive as surrogate escapes."""
+    kind = _binary_kind(data[:SNIFF_BYTES], shown)
+    if kind:
+        raise ToolError(_binary_message(shown, kind, len(data), "refusing to edit it as text"))
+    enc, bom = _sniff_encoding(data)
+    try:
+        text = data[len(bom):].decode(enc, "surrogateescape" if enc == "utf-8" else "strict")
+    except UnicodeDecodeError as exc:
+        raise ToolError(f"{shown!r} is not valid {enc} text ({exc.reason}); refusing to edit it") from exc
+    crlf = "\r\n" in text and text.count("\r\n") == text.count("\n")
+    return (text.replace("\r\n", "\n") if crlf else text), TextFormat(enc, bom, crlf)
+
+
+def encode_text(text: str, fmt: TextFormat) -> bytes:
+    if fmt.crlf:
+        text = text.replace("\r\n", "\n").replace("\n", "\r\n")
+    try:
+        body = text.encode(fmt.encoding, "surrogateescape")
+    except UnicodeEncodeError:  # e.g. a lone surrogate sent by the model: keep the rest intact
+        body = text.encode(fmt.encoding, "replace")
+    return fmt.bom + body
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Replace `path` with `data` so that a crash leaves either the old or the new file, never half."""
+    tmp = path.with_name(f".{path.name}.ctxagent-tmp-{os.getpid()}")
+    try:
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+        if path.exists():
+            shutil.copymode(path, tmp)
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
+# --- diffs and changed ranges --------------------------------------------------------------------
+
+
+def _range(start: int, stop: int) -> str:
+    length = stop - start
+    if length == 1:
+        return f"{start + 1}"
+    return f"{start + 1 if length else start},{length}"
+
+
+def unified_diff(rel: str, before: str, after: str, created: bool) -> tuple[str, list[list[int]]]:
+    """A unified diff of two texts plus the changed line ranges (1-based, inclusive) in `after`."""
+    b_lines = after.splitlines(keepends=True)
+    if len(before) + len(after) > DIFF_MAX_INPUT:
+        return (f"(diff not computed: the file is too large; {before.count(chr(10)):,} lines before, "
+                f"{after.count(chr(10)):,} lines after)"), [[1, max(len(b_lines), 1)]]
+    a_lines = before.splitlines(keepends=True)
+    sm = difflib.SequenceMatcher(None, a_lines, b_lines)
+    top = max(len(b_lines), 1)
+    ranges = [[min(j1 + 1, top), min(max(j2, j1 + 1), top)] for tag, _i1, _i2, j1, j2 in sm.get_opcodes() if tag != "equal"]
+    out = [f"--- {'/dev/null' if created else 'a/' + rel}\n", f"+++ b/{rel}\n"]
+    for group in sm.get_grouped_opcodes(3):
+        first, last = group[0], group[-1]
+        out.append(f"@@ -{_range(first[1], last[2])} +{_range(first[3], last[4])} @@\n")
+        for tag, i1, i2, j1, j2 in group:
+            if tag == "equal":
+                out += [" " + s for s in a_lines[i1:i2]]
+                continue
+            out += ["-" + s for s in a_lines[i1:i2]]
+            out += ["+" + s for s in b_lines[j1:j2]]
+    text = "".join(s if s.endswith("\n") else s + "\n\\ No newline at end of file\n" for s in out)
+    return (text if len(out) > 2 else ""), ranges
+
+
+def _change_meta(rel: str, diff: str, ranges: list[list[int]], created: bool) -> dict[str, Any]:
+    return {"files": [rel], "lines": {rel: ranges}, "diff": cap_text(diff, DIFF_META_CHARS, "diff cut")[0], "created": created}
+
+
+# --- read_file ----------------------------------------------------------------------------------
+
+
+@dataclass
+class _Scan:
+    shown: list[tuple[int, str]]
+    total: int  # lines in the file (a lower bound when `partial_scan`)
+    partial_scan: bool
+    budget_hit: bool
+    replaced: bool
+
+
+def _scan(fh: BinaryIO, encoding: str, start: int, end: int) -> _Scan:
+    """Stream the file; keep lines start..end (bounded by MAX_LINES / MAX_CHARS), count the rest."""
+    decoder = codecs.getincrementaldecoder(encoding)("replace")
+    last = min(end, start + MAX_LINES - 1)
+    shown: list[tuple[int, str]] = []
+    lineno, cur, cur_len, used, scanned = 1, "", 0, 0, 0
+    budget_hit = replaced = partial = False
+
+    def finish(n: int, head: str, full: int) -> None:
+        nonlocal used, budget_hit
+        if not (start <= n <= last) or budget_hit:
+            return
+        head = head[:-1] if head.endswith("\r") and full <= MAX_LINE_CHARS else head
+        if full > MAX_LINE_CHARS:
+            head += f" [... line truncated: {full - MAX_LINE_CHARS:,} more characters]"
+        if used + len(head) > MAX_CHARS and shown:
+            budget_hit = True
+            return
+        used += len(head) + 1
+        shown.append((n, head))
+
+    while True:
+        raw = fh.read(CHUNK)
+        text = decoder.decode(raw, final=not raw)
+        replaced = replaced or "\ufffd" in text
+        pieces = text.split("\n")
+        if lineno + len(pieces) - 1 < start or lineno > last or budget_hit:
+            lineno += len(pieces) - 1  # nothing here is shown: only count
+            cur_len = cur_len + len(pieces[0]) if len(pieces) == 1 else len(pieces[-1])
+            cur = ""
+        else:
+            for i, piece in enumerate(pieces):
+                if len(cur) < MAX_LINE_CHARS:
+                    cur += piece[: MAX_LINE_CHARS - len(cur)]
+                cur_len += len(piece)
+                if i < len(pieces) - 1:
+                    finish(lineno, cur, cur_len)
+                    lineno, cur, cur_len = lineno + 1, "", 0
+        if not raw:
+            break
+        scanned += len(raw)
+        if scanned >= MAX_SCAN_BYTES and (lineno > last or budget_hit):
+            partial = True
+            break
+    if not partial and cur_len:
+        finish(lineno, cur, cur_len)
+    total = lineno if (cur_len or partial) else lineno - 1
+    return _Scan(shown, total, partial, budget_hit, replaced)
+
+
+def read_file(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+    start, end = args.get("start_line"), args.get("end_line")
+    if start is not None and start < 1:
+        raise ToolError(f"start_line must be >= 1 (lines are numbered from 1), got {start}")
+    if end is not None and end < (start or 1):
+        raise ToolError(f"end_line ({end}) must be >= start_line ({start or 1})")
+    path = resolve_in_repo(ctx.root, args["path"])
+    shown_name = relative(ctx.root, path)
+    if not os.path.lexists(path):
+        raise ToolError(_not_found(ctx, args["path"]))
+    st = stat_regular_file(path, shown_name)
+    with open(path, "rb") as fh:
+        sample = fh.read(SNIFF_BYTES)
+        kind = _binary_kind(sample, shown_name)
+        if kind:
+            return ToolResult(_binary_message(shown_name, kind, st.st_size, "its contents are not shown"),
+                              is_error=True, meta={"binary": True, "size": st.st_size, "type": kind})
+        encoding, bom = _sniff_encoding(sample)
+        fh.seek(len(bom))
+        scan = _scan(fh, encoding, start or 1, end or 2**62)
+    total = f"at least {scan.total:,}" if scan.partial_scan else f"{scan.total:,}"
+    if not scan.shown:
+        if scan.total == 0:
+            return ToolResult(f"({shown_name} is empty)", meta={"files": [shown_name], "total_lines": 0})
+        raise ToolError(f"start_line {start} is past the end of {shown_name!r}, which has {total} lines")
+    body = "\n".join(f"{n:>5}\t{text}" for n, text in scan.shown)
+    first, last = scan.shown[0][0], scan.shown[-1][0]
+    notes = []
+    if scan.replaced:
+        notes.append("[note: the file is not valid UTF-8; undecodable bytes are shown as \ufffd]")
+    if first > 1 or last < scan.total or scan.partial_scan:
+        why = " (output size cap reached)" if scan.budget_hit else ""
+        more = (end is None or end > last) and (last < scan.total or scan.partial_scan)
+        page = f"; continue with start_line={last + 1}" if more else ""
+        notes.append(f"[showing lines {first}-{last} of {total}{why}{page}]")
+    if any("[... line truncated:" in t for _, t in scan.shown):
+        notes.append(f"[lines longer than {MAX_LINE_CHARS:,} characters were truncated; use grep or shell to search them]")
+    content = body + ("\n" + "\n".join(notes) if notes else "")
+    return ToolResult(content, meta={"files": [shown_name], "lines_shown": [first, last], "total_lines": scan.total})
+
+
+def _not_found(ctx: ToolContext, given: str) -> str:
+    msg = f"file not found: {given!r}"
+    try:
+        files, _ = list_repo_files(ctx.root)
+    except ToolError:
+        return msg
+    name = Path(given).name
+    same = [f for f in files if f.rsplit("/", 1)[-1] == name][:5]
+    close = same or difflib.get_close_matches(given, files[:20000], n=5, cutoff=0.6)
+    return msg + (f"; similar files: {', '.join(close)}" if close else "; use list_files to see what exists")
+
+
+# --- write_file and edit_file -------------------------------------------------------------------
+
+
+def write_file(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+    path = resolve_in_repo(ctx.root, args["path"], for_write=True)
+    rel = relative(ctx.root, path)
+    if rel == ".":
+        raise ToolError("path is the repository root; give a file path")
+    content: str = args["content"]
+    created = not os.path.lexists(path)
+    before, fmt = "", TextFormat()
+    if not created:
+        stat_regular_file(path, rel)
+        data = path.read_bytes()
+        kind = _binary_kind(data[:SNIFF_BYTES], rel)
+        if kind is None:
+            before, fmt = decode_for_edit(data, rel)
+            content = content.replace("\r\n", "\n") if fmt.crlf else content  # written back as CRLF
+    else:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except (FileExistsError, NotADirectoryError) as exc:
+            raise ToolError(f"cannot create {rel!r}: a parent path exists and is not a directory") from exc
+    write_atomic(path, encode_text(content, fmt))
+    diff, ranges = unified_diff(rel, before, content, created)
+    n_lines = content.count("\n") + (0 if content.endswith("\n") or not content else 1)
+    head = f"{'created' if created else 'wrote'} {rel} ({n_lines:,} lines, {len(content):,} characters)"
+    shown = cap_text(diff, DIFF_SHOWN_CHARS, "read_file shows the file")[0] if diff else "(no changes: same content)"
+    return ToolResult(head + "\n" + shown, meta=_change_meta(rel, diff, ranges if diff else [], created))
+
+
+def _line_of(text: str, pos: int) -> int:
+    return text.count("\n", 0, pos) + 1
+
+
+def edit_file(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+    old, new = args["old_text"], args["new_text"]
+    replace_all = bool(args.get("replace_all"))
+    if old == "":
+        raise ToolError("old_text is empty; give the exact text to replace (to create or overwrite a file use write_file)")
+    if old == new:
+        raise ToolError("old_text and new_text are identical; nothing to change")
+    path = resolve_in_repo(ctx.root, args["path"], for_write=True)
+    rel = relative(ctx.root, path)
+    if not os.path.lexists(path):
+        raise ToolError(_not_found(ctx, args["path"]) + " (edit_file changes existing files; use write_file to create one)")
+    stat_regular_file(path, rel)
+    before, fmt = decode_for_edit(path.read_bytes(), rel)
+    if fmt.crlf:  # the model sees LF lines from read_file; match and write in that form
+        old, new = old.replace("\r\n", "\n"), new.replace("\r\n", "\n")
+    positions = _find_all(before, old)
+    if not positions:
+        raise ToolError(f"old_text was not found in {rel}. {_no_match_help(before, old)}")
+    if len(positions) > 1 and not replace_all:
+        lines = list(dict.fromkeys(_line_of(before, p) for p in positions))
+        at = ", ".join(map(str, lines[:20])) + (" ..." if len(lines) > 20 else "")
+        raise ToolError(f"old_text matches {len(positions)} times in {rel} (at lines {at}); include more surrounding "
+                        "lines to make it unique, or set replace_all=true to replace every occurrence")
+    after = before.replace(old, new) if replace_all else before.replace(old, new, 1)
+    write_atomic(path, encode_text(after, fmt))
+    ranges = _edited_ranges(after, positions, len(old), new)
+    diff, _ = unified_diff(rel, before, after, False)
+    n = len(positions)
+    head = f"edited {rel}: replaced {n} occurrence{'s' if n != 1 else ''} (lines {', '.join(f'{a}-{b}' for a, b in ranges)})"
+    return ToolResult(head + "\n" + cap_text(diff, DIFF_SHOWN_CHARS, "read_file shows the file")[0],
+                      meta={**_change_meta(rel, diff, ranges, False), "replacements": n})
+
+
+def _find_all(text: str, needle: str) -> list[int]:
+    out, pos = [], text.find(needle)
+    while pos != -1:
+        out.append(pos)
+        pos = text.find(needle, pos + len(needle))
+    return out
+
+
+def _edited_ranges(after: str, old_positions: list[int], old_len: int, new: str) -> list[list[int]]:
+    span = max(new.count("\n") - (1 if new.endswith("\n") else 0), 0)
+    shift, ranges, line, last_pos = len(new) - old_len, [], 1, 0
+    for k, p in enumerate(old_positions):
+        pos = p + k * shift
+        line += after.count("\n", last_pos, pos)
+        last_pos = pos
+        if ranges and line <= ranges[-1][1] + 1:
+            ranges[-1][1] = max(ranges[-1][1], line + span)
+        else:
+            ranges.append([line, line + span])
+    return ranges
+
+
+def _no_match_help(content: str, old: str) -> str:
+    """Why the text was not found and where the closest lines are, so the next try succeeds."""
+    old_lines = old.split("\n")
+    numbered = [s for s in old_lines if s.strip()]
+    if numbered and all("\t" in s and s.lstrip().split("\t", 1)[0].isdigit() for s in numbered):
+        return "old_text seems to include the line-number prefixes that read_file shows; remove them."
+    lines = content.split("\n")
+    want = [s.strip() for s in old_lines]
+    for i in range(len(lines) - len(want) + 1):
+        if lines[i].strip() == want[0] and [s.strip() for s in lines[i:i + len(want)]] == want:
+            return (f"It matches lines {i + 1}-{i + len(want)} if leading/trailing whitespace is ignored: the indentation "
+                    "or trailing spaces differ. Copy the exact text from read_file.")
+    probe = next((s.strip() for s in old_lines if s.strip()), "")[:300]
+    matcher = difflib.SequenceMatcher(None, autojunk=False)
+    matcher.set_seq2(probe)
+    scored: list[tuple[float, int]] = []
+    for i, line in enumerate(lines[:50000]):
+        cand = line.strip()[:300]
+        if not cand:
+            continue
+        matcher.set_seq1(cand)
+        if matcher.real_quick_ratio() < 0.5 or matcher.quick_ratio() < 0.5:
+            continue
+        scored.append((matcher.ratio(), i))
+    best = sorted((s for s in scored if s[0] >= 0.5), key=lambda s: (-s[0], s[1]))[:3]
+    if not best:
+        return "No similar lines either; read_file the file to see its current content."
+    parts = ["The closest lines in the file are:"]
+    for _score, i in sorted(best, key=lambda s: s[1]):
+        window = lines[i:i + min(max(len(old_lines), 1), 6)]
+        parts.append("\n".join(f"{i + 1 + k:>5}\t{s[:MAX_LINE_CHARS]}" for k, s in enumerate(window)))
+    return "\n".join(parts) + "\nCopy the exact text (without the line numbers) into old_text."
+
+
+# --- list_files ---------------------------------------------------------------------------------
+
+
+def list_files(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+    given = args.get("path") or "."
+    base = resolve_in_repo(ctx.root, given)
+    if not base.exists():
+        raise ToolError(_not_found(ctx, given))
+    base_rel = relative(ctx.root, base)
+    files, source = list_repo_files(ctx.root, base)
+    glob = args.get("glob")
+    if glob:
+        match = glob_matcher(glob)
+        prefix = "" if base_rel == "." else base_rel + "/"
+        files = [f for f in files if match(f) or (f.startswith(prefix) and match(f[len(prefix):]))]
+    where = "the repository" if base_rel == "." else base_rel
+    if not files:
+        return ToolResult(f"no files in {where}" + (f" match glob {glob!r}" if glob else ""), meta={"count": 0, "source": source})
+    head = f"{len(files):,} file{'s' if len(files) != 1 else ''} in {where}" + (f" matching {glob!r}" if glob else "")
+    body = "\n".join(files[:LIST_MAX])
+    if len(files) > LIST_MAX:
+        body += f"\n[... {len(files) - LIST_MAX:,} more files not shown; narrow with path= or glob=]"
+    return ToolResult(head + ":\n" + body, meta={"count": len(files), "source": source})
+
+
+# --- the tools ----------------------------------------------------------------------------------
+
+
+def file_tools() -> list[FunctionTool]:
+    path_prop = {"type": "string", "description": "file path relative to the repository root"}
+    return [
+        make_tool("read_file", (
+            "Read a text file with numbered lines (\"   12\\t...\"). At most 2,000 lines / 256 KB per call: "
+            "page with start_line/end_line. Binary files are described, not shown."),
+            {"path": path_prop,
+             "start_line": {"type": "integer", "minimum": 1, "description": "first line to show (1-based)"},
+             "end_line": {"type": "integer", "minimum": 1, "description": "last line to show (inclusive)"}},
+            ["path"], "read", read_file),
+        make_tool("edit_file", (
+            "Replace exact text in an existing file and return a unified diff. old_text must match exactly once "
+            "(copy it from read_file without line numbers, include enough context) unless replace_all is true."),
+            {"path": path_prop,
+             "old_text": {"type": "string", "description": "the exact text to replace"},
+             "new_text": {"type": "string", "description": "the replacement text"},
+             "replace_all": {"type": "boolean", "description": "replace every occurrence (default false)"}},
+            ["path", "old_text", "new_text"], "edit", edit_file),
+        make_tool("write_file", (
+            "Create a file or overwrite it with the given content (parent directories are created). "
+            "Returns a unified diff against the previous content. Prefer edit_file for small changes."),
+            {"path": path_prop, "content": {"type": "string", "description": "the complete new file content"}},
+            ["path", "content"], "edit", write_file),
+        make_tool("list_files", (
+            "List files (respecting .gitignore) under a directory, optionally filtered by a glob such as "
+            "'*.py' or 'src/**/test_*.py'. At most 500 names are shown."),
+            {"path": {"type": "string", "description": "directory relative to the repository root (default: the root)"},
+             "glob": {"type": "string", "description": "glob filter; without '/' it matches file names at any depth"}},
+            [], "read", list_files),
+    ]

@@ -1,0 +1,103 @@
+"""git_status and git_diff, through gitpython.
+
+Both run git with options that keep a hostile repository's config from running programs
+(`core.fsmonitor`, external diff drivers, textconv filters) and that print non-ASCII file names as
+they are (`core.quotepath=false`), so Chinese paths stay readable. Output is capped.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import git
+from ctxagent.context.errors import ToolError
+from ctxagent.tools.base import FunctionTool, ToolContext, ToolResult
+from ctxagent.tools.paths import cap_text, make_tool, repo_root, resolve_in_repo
+
+MAX_CHARS = 30_000
+MAX_STATUS_ENTRIES = 300
+_SAFE_CONFIG = ["core.fsmonitor=false", "core.quotepath=false", "diff.external=", "color.ui=false"]
+
+
+def open_repo(root: Path) -> git.Repo:
+    top = repo_root(root)
+    try:
+        return git.Repo(top, search_parent_directories=True)
+    except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+        raise ToolError(f"not a git repository: {top} (git_status and git_diff need one; "
+                        "list_files and read_file work without git)") from None
+
+
+def _git(repo: git.Repo, *args: str) -> str:
+    try:
+        config = [opt for kv in _SAFE_CONFIG for opt in ("-c", kv)]
+        return str(repo.git.execute(["git", *config, *args], strip_newline_in_stdout=False))
+    except git.GitCommandError as exc:
+        err = (exc.stderr or "").strip().removeprefix("stderr:").strip(" '\n")
+        raise ToolError(f"git {args[0]} failed: {err or exc}") from None
+
+
+def _pathspec(repo: git.Repo, ctx: ToolContext, path: str | None) -> list[str]:
+    if not path:
+        return []
+    resolved = resolve_in_repo(ctx.root, path)
+    work = Path(repo.working_tree_dir or repo_root(ctx.root)).resolve()
+    rel = resolved.relative_to(work).as_posix() if resolved.is_relative_to(work) else str(resolved)
+    return ["--", rel or "."]
+
+
+def git_status(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+    repo = open_repo(ctx.root)
+    out = _git(repo, "status", "--porcelain=v1", "-b", "--untracked-files=all")
+    lines = [ln for ln in out.split("\n") if ln]
+    branch = lines[0][3:] if lines and lines[0].startswith("## ") else "(unknown)"
+    entries = [ln for ln in lines if not ln.startswith("## ")]
+    files = [e[3:].split(" -> ")[-1] for e in entries]
+    head = f"branch: {branch}"
+    if not entries:
+        return ToolResult(f"{head}\nnothing to commit, working tree clean", meta={"branch": branch, "files": []})
+    counts = {"staged": sum(e[0] not in " ?" for e in entries), "unstaged": sum(e[1] not in " ?" for e in entries),
+              "untracked": sum(e.startswith("??") for e in entries)}
+    summary = ", ".join(f"{n} {k}" for k, n in counts.items() if n)
+    body = "\n".join(entries[:MAX_STATUS_ENTRIES])
+    if len(entries) > MAX_STATUS_ENTRIES:
+        body += f"\n[... {len(entries) - MAX_STATUS_ENTRIES:,} more entries not shown; use git_diff with path= to look closer]"
+    legend = "(XY: X = staged, Y = work tree; M modified, A added, D deleted, R renamed, ?? untracked)"
+    text = f"{head}\n{len(entries)} changed ({summary}) {legend}\n{body}"
+    return ToolResult(cap_text(text, MAX_CHARS, "use git_diff with path=")[0], meta={"branch": branch, "files": files})
+
+
+def git_diff(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+    repo = open_repo(ctx.root)
+    spec = _pathspec(repo, ctx, args.get("path"))
+    opts = ["--no-color", "--no-ext-diff", "--no-textconv"]
+    if repo.head.is_valid():
+        diff = _git(repo, "diff", "HEAD", *opts, *spec)
+        names = _git(repo, "diff", "HEAD", "--name-only", *spec)
+    else:  # no commit yet: what is staged, then what is not
+        diff = _git(repo, "diff", "--cached", *opts, *spec) + _git(repo, "diff", *opts, *spec)
+        names = _git(repo, "diff", "--cached", "--name-only", *spec) + _git(repo, "diff", "--name-only", *spec)
+    files = list(dict.fromkeys(n for n in names.split("\n") if n))
+    untracked = [n for n in _git(repo, "ls-files", "--others", "--exclude-standard", *spec).split("\n") if n]
+    where = f" in {args['path']}" if args.get("path") else ""
+    parts = []
+    if diff.strip():
+        parts.append(cap_text(diff, MAX_CHARS, "pass path= to see one file's diff")[0].rstrip("\n"))
+    if untracked:
+        shown = ", ".join(untracked[:50]) + (f", ... ({len(untracked) - 50} more)" if len(untracked) > 50 else "")
+        parts.append(f"untracked files (new, not in the diff; read_file them): {shown}")
+    if not parts:
+        return ToolResult(f"no changes{where} against {'HEAD' if repo.head.is_valid() else 'the empty tree'}",
+                          meta={"files": []})
+    return ToolResult("\n".join(parts), meta={"files": files, "untracked": untracked})
+
+
+def git_tools() -> list[FunctionTool]:
+    return [
+        make_tool("git_status", "Show the git branch and changed, staged and untracked files.", {}, [], "read", git_status),
+        make_tool("git_diff", ("Show the uncommitted changes (staged and unstaged, against HEAD) as a unified diff, "
+                               "optionally for one path; untracked files are listed."),
+                  {"path": {"type": "string", "description": "file or directory to limit the diff to"}},
+                  [], "read", git_diff),
+    ]

@@ -1,0 +1,231 @@
+"""The shell tool and the command runner it shares with run_tests.
+
+A command runs as `bash -c` in the repository root, in a new session (its own process group), with
+stdin from /dev/null. Output is read in chunks as it arrives and only a head and a tail are kept,
+so a command printing 100 MB costs kilobytes of memory; the bytes in between are counted. On
+timeout, cancellation, or a runaway output volume the whole process group gets SIGTERM, then
+SIGKILL. The agent's own API keys are removed from the child's environment so `env` cannot leak them.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import selectors
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ctxagent.context.errors import ToolError
+from ctxagent.tools.base import FunctionTool, ToolContext, ToolResult
+from ctxagent.tools.paths import make_tool, repo_root
+
+DEFAULT_TIMEOUT = 120.0
+MAX_TIMEOUT = 600.0
+HEAD_BYTES = 12_000
+TAIL_BYTES = 18_000
+MAX_TOTAL_BYTES = 256 * 1024 * 1024  # past this much output the command is stopped: it is not converging
+KILL_GRACE = 2.0  # seconds between SIGTERM and SIGKILL
+DRAIN_GRACE = 1.0  # seconds to wait for EOF after the main process exits (background children hold the pipe)
+SECRET_ENV = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CTXAGENT_API_KEY")
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[()][0-9A-Za-z]")
+
+
+@dataclass
+class CommandOutcome:
+    exit_code: int | None  # None when the process was killed by us
+    output: str  # head + marker + tail, cleaned of terminal escapes
+    timed_out: bool = False
+    cancelled: bool = False
+    runaway: bool = False  # stopped because it printed more than MAX_TOTAL_BYTES
+    dropped_bytes: int = 0
+    total_bytes: int = 0
+    duration: float = 0.0
+    background_killed: bool = False
+
+
+def child_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in SECRET_ENV}
+    # Non-interactive: no pagers, no colour codes, no credential prompts that would hang until timeout.
+    env.update({"PAGER": "cat", "GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0", "TERM": "dumb", "NO_COLOR": "1"})
+    env.update(extra or {})
+    return env
+
+
+def clean_output(text: str) -> str:
+    """Strip terminal escapes and collapse carriage-return progress bars to their final state."""
+    text = _ANSI.sub("", text)
+    if "\r" not in text:
+        return text
+    lines = []
+    for line in text.split("\n"):
+        if "\r" in line:
+            parts = [p for p in line.rstrip("\r").split("\r") if p]
+            line = parts[-1] if parts else ""
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    for sig, wait in ((signal.SIGTERM, KILL_GRACE), (signal.SIGKILL, 5.0)):
+        try:
+            os.killpg(proc.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+        try:
+            proc.wait(timeout=wait)
+        except subprocess.TimeoutExpired:
+            continue
+        if sig == signal.SIGTERM:  # the leader is gone; make sure its children are too
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        return
+
+
+def run_command(
+    command: str,
+    cwd: Path,
+    *,
+    timeout: float = DEFAULT_TIMEOUT,
+    cancel: threading.Event | None = None,
+    head_bytes: int = HEAD_BYTES,
+    tail_bytes: int = TAIL_BYTES,
+    on_chunk: Callable[[bytes], None] | None = None,
+    env: dict[str, str] | None = None,
+) -> CommandOutcome:
+    """Run `bash -c command` in `cwd`; never buffers more than head_bytes + tail_bytes of output."""
+    started = time.monotonic()
+    try:
+        proc = subprocess.Popen(["bash", "-c", command], cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, start_new_session=True, env=child_env(env))
+    except OSError as exc:
+        raise ToolError(f"could not start bash: {exc}") from exc
+    assert proc.stdout is not None
+    fd = proc.stdout.fileno()
+    os.set_blocking(fd, False)
+    head, tail = bytearray(), bytearray()
+    dropped = total = 0
+    timed_out = cancelled = runaway = bg_killed = False
+    exited_at: float | None = None
+    sel = selectors.DefaultSelector()
+    sel.register(fd, selectors.EVENT_READ)
+    try:
+        while True:
+            now = time.monotonic()
+            if now - started > timeout:
+                timed_out = True
+            elif cancel is not None and cancel.is_set():
+                cancelled = True
+            elif total > MAX_TOTAL_BYTES:
+                runaway = True
+            if timed_out or cancelled or runaway:
+                _kill_group(proc)
+                break
+            if exited_at is None and proc.poll() is not None:
+                exited_at = now
+            if exited_at is not None and now - exited_at > DRAIN_GRACE:
+                bg_killed = True  # background children still hold the pipe; they die with the command
+                _kill_group(proc)
+                break
+            if not sel.select(timeout=0.05):
+                continue
+            try:
+                chunk = os.read(fd, 1 << 16)
+            except BlockingIOError:
+                continue
+            if not chunk:
+                break
+            total += len(chunk)
+            if on_chunk is not None:
+                on_chunk(chunk)
+            room = head_bytes - len(head)
+            if room > 0:
+                head += chunk[:room]
+                chunk = chunk[room:]
+            if chunk:
+                tail += chunk
+                if len(tail) > tail_bytes:
+                    excess = len(tail) - tail_bytes
+                    dropped += excess
+                    del tail[:excess]
+    finally:
+        sel.close()
+        proc.stdout.close()
+    try:
+        exit_code: int | None = proc.wait(timeout=5.0)
+    except subprocess.TimeoutExpired:
+        _kill_group(proc)
+        exit_code = proc.poll()
+    if timed_out or cancelled or runaway:
+        exit_code = None
+    text = head.decode("utf-8", "replace")
+    if dropped:
+        text += f"\n[... {dropped:,} bytes of output omitted ...]\n"
+    text += tail.decode("utf-8", "replace")
+    return CommandOutcome(exit_code, clean_output(text), timed_out, cancelled, runaway, dropped, total,
+                          time.monotonic() - started, bg_killed)
+
+
+def describe_outcome(out: CommandOutcome, timeout: float) -> str:
+    """One line saying how the command ended."""
+    if out.timed_out:
+        return f"timed out after {timeout:g} s; the process group was killed"
+    if out.cancelled:
+        return "cancelled; the process group was killed"
+    if out.runaway:
+        return f"stopped after {out.total_bytes:,} bytes of output; the process group was killed"
+    line = f"exit code {out.exit_code}"
+    if out.exit_code is not None and out.exit_code < 0:
+        line += f" (killed by signal {-out.exit_code})"
+    if out.exit_code == 127:
+        line += " (command not found)"
+    if out.background_killed:
+        line += "; background processes still holding the output were killed"
+    return line
+
+
+def resolve_timeout(value: Any, default: float) -> tuple[float, str]:
+    """Clamp a requested timeout into (0, MAX_TIMEOUT]; return it with a note when it was changed."""
+    if value is None:
+        return default, ""
+    if value <= 0:
+        raise ToolError(f"timeout must be a positive number of seconds (at most {MAX_TIMEOUT:g}), got {value}")
+    if value > MAX_TIMEOUT:
+        return MAX_TIMEOUT, f"[note: timeout {value:g} s is above the maximum; using {MAX_TIMEOUT:g} s]\n"
+    return float(value), ""
+
+
+def shell(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+    command: str = args["command"]
+    if not command.strip():
+        raise ToolError("command is empty")
+    if "\x00" in command:
+        raise ToolError("command contains a NUL byte")
+    timeout, note = resolve_timeout(args.get("timeout"), float(ctx.config.get("shell_timeout", DEFAULT_TIMEOUT)))
+    out = run_command(command, repo_root(ctx.root), timeout=timeout, cancel=ctx.cancel)
+    status = describe_outcome(out, timeout)
+    body = out.output if out.output.strip() else "(no output)"
+    meta = {"exit_code": out.exit_code, "timed_out": out.timed_out, "cancelled": out.cancelled,
+            "duration_s": round(out.duration, 3), "output_bytes": out.total_bytes, "dropped_bytes": out.dropped_bytes}
+    failed_to_run = out.timed_out or out.cancelled or out.runaway
+    return ToolResult(f"{note}{status}\n{body}", is_error=failed_to_run, meta=meta)
+
+
+def shell_tools() -> list[FunctionTool]:
+    return [
+        make_tool("shell", (
+            "Run a bash command in the repository root (stdin is empty; no interactive programs). "
+            f"Default timeout {DEFAULT_TIMEOUT:g} s, maximum {MAX_TIMEOUT:g} s; on timeout the whole process group is killed. "
+            "Long output keeps its head and tail. The result starts with the exit code."),
+            {"command": {"type": "string", "description": "the bash command line"},
+             "timeout": {"type": "number", "description": f"seconds (default {DEFAULT_TIMEOUT:g}, max {MAX_TIMEOUT:g})"}},
+            ["command"], "command", shell),
+    ]

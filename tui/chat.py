@@ -1,0 +1,169 @@
+"""The chat log: user messages, streamed assistant Markdown, one collapsible panel per tool call.
+
+A tool panel's title carries the status (pending / running / ok / error) and the duration, so the
+log reads at a glance collapsed; expanded it shows the arguments, an output preview, and for edits
+a syntax-highlighted diff.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from rich.syntax import Syntax
+from rich.text import Text
+from textual.containers import VerticalScroll
+from textual.widgets import Collapsible, Markdown, Static
+from textual.widgets.markdown import MarkdownStream
+
+PREVIEW_LINES = 12
+STATUS_ICON = {"pending": "○", "running": "◐", "ok": "✓", "error": "✗"}
+
+
+def argument_summary(name: str, arguments: dict[str, Any], width: int = 48) -> str:
+    """The one argument that says what a call does (path, pattern, command), shortened."""
+    for key in ("path", "pattern", "command", "query", "file", "handle", "text"):
+        if key in arguments and arguments[key] not in (None, ""):
+            value = str(arguments[key]).replace("\n", " ")
+            return value if len(value) <= width else value[: width - 1] + "…"
+    if not arguments:
+        return ""
+    compact = json.dumps(arguments, ensure_ascii=False)
+    return compact if len(compact) <= width else compact[: width - 1] + "…"
+
+
+def preview(content: str, lines: int = PREVIEW_LINES) -> str:
+    """The first lines of a tool's output, with a count of what is not shown."""
+    all_lines = content.splitlines()
+    if len(all_lines) <= lines:
+        return content
+    return "\n".join(all_lines[:lines]) + f"\n… {len(all_lines) - lines} more lines"
+
+
+class UserMessage(Static):
+    DEFAULT_CSS = """
+    UserMessage { margin: 1 0 0 0; padding: 0 1; border-left: thick $accent; color: $text; }
+    """
+
+    def __init__(self, text: str, turn: int | None = None) -> None:
+        label = Text()
+        label.append("you ", style="bold")
+        if turn is not None:
+            label.append(f"#{turn} ", style="dim")
+        label.append(text)
+        super().__init__(label)
+        self.text = text
+
+
+class AssistantMessage(Markdown):
+    """Assistant text; `write()` streams deltas through a MarkdownStream, `finish()` flushes it."""
+
+    DEFAULT_CSS = """
+    AssistantMessage { margin: 1 0 0 0; padding: 0 1; background: $surface; }
+    """
+
+    def __init__(self, text: str = "") -> None:
+        super().__init__(text)
+        self.text = text
+        self._stream: MarkdownStream | None = None
+
+    async def write(self, delta: str) -> None:
+        self.text += delta
+        if self._stream is None:
+            self._stream = Markdown.get_stream(self)
+        await self._stream.write(delta)
+
+    async def finish(self, final_text: str | None = None) -> None:
+        if self._stream is not None:
+            await self._stream.stop()
+            self._stream = None
+        if final_text is not None and final_text != self.text:
+            self.text = final_text
+            await self.update(final_text)
+
+
+class ToolPanel(Collapsible):
+    """One tool call. `finish()` fills in the result; the title shows status and duration."""
+
+    DEFAULT_CSS = """
+    ToolPanel { margin: 0; padding: 0; border: none; background: $panel; }
+    ToolPanel.-error CollapsibleTitle { color: $error; }
+    ToolPanel .tool-args { color: $text-muted; padding: 0 1; }
+    ToolPanel .tool-output { padding: 0 1; }
+    """
+
+    def __init__(self, call_id: str, name: str, arguments: dict[str, Any], status: str = "running") -> None:
+        self.call_id = call_id
+        self.tool_name = name
+        self.arguments = arguments
+        self.status = status
+        self.duration_ms: int | None = None
+        self.content = ""
+        self.meta: dict[str, Any] = {}
+        self._args = Static(self._args_text(), classes="tool-args")
+        self._output = Static("", classes="tool-output")
+        super().__init__(self._args, self._output, title=self._title_text(), collapsed=True)
+
+    def _args_text(self) -> Text:
+        return Text(json.dumps(self.arguments, ensure_ascii=False, indent=1), overflow="fold")
+
+    def _title_text(self) -> str:
+        parts = [f"{STATUS_ICON.get(self.status, '?')} {self.tool_name}"]
+        summary = argument_summary(self.tool_name, self.arguments)
+        if summary:
+            parts.append(summary)
+        parts.append(self.status)
+        if self.duration_ms is not None:
+            parts.append(f"{self.duration_ms} ms")
+        spill = self.meta.get("spill")
+        if spill:
+            parts.append("spilled")
+        return " · ".join(parts)
+
+    def set_status(self, status: str) -> None:
+        self.status = status
+        self.title = self._title_text()
+
+    def finish(self, content: str, is_error: bool, duration_ms: int, meta: dict[str, Any] | None = None) -> None:
+        self.content = content
+        self.meta = dict(meta or {})
+        self.duration_ms = duration_ms
+        self.status = "error" if is_error else "ok"
+        self.set_class(is_error, "-error")
+        self.title = self._title_text()
+        diff = self.meta.get("diff")
+        if isinstance(diff, str) and diff.strip():
+            self._output.update(Syntax(diff, "diff", theme="ansi_dark", word_wrap=True))
+        else:
+            self._output.update(Text(preview(content), overflow="fold"))
+
+
+class NoticeLine(Static):
+    DEFAULT_CSS = """
+    NoticeLine { color: $text-muted; padding: 0 1; }
+    NoticeLine.-warning { color: $warning; }
+    NoticeLine.-error { color: $error; }
+    """
+
+    def __init__(self, message: str, level: str = "info") -> None:
+        icon = {"warning": "⚠ ", "error": "✗ "}.get(level, "· ")
+        super().__init__(Text(icon + message), classes=f"-{level}")
+        self.message = message
+        self.level = level
+
+
+class ChatLog(VerticalScroll):
+    """The scrolling transcript; stays anchored to the bottom while new content arrives."""
+
+    DEFAULT_CSS = """
+    ChatLog { height: 1fr; padding: 0 1; }
+    """
+
+    def on_mount(self) -> None:
+        self.anchor()
+
+    def panel(self, call_id: str) -> ToolPanel | None:
+        for p in self.query(ToolPanel):
+            if p.call_id == call_id:
+                return p
+        return None

@@ -1,0 +1,109 @@
+"""The one registry of slash commands: parsing, completion, help, and the input suggester.
+
+The same registry feeds the input box (`/co` + Tab → `/compact`), the command palette
+(`App.get_system_commands`) and `/help`, so a command exists in exactly one place.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from textual.suggester import Suggester
+
+
+@dataclass(frozen=True)
+class SlashCommand:
+    name: str  # without the slash
+    help: str
+    args: str = ""  # usage hint for the argument, "" when it takes none
+    aliases: tuple[str, ...] = ()
+
+
+COMMANDS: tuple[SlashCommand, ...] = (
+    SlashCommand("compact", "Summarize older turns now (originals stay in the log)", "[focus]"),
+    SlashCommand("rewind", "Go back to an earlier turn: code, conversation, or both"),
+    SlashCommand("new", "Start a new session (optionally seeded with a summary)"),
+    SlashCommand("context", "What fills the window: slices, contents, red flags, history"),
+    SlashCommand("memory", "Browse, search and forget memory records", "[query]"),
+    SlashCommand("remember", "Pin a constraint that is recalled into every step", "TEXT"),
+    SlashCommand("model", "Show or switch the model", "[name]"),
+    SlashCommand("clear", "Clear the screen (a fresh view; the log is kept)"),
+    SlashCommand("resume", "Reopen an earlier session of this repository"),
+    SlashCommand("cost", "Tokens and cost of this session so far"),
+    SlashCommand("help", "List the slash commands and keys", aliases=("?",)),
+    SlashCommand("quit", "Leave ctxagent", aliases=("exit",)),
+)
+
+_BY_NAME: dict[str, SlashCommand] = {}
+for _cmd in COMMANDS:
+    _BY_NAME[_cmd.name] = _cmd
+    for _alias in _cmd.aliases:
+        _BY_NAME[_alias] = _cmd
+
+
+@dataclass(frozen=True)
+class ParsedCommand:
+    command: SlashCommand | None  # None: unknown command
+    name: str  # as typed, without the slash
+    arg: str  # the rest of the line, stripped
+
+
+def lookup(name: str) -> SlashCommand | None:
+    return _BY_NAME.get(name.lower().lstrip("/"))
+
+
+def parse_slash(text: str) -> ParsedCommand | None:
+    """`/compact keep the API notes` → (compact, "keep the API notes"); None when not a command.
+
+    A line starting with "//" is an escaped slash: plain text for the model, not a command.
+    Full-width "／" (Chinese input methods) counts as a slash.
+    """
+    s = text.strip()
+    if s.startswith("／"):
+        s = "/" + s[1:]
+    if not s.startswith("/") or s.startswith("//"):
+        return None
+    head, _, rest = s[1:].partition(" ")
+    if not head:
+        return None
+    return ParsedCommand(lookup(head), head, rest.strip())
+
+
+def complete(prefix: str) -> list[str]:
+    """Names (with slash) of the commands matching what was typed so far, registry order."""
+    s = prefix.strip()
+    if s.startswith("／"):
+        s = "/" + s[1:]
+    if not s.startswith("/") or " " in s:
+        return []
+    head = s[1:].lower()
+    return [f"/{c.name}" for c in COMMANDS if c.name.startswith(head)]
+
+
+def help_text() -> str:
+    rows = ["| command | what it does |", "| --- | --- |"]
+    for c in COMMANDS:
+        usage = f"/{c.name} {c.args}".strip()
+        rows.append(f"| `{usage}` | {c.help} |")
+    keys = (
+        "\n\n**Keys**: Enter send · Esc interrupt the running turn · ↑/↓ input history · "
+        "Tab complete a command · Ctrl+P command palette · Ctrl+Q quit"
+    )
+    return "\n".join(rows) + keys
+
+
+def unescape(text: str) -> str:
+    """`//etc/hosts is odd` is sent to the model as `/etc/hosts is odd`."""
+    s = text.strip()
+    return s[1:] if s.startswith("//") else text
+
+
+class SlashSuggester(Suggester):
+    """Greys in the rest of the first matching command while the user types `/co…`."""
+
+    def __init__(self) -> None:
+        super().__init__(use_cache=False, case_sensitive=True)
+
+    async def get_suggestion(self, value: str) -> str | None:
+        matches = complete(value)
+        return matches[0] if matches else None

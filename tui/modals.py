@@ -1,0 +1,165 @@
+"""Breakpoint prompts (75 %: a non-blocking bar; 90 %: a modal) and the permission modal.
+
+All keyboard-driven: every button has a one-key shortcut shown on it.
+"""
+
+from __future__ import annotations
+
+from ctxagent.agent.events import PermissionDecision, PermissionRequest
+from rich.syntax import Syntax
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.message import Message
+from textual.screen import ModalScreen
+from textual.widgets import Button, Input, Label, Static
+
+MODAL_CSS = """
+{name} {{ align: center middle; }}
+{name} > Vertical {{
+    width: 90%; max-width: 100; height: auto; max-height: 90%;
+    border: thick $warning; background: $surface; padding: 1 2;
+}}
+{name} Horizontal {{ height: auto; margin-top: 1; }}
+{name} Button {{ margin-right: 1; min-width: 10; }}
+"""
+
+
+class BreakpointBar(Horizontal):
+    """Shown when usage crosses 75 %: [Compact now] [Later]. Never blocks typing."""
+
+    DEFAULT_CSS = """
+    BreakpointBar { height: auto; display: none; background: $warning 20%; padding: 0 1; }
+    BreakpointBar.-shown { display: block; }
+    BreakpointBar Label { width: 1fr; padding: 1 1 0 0; }
+    BreakpointBar Button { margin-left: 1; min-width: 10; }
+    """
+
+    class Chosen(Message):
+        def __init__(self, choice: str) -> None:
+            super().__init__()
+            self.choice = choice  # "compact" | "later"
+
+    def compose(self) -> ComposeResult:
+        yield Label("", id="bp-text")
+        yield Button("Compact now ^K", id="bp-compact", variant="warning")
+        yield Button("Later ^L", id="bp-later")
+
+    @property
+    def shown(self) -> bool:
+        return self.has_class("-shown")
+
+    def show(self, pct: float) -> None:
+        self.query_one("#bp-text", Label).update(
+            Text(f"⚠ Context at {pct:.0f}% of the window. Compact older turns now? (originals stay in the log)")
+        )
+        self.add_class("-shown")
+
+    def hide(self) -> None:
+        self.remove_class("-shown")
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        event.stop()
+        self.choose("compact" if event.button.id == "bp-compact" else "later")
+
+    def choose(self, choice: str) -> None:
+        self.hide()
+        self.post_message(self.Chosen(choice))
+
+
+class BreakpointModal(ModalScreen[str]):
+    """Crossing 90 %: "new_session" (with summary) | "compact" | "continue"."""
+
+    DEFAULT_CSS = MODAL_CSS.format(name="BreakpointModal")
+    BINDINGS = [
+        Binding("n", "choose('new_session')", "New session"),
+        Binding("c", "choose('compact')", "Compact"),
+        Binding("escape,x", "choose('continue')", "Continue"),
+    ]
+
+    def __init__(self, pct: float) -> None:
+        super().__init__()
+        self.pct = pct
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Static(Text(f"■ The context window is {self.pct:.0f}% full.", style="bold"))
+            yield Static(
+                "Answers degrade and the next step may not fit. Start a new session seeded with a "
+                "summary and the warm memory, compact older turns, or continue as is."
+            )
+            with Horizontal():
+                yield Button("[N]ew session with summary", id="new_session", variant="primary")
+                yield Button("[C]ompact", id="compact", variant="warning")
+                yield Button("Continue [x]", id="continue")
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        self.dismiss(str(event.button.id))
+
+    def action_choose(self, choice: str) -> None:
+        self.dismiss(choice)
+
+
+class PermissionModal(ModalScreen[PermissionDecision]):
+    """Allow once / allow for this session / deny (with an optional reason for the model)."""
+
+    DEFAULT_CSS = MODAL_CSS.format(name="PermissionModal") + """
+    PermissionModal #perm-preview { height: auto; max-height: 16; border: round $panel-lighten-2; }
+    PermissionModal Input { margin-top: 1; }
+    """
+    BINDINGS = [
+        Binding("y", "allow_once", "Allow once"),
+        Binding("a", "allow_session", "Allow for session"),
+        Binding("n", "deny", "Deny"),
+        Binding("escape", "deny", "Deny", show=False),
+    ]
+
+    def __init__(self, request: PermissionRequest) -> None:
+        super().__init__()
+        self.request = request
+
+    def compose(self) -> ComposeResult:
+        req = self.request
+        what = "edit a file" if req.permission == "edit" else "run a command"
+        with Vertical():
+            yield Static(Text(f"The agent wants to {what}: {req.tool}", style="bold"))
+            with VerticalScroll(id="perm-preview"):
+                yield Static(self._preview(), id="perm-preview-body")
+            yield Input(placeholder="reason for denying (optional, sent to the model) — Enter denies", id="perm-reason")
+            with Horizontal():
+                yield Button("[Y] Allow once", id="allow_once", variant="success")
+                yield Button("[A]llow for session", id="allow_session", variant="primary")
+                yield Button("[N] Deny", id="deny", variant="error")
+
+    def on_mount(self) -> None:
+        self.query_one("#allow_once", Button).focus()
+
+    def _preview(self) -> Syntax | Text:
+        text = self.request.preview or ""
+        if self.request.permission == "edit" and text.strip():
+            return Syntax(text, "diff", theme="ansi_dark", word_wrap=True)
+        if self.request.permission == "command":
+            return Syntax(text or str(self.request.arguments.get("command", "")), "bash", theme="ansi_dark", word_wrap=True)
+        return Text(text or str(self.request.arguments))
+
+    def _reason(self) -> str:
+        return self.query_one("#perm-reason", Input).value.strip()
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        {"allow_once": self.action_allow_once, "allow_session": self.action_allow_session}.get(
+            str(event.button.id), self.action_deny
+        )()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        self.action_deny()
+
+    def action_allow_once(self) -> None:
+        self.dismiss(PermissionDecision(allow=True))
+
+    def action_allow_session(self) -> None:
+        self.dismiss(PermissionDecision(allow=True, remember=True))
+
+    def action_deny(self) -> None:
+        self.dismiss(PermissionDecision(allow=False, reason=self._reason()))

@@ -1,0 +1,110 @@
+"""Small modals: yes/no confirmation, an information page (Markdown), and the /resume session picker."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+from ctxagent.tui.modals import MODAL_CSS
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Button, Footer, Markdown, OptionList, Static
+from textual.widgets.option_list import Option
+
+
+class ConfirmModal(ModalScreen[bool]):
+    DEFAULT_CSS = MODAL_CSS.format(name="ConfirmModal")
+    BINDINGS = [Binding("y", "answer(True)", "Yes"), Binding("n,escape", "answer(False)", "No")]
+
+    def __init__(self, question: str, detail: str = "") -> None:
+        super().__init__()
+        self.question = question
+        self.detail = detail
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Static(Text(self.question, style="bold"))
+            if self.detail:
+                yield Static(Text(self.detail))
+            with Horizontal():
+                yield Button("[Y]es", id="yes", variant="warning")
+                yield Button("[N]o", id="no")
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        self.dismiss(event.button.id == "yes")
+
+    def action_answer(self, yes: bool) -> None:
+        self.dismiss(yes)
+
+
+class InfoModal(ModalScreen[None]):
+    """A page of Markdown (/help, /cost); Esc or q closes it."""
+
+    DEFAULT_CSS = """
+    InfoModal { align: center middle; background: $background 60%; }
+    InfoModal > VerticalScroll { width: 96%; max-width: 110; height: auto; max-height: 90%;
+        border: round $accent; background: $surface; padding: 0 1; }
+    """
+    BINDINGS = [Binding("escape,q", "app.pop_screen", "Close")]
+
+    def __init__(self, markdown: str) -> None:
+        super().__init__()
+        self.markdown = markdown
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll():
+            yield Markdown(self.markdown)
+        yield Footer()
+
+
+def describe_session(path: Path) -> str:
+    """`20250101-120000-abc123 · 12:00 · “first user line”` — read cheaply from the JSONL head."""
+    first = ""
+    try:
+        with path.open(encoding="utf-8", errors="replace") as fh:
+            for i, line in enumerate(fh):
+                if '"kind": "user"' in line:
+                    first = str(json.loads(line).get("data", {}).get("text", "")).strip().splitlines()[0][:60]
+                    break
+                if i > 400:
+                    break
+    except (OSError, ValueError, IndexError):
+        pass
+    when = time.strftime("%m-%d %H:%M", time.localtime(path.stat().st_mtime)) if path.exists() else ""
+    return f"{path.stem} · {when} · {first or '(no messages)'}"
+
+
+class SessionPicker(ModalScreen[str | None]):
+    """Pick a session to resume; dismisses with its id, or None."""
+
+    DEFAULT_CSS = """
+    SessionPicker { align: center middle; background: $background 60%; }
+    SessionPicker > Vertical { width: 96%; height: 80%; border: round $accent; background: $surface; padding: 0 1; }
+    SessionPicker OptionList { height: 1fr; }
+    """
+    BINDINGS = [Binding("escape", "cancel", "Cancel")]
+
+    def __init__(self, sessions: list[Path], current: str = "") -> None:
+        super().__init__()
+        self.sessions = list(reversed(sessions))  # newest first
+        self.current = current
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Static(Text("Resume a session (newest first)", style="bold"))
+            options = [
+                Option(describe_session(p) + ("  ← current" if p.stem == self.current else ""), id=p.stem)
+                for p in self.sessions
+            ]
+            yield OptionList(*options, id="session-list")
+        yield Footer()
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        self.dismiss(event.option.id)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)

@@ -1,0 +1,98 @@
+"""Rebuild the chat from a session log (for --resume, /rewind, /clear) and add up its usage."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from ctxagent.context.history import Event, Summary, view
+from ctxagent.tui.chat import AssistantMessage, ToolPanel, UserMessage
+from textual.widget import Widget
+from textual.widgets import Collapsible, Static
+
+
+def transcript_widgets(events: Iterable[Event]) -> list[Widget]:
+    """Widgets for what the view shows: users, assistants, tool panels, compaction summaries."""
+    out: list[Widget] = []
+    panels: dict[str, ToolPanel] = {}
+    for item in view(list(events)):
+        if isinstance(item, Summary):
+            out.append(Collapsible(Static(item.text), title=f"≡ summary of events {item.first_id}–{item.last_id} ({item.method})"))
+            continue
+        d = item.data
+        if item.kind == "user":
+            out.append(UserMessage(str(d.get("text", "")), int(d.get("turn", 0)) or None))
+        elif item.kind == "assistant":
+            if str(d.get("text", "")).strip():
+                out.append(AssistantMessage(str(d["text"])))
+            for call in d.get("tool_calls") or []:
+                panel = ToolPanel(str(call.get("id", "")), str(call.get("name", "?")), dict(call.get("arguments") or {}),
+                                  status="pending")
+                panels[panel.call_id] = panel
+                out.append(panel)
+        elif item.kind == "tool_result":
+            panel = panels.get(str(d.get("call_id", "")))
+            if panel is None:
+                panel = ToolPanel(str(d.get("call_id", "")), str(d.get("name", "?")), {})
+                out.append(panel)
+            meta: dict[str, Any] = dict(d.get("meta") or {})
+            if d.get("spill"):
+                meta["spill"] = d["spill"]
+            panel.finish(str(d.get("content", "")), bool(d.get("is_error")), int(d.get("duration_ms", 0)), meta)
+    return out
+
+
+@dataclass(frozen=True)
+class UsageTotals:
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read: int = 0
+    cache_write: int = 0
+    requests: int = 0
+
+
+def usage_totals(events: Iterable[Event]) -> UsageTotals:
+    """Provider-reported usage over every model call in the log (masked or not: it was paid for)."""
+    i = o = cr = cw = n = 0
+    for e in events:
+        if e.kind != "assistant":
+            continue
+        u = e.data.get("usage") or {}
+        i += int(u.get("input_tokens", 0))
+        o += int(u.get("output_tokens", 0))
+        cr += int(u.get("cache_read", 0))
+        cw += int(u.get("cache_write", 0))
+        n += 1
+    return UsageTotals(i, o, cr, cw, n)
+
+
+def cost_usd(model_label: str, usage: UsageTotals | dict[str, int]) -> float | None:
+    """Dollars for `usage` at the registry's prices; None when the model's prices are unknown."""
+    from ctxagent.agent.providers.registry import cost_usd as priced
+    from ctxagent.agent.providers.registry import model_info, parse_model_name
+
+    try:
+        provider, model = parse_model_name(model_label)
+        info = model_info(provider, model)
+    except Exception:  # an unparseable or unknown name: no price, and no guess
+        return None
+    if not info.known:
+        return None
+    u = dict(usage) if isinstance(usage, dict) else {
+        "input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens,
+        "cache_read": usage.cache_read, "cache_write": usage.cache_write}
+    return float(priced(info, u))
+
+
+def cost_markdown(model_label: str, events: Iterable[Event]) -> str:
+    evs = list(events)
+    t = usage_totals(evs)
+    cost = cost_usd(model_label, t)
+    cost_s = f"${cost:.4f}" if cost is not None else "unknown (no prices for this model)"
+    return (
+        f"## Cost of this session\n\n| | tokens |\n| --- | ---: |\n"
+        f"| input | {t.input_tokens:,} |\n| output | {t.output_tokens:,} |\n"
+        f"| cache read | {t.cache_read:,} |\n| cache write | {t.cache_write:,} |\n\n"
+        f"{t.requests} model calls with **{model_label}** · cost: **{cost_s}**"
+    )
