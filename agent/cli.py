@@ -21,6 +21,7 @@ SUBCOMMAND_MODULES: list[str] = [
     "ctxagent.agent.cli_memory",
     "ctxagent.agent.cli_mcp",
     "ctxagent.agent.cli_bench",
+    "ctxagent.agent.cli_demo",
 ]
 
 

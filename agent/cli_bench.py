@@ -7,6 +7,7 @@ Progress goes to stderr; results to stdout (a table, or JSON with --json).
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import sys
 import time
@@ -190,6 +191,11 @@ def add_parser(subparsers: Any) -> None:
     a.add_argument("--skip-locomo", action="store_true")
     a.set_defaults(func=run_all)
 
-    locomo = _locomo_module()
-    if locomo is not None and hasattr(locomo, "add_parser"):
-        locomo.add_parser(sub)
+    # benchmarks that other parts own register themselves when their module is there
+    for name in ("locomo", "memory_latency"):
+        try:
+            mod = importlib.import_module(f"ctxagent.agent.bench.{name}")
+        except ImportError:
+            continue
+        if hasattr(mod, "add_parser"):
+            mod.add_parser(sub)

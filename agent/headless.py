@@ -122,7 +122,7 @@ def _json_result(agent: Any, done: Any, error: dict[str, Any] | None) -> dict[st
                 usage[k] += int(e.data.get("usage", {}).get(k, 0) or 0)
     result: dict[str, Any] = {
         "session": agent.session.id,
-        "result": done.text,
+        "result": log.sanitize(done.text) if log.sanitize else done.text,  # as logged: keys redacted
         "steps": done.steps,
         "tool_calls": sum(1 for e in turn_events if e.kind == "tool_result"),
         "usage": usage,

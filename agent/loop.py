@@ -92,10 +92,13 @@ class Agent:
         self.on_event = on_event or _ignore
         self.approver = approver or deny_mutations
         self.allowed_for_session: set[str] = set()
+        self._turn_checkpoint: str | None = None
+        self._turn_files: set[str] = set()
         self.reports: list[ContextReport] = [
             ContextReport.from_dict(e.data["report"]) for e in session.log.of_kind("context_report")
         ]
         self._record_system_prompt()
+        self._answer_dangling_calls()
 
     # -- public -------------------------------------------------------------------------------
     @property
@@ -118,7 +121,8 @@ class Agent:
         self._ingest([user_ev])
         self.on_event(TurnStarted(turn, text))
         final_text, steps, stop = "", 0, "end_turn"
-        changed_files = False
+        self._turn_checkpoint = None  # taken before the turn's first file-changing tool
+        self._turn_files = set()
         try:
             while True:
                 if cancel.is_set():
@@ -137,10 +141,11 @@ class Agent:
                 if not outcome.calls:
                     stop = "cancelled" if cancel.is_set() else "end_turn"
                     break
-                changed_files = self._run_tools(outcome.calls, turn, cancel, changed_files) or changed_files
+                self._run_tools(outcome.calls, turn, cancel)
         finally:
-            if changed_files and self.parts.checkpoints is not None:
-                self._safe(lambda: self.parts.checkpoints.mark_turn_end(self.session.id, turn))
+            if self._turn_checkpoint and self.parts.checkpoints is not None:
+                files = sorted(self._turn_files)
+                self._safe(lambda: self.parts.checkpoints.mark_turn_end(self.session.id, turn, files))
             self.log.sync()
             self.parts.calibrator.save()
         done = TurnFinished(turn=turn, stop_reason=stop, text=final_text, steps=steps)
@@ -273,7 +278,7 @@ class Agent:
             self._notice(message, "warning")
 
         try:
-            for ev in stream_with_retry(lambda: provider.stream(result.request, cancel), on_retry=on_retry):
+            for ev in stream_with_retry(lambda: provider.stream(result.request, cancel), on_retry=on_retry, cancel=cancel):
                 if isinstance(ev, TextDelta):
                     texts.append(ev.text)
                     self.on_event(AssistantDelta(step, ev.text))
@@ -317,8 +322,7 @@ class Agent:
         return Agent._Outcome(text=text, calls=calls, error=stop == "stream_error")
 
     # -- tools --------------------------------------------------------------------------------
-    def _run_tools(self, calls: list[ToolCallEvent], turn: int, cancel: threading.Event, changed_before: bool) -> bool:
-        changed = False
+    def _run_tools(self, calls: list[ToolCallEvent], turn: int, cancel: threading.Event) -> None:
         ctx = ToolContext(
             root=self.session.root,
             cancel=cancel,
@@ -343,15 +347,14 @@ class Agent:
                     is_error=True,
                 )
             else:
-                result = self._permitted(call, ctx, turn, changed_before or changed)
+                result = self._permitted(call, turn)
                 if result is None:
                     result = self.parts.registry.run(call.name, call.arguments, ctx)
-                    if result.meta.get("files") and not result.is_error:
-                        changed = True
+                    if self.parts.registry.permission(call.name) != "read":
+                        self._turn_files.update(str(f) for f in result.meta.get("files") or [])
             self._append_result(call, result, int((time.monotonic() - started) * 1000))
-        return changed
 
-    def _permitted(self, call: ToolCallEvent, ctx: ToolContext, turn: int, changed_in_turn: bool) -> ToolResult | None:
+    def _permitted(self, call: ToolCallEvent, turn: int) -> ToolResult | None:
         """None when the call may run; otherwise the refusal to show the model."""
         kind = self.parts.registry.permission(call.name)
         if kind == "read" or self.parts.registry.get(call.name) is None:
@@ -368,9 +371,11 @@ class Agent:
                 return ToolResult(f"permission denied for {call.name}.{reason}", is_error=True)
             if decision.remember:
                 self.allowed_for_session.add(call.name)
-        if kind == "edit" and not changed_in_turn and self.parts.checkpoints is not None:
+        # Shell and test commands can change files too: checkpoint before the first of either.
+        if self._turn_checkpoint is None and self.parts.checkpoints is not None:
             commit = self._safe(lambda: self.parts.checkpoints.snapshot(self.session.id, turn, len(self.log.events)))
             if commit:
+                self._turn_checkpoint = commit
                 self.log.append("checkpoint", turn=turn, commit=commit)
         return None
 
@@ -399,6 +404,20 @@ class Agent:
         last = next((e for e in reversed(self.log.events) if e.kind == "system_prompt"), None)
         if last is None or last.data.get("text") != self.parts.system or last.data.get("tools") != tools:
             self.log.append("system_prompt", text=self.parts.system, tools=tools)
+
+    def _answer_dangling_calls(self) -> None:
+        """A run killed between a tool call and its result leaves a call without an answer, which
+        both APIs reject; on resume, answer it in the log, saying what happened."""
+        answered = {e.data.get("call_id") for e in self.log.events if e.kind == "tool_result"}
+        for ev in self.log.events:
+            if ev.kind != "assistant":
+                continue
+            for call in ev.data.get("tool_calls") or []:
+                if call.get("id") not in answered:
+                    self.log.append(
+                        "tool_result", call_id=call["id"], name=call.get("name", ""), is_error=True, duration_ms=0, meta={}, spill=None,
+                        content="interrupted: the session stopped before this tool finished; its effect is unknown — check before retrying",
+                    )
 
     def _next_turn(self) -> int:
         turns = [int(e.data.get("turn", 0)) for e in self.log.events if e.kind == "user"]

@@ -252,7 +252,9 @@ class ScriptedServer:
     def start(self) -> str:
         base_url = self.bind()
         assert self._httpd is not None
-        self._thread = threading.Thread(target=self._httpd.serve_forever, name="scripted-server", daemon=True)
+        # A short poll interval makes stop() quick; tests start and stop many servers.
+        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
+                                        name="scripted-server", daemon=True)
         self._thread.start()
         return base_url
 

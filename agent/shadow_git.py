@@ -49,8 +49,6 @@ _SHADOW_CONFIG: dict[str, str] = {
 # git-lfs) may turn the stored bytes into anything but the bytes on disk.
 _SHADOW_ATTRIBUTES = "* -text -eol -filter -ident -working-tree-encoding\n"
 
-EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
-
 
 @dataclass(frozen=True)
 class TreeEntry:

@@ -24,7 +24,7 @@ from typing import Any, Protocol
 from ctxagent.context.budget import Budget
 from ctxagent.context.compact import compaction_record, user_positions
 from ctxagent.context.errors import ContextOverflowError
-from ctxagent.context.history import Event, Summary, view
+from ctxagent.context.history import Event, Summary, ViewItem, view
 from ctxagent.context.measure import make_report
 from ctxagent.context.pins import SessionPins, live_events
 from ctxagent.context.prune import PruneCandidate, prune_order, pruned_text
@@ -33,7 +33,8 @@ from ctxagent.context.report import ContextReport
 from ctxagent.context.request import Request, ToolSpec
 from ctxagent.context.tokens import TokenCounter, count_message
 
-MAX_COMPACTIONS_PER_BUILD = 3
+MAX_RELIEF_ROUNDS = 64  # a safety bound: each round compacts strictly more, so few are ever needed
+KEEP_RECENT_STEPS = 2  # an in-turn compaction keeps the current turn's last steps verbatim
 MODEL_SUMMARY_ESTIMATE = 800  # tokens a model summary is assumed to take when choosing a range
 
 
@@ -67,6 +68,9 @@ class BuildResult:
     report: ContextReport
     warm_text: str  # the warm block as sent ("" if none)
     compaction: dict[str, Any] | None  # a compaction event's data to APPEND to the log
+    # every compaction record to append, in order (normally just [compaction]; a second one appears
+    # only when the current turn's own older steps had to be summarized in the same build)
+    compactions: list[dict[str, Any]] = field(default_factory=list)
     pruned_ids: list[int] = field(default_factory=list)
     spilled_ids: list[int] = field(default_factory=list)
     masked: list[list[int]] = field(default_factory=list)
@@ -119,17 +123,19 @@ def _prune(draft: Draft, candidates: list[PruneCandidate], counter: TokenCounter
             draft.replace(cand.index, new_msg, new_tokens, "pruned")
 
 
-def _tool_candidates(draft: Draft, *, old_only: bool) -> list[PruneCandidate]:
+def _tool_candidates(draft: Draft, *, tier: str) -> list[PruneCandidate]:
+    """tier "old": results before the protected recent turns; "recent": also protected ones except the
+    newest step's (what the model is about to read); "all": everything left."""
     out: list[PruneCandidate] = []
     last_step = draft.last_step_start()
     for i, slot in enumerate(draft.slots):
         if not slot.is_tool_result or slot.state == "pruned" or slot.event_id is None:
             continue
-        if old_only and i >= draft.protect_from:
+        if tier == "old" and i >= draft.protect_from:
             continue
-        # in the second pass the newest step's results (what the model is about to read) go last
-        rank = slot.rank + (10 if (not old_only and i >= last_step) else 0)
-        out.append(PruneCandidate(i, slot.event_id, rank))
+        if tier == "recent" and i >= last_step:
+            continue
+        out.append(PruneCandidate(i, slot.event_id, slot.rank))
     return out
 
 
@@ -160,7 +166,10 @@ def _choose_compaction_end(draft: Draft, inputs: BuildInputs, limit: int) -> int
     return best if best is not None and best <= newest else None
 
 
-def _finish(inputs: BuildInputs, draft: Draft, warm: str, compaction: dict[str, Any] | None, notes: list[str]) -> BuildResult:
+def _finish(inputs: BuildInputs, draft: Draft, warm: str, records: list[dict[str, Any]], notes: list[str]) -> BuildResult:
+    compaction = records[0] if records else None
+    for extra in records[1:]:
+        notes.append(f"also compacted the current turn's older steps: events {extra['first_id']}–{extra['last_id']}")
     messages = [s.msg for s in draft.slots]
     if draft.warm_msg is not None:
         messages.insert(warm_position(messages), draft.warm_msg)
@@ -172,10 +181,74 @@ def _finish(inputs: BuildInputs, draft: Draft, warm: str, compaction: dict[str, 
         report=report,
         warm_text=warm,
         compaction=compaction,
+        compactions=list(records),
         pruned_ids=[s.msg.event_id for s in draft.slots if s.state == "pruned" and s.msg.event_id is not None],
         spilled_ids=[s.event_id for s in draft.slots if s.spill is not None and s.event_id is not None],
         masked=masked,
     )
+
+
+def _choose_in_turn_range(draft: Draft) -> list[ViewItem] | None:
+    """The current turn's older steps (after the newest user message, before its last steps)."""
+    users = user_positions(draft.items)
+    start = users[-1] + 1 if users else 0
+    steps = [i for i in range(start, len(draft.items)) if isinstance(draft.items[i], Event) and draft.items[i].kind == "assistant"]
+    if len(steps) <= KEEP_RECENT_STEPS:
+        return None
+    chosen = draft.items[start : steps[-KEEP_RECENT_STEPS]]
+    if not chosen or (len(chosen) == 1 and isinstance(chosen[0], Summary)):
+        return None
+    return chosen
+
+
+def _relieve(inputs: BuildInputs, events: list[Event], limit: int, warm: str, notes: list[str]) -> tuple[Draft, list[dict[str, Any]], str]:
+    """Apply the tiers until the draft fits; return it with the compaction records to append, in order.
+
+    The pipeline is a function of the state (log + records so far), re-run from scratch after each
+    compaction, so a later re-build from the log with the records appended reaches the same draft
+    without compacting again (inspect's byte-identical replay depends on this).
+    """
+    counter = inputs.counter
+    next_id = (events[-1].id + 1) if events else 0
+    records: list[tuple[int, dict[str, Any], bool]] = []  # (event id, data, is an old-turns record)
+    summary_cap = max(256, limit // 4)
+    for _ in range(MAX_RELIEF_ROUNDS):
+        state = [*events, *(Event(eid, "compaction", dict(data)) for eid, data, _ in records)]
+        if inputs.warm_override is None and inputs.warm is None and records:
+            warm, _ = warm_text_for(inputs, live_events(state))  # pins include the summaries' open tasks
+        draft = assemble(view(state), inputs, warm)
+        _prune(draft, _tool_candidates(draft, tier="old"), counter, limit)
+        if draft.total() <= limit:
+            break
+        if inputs.allow_compaction:
+            end = _choose_compaction_end(draft, inputs, limit)
+            record = compaction_record(draft.items[:end], inputs.summarize, inputs.focus, counter, summary_cap) if end is not None else None
+            if record is not None:
+                if record.get("note"):
+                    notes.append(str(record["note"]))
+                if records and records[-1][2]:
+                    # this range starts at the earlier record's first id and swallows it: replace it,
+                    # keeping its event id, so the log only ever needs the final record
+                    records[-1] = (records[-1][0], record, True)
+                else:
+                    records.append((next_id + len(records), record, True))
+                continue
+        _prune(draft, _tool_candidates(draft, tier="recent"), counter, limit)
+        if draft.total() <= limit:
+            break
+        if inputs.allow_compaction:
+            chosen = _choose_in_turn_range(draft)
+            record = compaction_record(chosen, inputs.summarize, inputs.focus, counter, summary_cap) if chosen else None
+            if record is not None:
+                if record.get("note"):
+                    notes.append(str(record["note"]))
+                records.append((next_id + len(records), record, False))
+                continue
+        _prune(draft, _tool_candidates(draft, tier="all"), counter, limit)
+        break
+    if draft.total() > limit:
+        raise ContextOverflowError(draft.overflow_message(limit, inputs.budget))
+    return draft, [data for _, data, _ in records], warm
 
 
 def build(inputs: BuildInputs) -> BuildResult:
@@ -185,40 +258,11 @@ def build(inputs: BuildInputs) -> BuildResult:
         return build_baseline(inputs)
     if inputs.strategy != "ctxagent":
         raise ValueError(f"unknown strategy {inputs.strategy!r}: use 'ctxagent', 'full' or 'window'")
-    counter = inputs.counter
     limit = inputs.budget.effective_limit(inputs.calibration_ratio)
     events = list(inputs.events)
     notes: list[str] = []
     warm, note = warm_text_for(inputs, live_events(events))
     if note:
         notes.append(note)
-    compaction: dict[str, Any] | None = None
-
-    draft = assemble(view(events), inputs, warm)
-    _prune(draft, _tool_candidates(draft, old_only=True), counter, limit)
-    next_id = (events[-1].id + 1) if events else 0
-    rounds = 0
-    while draft.total() > limit and inputs.allow_compaction and rounds < MAX_COMPACTIONS_PER_BUILD:
-        end = _choose_compaction_end(draft, inputs, limit)
-        if end is None:
-            break
-        record = compaction_record(draft.items, end, inputs.summarize, inputs.focus)
-        if record is None:
-            break
-        rounds += 1
-        if record.get("note"):
-            notes.append(str(record["note"]))
-        # A further round compacts a range starting at this one's first id, so it swallows it: only
-        # the last record is returned (and appended), and the view below is exactly what a later
-        # re-build from the log with that one event appended will see.
-        compaction = record
-        current = [*events, Event(next_id, "compaction", dict(record))]
-        if inputs.warm_override is None and inputs.warm is None:
-            warm, _ = warm_text_for(inputs, live_events(current))
-        draft = assemble(view(current), inputs, warm)
-        _prune(draft, _tool_candidates(draft, old_only=True), counter, limit)
-    if draft.total() > limit:
-        _prune(draft, _tool_candidates(draft, old_only=False), counter, limit)
-    if draft.total() > limit:
-        raise ContextOverflowError(draft.overflow_message(limit, inputs.budget))
-    return _finish(inputs, draft, warm, compaction, notes)
+    draft, records, warm = _relieve(inputs, events, limit, warm, notes)
+    return _finish(inputs, draft, warm, records, notes)

@@ -21,6 +21,7 @@ from typing import Any
 from ctxagent.context.history import Event, Summary, ViewItem, item_id, view
 from ctxagent.context.memory.detect import detect_constraints, detect_decisions
 from ctxagent.context.pins import summary_sections
+from ctxagent.context.tokens import TokenCounter
 
 SECTIONS = ("Decisions", "Constraints", "Changes", "Open tasks")
 EDIT_TOOLS = frozenset({"edit_file", "write_file", "apply_patch", "create_file", "delete_file"})
@@ -28,7 +29,10 @@ MAX_ITEMS_PER_SECTION = 30
 MAX_ITEM_CHARS = 300
 PROMPT_TOOL_CHARS = 3000
 
-_TODO = re.compile(r"(?:^|\n)\s*(?:[-*]\s*\[ \]\s*|TODO[:：]?\s*|FIXME[:：]?\s*|待办[:：]?\s*|next,? ?(?:i|we) (?:need|will) )(.+)", re.IGNORECASE)
+_TODO = re.compile(
+    r"(?:(?:^|\n)\s*[-*]\s*\[ \]\s*|\b(?:TODO|FIXME)[:：]\s*|待办[:：]\s*|\bstill need to\s+|还需要)([^\n。.!?！？]+)",
+    re.IGNORECASE,
+)
 
 _CACHE: OrderedDict[str, tuple[str, str, str | None]] = OrderedDict()
 _CACHE_LOCK = threading.Lock()
@@ -85,7 +89,7 @@ def changed_files(items: Sequence[ViewItem]) -> list[str]:
     return list(seen)
 
 
-def _format(sections: dict[str, list[str]]) -> str:
+def _format(sections: dict[str, list[str]], max_items: int = MAX_ITEMS_PER_SECTION, max_chars: int = MAX_ITEM_CHARS) -> str:
     lines: list[str] = []
     for name in SECTIONS:
         items = sections.get(name) or []
@@ -93,15 +97,15 @@ def _format(sections: dict[str, list[str]]) -> str:
         if not items:
             lines.append("- none")
             continue
-        if len(items) > MAX_ITEMS_PER_SECTION:
-            omitted = len(items) - MAX_ITEMS_PER_SECTION
-            keep = items[:MAX_ITEMS_PER_SECTION] if name == "Changes" else items[-MAX_ITEMS_PER_SECTION:]
+        if len(items) > max_items:
+            omitted = len(items) - max_items
+            keep = items[:max_items] if name == "Changes" else items[-max_items:]
             items = [*keep, f"(… {omitted} more, see the session log)"]
-        lines += [f"- {x}" for x in items]
+        lines += [f"- {_clip(x, max_chars)}" for x in items]
     return "\n".join(lines)
 
 
-def extractive_summary(items: Sequence[ViewItem]) -> str:
+def extractive_summary(items: Sequence[ViewItem], max_items: int = MAX_ITEMS_PER_SECTION, max_chars: int = MAX_ITEM_CHARS) -> str:
     """The no-model summary: detectors for decisions and constraints, edit facts for changes, TODOs for tasks."""
     sections: dict[str, list[str]] = {name: [] for name in SECTIONS}
     seen: set[tuple[str, str]] = set()
@@ -145,7 +149,7 @@ def extractive_summary(items: Sequence[ViewItem]) -> str:
     for f, turns in own.items():
         when = f" (turn{'s' if len(turns) > 1 else ''} {', '.join(map(str, turns))})" if turns else ""
         add("Changes", f"{f}: edited{when}")
-    return _format(sections)
+    return _format(sections, max_items, max_chars)
 
 
 def _fence(text: str) -> str:
@@ -256,16 +260,33 @@ def user_positions(items: Sequence[ViewItem]) -> list[int]:
     return [i for i, it in enumerate(items) if isinstance(it, Event) and it.kind == "user"]
 
 
+def _shrink(items: Sequence[ViewItem], counter: TokenCounter, max_tokens: int) -> str:
+    """An extractive summary cut down (fewer, shorter bullets) until it fits max_tokens."""
+    for per_section, chars in ((MAX_ITEMS_PER_SECTION, MAX_ITEM_CHARS), (15, 200), (8, 160), (4, 120), (2, 80), (1, 60)):
+        text = extractive_summary(items, per_section, chars)
+        if counter.count(text) <= max_tokens:
+            return text
+    return extractive_summary([], 1, 60)  # nothing fits: the sections alone, each "none"
+
+
 def compaction_record(
-    items: Sequence[ViewItem], end: int, summarize: Callable[[str], str] | None, focus: str | None
+    chosen: Sequence[ViewItem],
+    summarize: Callable[[str], str] | None,
+    focus: str | None,
+    counter: TokenCounter | None = None,
+    max_tokens: int | None = None,
 ) -> dict[str, Any] | None:
-    """Summarize items[:end] (end is the index of a user message, which stays visible)."""
-    chosen = list(items[:end])
+    """Summarize a contiguous run of view items into a compaction record, or None if there is nothing to do."""
+    chosen = list(chosen)
     if not chosen or (len(chosen) == 1 and isinstance(chosen[0], Summary)):
         return None
     last = chosen[-1]
     last_id = last.last_id if isinstance(last, Summary) else last.id
     summary, method, note = summarize_items(chosen, summarize, focus)
+    if counter is not None and max_tokens is not None and counter.count(summary) > max_tokens:
+        reason = f"summary over its {max_tokens}-token cap"
+        note = f"{note}; {reason}" if note else (f"model {reason}; used extractive" if method == "model" else None)
+        summary, method = _shrink(chosen, counter, max_tokens), "extractive"
     record: dict[str, Any] = {"first_id": item_id(chosen[0]), "last_id": last_id, "summary": summary, "method": method, "focus": focus}
     if note:
         record["note"] = note
@@ -289,4 +310,4 @@ def compact_now(
         return None
     keep = max(1, keep_turns)
     end = users[-keep] if len(users) >= keep else users[0]
-    return compaction_record(items, end, summarize, focus)
+    return compaction_record(items[:end], summarize, focus)

@@ -20,7 +20,7 @@ WARM_OPEN = "<context-memory>"
 WARM_CLOSE = "</context-memory>"
 WARM_NOTE = "Recalled for this step (pinned by the user or the session; still in force unless superseded):"
 
-_TODO_LINE = re.compile(r"^\s*(?:[-*]\s*\[ \]\s*|TODO[:：]?\s*|待办[:：]?\s*)(.+)$", re.IGNORECASE | re.MULTILINE)
+_TODO_LINE = re.compile(r"(?:^\s*[-*]\s*\[ \]\s*|\bTODO[:：]\s*|待办[:：]\s*)([^\n]+)$", re.IGNORECASE | re.MULTILINE)
 _SECTION = re.compile(r"^\s*(?:#+\s*)?\**\s*(Decisions|Constraints|Changes|Open tasks)\s*\**\s*[:：]?\s*\**\s*$", re.IGNORECASE)
 
 

@@ -19,12 +19,12 @@ LOW_VALUE = 0
 NORMAL_VALUE = 1
 
 _FAILED_SEARCH = re.compile(
-    r"^\s*(no (matches|results|files)( found)?|0 matches|nothing found|not found|未找到|没有匹配|无结果)\b",
+    r"^\s*(?:(?:no (?:matches|results|files)(?: found)?|0 matches|nothing found|not found)\b|未找到|没有匹配|无结果|找不到)",
     re.IGNORECASE,
 )
 _ACK = re.compile(
     r"^\s*(ok|okay|done|success(ful(ly)?)?|wrote \S+|written|saved|updated|created|file (written|saved|updated)|"
-    r"applied|no changes|nothing to commit|完成|成功|已保存|已写入)\b",
+    r"applied|no changes|nothing to commit)\b|^\s*(?:完成|成功|已保存|已写入)",
     re.IGNORECASE,
 )
 SEARCH_TOOLS = frozenset({"grep", "search", "glob", "list_files", "find", "search_memory"})

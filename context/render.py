@@ -41,7 +41,6 @@ class Slot:
     state: str  # "verbatim" | "spilled" | "pruned" | "summary" | "synthetic"
     turn: int
     item_index: int  # position in Draft.items (-1 for synthetic messages)
-    original_tokens: int  # what the original event costs verbatim (for loss_pct)
     is_tool_result: bool = False
     rank: int = 1
     source: str = ""  # a tool result's text as logged (what pruning cuts from)
@@ -123,7 +122,7 @@ def render(items: list[ViewItem], counter: TokenCounter) -> list[Slot]:
         for call_id, name in pending:
             msg = Message(role="tool", content=MISSING_RESULT, tool_call_id=call_id, name=name, is_error=True)
             n = count_message(msg, counter)
-            slots.append(Slot(msg, n, "tools", "synthetic", turn, -1, 0, is_tool_result=False))
+            slots.append(Slot(msg, n, "tools", "synthetic", turn, -1))
         pending.clear()
 
     for idx, it in enumerate(items):
@@ -132,7 +131,7 @@ def render(items: list[ViewItem], counter: TokenCounter) -> list[Slot]:
             msg = Message(role="user", content=SUMMARY_HEADER.format(first=it.first_id, last=it.last_id) + "\n" + it.text,
                           kind="summary", event_id=it.event_id)
             n = count_message(msg, counter)
-            slots.append(Slot(msg, n, "hot", "summary", turn, idx, 0, event_id=it.event_id))
+            slots.append(Slot(msg, n, "hot", "summary", turn, idx, event_id=it.event_id))
             continue
         d = it.data
         if it.kind == "tool_result":
@@ -148,8 +147,7 @@ def render(items: list[ViewItem], counter: TokenCounter) -> list[Slot]:
             else:  # its call is not in view: keep the facts, as a user-side note
                 msg = Message(role="user", content=f"[output of an earlier {name or 'tool'} call {call_id}]\n{content}", event_id=it.id)
             n = count_message(msg, counter)
-            original = n + int(spill["tokens"]) - counter.count(content) if spill and isinstance(spill.get("tokens"), int) else n
-            slots.append(Slot(msg, n, "tools", "spilled" if spill else "verbatim", turn, idx, max(n, original),
+            slots.append(Slot(msg, n, "tools", "spilled" if spill else "verbatim", turn, idx,
                               is_tool_result=True, rank=value_rank(content, name, is_error), source=content,
                               spill=spill, event_id=it.id))
             continue
@@ -161,7 +159,7 @@ def render(items: list[ViewItem], counter: TokenCounter) -> list[Slot]:
                 turn += 1
             msg = Message(role="user", content=str(d.get("text", "")), event_id=it.id)
             n = count_message(msg, counter)
-            slots.append(Slot(msg, n, "hot", "verbatim", turn, idx, n, event_id=it.id))
+            slots.append(Slot(msg, n, "hot", "verbatim", turn, idx, event_id=it.id))
         elif it.kind == "assistant":
             calls = [ToolCall(str(c.get("id", "")), str(c.get("name", "")), dict(c.get("arguments") or {}))
                      for c in d.get("tool_calls") or []]
@@ -170,7 +168,7 @@ def render(items: list[ViewItem], counter: TokenCounter) -> list[Slot]:
                 continue  # an empty reply (e.g. cancelled before any output) carries nothing and some APIs reject it
             msg = Message(role="assistant", content=text, tool_calls=calls, event_id=it.id)
             n = count_message(msg, counter)
-            slots.append(Slot(msg, n, "hot", "verbatim", turn, idx, n, event_id=it.id))
+            slots.append(Slot(msg, n, "hot", "verbatim", turn, idx, event_id=it.id))
             pending.extend((c.id, c.name) for c in calls)
     flush()
     return slots

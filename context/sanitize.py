@@ -18,13 +18,14 @@ IMAGE_STRIPPED = "[image:base64-stripped]"
 
 DATA_URI = re.compile(r"data:[\w.+-]+/[\w.+-]+(?:;[\w.+-]+=[\w.+-]+)*;base64,[A-Za-z0-9+/=_-]{200,}")
 
+_B = r"(?<![A-Za-z0-9_\-])"  # a key starts at a token boundary ("task-…" is not an "sk-" key)
 SECRET_PATTERNS: tuple[re.Pattern[str], ...] = (
-    re.compile(r"sk-ant-[A-Za-z0-9_\-]{16,}"),  # Anthropic (api03, admin01, …)
-    re.compile(r"sk-(?:proj|svcacct|admin)-[A-Za-z0-9_\-]{16,}"),  # OpenAI project / service keys
-    re.compile(r"sk-[A-Za-z0-9]{20,}(?:T3BlbkFJ[A-Za-z0-9]{20,})?"),  # OpenAI classic
+    re.compile(_B + r"sk-ant-[A-Za-z0-9_\-]{16,}"),  # Anthropic (api03, admin01, …)
+    re.compile(_B + r"sk-(?:proj|svcacct|admin)-[A-Za-z0-9_\-]{16,}"),  # OpenAI project / service keys
+    re.compile(_B + r"sk-[A-Za-z0-9]{20,}(?:T3BlbkFJ[A-Za-z0-9]{20,})?"),  # OpenAI classic
     re.compile(r"(?<![A-Z0-9])(?:AKIA|ASIA)[0-9A-Z]{16}(?![A-Z0-9])"),  # AWS access key id
-    re.compile(r"gh[pousr]_[A-Za-z0-9]{30,}"),  # GitHub tokens (ghp_, gho_, ghs_, ghu_, ghr_)
-    re.compile(r"github_pat_[A-Za-z0-9_]{40,}"),  # GitHub fine-grained PAT
+    re.compile(_B + r"gh[pousr]_[A-Za-z0-9]{30,}"),  # GitHub tokens (ghp_, gho_, ghs_, ghu_, ghr_)
+    re.compile(_B + r"github_pat_[A-Za-z0-9_]{40,}"),  # GitHub fine-grained PAT
 )
 # AWS secret keys have no prefix: recognise them by the name they are assigned to.
 AWS_SECRET = re.compile(

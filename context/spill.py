@@ -48,6 +48,18 @@ def _clip_line(line: str, limit: int = MAX_LINE_CHARS) -> str:
     return line[:limit] + f" …[+{len(line) - limit} chars]"
 
 
+def _fit_line(line: str, counter: TokenCounter, allowance: int) -> str | None:
+    """The line, clipped as needed (halving) so it costs at most `allowance` tokens; None if nothing fits."""
+    clipped = _clip_line(line)
+    limit = MAX_LINE_CHARS
+    while counter.count(clipped) + 1 > allowance:
+        limit //= 2
+        if limit < 8:
+            return None
+        clipped = _clip_line(line, limit)
+    return clipped
+
+
 def head_tail(
     content: str,
     counter: TokenCounter,
@@ -62,15 +74,10 @@ def head_tail(
     used = 0
     i = 0
     while i < len(lines) and len(head) < max_head_lines:
-        line = _clip_line(lines[i])
-        cost = counter.count(line) + 1
-        if used + cost > head_tokens and head:
+        line = _fit_line(lines[i], counter, head_tokens - used) if not head else _clip_line(lines[i])
+        cost = counter.count(line) + 1 if line is not None else head_tokens + 1
+        if line is None or used + cost > head_tokens:
             break
-        if used + cost > head_tokens:  # even the first line is too big: keep a clipped piece
-            line = _clip_line(lines[i], max(20, head_tokens * 2))
-            cost = counter.count(line) + 1
-            if used + cost > head_tokens:
-                break
         head.append(line)
         used += cost
         i += 1
@@ -78,9 +85,9 @@ def head_tail(
     used = 0
     j = len(lines) - 1
     while j >= i and len(tail) < max_tail_lines:
-        line = _clip_line(lines[j])
-        cost = counter.count(line) + 1
-        if used + cost > tail_tokens:
+        line = _fit_line(lines[j], counter, tail_tokens - used) if not tail else _clip_line(lines[j])
+        cost = counter.count(line) + 1 if line is not None else tail_tokens + 1
+        if line is None or used + cost > tail_tokens:
             break
         tail.append(line)
         used += cost

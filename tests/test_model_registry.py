@@ -6,7 +6,6 @@ import tomllib
 from importlib import resources
 
 import pytest
-
 from ctxagent.agent.providers.anthropic import AnthropicProvider
 from ctxagent.agent.providers.base import Usage
 from ctxagent.agent.providers.openai import OpenAIProvider
@@ -97,13 +96,13 @@ def test_cost_usd() -> None:
 
 
 def test_cheaper_sibling() -> None:
-    assert cheaper_sibling("anthropic", "claude-opus-4-5") == "anthropic:claude-haiku-4-5"
-    assert cheaper_sibling("anthropic", "claude-sonnet-4-5-20250929") == "anthropic:claude-haiku-4-5"
-    assert cheaper_sibling("openai", "gpt-5") == "openai:gpt-5-mini"
-    assert cheaper_sibling("openai", "gpt-4o") == "openai:gpt-4o-mini"
-    assert cheaper_sibling("openai", "gpt-5-mini") == "openai:gpt-5-mini"
-    assert cheaper_sibling("openai", "llama3.1:8b") == "openai:llama3.1:8b"
-    assert cheaper_sibling("scripted", "/tmp/s.json") == "scripted:/tmp/s.json"
+    assert cheaper_sibling("anthropic", "claude-opus-4-5") == "claude-haiku-4-5"
+    assert cheaper_sibling("anthropic", "claude-sonnet-4-5-20250929") == "claude-haiku-4-5"
+    assert cheaper_sibling("openai", "gpt-5") == "gpt-5-mini"
+    assert cheaper_sibling("openai", "gpt-4o") == "gpt-4o-mini"
+    assert cheaper_sibling("openai", "gpt-5-mini") == "gpt-5-mini"
+    assert cheaper_sibling("openai", "llama3.1:8b") == "llama3.1:8b"
+    assert cheaper_sibling("scripted", "/tmp/s.json") == "/tmp/s.json"
 
 
 def test_make_provider_key_rules(tmp_path: object) -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import threading
 
 import pytest
-
 from ctxagent.agent.providers.anthropic import AnthropicProvider, wire_messages
 from ctxagent.agent.providers.base import Stop, TextDelta, ToolCallEvent, Usage
 from ctxagent.agent.providers.registry import make_provider

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from ctxagent.agent.providers.base import Stop, TextDelta, ToolCallEvent, Usage
 from ctxagent.agent.providers.openai import OpenAIProvider, normalize_base_url, wire_messages
 from ctxagent.agent.providers.registry import make_provider
@@ -127,3 +126,17 @@ def test_make_provider_allows_no_key_with_a_custom_base_url() -> None:
         text = "".join(e.text for e in p.stream(Request("", [Message("user", "x")], [])) if isinstance(e, TextDelta))
         assert text == "local model says hi"
         assert json.dumps(srv.requests[0]["body"])  # recorded as plain JSON
+
+
+def test_cancel_mid_stream_stops_with_cancelled_and_no_half_calls() -> None:
+    import threading
+
+    cancel = threading.Event()
+    script = [{"text": "y" * 100, "tool_calls": [{"name": "read_file", "arguments": {"path": "a"}}]}]
+    with ScriptedServer(script) as srv:
+        p = OpenAIProvider("gpt-x", api_key="k", base_url=srv.base_url)
+        got = []
+        for ev in p.stream(Request("", [Message("user", "go")], TOOLS), cancel=cancel):
+            got.append(ev)
+            cancel.set()
+    assert got[-1] == Stop("cancelled") and not [e for e in got if isinstance(e, ToolCallEvent)]

@@ -6,7 +6,6 @@ import threading
 from collections.abc import Iterator
 
 import pytest
-
 from ctxagent.agent.providers.base import Stop, StreamEvent, TextDelta, Usage
 from ctxagent.agent.providers.openai import OpenAIProvider
 from ctxagent.agent.retry import backoff_delay, stream_with_retry

@@ -17,7 +17,6 @@ from pathlib import Path
 import anthropic
 import openai
 import pytest
-
 from ctxagent.agent.providers.base import Stop, TextDelta, ToolCallEvent, Usage
 from ctxagent.agent.providers.registry import make_provider
 from ctxagent.agent.providers.scripted import ScriptedProvider

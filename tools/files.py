@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import codecs
 import difflib
-import mimetypes
 import os
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -24,9 +22,21 @@ from ctxagent.tools.paths import (
     glob_matcher,
     list_repo_files,
     make_tool,
+    quote,
     relative,
     resolve_in_repo,
     stat_regular_file,
+)
+from ctxagent.tools.textfile import (
+    SNIFF_BYTES,
+    TextFormat,
+    binary_kind,
+    binary_message,
+    decode_for_edit,
+    encode_text,
+    sniff_encoding,
+    unified_diff,
+    write_atomic,
 )
 
 MAX_LINES = 2000  # lines returned by one read_file call
@@ -34,132 +44,9 @@ MAX_CHARS = 256 * 1024  # characters returned by one read_file call
 MAX_LINE_CHARS = 2000  # longer lines are cut with a marker
 MAX_SCAN_BYTES = 64 * 1024 * 1024  # past this, read_file stops counting lines ("at least N lines")
 CHUNK = 64 * 1024
-SNIFF_BYTES = 8192
-DIFF_MAX_INPUT = 2_000_000  # characters (before + after) above which no line diff is computed
 DIFF_SHOWN_CHARS = 20_000
 DIFF_META_CHARS = 200_000
 LIST_MAX = 500
-
-_MAGIC: list[tuple[bytes, str]] = [
-    (b"\x89PNG\r\n\x1a\n", "PNG image"), (b"\xff\xd8\xff", "JPEG image"), (b"GIF8", "GIF image"),
-    (b"%PDF", "PDF document"), (b"PK\x03\x04", "ZIP archive"), (b"\x1f\x8b", "gzip archive"),
-    (b"\x7fELF", "ELF executable"), (b"SQLite format 3\x00", "SQLite database"), (b"BZh", "bzip2 archive"),
-    (b"\xfd7zXZ\x00", "xz archive"), (b"7z\xbc\xaf\x27\x1c", "7-Zip archive"), (b"\x00asm", "WebAssembly module"),
-    (b"\xca\xfe\xba\xbe", "Java class or Mach-O file"), (b"MZ", "Windows executable"), (b"RIFF", "RIFF media file"),
-]
-_BOMS: list[tuple[bytes, str]] = [(codecs.BOM_UTF8, "utf-8"), (codecs.BOM_UTF16_LE, "utf-16-le"), (codecs.BOM_UTF16_BE, "utf-16-be")]
-
-
-# --- sniffing and text formats -------------------------------------------------------------------
-
-
-@dataclass
-class TextFormat:
-    """How a text file is stored, so an edit writes it back the same way."""
-
-    encoding: str = "utf-8"
-    bom: bytes = b""
-    crlf: bool = False
-
-
-def _binary_kind(sample: bytes, name: str) -> str | None:
-    """A description if `sample` (the file's first bytes) looks binary, else None."""
-    if any(sample.startswith(bom) for bom, enc in _BOMS if enc.startswith("utf-16")):
-        return None
-    for magic, kind in _MAGIC:
-        if sample.startswith(magic) and (b"\x00" in sample or magic not in (b"MZ", b"BZh", b"RIFF")):
-            return kind
-    if b"\x00" in sample:
-        return mimetypes.guess_type(name)[0] or "binary data"
-    text = codecs.getincrementaldecoder("utf-8")("replace").decode(sample)
-    if not text:
-        return None
-    odd = sum(1 for ch in text if ch == "\ufffd" or (ch < " " and ch not in "\t\n\r\f\b\x1b"))
-    return (mimetypes.guess_type(name)[0] or "binary data") if odd / len(text) > 0.3 else None
-
-
-def _sniff_encoding(sample: bytes) -> tuple[str, bytes]:
-    for bom, enc in _BOMS:
-        if sample.startswith(bom):
-            return enc, bom
-    return "utf-8", b""
-
-
-def _binary_message(shown: str, kind: str, size: int, verb: str) -> str:
-    return (f"{shown!r} is a binary file ({kind}, {size:,} bytes); {verb}. "
-            f"Use shell (e.g. `file {shown}` or `xxd {shown} | head`) if you need to inspect its bytes.")
-
-
-def decode_for_edit(data: bytes, shown: str) -> tuple[str, TextFormat]:
-    """Decode a file for editing, losslessly: bytes that are not UTF-8 survive as surrogate escapes."""
-    kind = _binary_kind(data[:SNIFF_BYTES], shown)
-    if kind:
-        raise ToolError(_binary_message(shown, kind, len(data), "refusing to edit it as text"))
-    enc, bom = _sniff_encoding(data)
-    try:
-        text = data[len(bom):].decode(enc, "surrogateescape" if enc == "utf-8" else "strict")
-    except UnicodeDecodeError as exc:
-        raise ToolError(f"{shown!r} is not valid {enc} text ({exc.reason}); refusing to edit it") from exc
-    crlf = "\r\n" in text and text.count("\r\n") == text.count("\n")
-    return (text.replace("\r\n", "\n") if crlf else text), TextFormat(enc, bom, crlf)
-
-
-def encode_text(text: str, fmt: TextFormat) -> bytes:
-    if fmt.crlf:
-        text = text.replace("\r\n", "\n").replace("\n", "\r\n")
-    try:
-        body = text.encode(fmt.encoding, "surrogateescape")
-    except UnicodeEncodeError:  # e.g. a lone surrogate sent by the model: keep the rest intact
-        body = text.encode(fmt.encoding, "replace")
-    return fmt.bom + body
-
-
-def write_atomic(path: Path, data: bytes) -> None:
-    """Replace `path` with `data` so that a crash leaves either the old or the new file, never half."""
-    tmp = path.with_name(f".{path.name}.ctxagent-tmp-{os.getpid()}")
-    try:
-        with open(tmp, "wb") as fh:
-            fh.write(data)
-        if path.exists():
-            shutil.copymode(path, tmp)
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
-
-
-# --- diffs and changed ranges --------------------------------------------------------------------
-
-
-def _range(start: int, stop: int) -> str:
-    length = stop - start
-    if length == 1:
-        return f"{start + 1}"
-    return f"{start + 1 if length else start},{length}"
-
-
-def unified_diff(rel: str, before: str, after: str, created: bool) -> tuple[str, list[list[int]]]:
-    """A unified diff of two texts plus the changed line ranges (1-based, inclusive) in `after`."""
-    b_lines = after.splitlines(keepends=True)
-    if len(before) + len(after) > DIFF_MAX_INPUT:
-        return (f"(diff not computed: the file is too large; {before.count(chr(10)):,} lines before, "
-                f"{after.count(chr(10)):,} lines after)"), [[1, max(len(b_lines), 1)]]
-    a_lines = before.splitlines(keepends=True)
-    sm = difflib.SequenceMatcher(None, a_lines, b_lines)
-    top = max(len(b_lines), 1)
-    ranges = [[min(j1 + 1, top), min(max(j2, j1 + 1), top)] for tag, _i1, _i2, j1, j2 in sm.get_opcodes() if tag != "equal"]
-    out = [f"--- {'/dev/null' if created else 'a/' + rel}\n", f"+++ b/{rel}\n"]
-    for group in sm.get_grouped_opcodes(3):
-        first, last = group[0], group[-1]
-        out.append(f"@@ -{_range(first[1], last[2])} +{_range(first[3], last[4])} @@\n")
-        for tag, i1, i2, j1, j2 in group:
-            if tag == "equal":
-                out += [" " + s for s in a_lines[i1:i2]]
-                continue
-            out += ["-" + s for s in a_lines[i1:i2]]
-            out += ["+" + s for s in b_lines[j1:j2]]
-    text = "".join(s if s.endswith("\n") else s + "\n\\ No newline at end of file\n" for s in out)
-    return (text if len(out) > 2 else ""), ranges
 
 
 def _change_meta(rel: str, diff: str, ranges: list[list[int]], created: bool) -> dict[str, Any]:
@@ -241,18 +128,18 @@ def read_file(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     st = stat_regular_file(path, shown_name)
     with open(path, "rb") as fh:
         sample = fh.read(SNIFF_BYTES)
-        kind = _binary_kind(sample, shown_name)
+        kind = binary_kind(sample, shown_name)
         if kind:
-            return ToolResult(_binary_message(shown_name, kind, st.st_size, "its contents are not shown"),
+            return ToolResult(binary_message(shown_name, kind, st.st_size, "its contents are not shown"),
                               is_error=True, meta={"binary": True, "size": st.st_size, "type": kind})
-        encoding, bom = _sniff_encoding(sample)
+        encoding, bom = sniff_encoding(sample)
         fh.seek(len(bom))
         scan = _scan(fh, encoding, start or 1, end or 2**62)
     total = f"at least {scan.total:,}" if scan.partial_scan else f"{scan.total:,}"
     if not scan.shown:
         if scan.total == 0:
             return ToolResult(f"({shown_name} is empty)", meta={"files": [shown_name], "total_lines": 0})
-        raise ToolError(f"start_line {start} is past the end of {shown_name!r}, which has {total} lines")
+        raise ToolError(f"start_line {start} is past the end of {quote(shown_name)}, which has {total} lines")
     body = "\n".join(f"{n:>5}\t{text}" for n, text in scan.shown)
     first, last = scan.shown[0][0], scan.shown[-1][0]
     notes = []
@@ -270,7 +157,7 @@ def read_file(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
 
 
 def _not_found(ctx: ToolContext, given: str) -> str:
-    msg = f"file not found: {given!r}"
+    msg = f"file not found: {quote(given)}"
     try:
         files, _ = list_repo_files(ctx.root)
     except ToolError:
@@ -295,7 +182,7 @@ def write_file(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     if not created:
         stat_regular_file(path, rel)
         data = path.read_bytes()
-        kind = _binary_kind(data[:SNIFF_BYTES], rel)
+        kind = binary_kind(data[:SNIFF_BYTES], rel)
         if kind is None:
             before, fmt = decode_for_edit(data, rel)
             content = content.replace("\r\n", "\n") if fmt.crlf else content  # written back as CRLF
@@ -303,7 +190,7 @@ def write_file(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
         except (FileExistsError, NotADirectoryError) as exc:
-            raise ToolError(f"cannot create {rel!r}: a parent path exists and is not a directory") from exc
+            raise ToolError(f"cannot create {quote(rel)}: a parent path exists and is not a directory") from exc
     write_atomic(path, encode_text(content, fmt))
     diff, ranges = unified_diff(rel, before, content, created)
     n_lines = content.count("\n") + (0 if content.endswith("\n") or not content else 1)
@@ -422,8 +309,8 @@ def list_files(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         files = [f for f in files if match(f) or (f.startswith(prefix) and match(f[len(prefix):]))]
     where = "the repository" if base_rel == "." else base_rel
     if not files:
-        return ToolResult(f"no files in {where}" + (f" match glob {glob!r}" if glob else ""), meta={"count": 0, "source": source})
-    head = f"{len(files):,} file{'s' if len(files) != 1 else ''} in {where}" + (f" matching {glob!r}" if glob else "")
+        return ToolResult(f"no files in {where}" + (f" match glob {quote(glob)}" if glob else ""), meta={"count": 0, "source": source})
+    head = f"{len(files):,} file{'s' if len(files) != 1 else ''} in {where}" + (f" matching {quote(glob)}" if glob else "")
     body = "\n".join(files[:LIST_MAX])
     if len(files) > LIST_MAX:
         body += f"\n[... {len(files) - LIST_MAX:,} more files not shown; narrow with path= or glob=]"

@@ -26,6 +26,7 @@ from ctxagent.tools.paths import (
     glob_matcher,
     list_repo_files,
     make_tool,
+    quote,
     relative,
     repo_root,
     resolve_in_repo,
@@ -73,7 +74,7 @@ def _compile(pattern: str, ignore_case: bool) -> re.Pattern[str]:
         return re.compile(pattern, re.IGNORECASE if ignore_case else 0)
     except re.error as exc:
         where = f" at position {exc.pos}" if exc.pos is not None else ""
-        raise ToolError(f"invalid regular expression {pattern!r}: {exc.msg}{where}. "
+        raise ToolError(f"invalid regular expression {quote(pattern)}: {exc.msg}{where}. "
                         "Escape special characters such as ( ) [ ] { } . * + ? | \\ to match them literally") from exc
 
 
@@ -171,7 +172,7 @@ def grep(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     regex = _compile(pattern, ignore_case)
     base = resolve_in_repo(ctx.root, args.get("path") or ".")
     if not base.exists():
-        raise ToolError(f"path not found: {args.get('path')!r}; use list_files to see what exists")
+        raise ToolError(f"path not found: {quote(args.get('path'))}; use list_files to see what exists")
     engine = ctx.config.get("grep_engine", "auto")
     rg = find_rg() if engine in ("auto", "rg") else None
     if engine == "rg" and rg is None:
@@ -190,7 +191,7 @@ def grep(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     meta = {"matches": result.total, "files": len(result.files), "engine": result.engine,
             "truncated": result.total > len(result.lines)}
     if not result.total:
-        text = f"no matches for {pattern!r}{where}" + (f" (glob {glob!r})" if glob else "")
+        text = f"no matches for {quote(pattern)}{where}" + (f" (glob {quote(glob)})" if glob else "")
         return ToolResult(text + (f"\n{result.note}" if result.note else ""), meta=meta)
     body = "\n".join(result.lines)
     if result.total > len(result.lines):

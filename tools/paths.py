@@ -29,6 +29,14 @@ SKIP_DIRS = frozenset({".git", ".ctxagent", "node_modules", ".venv", "__pycache_
 PROTECTED_DIRS = frozenset({".git", ".ctxagent"})
 
 
+def quote(text: object, limit: int = 200) -> str:
+    """repr() of model-given text for a message, shortened so a huge argument is not echoed back whole."""
+    s = str(text)
+    if len(s) > limit:
+        s = s[:limit] + f"... ({len(s):,} characters)"
+    return repr(s)
+
+
 def repo_root(root: Path) -> Path:
     try:
         return Path(root).resolve(strict=True)
@@ -46,11 +54,13 @@ def resolve_in_repo(root: Path, path: str, *, for_write: bool = False) -> Path:
         raise ToolError(f"path must be a string, got {type(path).__name__}")
     if "\x00" in path:
         raise PathOutsideRepoError("path contains a NUL byte; give a plain file path relative to the repository root")
+    if len(path.encode("utf-8", "surrogateescape")) > 4096 or any(len(part.encode("utf-8", "surrogateescape")) > 255 for part in path.split("/")):
+        raise ToolError(f"path {quote(path)} is too long for a file system path (at most 255 bytes per name, 4096 in all)")
     base = repo_root(root)
     text = path.strip() or "."
     if text == "~" or text.startswith("~/"):
         raise PathOutsideRepoError(
-            f"path {path!r} points into the home directory, outside the repository; use a path relative to the repository root"
+            f"path {quote(path)} points into the home directory, outside the repository; use a path relative to the repository root"
         )
     candidate = Path(text)
     if not candidate.is_absolute():
@@ -58,18 +68,18 @@ def resolve_in_repo(root: Path, path: str, *, for_write: bool = False) -> Path:
     try:
         resolved = Path(os.path.realpath(candidate))
     except (OSError, RuntimeError, ValueError) as exc:
-        raise ToolError(f"cannot resolve path {path!r}: {exc}") from exc
+        raise ToolError(f"cannot resolve path {quote(path)}: {exc}") from exc
     if resolved != base and base not in resolved.parents:
         via_link = " (through a symbolic link)" if _lexically_inside(base, candidate) else ""
         raise PathOutsideRepoError(
-            f"path {path!r} resolves to {resolved}{via_link}, which is outside the repository root {base}; "
+            f"path {quote(path)} resolves to {quote(resolved)}{via_link}, which is outside the repository root {base}; "
             "only files inside the repository can be used"
         )
     if for_write:
         parts = resolved.relative_to(base).parts
         bad = next((p for p in parts if p in PROTECTED_DIRS), None)
         if bad is not None:
-            raise ToolError(f"refusing to write into {bad}/ ({path!r}): it holds {'git' if bad == '.git' else 'ctxagent'}'s own state")
+            raise ToolError(f"refusing to write into {bad}/ ({quote(path)}): it holds {'git' if bad == '.git' else 'ctxagent'}'s own state")
     return resolved
 
 
@@ -104,13 +114,13 @@ def stat_regular_file(path: Path, shown: str) -> os.stat_result:
     try:
         st = path.stat()
     except FileNotFoundError:
-        raise ToolError(f"file not found: {shown!r}") from None
+        raise ToolError(f"file not found: {quote(shown)}") from None
     except OSError as exc:
-        raise ToolError(f"cannot access {shown!r}: {exc.strerror or exc}") from exc
+        raise ToolError(f"cannot access {quote(shown)}: {exc.strerror or exc}") from exc
     if stat.S_ISDIR(st.st_mode):
-        raise ToolError(f"{shown!r} is a directory, not a file; use list_files to see what it contains")
+        raise ToolError(f"{quote(shown)} is a directory, not a file; use list_files to see what it contains")
     if not stat.S_ISREG(st.st_mode):
-        raise ToolError(f"refusing to use {shown!r}: it is {file_kind(st.st_mode)}, not a regular file")
+        raise ToolError(f"refusing to use {quote(shown)}: it is {file_kind(st.st_mode)}, not a regular file")
     return st
 
 

@@ -1,8 +1,12 @@
 """The shell tool and the command runner it shares with run_tests.
 
 A command runs as `bash -c` in the repository root, in a new session (its own process group), with
-stdin from /dev/null. Output is read in chunks as it arrives and only a head and a tail are kept,
-so a command printing 100 MB costs kilobytes of memory; the bytes in between are counted. On
+stdin from /dev/null. Output is read in chunks as it arrives and only a head and a tail are kept
+(8 MiB together by default), so a command printing 100 MB never sits in memory whole; the bytes in
+between are counted. The cap is generous on purpose: the agent loop spills a large result to disk
+(after removing secrets) and shows the model a preview plus a handle for read_spill, so what is
+kept here stays retrievable. Lines longer than MAX_LINE_CHARS are cut: a megabyte-long line helps
+nobody and is pathological for tokenizers. On
 timeout, cancellation, or a runaway output volume the whole process group gets SIGTERM, then
 SIGKILL. The agent's own API keys are removed from the child's environment so `env` cannot leak them.
 """
@@ -16,6 +20,7 @@ import signal
 import subprocess
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,8 +32,8 @@ from ctxagent.tools.paths import make_tool, repo_root
 
 DEFAULT_TIMEOUT = 120.0
 MAX_TIMEOUT = 600.0
-HEAD_BYTES = 12_000
-TAIL_BYTES = 18_000
+OUTPUT_BYTES = 8 * 1024 * 1024  # head + tail kept in memory (ctx.config["shell_output_bytes"] overrides)
+MAX_LINE_CHARS = 4000
 MAX_TOTAL_BYTES = 256 * 1024 * 1024  # past this much output the command is stopped: it is not converging
 KILL_GRACE = 2.0  # seconds between SIGTERM and SIGKILL
 DRAIN_GRACE = 1.0  # seconds to wait for EOF after the main process exits (background children hold the pipe)
@@ -58,16 +63,18 @@ def child_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     return env
 
 
-def clean_output(text: str) -> str:
-    """Strip terminal escapes and collapse carriage-return progress bars to their final state."""
+def clean_output(text: str, max_line_chars: int = MAX_LINE_CHARS) -> str:
+    """Strip terminal escapes, collapse carriage-return progress bars to their final state, cut very long lines."""
     text = _ANSI.sub("", text)
-    if "\r" not in text:
+    if "\r" not in text and len(text) <= max_line_chars:
         return text
     lines = []
     for line in text.split("\n"):
         if "\r" in line:
             parts = [p for p in line.rstrip("\r").split("\r") if p]
             line = parts[-1] if parts else ""
+        if len(line) > max_line_chars:
+            line = line[:max_line_chars] + f" [... line truncated: {len(line) - max_line_chars:,} more characters]"
         lines.append(line)
     return "\n".join(lines)
 
@@ -96,12 +103,13 @@ def run_command(
     *,
     timeout: float = DEFAULT_TIMEOUT,
     cancel: threading.Event | None = None,
-    head_bytes: int = HEAD_BYTES,
-    tail_bytes: int = TAIL_BYTES,
+    output_bytes: int = OUTPUT_BYTES,
     on_chunk: Callable[[bytes], None] | None = None,
     env: dict[str, str] | None = None,
 ) -> CommandOutcome:
-    """Run `bash -c command` in `cwd`; never buffers more than head_bytes + tail_bytes of output."""
+    """Run `bash -c command` in `cwd`; keeps at most `output_bytes` of output (a quarter head, the rest tail)."""
+    head_bytes = max(output_bytes // 4, 1)
+    tail_bytes = max(output_bytes - head_bytes, 1)
     started = time.monotonic()
     try:
         proc = subprocess.Popen(["bash", "-c", command], cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
@@ -111,7 +119,9 @@ def run_command(
     assert proc.stdout is not None
     fd = proc.stdout.fileno()
     os.set_blocking(fd, False)
-    head, tail = bytearray(), bytearray()
+    head = bytearray()
+    tail: deque[bytes] = deque()  # whole chunks, trimmed from the left: no quadratic memmove
+    tail_len = 0
     dropped = total = 0
     timed_out = cancelled = runaway = bg_killed = False
     exited_at: float | None = None
@@ -151,25 +161,41 @@ def run_command(
                 head += chunk[:room]
                 chunk = chunk[room:]
             if chunk:
-                tail += chunk
-                if len(tail) > tail_bytes:
-                    excess = len(tail) - tail_bytes
-                    dropped += excess
-                    del tail[:excess]
+                tail.append(chunk)
+                tail_len += len(chunk)
+                while tail_len - len(tail[0]) >= tail_bytes:
+                    gone = tail.popleft()
+                    tail_len -= len(gone)
+                    dropped += len(gone)
     finally:
         sel.close()
         proc.stdout.close()
-    try:
-        exit_code: int | None = proc.wait(timeout=5.0)
-    except subprocess.TimeoutExpired:
+    # The output ended (EOF) but the process may still run, e.g. after closing its stdout: it gets
+    # the same deadline and cancellation as before.
+    exit_code: int | None = proc.poll()
+    while exit_code is None and not (timed_out or cancelled or runaway):
+        if time.monotonic() - started > timeout:
+            timed_out = True
+        elif cancel is not None and cancel.is_set():
+            cancelled = True
+        else:
+            try:
+                exit_code = proc.wait(timeout=0.05)
+            except subprocess.TimeoutExpired:
+                continue
+            break
         _kill_group(proc)
-        exit_code = proc.poll()
     if timed_out or cancelled or runaway:
         exit_code = None
     text = head.decode("utf-8", "replace")
+    tail_bytes_kept = b"".join(tail)
+    if len(tail_bytes_kept) > tail_bytes:
+        dropped_here = len(tail_bytes_kept) - tail_bytes
+        tail_bytes_kept = tail_bytes_kept[dropped_here:]
+        dropped += dropped_here
     if dropped:
         text += f"\n[... {dropped:,} bytes of output omitted ...]\n"
-    text += tail.decode("utf-8", "replace")
+    text += tail_bytes_kept.decode("utf-8", "replace")
     return CommandOutcome(exit_code, clean_output(text), timed_out, cancelled, runaway, dropped, total,
                           time.monotonic() - started, bg_killed)
 
@@ -192,6 +218,11 @@ def describe_outcome(out: CommandOutcome, timeout: float) -> str:
     return line
 
 
+def output_limit(ctx: ToolContext) -> int:
+    value = ctx.config.get("shell_output_bytes")
+    return int(value) if isinstance(value, int) and value > 0 else OUTPUT_BYTES
+
+
 def resolve_timeout(value: Any, default: float) -> tuple[float, str]:
     """Clamp a requested timeout into (0, MAX_TIMEOUT]; return it with a note when it was changed."""
     if value is None:
@@ -209,8 +240,8 @@ def shell(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         raise ToolError("command is empty")
     if "\x00" in command:
         raise ToolError("command contains a NUL byte")
-    timeout, note = resolve_timeout(args.get("timeout"), float(ctx.config.get("shell_timeout", DEFAULT_TIMEOUT)))
-    out = run_command(command, repo_root(ctx.root), timeout=timeout, cancel=ctx.cancel)
+    timeout, note = resolve_timeout(args.get("timeout"), float(ctx.config.get("shell_timeout") or DEFAULT_TIMEOUT))
+    out = run_command(command, repo_root(ctx.root), timeout=timeout, cancel=ctx.cancel, output_bytes=output_limit(ctx))
     status = describe_outcome(out, timeout)
     body = out.output if out.output.strip() else "(no output)"
     meta = {"exit_code": out.exit_code, "timed_out": out.timed_out, "cancelled": out.cancelled,

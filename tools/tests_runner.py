@@ -18,7 +18,7 @@ from typing import Any
 from ctxagent.context.errors import ToolError
 from ctxagent.tools.base import FunctionTool, ToolContext, ToolResult
 from ctxagent.tools.paths import make_tool, repo_root
-from ctxagent.tools.shell import describe_outcome, resolve_timeout, run_command
+from ctxagent.tools.shell import describe_outcome, output_limit, resolve_timeout, run_command
 
 DEFAULT_TIMEOUT = 600.0
 _NPM_PLACEHOLDER = "no test specified"
@@ -192,7 +192,7 @@ def run_tests(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
                         "script, go.mod or Cargo.toml); pass command=..., or set test_command in .ctxagent/config.toml")
     timeout, note = resolve_timeout(ctx.config.get("test_timeout"), DEFAULT_TIMEOUT)
     counter = TestCounter()
-    out = run_command(command, root, timeout=timeout, cancel=ctx.cancel, head_bytes=6_000, tail_bytes=24_000,
+    out = run_command(command, root, timeout=timeout, cancel=ctx.cancel, output_bytes=output_limit(ctx),
                       on_chunk=counter.feed)
     counts = counter.finish()
     status = describe_outcome(out, timeout)

@@ -18,7 +18,7 @@ from ctxagent.agent.events import AgentEvent, PermissionDecision, PermissionRequ
 from ctxagent.context.report import ContextReport
 from ctxagent.tui.chat import AssistantMessage, ChatLog, NoticeLine, ToolPanel, UserMessage
 from ctxagent.tui.commands import COMMANDS, parse_slash, unescape
-from ctxagent.tui.gauge import UsageGauge, usage_level
+from ctxagent.tui.gauge import UsageGauge
 from ctxagent.tui.messages import (
     Compacted,
     ContextMeasured,
@@ -53,8 +53,8 @@ class CtxApp(SlashCommandsMixin, App[int]):
     TITLE = "ctxagent"
     BINDINGS = [
         Binding("escape", "interrupt", "Interrupt", show=True),
-        Binding("ctrl+k", "breakpoint('compact')", "Compact now", show=False),
-        Binding("ctrl+l", "breakpoint('later')", "Later", show=False),
+        Binding("ctrl+k", "breakpoint('compact')", "Compact now", show=False, priority=True),
+        Binding("ctrl+l", "breakpoint('later')", "Later", show=False, priority=True),
         Binding("ctrl+q", "quit", "Quit", show=True, priority=True),
     ]
 
@@ -67,6 +67,7 @@ class CtxApp(SlashCommandsMixin, App[int]):
         setup_problem: str = "",
         local_server: LocalServer | None = None,
         open_session_fn: Callable[..., Any] | None = None,
+        initial_input: str = "",
     ) -> None:
         super().__init__()
         self.session = session
@@ -75,6 +76,7 @@ class CtxApp(SlashCommandsMixin, App[int]):
         self.setup_problem = setup_problem
         self.local_server = local_server
         self.open_session_fn = open_session_fn
+        self.initial_input = initial_input
         self.agent: Any = None
         self.cancel = threading.Event()
         self.busy = False
@@ -113,7 +115,15 @@ class CtxApp(SlashCommandsMixin, App[int]):
             self.push_screen(SetupScreen(self.setup_problem, self.local_server), self._after_setup)
             return
         self.attach(self.session)
-        self.query_one("#input", ChatInput).focus()
+        self._focus_input()
+
+    def _focus_input(self) -> None:
+        box = self.query_one("#input", ChatInput)
+        if self.initial_input and not box.value:
+            box.value = self.initial_input
+            box.cursor_position = len(self.initial_input)
+            self.chat.mount(NoticeLine("A request is typed in for you — press Enter to send it, or write your own."))
+        box.focus()
 
     def _after_setup(self, choice: tuple[str, str] | None) -> None:
         if choice is None or self.session is None or self.make_agent is None:
@@ -127,6 +137,8 @@ class CtxApp(SlashCommandsMixin, App[int]):
             self.attach(self.session)
         except Exception as exc:  # still not usable: say why, on the setup screen again
             self.push_screen(SetupScreen(str(exc), self.local_server), self._after_setup)
+            return
+        self._focus_input()
 
     def attach(self, session: Any) -> None:
         """Make `session` current: a fresh agent, its history rendered, gauge and status restored."""
@@ -288,7 +300,15 @@ class CtxApp(SlashCommandsMixin, App[int]):
 
     # -- breakpoints ----------------------------------------------------------------------------
     def _level_of(self, report: ContextReport) -> str:
-        return _ADVICE_LEVEL.get(report.advice, usage_level(report.usage_pct))
+        """The higher of the engine's advice and the gauge's own reading at the configured thresholds:
+        the prompt must agree with what the gauge shows."""
+        cfg = getattr(self.session, "config", None)
+        warn = 100.0 * float(getattr(cfg, "compress_at", 0.75) or 0.75)
+        full = 100.0 * float(getattr(cfg, "new_session_at", 0.90) or 0.90)
+        pct = float(report.usage_pct)
+        by_pct = "full" if pct >= full else "compress" if pct >= warn else "ok"
+        by_advice = _ADVICE_LEVEL.get(report.advice, "ok")
+        return by_pct if _RANK[by_pct] >= _RANK[by_advice] else by_advice
 
     def _check_breakpoint(self, report: ContextReport) -> None:
         level, previous = self._level_of(report), self._level

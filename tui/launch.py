@@ -26,7 +26,8 @@ def model_problem(session: Any, make_agent: Any) -> str:
     return ""
 
 
-def launch(args: argparse.Namespace, *, label: str = "", probe: bool = True) -> int:
+def launch(args: argparse.Namespace, *, label: str = "", initial_input: str = "", probe: bool = True) -> int:
+    """Open the app; `initial_input` is pre-typed in the input box (the demo's suggested request)."""
     from ctxagent.agent.config import flags_from_args, load_config
     from ctxagent.agent.factory import create_agent
     from ctxagent.agent.session import find_repo_root, open_session
@@ -43,7 +44,7 @@ def launch(args: argparse.Namespace, *, label: str = "", probe: bool = True) -> 
     problem = model_problem(session, create_agent)
     local = probe_local_server() if problem and probe else None
     app = CtxApp(session, create_agent, label=label or getattr(args, "label", "") or "",
-                 setup_problem=problem, local_server=local)
+                 setup_problem=problem, local_server=local, initial_input=initial_input)
     try:
         result = app.run()
     finally:

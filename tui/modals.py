@@ -32,7 +32,7 @@ class BreakpointBar(Horizontal):
     DEFAULT_CSS = """
     BreakpointBar { height: auto; display: none; background: $warning 20%; padding: 0 1; }
     BreakpointBar.-shown { display: block; }
-    BreakpointBar Label { width: 1fr; padding: 1 1 0 0; }
+    BreakpointBar Label { width: 1fr; }
     BreakpointBar Button { margin-left: 1; min-width: 10; }
     """
 
@@ -43,8 +43,8 @@ class BreakpointBar(Horizontal):
 
     def compose(self) -> ComposeResult:
         yield Label("", id="bp-text")
-        yield Button("Compact now ^K", id="bp-compact", variant="warning")
-        yield Button("Later ^L", id="bp-later")
+        yield Button("Compact now ^K", id="bp-compact", variant="warning", compact=True)
+        yield Button("Later ^L", id="bp-later", compact=True)
 
     @property
     def shown(self) -> bool:
@@ -52,7 +52,7 @@ class BreakpointBar(Horizontal):
 
     def show(self, pct: float) -> None:
         self.query_one("#bp-text", Label).update(
-            Text(f"⚠ Context at {pct:.0f}% of the window. Compact older turns now? (originals stay in the log)")
+            Text(f"⚠ Context {pct:.0f}% full — compact older turns?")
         )
         self.add_class("-shown")
 

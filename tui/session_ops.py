@@ -17,6 +17,8 @@ from typing import Any
 
 from ctxagent.context.history import Event, SessionLog, view
 
+EDIT_TOOLS = frozenset({"edit_file", "write_file", "apply_patch", "multi_edit"})
+
 
 @dataclass(frozen=True)
 class TurnRow:
@@ -47,7 +49,10 @@ def user_turns(log: SessionLog) -> list[TurnRow]:
             rows.append(TurnRow(current, it.id, it.ts, text.splitlines()[0][:80] if text else ""))
             files[current] = []
         elif it.kind == "tool_result" and current is not None and not it.data.get("is_error"):
-            for f in (it.data.get("meta") or {}).get("files") or []:
+            meta = it.data.get("meta") or {}
+            if "diff" not in meta and it.data.get("name") not in EDIT_TOOLS:
+                continue  # read_file names its file too: only changes count
+            for f in meta.get("files") or []:
                 if f not in files[current]:
                     files[current].append(str(f))
     return [TurnRow(r.turn, r.event_id, r.time, r.first_line, files.get(r.turn, [])) for r in rows]

@@ -22,12 +22,21 @@ class StatusInfo:
     label: str = ""  # e.g. "scripted demo"
 
 
+def short_model(label: str, width: int = 28) -> str:
+    """`scripted:/tmp/x/script.json` → `scripted:script.json`; long names keep their ends."""
+    provider, sep, name = label.partition(":")
+    if sep and "/" in name:
+        name = name.rsplit("/", 1)[-1]
+    label = f"{provider}{sep}{name}"
+    return label if len(label) <= width else label[: width // 2 - 1] + "…" + label[-(width // 2):]
+
+
 def format_status(info: StatusInfo, width: int = 80) -> Text:
     t = Text()
     if info.label:
         t.append(f" {info.label} ", style="bold black on magenta")
         t.append(" ")
-    t.append(info.model, style="bold")
+    t.append(short_model(info.model), style="bold")
     if info.session:
         t.append(f" · {info.session[:12]}", style="dim")
     t.append(f" · ↑{human_tokens(info.tokens_in)} ↓{human_tokens(info.tokens_out)}")

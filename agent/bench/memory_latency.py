@@ -45,7 +45,7 @@ def _record(rng: random.Random, i: int) -> tuple[str, str, list[str], int]:
         return f"We {rng.choice(_VERBS)} {rng.choice(_THINGS)} in the {mod} module (case {i})", "decision", [], turn
     if kind < 0.85:
         return f"{rng.choice(_ZH)}（{mod} 模块，记录 {i}）", "note", [], turn
-    if kind < 0.93:
+    if kind < 0.87:
         return f"TODO handle{mod.capitalize()}Error in {path} (item {i})", "todo", [path], turn
     return f"note {i}: the {mod} layer calls {rng.choice(_MODULES)}_client.fetch_{rng.choice(_MODULES)}()", "note", [], turn
 
@@ -54,8 +54,10 @@ def fill(store: MemoryStore, n: int, seed: int = 7) -> None:
     rng = random.Random(seed)
     for i in range(n):
         content, type_, files, turn = _record(rng, i)
+        # most todos of a long history are done; a few constraints stay pinned
+        status = ("open" if rng.random() < 0.01 else "done") if type_ == "todo" else None
         store.add(content, type_, files=files, session=f"s{i // 2000}", turn=turn, merge=False, supersede=False,
-                  pinned=False)
+                  pinned=False, status=status)
 
 
 class _Chars:

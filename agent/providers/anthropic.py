@@ -115,11 +115,11 @@ class AnthropicProvider:
         body["stream"] = self.streaming
         return body
 
-    def _map(self, e: BaseException) -> ProviderError | None:
+    def _map(self, e: BaseException, started: bool = False) -> ProviderError | None:
         return classify_exception(
             e, provider=self.name, model=self.model, key_env="ANTHROPIC_API_KEY",
             status_error=anthropic.APIStatusError, connection_error=anthropic.APIConnectionError,
-            transport_error=httpx2.HTTPError)
+            transport_error=httpx2.HTTPError, started=started)
 
     def stream(self, request: Request, cancel: threading.Event | None = None) -> Iterator[StreamEvent]:
         body = self.body(request)
@@ -153,7 +153,7 @@ class AnthropicProvider:
                 except StopIteration:
                     break
                 except Exception as e:
-                    mapped = self._map(e)
+                    mapped = self._map(e, started=True)
                     if mapped is None:
                         raise
                     raise mapped from e

@@ -101,14 +101,14 @@ class OpenAIProvider:
             body["stream_options"] = {"include_usage": True}
         return body
 
-    def _map(self, e: BaseException) -> ProviderError | None:
+    def _map(self, e: BaseException, started: bool = False) -> ProviderError | None:
         return classify_exception(
             e, provider=self.name, model=self.model, key_env="OPENAI_API_KEY",
             status_error=openai.APIStatusError, connection_error=openai.APIConnectionError,
-            transport_error=httpx2.HTTPError, api_error=openai.APIError)
+            transport_error=httpx2.HTTPError, api_error=openai.APIError, started=started)
 
-    def _raise_mapped(self, e: Exception) -> None:
-        mapped = self._map(e)
+    def _raise_mapped(self, e: Exception, started: bool = False) -> None:
+        mapped = self._map(e, started)
         if mapped is None:
             raise e
         raise mapped from e
@@ -133,8 +133,7 @@ class OpenAIProvider:
         try:
             while True:
                 if cancel is not None and cancel.is_set():
-                    yield from _calls_events(calls)
-                    yield usage
+                    yield usage  # half-streamed tool calls are dropped: their arguments may be cut
                     yield Stop("cancelled")
                     return
                 try:
@@ -142,7 +141,7 @@ class OpenAIProvider:
                 except StopIteration:
                     break
                 except Exception as e:
-                    self._raise_mapped(e)
+                    self._raise_mapped(e, started=True)
                 if getattr(chunk, "usage", None) is not None:
                     usage = _usage(chunk.usage)
                 for choice in chunk.choices or []:

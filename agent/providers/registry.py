@@ -4,7 +4,7 @@
     model_info("openai", "gpt-5-mini")              -> ModelInfo(window=400000, ...)
     make_provider("openai:qwen2.5-coder:7b", api_key=None, base_url="http://127.0.0.1:11434")
     cost_usd(info, usage)                           -> dollars
-    cheaper_sibling("anthropic", "claude-opus-4-5") -> "anthropic:claude-haiku-4-5"
+    cheaper_sibling("anthropic", "claude-opus-4-5") -> "claude-haiku-4-5"
 """
 
 from __future__ import annotations
@@ -169,19 +169,20 @@ def cost_usd(info: ModelInfo, usage: Usage | dict[str, int]) -> float:
 
 
 def cheaper_sibling(provider: str, model: str) -> str:
-    """`provider:model` of a cheaper model of the same family (for summaries): a Haiku or a mini.
+    """A cheaper model of the same provider and family (for summaries): a Haiku or a mini.
 
-    A model without a known sibling (local, scripted, already the cheapest) is its own sibling.
+    Returns the bare model name (same provider as given); a model without a known sibling (local,
+    scripted, already the cheapest) is its own sibling.
     """
     if provider == "scripted":
-        return f"scripted:{model}"
+        return model
     key = _lookup(model)
     if key is None:
-        return f"{provider}:{model}"
+        return model
     sibling = load_registry()["models"][key].get("sibling")
     if not sibling or sibling == key:
-        return f"{provider}:{model}"
-    return f"{provider}:{sibling}"
+        return model
+    return str(sibling)
 
 
 def _is_loopback(base_url: str | None) -> bool:

@@ -98,8 +98,12 @@ def classify_status(status: int | None, body: Any, headers: Any, *, provider: st
 def classify_exception(e: BaseException, *, provider: str, model: str, key_env: str,
                        status_error: type[BaseException], connection_error: type[BaseException],
                        transport_error: type[BaseException],
-                       api_error: type[BaseException] | None = None) -> ProviderError | None:
-    """Map an SDK / transport / decoding exception; None if it is not a provider failure."""
+                       api_error: type[BaseException] | None = None,
+                       started: bool = False) -> ProviderError | None:
+    """Map an SDK / transport / decoding exception; None if it is not a provider failure.
+
+    `started`: the response had begun streaming (a connection failure is then a cut stream).
+    """
     if isinstance(e, ProviderError):
         return e
     if isinstance(e, status_error):
@@ -118,6 +122,8 @@ def classify_exception(e: BaseException, *, provider: str, model: str, key_env: 
     if isinstance(e, connection_error):
         cause = e.__cause__ or e.__context__
         why = f"{type(cause).__name__}: {cause}" if cause else str(e)
+        if started:
+            return StreamError(f"the stream from {provider}:{model} broke mid-response: {why}")
         return StreamError(f"connection to {provider}:{model} failed: {why}")
     if api_error is not None and isinstance(e, api_error):
         # An error object inside a 200 stream (no status): classify by its type / code.
@@ -125,7 +131,7 @@ def classify_exception(e: BaseException, *, provider: str, model: str, key_env: 
         body = {"error": body} if isinstance(body, dict) else {"error": {"message": str(e)}}
         return classify_status(None, body, None, provider=provider, model=model, key_env=key_env)
     if isinstance(e, transport_error):
-        return StreamError(f"the stream from {provider}:{model} broke: {type(e).__name__}: {e}")
+        return StreamError(f"the stream from {provider}:{model} broke mid-response: {type(e).__name__}: {e}")
     if isinstance(e, json.JSONDecodeError):
         return StreamError(f"malformed stream data from {provider}:{model}: {e}")
     return None

@@ -18,6 +18,8 @@ from ctxagent.context.memory.store import MemoryStore
 from ctxagent.context.pins import WARM_CLOSE, WARM_OPEN
 
 HEADER = "Working memory — pinned constraints (binding), open tasks, and records relevant to this step:"
+MAX_PINNED = 100
+MAX_TODOS = 30
 RELEVANT_TYPES = ("decision", "constraint", "change", "todo", "note", "summary")
 
 
@@ -38,8 +40,9 @@ class MemoryRecall:
         """The records of the warm block, in block order, before the token cap."""
         if self.age and turn:
             self.store.age(turn)
-        pinned = self.store.list(type="constraint", pinned=True, include_superseded=False)
-        todos = self.store.list(type="todo", status="open", include_superseded=False)
+        # newest first with a generous cap (the token cap below is the real limit), shown oldest first
+        pinned = self.store.list(type="constraint", pinned=True, include_superseded=False, newest_first=True, limit=MAX_PINNED)[::-1]
+        todos = self.store.list(type="todo", status="open", include_superseded=False, newest_first=True, limit=MAX_TODOS)[::-1]
         chosen: dict[int, Record] = {r.id: r for r in pinned + todos}
         relevant: list[Record] = []
         q = " ".join([query or "", *(f for f in files or [])]).strip()

@@ -48,7 +48,7 @@ MIGRATIONS: list[str] = [
     CREATE INDEX record_files_name ON record_files(name);
     CREATE INDEX record_files_record ON record_files(record_id);
     CREATE VIRTUAL TABLE records_fts USING fts5(
-        content, tags, files, context, tokenize = 'porter unicode61 remove_diacritics 2'
+        content, tags, files, context, tokenize = 'unicode61 remove_diacritics 2'
     );
     CREATE TABLE ingested (
         session  TEXT NOT NULL,
@@ -57,6 +57,15 @@ MIGRATIONS: list[str] = [
         PRIMARY KEY (session, event_id)
     ) WITHOUT ROWID;
     CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+    """,
+    # 2: document frequency per index term, kept by the store on every write, so a search can tell a
+    #    rare term from one in half the records without scanning posting lists (fts5vocab does scan).
+    #    Filled for existing records by MemoryStore.open (needs the Python tokenizer).
+    """
+    CREATE TABLE term_df (term TEXT PRIMARY KEY, df INTEGER NOT NULL) WITHOUT ROWID;
+    CREATE INDEX records_type_pinned ON records(type, pinned);
+    CREATE INDEX records_type_status ON records(type, status);
+    INSERT OR REPLACE INTO meta (key, value) VALUES ('term_df_backfill', 'pending');
     """,
 ]
 

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ctxagent.context.memory.record import COLUMNS, Record
-from ctxagent.context.memory.text import Synonyms, build_match
+from ctxagent.context.memory.text import Synonyms, match_of, query_units, stem
 
 WEIGHTS = (1.0, 0.5, 0.8, 0.3)  # content, tags, files, context — the order of records_fts columns
 
@@ -43,15 +43,16 @@ def _filters(
         params.append(layer)
     if type_:
         types = [type_] if isinstance(type_, str) else list(type_)
-        where.append(f"r.type IN ({','.join('?' * len(types))})")
+        where.append("r.type = ?" if len(types) == 1 else f"r.type IN ({','.join('?' * len(types))})")
         params.extend(types)
     if turns is not None:
         where.append("r.turn BETWEEN ? AND ?")
         params.extend([int(turns[0]), int(turns[1])])
     if file:
         f = norm_path(file)
-        where.append("r.id IN (SELECT record_id FROM record_files WHERE path = ? OR name = ? OR path LIKE ?)")
-        params.extend([f, f, "%/" + f])
+        # `name` (the basename) is indexed: narrow by it first, then accept the path or a path suffix
+        where.append("r.id IN (SELECT record_id FROM record_files WHERE name = ? AND (path = ? OR name = ? OR path LIKE ?))")
+        params.extend([f.rsplit("/", 1)[-1], f, f, "%/" + f])
     if session is not None:
         where.append("r.session = ?")
         params.append(session)
@@ -62,6 +63,39 @@ def _filters(
         where.append("r.status = ?")
         params.append(status)
     return where, params
+
+
+# A query whose terms together match more than POSTING_BUDGET records is split (see `search_records`).
+POSTING_BUDGET = 3000
+RECENT_WINDOW = 3000
+
+
+def term_dfs(conn: sqlite3.Connection, terms: list[str]) -> dict[str, int]:
+    """Document frequency per query term (keyed by its light stem, as the store counts them)."""
+    keys = sorted({stem(t) for t in terms})
+    if not keys:
+        return {}
+    rows = dict(conn.execute(f"SELECT term, df FROM term_df WHERE term IN ({','.join('?' * len(keys))})", keys).fetchall())
+    return {t: int(rows.get(stem(t), 0)) for t in terms}
+
+
+def _run(conn: sqlite3.Connection, expr: str, where: list[str], params: list[Any], limit: int,
+         min_rowid: int | None = None) -> list[tuple[Any, ...]]:
+    cols = ", ".join(f"r.{c.strip()}" for c in COLUMNS.split(","))
+    weights = ", ".join(str(w) for w in WEIGHTS)
+    sql = (f"SELECT {cols}, bm25(records_fts, {weights}) AS rank FROM records_fts "
+           "JOIN records r ON r.id = records_fts.rowid WHERE records_fts MATCH ?")
+    args: list[Any] = [expr]
+    if min_rowid is not None:
+        sql += " AND records_fts.rowid >= ?"
+        args.append(min_rowid)
+    if where:
+        sql += " AND " + " AND ".join(where)
+    sql += " ORDER BY rank, r.turn DESC, r.id DESC LIMIT ?"
+    try:
+        return conn.execute(sql, [*args, *params, int(limit)]).fetchall()
+    except sqlite3.OperationalError:  # a MATCH expression FTS5 rejects: nothing found, not a crash
+        return []
 
 
 def search_records(
@@ -75,33 +109,50 @@ def search_records(
     turns: tuple[int, int] | None = None,
     limit: int = 8,
     include_superseded: bool = False,
-    match: str | None = None,
+    units: list[list[str]] | None = None,
 ) -> list[Record]:
-    """Records matching `query` (or a ready FTS5 `match` expression), best first.
+    """Records matching `query` (or ready query `units`), best first.
 
     An empty query (nothing searchable in it) lists the filtered records, newest first.
+
+    Cost control: BM25 is computed for every record a query matches, so a query whose terms match
+    tens of thousands of records would take tens of milliseconds. When the terms' summed document
+    frequency exceeds POSTING_BUDGET, the query runs twice, cheaply: (1) the rarest terms that fit
+    the budget over all records — rare terms carry almost all of BM25's weight — and (2) all terms
+    over the RECENT_WINDOW newest records. Results merge by score. Small stores (every LoCoMo
+    conversation, most projects) never split, so their ranking is exact.
     """
     where, params = _filters(layer, type_, file, turns, include_superseded)
-    expr = match if match is not None else build_match(query, synonyms)
-    cols = ", ".join(f"r.{c.strip()}" for c in COLUMNS.split(","))
-    if not expr:
+    if units is None:
+        units = query_units(query, synonyms)
+    if not units:
+        cols = ", ".join(f"r.{c.strip()}" for c in COLUMNS.split(","))
         sql = f"SELECT {cols} FROM records r"
         if where:
             sql += " WHERE " + " AND ".join(where)
         sql += " ORDER BY r.turn DESC, r.id DESC LIMIT ?"
         return [Record.from_row(row) for row in conn.execute(sql, [*params, int(limit)])]
-    weights = ", ".join(str(w) for w in WEIGHTS)
-    sql = (
-        f"SELECT {cols}, bm25(records_fts, {weights}) AS rank FROM records_fts "
-        "JOIN records r ON r.id = records_fts.rowid WHERE records_fts MATCH ?"
-    )
-    if where:
-        sql += " AND " + " AND ".join(where)
-    sql += " ORDER BY rank, r.turn DESC, r.id DESC LIMIT ?"
-    try:
-        rows = conn.execute(sql, [expr, *params, int(limit)]).fetchall()
-    except sqlite3.OperationalError:  # a MATCH expression FTS5 rejects: nothing found, not a crash
-        return []
+    dfs = term_dfs(conn, sorted({t for u in units for t in u}))
+    unit_df = [min(dfs.get(t, 0) for t in u) for u in units]
+    if sum(unit_df) <= POSTING_BUDGET:
+        rows = _run(conn, match_of(units), where, params, limit)
+    else:
+        order = sorted(range(len(units)), key=lambda i: (unit_df[i], i))
+        rare: list[list[str]] = []
+        spent = 0
+        for i in order:
+            if rare and spent + unit_df[i] > POSTING_BUDGET:
+                break
+            rare.append(units[i])
+            spent += unit_df[i]
+        top = int(conn.execute("SELECT COALESCE(MAX(rowid), 0) FROM records_fts").fetchone()[0])
+        merged: dict[int, tuple[Any, ...]] = {}
+        for row in _run(conn, match_of(rare), where, params, limit) + _run(
+            conn, match_of(units), where, params, limit, min_rowid=max(0, top - RECENT_WINDOW)
+        ):
+            if row[0] not in merged or row[-1] < merged[row[0]][-1]:
+                merged[row[0]] = row
+        rows = sorted(merged.values(), key=lambda r: (r[-1], -int(r[7]), -int(r[0])))[:limit]
     return [Record.from_row(row[:-1], score=round(-float(row[-1]), 6)) for row in rows]
 
 

@@ -25,7 +25,7 @@ from ctxagent.context.memory import rules
 from ctxagent.context.memory.record import COLUMNS, LAYERS, TODO_STATUSES, TYPES, Record
 from ctxagent.context.memory.schema import SCHEMA_VERSION, migrate
 from ctxagent.context.memory.search import list_records, norm_path, search_records
-from ctxagent.context.memory.text import Synonyms, build_match, index_text, normalize
+from ctxagent.context.memory.text import Synonyms, index_text, normalize, query_units, stem, terms
 from ctxagent.context.paths import user_state_dir
 
 DEFAULT_DEGRADE_AFTER_TURNS = 20
@@ -84,6 +84,7 @@ class MemoryStore:
                 conn.execute("PRAGMA synchronous = NORMAL")
             conn.execute("PRAGMA foreign_keys = ON")
             migrate(conn)
+            _backfill_term_df(conn)
         except sqlite3.Error as exc:
             raise MemoryStoreError(f"cannot open memory database {path}: {exc}") from exc
         return cls(conn, db_path, synonyms=Synonyms(groups), degrade_after_turns=degrade_after_turns, scope=scope)
@@ -168,6 +169,7 @@ class MemoryStore:
                 "INSERT INTO record_files (record_id, path, name) VALUES (?, ?, ?)",
                 [(rid, f, f.rsplit("/", 1)[-1]) for f in dict.fromkeys(files)],
             )
+            _bump_df(conn, _record_terms(content, tags, files, context), +1)
             if supersede and type in rules.SUPERSEDABLE:
                 self._auto_supersede(conn, rid)
             return rid
@@ -194,9 +196,14 @@ class MemoryStore:
             (time.time(), json.dumps(new_tags, ensure_ascii=False), json.dumps(new_files, ensure_ascii=False),
              json.dumps(sources), last_turn, last_turn, rec.id),
         )
+        added = _record_terms("", [t for t in new_tags if t not in rec.tags], [f for f in new_files if f not in rec.files], "")
+        _bump_df(conn, added - _record_terms(rec.content, rec.tags, rec.files, rec.context), +1)
         for f in new_files:
             if f not in rec.files:
                 conn.execute("INSERT INTO record_files (record_id, path, name) VALUES (?, ?, ?)", (rec.id, f, f.rsplit("/", 1)[-1]))
+        if new_tags != rec.tags or new_files != rec.files:
+            conn.execute("UPDATE records_fts SET tags = ?, files = ? WHERE rowid = ?",
+                         (index_text(" ".join(new_tags)), index_text(" ".join(new_files)), rec.id))
         # Said again after it was superseded: the repeat is the newest word, so it is current again.
         # (Within a session "after" means a later turn than the record that replaced it; a restatement
         # from a compaction summary carries an old turn and revives nothing.)
@@ -211,8 +218,8 @@ class MemoryStore:
     def _auto_supersede(self, conn: sqlite3.Connection, rid: int) -> None:
         new = self._get(conn, rid)
         assert new is not None
-        match = build_match(new.content, None)
-        candidates = search_records(conn, new.content, type_=new.type, limit=25, match=match) if match else []
+        units = query_units(new.content, None)
+        candidates = search_records(conn, new.content, type_=new.type, limit=25, units=units) if units else []
         for f in new.files:
             candidates += search_records(conn, "", type_=new.type, file=f, limit=25)
         seen: set[int] = set()
@@ -243,6 +250,9 @@ class MemoryStore:
     def forget(self, id: int) -> bool:
         """Delete a record for good (the one deletion there is). Records it superseded become current again."""
         with self._write() as conn:
+            rec = self._get(conn, id)
+            if rec is not None:
+                _bump_df(conn, _record_terms(rec.content, rec.tags, rec.files, rec.context), -1)
             gone = conn.execute("DELETE FROM records WHERE id = ?", (id,)).rowcount
             conn.execute("DELETE FROM records_fts WHERE rowid = ?", (id,))
             conn.execute("DELETE FROM record_files WHERE record_id = ?", (id,))
@@ -352,3 +362,40 @@ def _config_synonyms(config: Path) -> list[list[str]]:
         return []
     groups = (data.get("memory") or {}).get("synonyms") or []
     return [[str(x) for x in g] for g in groups if isinstance(g, list)]
+
+
+def _record_terms(content: str, tags: Sequence[str], files: Sequence[str], context: str) -> set[str]:
+    """The record's distinct terms as `term_df` keys (light-stemmed, close to what porter merges in FTS5)."""
+    found = set(terms(content)) | set(terms(" ".join(tags))) | set(terms(" ".join(files))) | set(terms(context))
+    return {stem(t) for t in found}
+
+
+def _bump_df(conn: sqlite3.Connection, found: set[str], delta: int) -> None:
+    if not found:
+        return
+    conn.executemany(
+        "INSERT INTO term_df (term, df) VALUES (?, ?) ON CONFLICT(term) DO UPDATE SET df = MAX(0, df + excluded.df)",
+        [(t, delta) for t in sorted(found)],
+    )
+
+
+def _backfill_term_df(conn: sqlite3.Connection) -> None:
+    """Count term document frequencies for records written before schema 2 (once per database)."""
+    row = conn.execute("SELECT value FROM meta WHERE key = 'term_df_backfill'").fetchone()
+    if not row or row[0] != "pending":
+        return
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        row = conn.execute("SELECT value FROM meta WHERE key = 'term_df_backfill'").fetchone()
+        if row and row[0] == "pending":
+            counts: dict[str, int] = {}
+            for content, tags, files, context in conn.execute("SELECT content, tags, files, context FROM records"):
+                for t in _record_terms(content, json.loads(tags), json.loads(files), context):
+                    counts[t] = counts.get(t, 0) + 1
+            conn.execute("DELETE FROM term_df")
+            conn.executemany("INSERT INTO term_df (term, df) VALUES (?, ?)", sorted(counts.items()))
+            conn.execute("UPDATE meta SET value = 'done' WHERE key = 'term_df_backfill'")
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise

@@ -2,13 +2,14 @@
 
 SQLite's FTS5 tokenizers know neither code nor Chinese: `unicode61` keeps a whole CJK run as one
 token (so "用户登录" never matches "登录"), and `trigram` needs three characters (so the two-character
-word "登录" finds nothing). We therefore pre-tokenize in Python and let FTS5 (`porter unicode61`)
+word "登录" finds nothing). We therefore pre-tokenize in Python and let FTS5 (`unicode61`)
 index the space-separated result:
 
 - a CJK run becomes its overlapping bigrams ("用户登录" → 用户 户登 登录), a lone character stays;
 - an identifier is split at camelCase humps, `_`, `.`, `/`, `-` and also kept joined
   ("getUserName" → getusername get user name; "src/auth/login.py" → src auth login py);
-- everything is lower-cased; porter stemming happens inside FTS5 for both sides.
+- everything is lower-cased and light-stemmed (`stem`) in Python, for both sides, so the store's
+  own term statistics (`term_df`) use exactly the terms FTS5 indexed.
 
 Queries drop stopwords and are expanded through a synonym table (login ↔ auth ↔ 登录 ↔ 认证 …)
 that users can extend.
@@ -96,18 +97,29 @@ def terms(text: str, camel: bool = True) -> list[str]:
 
 
 def index_text(text: str) -> str:
-    """The string FTS5 indexes for `text`."""
-    return " ".join(terms(text))
+    """The string FTS5 indexes for `text`: its terms, stemmed (the same `stem` queries use)."""
+    return " ".join(stem(t) for t in terms(text))
+
+
+_SUFFIXES = (("ational", "ate"), ("ations", "ate"), ("ation", "ate"), ("nesses", ""), ("ness", ""), ("ments", ""),
+             ("ment", ""), ("ings", ""), ("ing", ""), ("ied", "y"), ("ies", "y"), ("ers", "er"), ("ed", ""), ("es", ""),
+             ("s", ""))
 
 
 def stem(term: str) -> str:
-    """A light English suffix stripper for set comparisons in Python (FTS5 does real porter)."""
-    if not term.isascii() or len(term) <= 4:
+    """A light English stemmer, applied to index and query alike: tests/testing/tested → test, cache/caching → cach."""
+    if not term.isascii() or not term.isalpha() or len(term) <= 3:
         return term
-    for suffix in ("ations", "ation", "ings", "ing", "ied", "ies", "ed", "es", "s"):
+    for suffix, repl in _SUFFIXES:
         if term.endswith(suffix) and len(term) - len(suffix) >= 3:
-            base = term[: -len(suffix)]
-            return base + ("y" if suffix in ("ied", "ies") else "")
+            if suffix == "s" and term[-2] in "sui":  # class, status, analysis keep their s
+                break
+            term = term[: -len(suffix)] + repl
+            break
+    if len(term) > 4 and term.endswith("e"):
+        term = term[:-1]
+    if len(term) >= 4 and term[-1] == term[-2] and term[-1] not in "lsz":
+        term = term[:-1]  # running → runn → run
     return term
 
 
@@ -154,20 +166,25 @@ def fts_phrase(member: list[str]) -> str:
     return '"' + " ".join(t.replace('"', '""') for t in member) + '"'
 
 
-def build_match(query: str, synonyms: Synonyms | None = None, max_terms: int = 48) -> str:
-    """An FTS5 MATCH expression: the query's content terms OR'ed, plus their synonyms."""
+def query_units(query: str, synonyms: Synonyms | None = None, max_terms: int = 48) -> list[list[str]]:
+    """The query's content terms, then their synonyms (multi-word members as phrases), deduplicated."""
     raw = terms(query)
     content = [t for t in raw if t not in STOPWORDS and not (len(t) == 1 and t.isascii() and not t.isdigit())]
     if not content:
         content = [t for t in raw if len(t) > 1]
-    seen: list[str] = []
-    for t in content:
-        if t not in seen:
-            seen.append(t)
-    parts = [fts_phrase([t]) for t in seen[:max_terms]]
+    units: list[list[str]] = [[t] for t in dict.fromkeys(stem(t) for t in content)][:max_terms]
     if synonyms is not None:
         for member in synonyms.expand(raw):
-            p = fts_phrase(member)
-            if p not in parts:
-                parts.append(p)
-    return " OR ".join(parts[: max_terms + 16])
+            unit = [stem(t) for t in member]
+            if unit not in units:
+                units.append(unit)
+    return units[: max_terms + 16]
+
+
+def match_of(units: list[list[str]]) -> str:
+    return " OR ".join(fts_phrase(u) for u in units)
+
+
+def build_match(query: str, synonyms: Synonyms | None = None, max_terms: int = 48) -> str:
+    """An FTS5 MATCH expression: the query's content terms OR'ed, plus their synonyms."""
+    return match_of(query_units(query, synonyms, max_terms))

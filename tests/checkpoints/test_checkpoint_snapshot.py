@@ -142,3 +142,24 @@ def test_odd_session_ids_make_valid_refs(repo: Path) -> None:
     assert any(r.endswith("/2/pre") for r in refs)
     assert all(".." not in r and ":" not in r and " " not in r for r in refs)
     assert cps.shadow.resolve(commit) == commit
+
+
+def test_index_lock_left_by_a_crash_does_not_freeze_snapshots(repo: Path) -> None:
+    cps = Checkpoints(repo, repo / ".ctxagent")
+    cps.snapshot("s1", 1, 0)
+    Path(f"{cps.shadow.index_file}.lock").write_bytes(b"")  # as if a previous run died mid-add
+    write(repo, "README.md", "# after the crash\n")
+    commit = cps.mark_turn_end("s1", 1)
+    readme = cps.shadow.tree_entries(commit)["README.md"]
+    assert cps.shadow.blob(readme.sha) == b"# after the crash\n"
+
+
+def test_turn_without_end_mark_treats_its_changes_as_unconfirmed(repo: Path) -> None:
+    """A turn that died before mark_turn_end: we cannot tell agent edits from user edits, so we ask."""
+    loop = make_loop(repo)
+    loop.user("crashes midway")
+    loop.change(lambda r: write(r, "README.md", "# half done\n"), "README.md")
+    asked: list[list[str]] = []
+    result = loop.cps.rewind(loop.log, 1, "code", lambda paths: asked.append(paths) or True)
+    assert asked == [["README.md"]] and result.files_restored == ["README.md"]
+    assert (repo / "README.md").read_text() == "# demo\n"

@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import pytest
-
 from ctxagent.context.budget import PROFILES, Budget
 from ctxagent.context.errors import ConfigError
 

@@ -5,14 +5,12 @@ from __future__ import annotations
 import math
 
 import pytest
-
+from ctx_helpers import SYSTEM, TOOLS, Log, counter, inputs, numbered_lines, run
 from ctxagent.context.budget import Budget
 from ctxagent.context.builder import BuildInputs, build, request_sha256
 from ctxagent.context.errors import ContextOverflowError
 from ctxagent.context.history import Event, view
-from ctxagent.context.tokens import CachedCounter, count_request, get_counter
-
-from ctx_helpers import SYSTEM, TOOLS, Log, counter, inputs, numbered_lines, run
+from ctxagent.context.tokens import CachedCounter, count_message, count_request, get_counter
 
 
 def small_log() -> Log:
@@ -270,6 +268,8 @@ def test_full_and_window_baselines() -> None:
     assert win.request.messages[0].role == "user"
     kept_users = [m for m in win.request.messages if m.role == "user"]
     assert len(kept_users) >= 3
+    history = sum(count_message(m, counter()) for m in win.request.messages)
+    assert history <= 0.6 * 16_000 or len(kept_users) == 3
     with pytest.raises(ValueError):
         run(log, strategy="bogus")
 
@@ -320,3 +320,59 @@ def test_build_inputs_signature_defaults() -> None:
                     counter=counter(), step=1, turn=1)
     assert (b.strategy, b.calibration_ratio, b.allow_compaction, b.protect_turns, b.thresholds) == ("ctxagent", 1.0, True, 2, (0.75, 0.90))
     assert build(b).request.messages[0].content == "hi"
+
+
+def long_single_turn(steps: int) -> Log:
+    log = Log()
+    log.user("Never touch the config files. Port every module.")
+    for i in range(steps):
+        log.step("read_file", {"path": f"m{i}.py"}, numbered_lines(60, f"m{i}"), text=f"Step {i}: reading module {i} " + "并检查 " * 30)
+    return log
+
+
+def _append_all(log: Log, records: list[dict]) -> None:
+    for rec in records:
+        log.add("compaction", **rec)
+
+
+def test_one_long_turn_compacts_its_own_older_steps() -> None:
+    log = long_single_turn(120)
+    res = run(log, window=12_000, max_output=1024)
+    assert res.compaction is not None and res.compactions == [res.compaction]
+    first_user = next(e.id for e in log.events if e.kind == "user")
+    assert res.compaction["first_id"] == first_user + 1  # the newest user message stays visible
+    msgs = res.request.messages
+    assert msgs[0].event_id == first_user and msgs[1].kind == "summary"
+    assert sum(1 for m in msgs if m.role == "assistant") == 2  # the last steps verbatim
+    _append_all(log, res.compactions)
+    again = run(log, window=12_000, max_output=1024)
+    assert again.compactions == [] and request_sha256(again.request.to_dict()) == request_sha256(res.request.to_dict())
+
+
+def test_old_turns_and_current_turn_compacted_in_one_build() -> None:
+    log = noisy_session(20, lines=40)
+    log.user("Now the big one.")
+    for i in range(100):
+        log.step("read_file", {"path": f"x{i}.py"}, numbered_lines(30, f"x{i}"), text=f"Step {i} " + "检查 " * 30)
+    res = run(log, window=12_000, max_output=1024)
+    assert len(res.compactions) == 2 and res.compaction == res.compactions[0]
+    old, in_turn = res.compactions
+    newest_user = max(e.id for e in log.events if e.kind == "user")
+    assert old["last_id"] < newest_user < in_turn["first_id"]
+    assert any("also compacted" in n for n in res.report.notes)
+    _append_all(log, res.compactions)
+    again = run(log, window=12_000, max_output=1024)
+    assert again.compactions == [] and request_sha256(again.request.to_dict()) == request_sha256(res.request.to_dict())
+
+
+def test_summary_is_capped_to_a_share_of_the_limit() -> None:
+    log = Log()
+    for t in range(60):
+        log.user(f"Never use library{t} in module {t}. We'll use approach {t} for part {t}. TODO: verify part {t} later " + "x" * 200)
+        log.step("edit_file", {"path": f"src/very/long/path/module_{t}.py"}, "ok", meta={"files": [f"src/very/long/path/module_{t}.py"]})
+    log.user("What now?")
+    res = run(log, window=8_000, max_output=1024)
+    assert res.compaction is not None
+    limit = Budget(8_000, max_output=1024).limit
+    assert counter().count(res.compaction["summary"]) <= limit // 4
+    assert res.report.total <= limit

@@ -6,15 +6,13 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-
+from ctx_helpers import Log, counter, inputs
 from ctxagent.context.budget import Budget
 from ctxagent.context.builder import build, request_sha256
 from ctxagent.context.history import Event
 from ctxagent.context.tokens import count_request
-
-from ctx_helpers import Log, counter, inputs
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 WORDS = ["parser", "config", "数据库", "配置文件", "登录", "fix", "test", "PostgreSQL", "模块", "error", "{", "}", '"', "\n"]
 CONSTRAINTS = ["Don't modify config files.", "不要修改配置文件。", "Always run the tests.", "必须使用 PostgreSQL。", "Never push to main."]
@@ -54,6 +52,10 @@ turn_st = st.fixed_dictionaries(
         "steps": st.lists(step_st, max_size=3),
     }
 )
+# now and then a marathon turn: many steps in one turn (in-turn compaction)
+turns_st = st.tuples(st.lists(turn_st, min_size=1, max_size=10), st.lists(step_st, max_size=40)).map(
+    lambda t: [*t[0][:-1], {**t[0][-1], "steps": t[0][-1]["steps"] + t[1]}]
+)
 
 
 def make_log(turns: list[dict[str, Any]]) -> Log:
@@ -80,7 +82,7 @@ settings.register_profile("ctx", max_examples=40, deadline=None, suppress_health
 
 @settings(settings.get_profile("ctx"))
 @given(
-    turns=st.lists(turn_st, min_size=1, max_size=10),
+    turns=turns_st,
     window=st.integers(8_000, 64_000),
     max_output=st.integers(256, 2048),
     ratio=st.floats(0.8, 1.5),
@@ -109,10 +111,12 @@ def test_every_build_fits_and_is_reproducible(turns, window, max_output, ratio, 
             open_calls.discard(m.tool_call_id)
     again = build(inputs(log, budget=budget, calibration_ratio=ratio, protect_turns=protect, c=c))
     assert request_sha256(again.request.to_dict()) == request_sha256(res.request.to_dict())
-    if res.compaction is not None:
-        log.events.append(Event(len(log.events), "compaction", dict(res.compaction)))
+    assert res.compaction == (res.compactions[0] if res.compactions else None)
+    if res.compactions:
+        for record in res.compactions:
+            log.events.append(Event(len(log.events), "compaction", dict(record)))
         replay = build(inputs(log, budget=budget, calibration_ratio=ratio, protect_turns=protect, c=c))
-        assert replay.compaction is None
+        assert replay.compactions == []
         assert request_sha256(replay.request.to_dict()) == request_sha256(res.request.to_dict())
 
 

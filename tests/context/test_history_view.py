@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
+from ctxagent.context.history import Event, SessionLog, Summary, item_id, view
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from ctxagent.context.history import Event, SessionLog, Summary, item_id, view
 
 KINDS = st.sampled_from(["user", "assistant", "tool_result", "context_report", "memory"])
 

@@ -60,6 +60,8 @@ def test_ordinary_text_untouched() -> None:
     s = Sanitizer(["sk-test-key-000000000"])
     text = "def task_skip(): return 'sk' + '-' + 'x'  # 不要修改配置文件"
     assert s(text) == text
+    branch = "git checkout task-abcdefghijklmnopqrstuvwxyz0123"  # contains "sk-…" but is not a key
+    assert s(branch) == branch
 
 
 def test_session_log_sanitizes_before_writing(tmp_path) -> None:

@@ -5,14 +5,12 @@ import re
 from pathlib import Path
 
 import pytest
-
+from ctx_helpers import numbered_lines
 from ctxagent.context.errors import ToolError
 from ctxagent.context.spill import SpillStore
 from ctxagent.context.tokens import HeuristicCounter, get_counter
 from ctxagent.tools.base import ToolContext, ToolRegistry
 from ctxagent.tools.spill_tool import READ_SPILL, make_read_spill_tool
-
-from ctx_helpers import numbered_lines
 
 C = get_counter("o200k_base")
 
@@ -106,3 +104,11 @@ def test_read_spill_tool(tmp_path: Path) -> None:
     res = registry.run("read_spill", {}, ctx)
     assert res.is_error and "handle" in res.content
     assert make_read_spill_tool().permission == "read"
+
+
+def test_giant_single_cjk_line_still_gets_a_head_and_tail(tmp_path: Path) -> None:
+    store = SpillStore(tmp_path)
+    text = "开头" + "很长的一行中文没有换行" * 5000 + "结尾"
+    shown, meta = store.maybe_spill(text, C, spill_tokens=300)
+    assert meta is not None and shown.startswith("开头") and "结尾" in shown
+    assert C.count(shown) < 300

@@ -11,7 +11,6 @@ import time
 from collections.abc import Callable
 
 import pytest
-
 from ctxagent.agent.providers.anthropic import AnthropicProvider
 from ctxagent.agent.providers.base import Provider, Stop, StreamEvent, TextDelta
 from ctxagent.agent.providers.openai import OpenAIProvider

@@ -6,7 +6,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from ctxagent.tools import make_registry
 from ctxagent.tools.base import ToolContext, ToolResult
 from ctxagent.tools.grep import find_rg

@@ -7,7 +7,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from ctxagent.context.errors import PathOutsideRepoError, ToolError
 from ctxagent.tools.base import ToolContext, ToolResult
 from ctxagent.tools.paths import (

@@ -8,7 +8,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from ctxagent.tools import make_registry
 from ctxagent.tools.base import ToolContext, ToolResult
 from ctxagent.tools.shell import clean_output, run_command
@@ -130,3 +129,8 @@ def test_run_command_streams_chunks(tmp_path: Path) -> None:
     seen: list[bytes] = []
     out = run_command("printf 'a\\nb\\n'", tmp_path, on_chunk=seen.append)
     assert b"".join(seen) == b"a\nb\n" and out.exit_code == 0 and out.output == "a\nb\n"
+
+
+def test_process_that_closes_its_output_still_times_out(tmp_path: Path) -> None:
+    r = run(tmp_path, command="echo bye; exec >&- 2>&-; sleep 1000", timeout=1)
+    assert r.is_error and r.meta["timed_out"] and "bye" in r.content

@@ -7,7 +7,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from ctxagent.tools import make_registry
 from ctxagent.tools.base import ToolContext, ToolResult
 from ctxagent.tools.tests_runner import TestCounter, detect_test_command, summary_line

@@ -103,3 +103,17 @@ async def test_gauge_fits_80_columns() -> None:
         first = gauge.render().plain.splitlines()[0]
         assert len(first) <= 80
         assert "91%" in first
+
+
+async def test_no_color_still_says_full(monkeypatch) -> None:
+    monkeypatch.setenv("NO_COLOR", "1")
+    gauge = UsageGauge()
+    app = HostApp(gauge)
+    assert app.no_color  # Textual renders monochrome; the words and glyphs must carry the meaning
+    async with app.run_test(size=(80, 10)) as pilot:
+        gauge.update_report(make_report(95))
+        await pilot.pause()
+        from tui_helpers import screen_text
+
+        text = screen_text(app)
+        assert "95%" in text and "FULL" in text and "·" in text and "█" in text

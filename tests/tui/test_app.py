@@ -1,0 +1,287 @@
+"""Whole-app tests: the real Agent, tools, session log and memory, with the in-process scripted model."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+from ctxagent.agent.factory import create_agent
+from ctxagent.tui.app import CtxApp
+from ctxagent.tui.chat import AssistantMessage, NoticeLine, ToolPanel, UserMessage
+from ctxagent.tui.messages import ContextMeasured
+from ctxagent.tui.modals import BreakpointModal, PermissionModal
+from tui_helpers import SlowProvider, make_report, make_session, screen_text, wait_until
+
+pytestmark = pytest.mark.anyio
+
+BIG_LINES = 200  # with window 6000 and no spill: the third step lands at ~79 %
+
+
+def _big(root: Path) -> None:
+    (root / "big.txt").write_text("\n".join(f"line {i}: some log text here with words" for i in range(BIG_LINES)))
+
+
+FIX_SCRIPT: list[dict[str, Any]] = [
+    {"text": "Reading calc.py.", "tool_calls": [{"name": "read_file", "arguments": {"path": "calc.py"}}]},
+    {"text": "Fixing the operator.", "tool_calls": [
+        {"name": "edit_file", "arguments": {"path": "calc.py", "old_text": "a - b", "new_text": "a + b"}}]},
+    {"text": "Done: **fixed** `add`."},
+]
+
+
+async def _send(pilot: Any, app: CtxApp, text: str) -> None:
+    app.query_one("#input").value = text
+    await pilot.press("enter")
+    await wait_until(pilot, lambda: not app.busy)
+    await pilot.pause()
+
+
+async def test_multi_step_turn_updates_gauge_every_step_and_renders_tools(tmp_path: Path) -> None:
+    session = make_session(tmp_path, FIX_SCRIPT)
+    app = CtxApp(session, create_agent)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _send(pilot, app, "fix add")
+        reports = app.agent.reports
+        assert len(reports) == 3  # one build per step, inside the tool loop
+        assert app.gauge.history == [r.usage_pct for r in reports]
+        assert app.gauge.report is reports[-1]
+        panels = list(app.query(ToolPanel))
+        assert [p.tool_name for p in panels] == ["read_file", "edit_file"]
+        assert all(p.status == "ok" for p in panels)
+        assert "a + b" in str(panels[1].meta.get("diff", ""))
+        assert [m.text for m in app.query(AssistantMessage)][-1] == "Done: **fixed** `add`."
+        assert (session.root / "calc.py").read_text().count("a + b") == 1
+        assert f"{reports[-1].usage_pct:3.0f}%" in screen_text(app)
+        assert app.status.info.tokens_in > 0 and app.status.info.activity == "idle"
+
+
+async def test_crossing_75_percent_shows_the_prompt_and_compact_lowers_usage(tmp_path: Path) -> None:
+    script = [
+        {"text": "Reading.", "tool_calls": [{"name": "read_file", "arguments": {"path": "calc.py"}}]},
+        {"text": "Reading the big file.", "tool_calls": [{"name": "read_file", "arguments": {"path": "big.txt"}}]},
+        {"text": "Read it all."},
+        {"text": "Second answer."},
+    ]
+    session = make_session(tmp_path, script, window=6000, spill_tokens=100_000)
+    _big(session.root)
+    app = CtxApp(session, create_agent)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _send(pilot, app, "read everything")
+        assert app.gauge.report is not None and app.gauge.report.usage_pct >= 75
+        assert app.bar.shown and "compact older turns" in screen_text(app)
+        assert app.gauge.level == "compress"
+        await _send(pilot, app, "and now?")
+        before = app.gauge.report.usage_pct
+        compactions = len(session.log.of_kind("compaction"))
+        await pilot.press("ctrl+k")  # the bar's "Compact now"
+        await wait_until(pilot, lambda: not app.busy and len(session.log.of_kind("compaction")) > compactions)
+        await pilot.pause()
+        assert app.gauge.report.usage_pct < before
+        assert not app.bar.shown
+        assert any("compacted events" in n.message for n in app.query(NoticeLine))
+
+
+async def test_slash_compact_with_focus(tmp_path: Path) -> None:
+    script = [*FIX_SCRIPT, {"text": "Second answer."}]
+    session = make_session(tmp_path, script)
+    app = CtxApp(session, create_agent)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _send(pilot, app, "fix add")
+        await _send(pilot, app, "thanks")
+        await _send(pilot, app, "/compact keep the calc.py notes")
+        await wait_until(pilot, lambda: bool(session.log.of_kind("compaction")))
+        comp = session.log.of_kind("compaction")[-1]
+        assert comp.data.get("focus") == "keep the calc.py notes"
+        assert len(session.log.of_kind("user")) == 2  # originals stay in the log
+
+
+async def test_full_window_modal_and_its_compact_choice(tmp_path: Path) -> None:
+    script = [*FIX_SCRIPT, {"text": "Second answer."}]
+    session = make_session(tmp_path, script)
+    app = CtxApp(session, create_agent)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _send(pilot, app, "fix add")
+        await _send(pilot, app, "thanks")
+        from ctxagent.agent.events import ContextBuilt
+
+        app.post_message(ContextMeasured(ContextBuilt(99, make_report(93, step=99))))
+        await wait_until(pilot, lambda: isinstance(app.screen, BreakpointModal))
+        assert "93% full" in screen_text(app)
+        await pilot.press("c")
+        await wait_until(pilot, lambda: bool(session.log.of_kind("compaction")) and not app.busy)
+        assert not isinstance(app.screen, BreakpointModal)
+
+
+async def test_full_window_new_session_with_summary(tmp_path: Path) -> None:
+    session = make_session(tmp_path, [*FIX_SCRIPT, {"text": "ok"}])
+    app = CtxApp(session, create_agent)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _send(pilot, app, "fix add. Never touch setup.cfg.")
+        old_id = session.id
+        from ctxagent.agent.events import ContextBuilt
+
+        app.post_message(ContextMeasured(ContextBuilt(9, make_report(95, step=9))))
+        await wait_until(pilot, lambda: isinstance(app.screen, BreakpointModal))
+        await pilot.press("n")
+        await wait_until(pilot, lambda: app.session.id != old_id and not app.busy)
+        new_log = app.session.log
+        assert new_log.events[0].data.get("parent") == old_id
+        comp = new_log.of_kind("compaction")
+        assert comp and "calc.py" in comp[0].data["summary"]
+        assert any("Never touch setup.cfg" in e.data.get("text", "") for e in new_log.of_kind("memory"))
+        assert not list(app.query(UserMessage))  # a fresh chat
+        assert app.gauge.report is None
+
+
+async def test_esc_interrupts_mid_stream_and_leaves_a_consistent_log(tmp_path: Path) -> None:
+    script = [{"text": "word " * 400}, {"text": "after the interrupt"}]
+    session = make_session(tmp_path, script)
+
+    def slow_agent(sess: Any, **kw: Any) -> Any:
+        agent = create_agent(sess, **kw)
+        agent.parts.provider = SlowProvider(agent.parts.provider, 0.01)
+        return agent
+
+    app = CtxApp(session, slow_agent)
+    async with app.run_test(size=(80, 24)) as pilot:
+        app.query_one("#input").value = "write a lot"
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: bool(list(app.query(AssistantMessage))) and len(app.query_one(AssistantMessage).text) > 20)
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: not app.busy)
+        await pilot.pause()
+        kinds = [e.kind for e in session.log.events]
+        assert kinds.count("user") == 1 and kinds[-1] == "assistant"
+        last = session.log.events[-1].data
+        assert last["stop_reason"] == "cancelled" and last["partial"] is True
+        assert 0 < len(last["text"]) < len("word " * 400)
+        assert any("interrupted" in n.message for n in app.query(NoticeLine))
+        await _send(pilot, app, "go on")  # the session continues normally after an interrupt
+        assert app.query(AssistantMessage).last().text == "after the interrupt"
+
+
+async def test_permission_modal_allow_once_then_deny_with_reason(tmp_path: Path) -> None:
+    script = [
+        {"text": "Editing.", "tool_calls": [{"name": "edit_file", "arguments": {"path": "calc.py", "old_text": "a - b", "new_text": "a + b"}}]},
+        {"text": "Edited."},
+        {"text": "Editing again.", "tool_calls": [{"name": "edit_file", "arguments": {"path": "calc.py", "old_text": "a + b", "new_text": "b + a"}}]},
+        {"text": "Understood."},
+    ]
+    session = make_session(tmp_path, script, permission_mode="ask")
+    app = CtxApp(session, create_agent)
+    async with app.run_test(size=(80, 24)) as pilot:
+        app.query_one("#input").value = "fix it"
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, PermissionModal))
+        assert "a + b" in screen_text(app)  # the diff is shown before deciding
+        await pilot.press("y")
+        await wait_until(pilot, lambda: not app.busy)
+        assert "a + b" in (session.root / "calc.py").read_text()
+        app.query_one("#input").value = "swap them"
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, PermissionModal))
+        await pilot.click("#perm-reason")
+        await pilot.press(*"keep a + b", "enter")
+        await wait_until(pilot, lambda: not app.busy)
+        assert "a + b" in (session.root / "calc.py").read_text()
+        denied = [e for e in session.log.of_kind("tool_result") if e.data["is_error"]]
+        assert denied and "keep a + b" in denied[-1].data["content"]
+        assert [e.data["decision"] for e in session.log.of_kind("permission")] == ["allow", "deny"]
+
+
+async def _rewind_both(tmp_path: Path, script: list[dict[str, Any]]) -> None:
+    session = make_session(tmp_path, script)
+    app = CtxApp(session, create_agent)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await _send(pilot, app, "fix add")
+        assert "a + b" in (session.root / "calc.py").read_text()
+        await _send(pilot, app, "/rewind")
+        from ctxagent.tui.rewind_screen import RewindScreen
+
+        await wait_until(pilot, lambda: isinstance(app.screen, RewindScreen))
+        assert "fix add" in screen_text(app) and "calc.py" in screen_text(app)
+        await pilot.press("b")
+        await wait_until(pilot, lambda: not app.busy and not isinstance(app.screen, RewindScreen))
+        await pilot.pause()
+        assert "a - b" in (session.root / "calc.py").read_text()
+        assert session.log.of_kind("rewind")
+        assert not list(app.query(UserMessage))  # the turn is hidden from the view…
+        assert app.query_one("#input").value == "fix add"  # …and its text is back in the input
+        assert len(session.log.of_kind("user")) == 1  # …but still in the log
+
+
+async def test_rewind_restores_the_file_and_the_conversation(tmp_path: Path) -> None:
+    await _rewind_both(tmp_path, FIX_SCRIPT[1:])  # edit first
+
+
+@pytest.mark.xfail(reason="agent/loop.py counts read_file's meta['files'] as a change, so no checkpoint is "
+                   "taken before a later edit in the same turn", strict=False)
+async def test_rewind_after_read_then_edit(tmp_path: Path) -> None:
+    await _rewind_both(tmp_path, FIX_SCRIPT)
+
+
+async def test_remember_clear_help_cost_context_memory(tmp_path: Path) -> None:
+    session = make_session(tmp_path, FIX_SCRIPT)
+    app = CtxApp(session, create_agent)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await _send(pilot, app, "fix add")
+        await _send(pilot, app, "/remember 不要修改配置文件")
+        mem = session.log.of_kind("memory")
+        assert mem and mem[-1].data["text"] == "不要修改配置文件"
+        store = app.agent.parts.memory
+        assert any("不要修改配置文件" in r.content and r.pinned for r in store.list(type="constraint"))
+        await _send(pilot, app, "/context")
+        assert "What is in each slice" in screen_text(app) and "reserve" in screen_text(app)
+        await pilot.press("escape")
+        await _send(pilot, app, "/memory")
+        assert "不要修改配置文件" in screen_text(app)
+        await pilot.press("escape")
+        await _send(pilot, app, "/cost")
+        assert "Cost of this session" in screen_text(app)
+        await pilot.press("escape")
+        await _send(pilot, app, "/help")
+        assert "/rewind" in screen_text(app)
+        await pilot.press("escape")
+        n = len(session.log.events)
+        await _send(pilot, app, "/clear")
+        assert not list(app.query(UserMessage)) and len(session.log.events) == n
+        await _send(pilot, app, "/nonsense")
+        await _send(pilot, app, "/model")
+        assert app.status.info.model.startswith("scripted:")
+
+
+async def test_resume_renders_history(tmp_path: Path) -> None:
+    session = make_session(tmp_path, FIX_SCRIPT)
+    agent = create_agent(session)
+    agent.run_turn("fix add", threading.Event())
+    from ctxagent.agent.session import open_session
+
+    again = open_session(session.root, session.config, resume=session.id)
+    app = CtxApp(again, create_agent)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        assert [m.text for m in app.query(UserMessage)] == ["fix add"]
+        assert [p.status for p in app.query(ToolPanel)] == ["ok", "ok"]
+        assert app.gauge.report is not None and len(app.gauge.history) == 3
+
+
+async def test_setup_screen_when_no_model(tmp_path: Path) -> None:
+    from ctxagent.agent.config import load_config
+    from ctxagent.agent.session import open_session
+    from ctxagent.tui.launch import model_problem
+    from ctxagent.tui.setup_screen import SetupScreen
+
+    session = make_session(tmp_path, FIX_SCRIPT)
+    bare = open_session(session.root, load_config(session.root, {}))
+    problem = model_problem(bare, create_agent)
+    assert problem
+    app = CtxApp(bare, create_agent, setup_problem=problem)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        assert isinstance(app.screen, SetupScreen)
+        assert "CTXAGENT_MODEL" in screen_text(app)
+        await pilot.press("q")
+        await pilot.pause()
+    assert app.return_value == 2

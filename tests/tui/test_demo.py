@@ -1,0 +1,64 @@
+"""`ctxagent demo`: the throwaway repo, the shipped script, the real Anthropic SDK against the loopback
+scripted server, and the app — spill, permission prompts and the 75 % breakpoint all show up."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from ctxagent.agent.config import load_config
+from ctxagent.agent.demo import DEMO_LABEL, DEMO_PROMPT, create_demo_repo, demo_script, prepare_demo
+from ctxagent.agent.factory import create_agent
+from ctxagent.agent.session import open_session
+from ctxagent.tui.app import CtxApp
+from ctxagent.tui.chat import AssistantMessage, ToolPanel
+from ctxagent.tui.modals import PermissionModal
+from tui_helpers import screen_text, wait_until
+
+pytestmark = pytest.mark.anyio
+
+
+def test_demo_repo_is_a_clean_git_repo_with_a_failing_test(tmp_path: Path) -> None:
+    repo = create_demo_repo(tmp_path)
+    status = subprocess.run(["git", "status", "--porcelain"], cwd=repo, capture_output=True, text=True, check=True)
+    assert status.stdout == ""  # .ctxagent/ ignores itself
+    assert "return a - b" in (repo / "calc.py").read_text()
+    assert len((repo / "logs" / "server.log").read_text().splitlines()) > 2000
+    failing = subprocess.run([sys.executable, "-m", "unittest", "-q"], cwd=repo, capture_output=True, text=True)
+    assert failing.returncode != 0
+    names = [c["name"] for t in demo_script() for c in t.get("tool_calls", [])]
+    assert names[:4] == ["read_file", "run_tests", "edit_file", "run_tests"] and "grep" in names
+
+
+def test_demo_is_a_registered_subcommand() -> None:
+    out = subprocess.run([str(Path(sys.executable).with_name("ctxagent")), "demo", "--help"], capture_output=True, text=True)
+    assert out.returncode == 0 and "scripted" in out.stdout
+
+
+async def test_demo_session_end_to_end(tmp_path: Path) -> None:
+    demo = prepare_demo(tmp_path)
+    try:
+        session = open_session(demo.repo, load_config(demo.repo, demo.flags))
+        app = CtxApp(session, create_agent, label=DEMO_LABEL, initial_input=DEMO_PROMPT)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.pause()
+            assert app.query_one("#input").value == DEMO_PROMPT
+            assert DEMO_LABEL in screen_text(app)
+            await pilot.press("enter")
+            while app.busy or isinstance(app.screen, PermissionModal):
+                await wait_until(pilot, lambda: not app.busy or isinstance(app.screen, PermissionModal), timeout=30)
+                if isinstance(app.screen, PermissionModal):
+                    await pilot.press("a")  # allow for the session: edits and test runs
+                    await pilot.pause()
+            await pilot.pause()
+            panels = {p.tool_name: p for p in app.query(ToolPanel)}
+            assert set(panels) >= {"read_file", "run_tests", "edit_file", "grep"}
+            assert any(p.meta.get("spill") for p in app.query(ToolPanel))  # the big log was spilled
+            assert "return a + b" in (demo.repo / "calc.py").read_text()
+            assert "## Done" not in screen_text(app) and "Done" in app.query(AssistantMessage).last().text
+            assert app.gauge.report is not None and app.gauge.report.usage_pct >= 75
+            assert app.bar.shown  # the breakpoint prompt appeared
+    finally:
+        demo.stop()
