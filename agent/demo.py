@@ -132,16 +132,19 @@ def prepare_demo(parent: Path | None = None, window: int = DEMO_WINDOW) -> Demo:
 
 
 def run_demo(args: argparse.Namespace) -> int:
-    from ctxagent.tui.launch import launch  # the entry point opens the UI: the one agent → tui import
-
+    launcher = getattr(args, "tui_launcher", None)  # passed in by the console script (tui/entry.py)
+    if launcher is None:
+        print("ctxagent demo opens the app: run it through the `ctxagent` command", file=sys.stderr)
+        return 2
     demo = prepare_demo(Path(args.dir) if getattr(args, "dir", None) else None, window=args.window)
     print(f"ctxagent demo: repository {demo.repo} · scripted model at {demo.flags['base_url']}", file=sys.stderr)
     app_args = argparse.Namespace(
         cwd=str(demo.repo), model=demo.flags["model"], base_url=demo.flags["base_url"], window=demo.flags["window"],
         max_steps=None, strategy=None, yes=bool(getattr(args, "yes", False)), resume=None, continue_=False,
+        app_label=DEMO_LABEL, initial_input=DEMO_PROMPT, probe=False,
     )
     try:
-        return launch(app_args, label=DEMO_LABEL, initial_input=DEMO_PROMPT, probe=False)
+        return int(launcher(app_args))
     finally:
         demo.stop()
         print(f"ctxagent demo: the repository is kept at {demo.repo} (delete it when done)", file=sys.stderr)

@@ -164,8 +164,13 @@ class Agent:
         ev = self.log.append("compaction", **record)
         self._ingest([ev])
         self.log.sync()
-        result = self._build(self.step + 1, self._current_turn(), "", allow_compaction=False)
-        after = self.parts.calibrator.apply(result.report.total)
+        try:
+            result = self._build(self.step + 1, self._current_turn(), "", allow_compaction=False)
+        except ContextOverflowError:
+            result = None
+        after = self.parts.calibrator.apply(result.report.total) if result else 0
+        if result is not None:
+            self.on_event(ContextBuilt(result.report.step, result.report))  # a preview for the gauge; nothing is sent
         done = CompactionDone(record["first_id"], record["last_id"], record["method"], before, after)
         self.on_event(done)
         return done

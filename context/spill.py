@@ -42,21 +42,23 @@ def marker(cut_lines: int, cut_tokens: int, handle: str) -> str:
     return f"[… {cut_lines} lines / {cut_tokens} tokens cut — full output: read_spill handle={handle}]"
 
 
-def _clip_line(line: str, limit: int = MAX_LINE_CHARS) -> str:
+def _clip_line(line: str, limit: int = MAX_LINE_CHARS, from_end: bool = False) -> str:
     if len(line) <= limit:
         return line
+    if from_end:
+        return f"[{len(line) - limit} chars+]… " + line[-limit:]
     return line[:limit] + f" …[+{len(line) - limit} chars]"
 
 
-def _fit_line(line: str, counter: TokenCounter, allowance: int) -> str | None:
+def _fit_line(line: str, counter: TokenCounter, allowance: int, from_end: bool = False) -> str | None:
     """The line, clipped as needed (halving) so it costs at most `allowance` tokens; None if nothing fits."""
-    clipped = _clip_line(line)
     limit = MAX_LINE_CHARS
+    clipped = _clip_line(line, limit, from_end)
     while counter.count(clipped) + 1 > allowance:
         limit //= 2
         if limit < 8:
             return None
-        clipped = _clip_line(line, limit)
+        clipped = _clip_line(line, limit, from_end)
     return clipped
 
 
@@ -81,11 +83,13 @@ def head_tail(
         head.append(line)
         used += cost
         i += 1
+    # a clipped last head line may show its end in the tail (one giant line: its start and its end)
+    clipped_head = bool(head) and head[-1] != lines[i - 1]
     tail: list[str] = []
     used = 0
     j = len(lines) - 1
-    while j >= i and len(tail) < max_tail_lines:
-        line = _fit_line(lines[j], counter, tail_tokens - used) if not tail else _clip_line(lines[j])
+    while (j >= i or (clipped_head and j == i - 1 and not tail)) and len(tail) < max_tail_lines:
+        line = _fit_line(lines[j], counter, tail_tokens - used, from_end=True) if not tail else _clip_line(lines[j], from_end=True)
         cost = counter.count(line) + 1 if line is not None else tail_tokens + 1
         if line is None or used + cost > tail_tokens:
             break
@@ -93,7 +97,7 @@ def head_tail(
         used += cost
         j -= 1
     tail.reverse()
-    cut = max(0, len(lines) - len(head) - len(tail))
+    cut = max(0, len(lines) - len(head) - len(tail) + (1 if clipped_head and j < i else 0))
     return head, tail, cut
 
 

@@ -32,7 +32,7 @@ def open_repo(root: Path) -> git.Repo:
 def _git(repo: git.Repo, *args: str) -> str:
     try:
         config = [opt for kv in _SAFE_CONFIG for opt in ("-c", kv)]
-        return str(repo.git.execute(["git", *config, *args], strip_newline_in_stdout=False))
+        return str(repo.git.execute(["git", *config, "--literal-pathspecs", *args], strip_newline_in_stdout=False))
     except git.GitCommandError as exc:
         err = (exc.stderr or "").strip().removeprefix("stderr:").strip(" '\n")
         raise ToolError(f"git {args[0]} failed: {err or exc}") from None

@@ -143,7 +143,7 @@ def list_repo_files(root: Path, base: Path | None = None) -> tuple[list[str], st
 
 
 def _git_ls_files(top: Path, rel_base: str) -> list[str] | None:
-    cmd = ["git", "-c", "core.fsmonitor=false", "-C", str(top), "ls-files", "--cached", "--others",
+    cmd = ["git", "-c", "core.fsmonitor=false", "--literal-pathspecs", "-C", str(top), "ls-files", "--cached", "--others",
            "--exclude-standard", "-z", "--", rel_base if rel_base else "."]
     try:
         proc = subprocess.run(cmd, capture_output=True, timeout=60, stdin=subprocess.DEVNULL)

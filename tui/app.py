@@ -378,7 +378,12 @@ def run_app(args: argparse.Namespace) -> int:
     """`ctxagent` (and --resume / --continue): build the session and agent from the CLI args, run the app."""
     from ctxagent.tui.launch import launch
 
-    return launch(args)
+    return launch(
+        args,
+        label=getattr(args, "app_label", "") or "",
+        initial_input=getattr(args, "initial_input", "") or "",
+        probe=getattr(args, "probe", True),
+    )
 
 
 def default_cwd(args: argparse.Namespace) -> Path:

@@ -65,9 +65,13 @@ class RequestMeter:
             self._memo[key] = n
         return n
 
+    def reset(self) -> None:
+        """Forget the memo: call ids are only unique within one trajectory."""
+        self._memo.clear()
+
     @staticmethod
     def message_key(m: Message) -> tuple[Any, ...]:
-        # call ids are unique per event, so (id, name) stands for the arguments too
+        # call ids are unique within a trajectory, so (id, name) stands for the arguments too
         return (m.role, m.kind, m.content, m.tool_call_id, m.name, m.is_error,
                 tuple((c.id, c.name) for c in m.tool_calls))
 
@@ -208,6 +212,7 @@ class ReplayTotals:
 def replay_trajectory(traj: Trajectory, engine: Engine, totals: ReplayTotals,
                       strategies: Sequence[str] = STRATEGIES, use_memory: bool = True) -> None:
     call_at = {c.position: c for c in traj.calls}
+    engine.meter.reset()
     lanes = {s: Lane(s) for s in strategies}
     ref = Lane("reference")
     facts = FactTracker()

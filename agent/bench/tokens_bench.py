@@ -27,6 +27,7 @@ MODELS = {"claude-code": "claude-opus-4-6", "mini-swe-agent": "gemini-3-pro", "s
 def reference_estimates(traj: Trajectory, engine: Engine) -> list[tuple[int, float]]:
     """(reported, local estimate) for each call of the run that reported its prompt tokens."""
     call_at = {c.position: c for c in traj.calls}
+    engine.meter.reset()
     lane = Lane("reference")
     out: list[tuple[int, float]] = []
     turn = 0

@@ -166,6 +166,9 @@ def fts_phrase(member: list[str]) -> str:
     return '"' + " ".join(t.replace('"', '""') for t in member) + '"'
 
 
+MAX_SYNONYM_UNITS = 8  # every OR'ed phrase costs BM25 work on every matching record
+
+
 def query_units(query: str, synonyms: Synonyms | None = None, max_terms: int = 48) -> list[list[str]]:
     """The query's content terms, then their synonyms (multi-word members as phrases), deduplicated."""
     raw = terms(query)
@@ -174,10 +177,12 @@ def query_units(query: str, synonyms: Synonyms | None = None, max_terms: int = 4
         content = [t for t in raw if len(t) > 1]
     units: list[list[str]] = [[t] for t in dict.fromkeys(stem(t) for t in content)][:max_terms]
     if synonyms is not None:
+        added = 0
         for member in synonyms.expand(raw):
             unit = [stem(t) for t in member]
-            if unit not in units:
+            if unit not in units and added < MAX_SYNONYM_UNITS:
                 units.append(unit)
+                added += 1
     return units[: max_terms + 16]
 
 

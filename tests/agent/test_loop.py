@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import threading
 
-from ctxagent.agent.events import AssistantDelta, ContextBuilt, Notice, PermissionDecision, StepStarted, ToolFinished, TurnFinished
+from ctxagent.agent.events import (
+    AssistantDelta,
+    ContextBuilt,
+    Notice,
+    PermissionDecision,
+    StepStarted,
+    ToolFinished,
+    TurnFinished,
+)
 from ctxagent.context.history import view
 
 

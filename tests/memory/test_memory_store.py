@@ -193,3 +193,35 @@ def test_user_level_store_lives_in_ctxagent_home(tmp_path: Path, _isolated_home:
     s.add("prefer type hints everywhere", "constraint")
     assert s.scope == "user" and Path(s.path).parent == _isolated_home
     assert (_isolated_home / "memory.db").exists()
+
+
+def test_large_store_query_split_keeps_rare_and_recent_hits(store: MemoryStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Over the posting budget a query runs as rare-terms-everywhere + all-terms-over-recent records."""
+    from ctxagent.context.memory import search
+
+    rare = store.add("the flaky websocket reconnect in src/net/socket.py", "note", turn=1)
+    for i in range(40):
+        store.add(f"edited src/app/module_{i}.py for the handler", "change", turn=2 + i)
+    newest = store.add("edited src/net/socket.py handler", "change", turn=50)
+    exact = [r.id for r in store.search("websocket handler in src", limit=5)]
+    monkeypatch.setattr(search, "POSTING_BUDGET", 5)
+    monkeypatch.setattr(search, "RECENT_WINDOW", 3)
+    split = [r.id for r in store.search("websocket handler in src", limit=5)]
+    assert rare in split and newest in split
+    assert rare in exact
+
+
+def test_term_statistics_backfill_matches_incremental_counts(tmp_path: Path) -> None:
+    path = tmp_path / "m.db"
+    s = MemoryStore.open(path)
+    for text in ("alpha beta", "beta gamma", "gamma delta_epsilon", "用户登录"):
+        s.add(text, "note", merge=False)
+    gone = s.add("beta only once", "note")
+    s.forget(gone)
+    before = dict(s.conn.execute("SELECT term, df FROM term_df WHERE df > 0").fetchall())
+    s.conn.execute("UPDATE meta SET value = 'pending' WHERE key = 'term_df_backfill'")
+    s.conn.execute("DELETE FROM term_df")
+    s.close()
+    again = MemoryStore.open(path)
+    assert dict(again.conn.execute("SELECT term, df FROM term_df WHERE df > 0").fetchall()) == before
+    assert before["beta"] == 2 and before["用户"] == 1

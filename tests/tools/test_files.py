@@ -233,6 +233,10 @@ def test_list_files_git_respects_gitignore(repo: Path) -> None:
     assert r.meta == {"count": 4, "source": "git"}
     r = run(repo, "list_files", path="src", glob="*.md")
     assert r.content.endswith("src/说明.md") and r.meta["count"] == 1
+    (repo / "[id]").mkdir()  # a Next.js-style directory name is not a pathspec pattern
+    (repo / "[id]" / "page.tsx").write_text("x")
+    r = run(repo, "list_files", path="[id]")
+    assert r.content.endswith(":\n[id]/page.tsx")
     r = run(repo, "list_files", glob="*.rs")
     assert not r.is_error and "no files" in r.content
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from ctxagent.tools import make_registry
 from ctxagent.tools.base import ToolContext, ToolResult
-from ctxagent.tools.shell import clean_output, run_command
+from ctxagent.tools.shell import OUTPUT_BYTES, clean_output, run_command
 
 REG = make_registry()
 
@@ -66,7 +66,7 @@ def test_huge_output_is_bounded(tmp_path: Path) -> None:
     assert len(r.content) < 40_000
     assert r.meta["output_bytes"] == 100_000_005  # the a-s, a newline, "END\n"
     assert r.content.rstrip().endswith("END") and "bytes of output omitted" in r.content
-    assert r.meta["dropped_bytes"] > 99_000_000
+    assert r.meta["dropped_bytes"] == 100_000_005 - OUTPUT_BYTES  # only head + tail stayed in memory
 
 
 def test_yes_piped_to_head(tmp_path: Path) -> None:
@@ -123,6 +123,16 @@ def test_terminal_noise_cleaned() -> None:
     assert clean_output("\x1b[31mred\x1b[0m ok") == "red ok"
     assert clean_output("10%\r50%\r100%\ndone") == "100%\ndone"
     assert clean_output("crlf line\r\nnext") == "crlf line\nnext"
+    assert clean_output("x" * 5000 + "\nok", max_line_chars=10) == "x" * 10 + " [... line truncated: 4,990 more characters]\nok"
+
+
+def test_many_lines_keep_head_and_tail(tmp_path: Path) -> None:
+    ctx = ToolContext(root=tmp_path, config={"shell_output_bytes": 40_000})
+    r = run(tmp_path, ctx, command="seq 1 200000")
+    lines = r.content.split("\n")
+    assert lines[1] == "1" and lines[-2] == "200000"
+    assert "bytes of output omitted" in r.content and len(r.content) < 45_000
+    assert r.meta["output_bytes"] == r.meta["dropped_bytes"] + 40_000
 
 
 def test_run_command_streams_chunks(tmp_path: Path) -> None:

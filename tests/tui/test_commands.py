@@ -105,3 +105,14 @@ async def test_suggester_greys_in_the_command() -> None:
         assert box._suggestion == "/context"
         await pilot.press("right")  # accepting the suggestion
         assert box.value == "/context"
+
+
+async def test_slash_commands_are_in_the_command_palette() -> None:
+    from ctxagent.tui.app import CtxApp
+
+    app = CtxApp()  # no session: the setup screen; the palette still lists every command
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        titles = [c.title for c in app.get_system_commands(app.screen)]
+        for c in COMMANDS:
+            assert f"/{c.name}" in titles

@@ -65,7 +65,6 @@ def server(tmp_path: Path) -> Iterator[str]:
 
 
 def test_real_ctxagent_in_tmux(tmp_path: Path, server: str) -> None:
-    pytest.importorskip("ctxagent.agent.app", reason="the plain `ctxagent` entry (agent/app.py) is not there yet")
     repo = make_repo(tmp_path / "repo")
     tmux = Tmux(f"ctxagent-test-{uuid.uuid4().hex[:8]}")
     env = {"CTXAGENT_HOME": os.environ["CTXAGENT_HOME"], "TERM": "xterm-256color", "LANG": "C.UTF-8",
