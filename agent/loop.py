@@ -237,10 +237,10 @@ class Agent:
         )
 
     def _record_build(self, step: int, result: BuildResult) -> None:
-        if result.compaction is not None:
-            ev = self.log.append("compaction", **result.compaction)
+        # usually one record; two when the current turn alone overflowed and its older steps were summarized too
+        for c in result.compactions or ([result.compaction] if result.compaction else []):
+            ev = self.log.append("compaction", **c)
             self._ingest([ev])
-            c = result.compaction
             self.on_event(CompactionDone(c["first_id"], c["last_id"], c["method"], 0, result.report.total))
         body = self.parts.provider.body(result.request)
         self.log.append(
@@ -387,7 +387,9 @@ class Agent:
     def _append_result(self, call: ToolCallEvent, result: ToolResult, duration_ms: int) -> None:
         # Sanitize before anything is persisted: the spill file must not hold secrets either.
         content = self.log.sanitize(result.content) if self.log.sanitize else result.content
-        content, spill_meta = self.parts.spill.maybe_spill(content, self.parts.counter, self.session.config.spill_tokens)
+        spill_meta = None
+        if call.name != "read_spill":  # a page of a spill is already bounded; spilling it again would loop
+            content, spill_meta = self.parts.spill.maybe_spill(content, self.parts.counter, self.session.config.spill_tokens)
         meta = {k: v for k, v in result.meta.items() if k != "diff" or len(str(v)) < 20000}
         ev = self.log.append(
             "tool_result",

@@ -49,8 +49,11 @@ class Budget:
         total = sum(merged.values())
         if total <= 0:
             raise ConfigError("budget fractions sum to zero")
-        # normalise so a config that sums to 0.98 or 1.1 still describes the whole window
-        self.fractions = {k: merged[k] / total for k in SLICE_NAMES}
+        # normalise so a config that sums to 0.98 or 1.1 still describes the whole window; fractions
+        # that already sum to 1 are kept as given, so a Budget rebuilt from a report's fractions is
+        # the same budget (inspect re-builds past steps from them)
+        scale = 1.0 if abs(total - 1.0) < 1e-9 else total
+        self.fractions = {k: round(merged[k] / scale, 12) for k in SLICE_NAMES}
         if self.max_output < 1:
             raise ConfigError(f"max_output must be >= 1, got {self.max_output}")
         if self.limit < 1:
@@ -67,7 +70,7 @@ class Budget:
 
     @property
     def reserve(self) -> int:
-        return max(math.ceil(self.fractions["reserve"] * self.window), self.max_output)
+        return max(math.ceil(round(self.fractions["reserve"] * self.window, 6)), self.max_output)
 
     @property
     def limit(self) -> int:
@@ -78,7 +81,7 @@ class Budget:
         """A slice's nominal share of the window, before unused shares flow to hot."""
         if name == "reserve":
             return self.reserve
-        return math.floor(self.fractions[name] * self.window)
+        return math.floor(round(self.fractions[name] * self.window, 6))
 
     def slices(self, used: dict[str, int] | None = None) -> dict[str, int]:
         """Slice budgets for a build: system / warm / tools keep min(base, used); the rest goes to hot.

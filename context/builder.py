@@ -7,9 +7,10 @@ attention:
   3. the warm block (pinned constraints, open tasks, recalled memory) right before the newest user
      message, or after the trailing tool results.
 Pressure relief, cheapest first, re-measuring after each cut and stopping as soon as it fits:
-prune old tool results (view only) → compact the oldest turns (summary; the caller appends the
-returned compaction event, originals stay in the log) → prune recent tool results → a clear
-ContextOverflowError. Invariant (strategy "ctxagent"): count_request(request) ≤ budget.limit, and
+prune tool results older than the protected turns (view only) → compact the oldest turns (a
+summary; the caller appends the returned compaction events, the originals stay in the log) →
+prune recent tool results except the newest step's → compact the current turn's older steps →
+prune the newest step's results → a clear ContextOverflowError (one message alone cannot fit). Invariant (strategy "ctxagent"): count_request(request) ≤ budget.limit, and
 the calibrated total fits as well. Same inputs → identical request (inspect compares a sha256).
 """
 
@@ -68,12 +69,12 @@ class BuildResult:
     report: ContextReport
     warm_text: str  # the warm block as sent ("" if none)
     compaction: dict[str, Any] | None  # a compaction event's data to APPEND to the log
-    # every compaction record to append, in order (normally just [compaction]; a second one appears
-    # only when the current turn's own older steps had to be summarized in the same build)
-    compactions: list[dict[str, Any]] = field(default_factory=list)
     pruned_ids: list[int] = field(default_factory=list)
     spilled_ids: list[int] = field(default_factory=list)
     masked: list[list[int]] = field(default_factory=list)
+    # EVERY compaction record to append, in this order (normally just [compaction]; a second one
+    # appears only when the current turn's own older steps had to be summarized in the same build)
+    compactions: list[dict[str, Any]] = field(default_factory=list)
 
 
 def request_sha256(body: dict[str, Any]) -> str:

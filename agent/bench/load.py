@@ -71,7 +71,8 @@ def _repo(root: Path) -> None:
     subprocess.run(["git", "init", "-q"], cwd=root, check=True)
 
 
-def run_load(turns: int = 1000, window: int = 32_000, every: int = 100, workdir: Path | None = None) -> LoadResult:
+def run_load(turns: int = 1000, window: int = 32_000, every: int = 100, workdir: Path | None = None, trace: bool = False) -> LoadResult:
+    """`trace` adds tracemalloc's heap figure (and its ~2× slowdown); RSS is always recorded."""
     with tempfile.TemporaryDirectory(prefix="ctxagent-load-") as tmp:
         root = Path(workdir or tmp) / "repo"
         _repo(root)
@@ -104,7 +105,8 @@ def run_load(turns: int = 1000, window: int = 32_000, every: int = 100, workdir:
 
         agent = Agent(session, parts, on_event=on_event)
         result = LoadResult(turns=turns, steps=0, window=window, completed=False)
-        tracemalloc.start()
+        if trace:
+            tracemalloc.start()
         last = 0
         try:
             for t in range(1, turns + 1):
@@ -119,12 +121,13 @@ def run_load(turns: int = 1000, window: int = 32_000, every: int = 100, workdir:
                         events=len(session.log.events),
                         build_ms_median=round(median(span_ms), 3),
                         new_tokenizations=round(sum(span_miss) / len(span_miss), 2),
-                        traced_mb=round(tracemalloc.get_traced_memory()[0] / 2**20, 1),
+                        traced_mb=round(tracemalloc.get_traced_memory()[0] / 2**20, 1) if trace else -1.0,
                         rss_mb=round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
                     ))
             result.completed = True
         finally:
-            tracemalloc.stop()
+            if trace:
+                tracemalloc.stop()
             result.steps = len(build_ms)
             session.log.close()
             store.close()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import threading
+from collections import deque
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -37,6 +38,8 @@ from ctxagent.context.errors import (
 )
 from ctxagent.context.request import Request
 
+REQUESTS_KEPT = 256
+
 
 class ScriptedProvider:
     name = "scripted"
@@ -45,7 +48,8 @@ class ScriptedProvider:
         self.turns: list[Turn] = load_script(script_path)
         self.model = str(script_path) if isinstance(script_path, (str, Path)) else "inline"
         self.max_tokens = max_tokens
-        self.requests: list[dict[str, Any]] = []  # every body received, for tests
+        # the latest bodies received, for tests; bounded so a 1,000-turn session keeps flat memory
+        self.requests: deque[dict[str, Any]] = deque(maxlen=REQUESTS_KEPT)
         self._next = 0
         self._lock = threading.Lock()
 

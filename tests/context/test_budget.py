@@ -59,3 +59,13 @@ def test_effective_limit_with_calibration() -> None:
     assert b.effective_limit(1.25) == 76_000
     assert b.effective_limit(0.8) == 95_000  # a ratio below 1 never raises the limit
     assert b.effective_limit(0) == 95_000
+
+
+def test_rebuilt_from_its_own_fractions_is_the_same_budget() -> None:
+    for window in (8_000, 32_000, 128_000, 200_000, 1_000_000, 12_345):
+        for profile in ("default", "coding", "design"):
+            b = Budget.from_profile(profile, window, max_output=1024)
+            again = Budget(window, fractions=dict(b.fractions), max_output=1024, profile=profile)
+            assert again.fractions == b.fractions and again.limit == b.limit and again.slices() == b.slices()
+    odd = Budget(100_000, fractions={"system": 0.1, "hot": 0.3, "warm": 0.3, "tools": 0.2, "reserve": 0.07}, max_output=10)
+    assert Budget(100_000, fractions=odd.fractions, max_output=10).limit == odd.limit
