@@ -148,6 +148,11 @@ class Agent:
                 self._safe(lambda: self.parts.checkpoints.mark_turn_end(self.session.id, turn, files))
             self.log.sync()
             self.parts.calibrator.save()
+        if stop == "end_turn" and self.session.config.auto_compact and self.last_report and self.last_report.advice != "ok":
+            # past the compress breakpoint with auto_compact on: compact now, between turns, so the
+            # next turn starts from the summary instead of paying for it mid-step
+            self._notice(f"context at {self.last_report.usage_pct:.0f}%: compacting automatically (auto_compact)", "info")
+            self._safe(lambda: self.compact())
         done = TurnFinished(turn=turn, stop_reason=stop, text=final_text, steps=steps)
         self.on_event(done)
         return done

@@ -173,3 +173,16 @@ def test_log_view_keeps_everything_in_order(make_agent, echo) -> None:
     agent.run_turn("q")
     kinds = [e.kind for e in view(agent.session.log.events)]
     assert kinds == ["user", "assistant", "tool_result", "assistant"]
+
+
+def test_auto_compact_after_a_turn_past_the_breakpoint(make_agent, echo) -> None:
+    script = [{"text": "reading", "tool_calls": [{"name": "echo", "arguments": {"text": "y" * 3000}}]}, {"text": "ok"}] * 6
+    agent, events, _ = make_agent(script, extra_tools=[echo()], window=9000)
+    agent.session.config.auto_compact = True
+    for i in range(6):
+        agent.run_turn(f"turn {i}: never touch setup.cfg")
+        if agent.session.log.of_kind("compaction"):
+            break
+    comps = agent.session.log.of_kind("compaction")
+    assert comps, "usage crossed 75 % with auto_compact on: a compaction must follow"
+    assert any(isinstance(e, Notice) and "auto_compact" in e.message for e in events)
