@@ -140,6 +140,8 @@ def run_all(args: argparse.Namespace) -> int:
     parts.append(tokens_text_all(out["tokens"], tokens_text))
     if out["perf"]:
         parts.append(perf_text(out["perf"], md=True))
+    if out["locomo"] and "error" not in out["locomo"] and hasattr(locomo, "format_table"):
+        parts.append(locomo.format_table(out["locomo"]))
     print("\n\n".join(p for p in parts if p))
     return 0
 
