@@ -144,3 +144,21 @@ def format_load(result: LoadResult) -> str:
     for s in result.samples:
         lines.append(f"| {s.turn} | {s.events} | {s.build_ms_median} | {s.new_tokenizations} | {s.traced_mb} | {s.rss_mb} |")
     return "\n".join(lines)
+
+
+def _run(args: Any) -> int:
+    import json
+
+    result = run_load(turns=args.turns, window=args.window, every=args.every, trace=args.trace)
+    print(json.dumps(result.to_dict(), indent=2) if args.json else format_load(result))
+    return 0 if result.completed else 1
+
+
+def add_parser(bench_subparsers: Any) -> None:
+    p = bench_subparsers.add_parser("load", help="a long scripted session: build cost, new tokenizations and memory per turn")
+    p.add_argument("--turns", type=int, default=1000)
+    p.add_argument("--window", type=int, default=32_000)
+    p.add_argument("--every", type=int, default=100, help="sample the curve every N turns")
+    p.add_argument("--trace", action="store_true", help="also record the Python heap (tracemalloc; slower)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=_run)
