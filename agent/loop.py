@@ -34,6 +34,7 @@ from ctxagent.agent.providers.base import Provider, Stop, TextDelta, ToolCallEve
 from ctxagent.agent.retry import stream_with_retry
 from ctxagent.agent.session import Session
 from ctxagent.context.budget import Budget
+from ctxagent.context.build_cache import BuildCache
 from ctxagent.context.builder import BuildInputs, BuildResult, build, request_sha256
 from ctxagent.context.calibrator import Calibrator
 from ctxagent.context.errors import ContextLengthError, ContextOverflowError, ProviderError, StreamError
@@ -94,6 +95,7 @@ class Agent:
         self.allowed_for_session: set[str] = set()
         self._turn_checkpoint: str | None = None
         self._turn_files: set[str] = set()
+        self._build_cache = BuildCache()  # per-event build work kept across steps: a step costs O(new content)
         self.reports: list[ContextReport] = [
             ContextReport.from_dict(e.data["report"]) for e in session.log.of_kind("context_report")
         ]
@@ -238,6 +240,7 @@ class Agent:
                 allow_compaction=allow_compaction,
                 protect_turns=cfg.protect_turns,
                 thresholds=(cfg.compress_at, cfg.new_session_at),
+                cache=self._build_cache,
             )
         )
 

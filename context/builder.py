@@ -23,20 +23,22 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ctxagent.context.budget import Budget
+from ctxagent.context.build_cache import BuildCache, cache_for
 from ctxagent.context.compact import compaction_record, user_positions
 from ctxagent.context.errors import ContextOverflowError
-from ctxagent.context.history import Event, Summary, ViewItem, view
+from ctxagent.context.history import Event, Summary, ViewItem
 from ctxagent.context.measure import make_report
-from ctxagent.context.pins import SessionPins, live_events
-from ctxagent.context.prune import PruneCandidate, prune_order, pruned_text
-from ctxagent.context.render import Draft, assemble, warm_position, with_content
+from ctxagent.context.pins import Pin, SessionPins
+from ctxagent.context.prune import pruned_text
+from ctxagent.context.render import Draft, Slot, assemble, warm_position, with_content
 from ctxagent.context.report import ContextReport
-from ctxagent.context.request import Request, ToolSpec
+from ctxagent.context.request import Message, Request, ToolSpec
 from ctxagent.context.tokens import TokenCounter, count_message
 
 MAX_RELIEF_ROUNDS = 64  # a safety bound: each round compacts strictly more, so few are ever needed
 KEEP_RECENT_STEPS = 2  # an in-turn compaction keeps the current turn's last steps verbatim
 MODEL_SUMMARY_ESTIMATE = 800  # tokens a model summary is assumed to take when choosing a range
+PRUNED_CHARS = 2000  # about what a pruned preview holds (the cache's size accounting)
 
 
 class WarmProvider(Protocol):
@@ -61,6 +63,9 @@ class BuildInputs:
     protect_turns: int = 2
     thresholds: tuple[float, float] = (0.75, 0.90)
     focus: str | None = None
+    # per-event work remembered across builds (the agent keeps one per session); None = the cache tied
+    # to `counter`. The result is the same with or without it, warm or cold.
+    cache: BuildCache | None = None
 
 
 @dataclass
@@ -98,8 +103,9 @@ def _recent_files(events: list[Event], limit: int = 10) -> list[str]:
     return list(dict.fromkeys(files))[:limit]
 
 
-def warm_text_for(inputs: BuildInputs, events: list[Event]) -> tuple[str, str | None]:
-    """(warm block text, note). A failing memory hook falls back to the session pins and says so."""
+def warm_text_for(inputs: BuildInputs, events: list[Event], pins: list[Pin] | None = None) -> tuple[str, str | None]:
+    """(warm block text, note). `events`: the live events; `pins`: their session pins if already
+    collected. A failing memory hook falls back to the session pins and says so."""
     if inputs.warm_override is not None:
         return inputs.warm_override, None
     query = next((str(e.data.get("text", "")) for e in reversed(events) if e.kind == "user"), "")
@@ -110,34 +116,40 @@ def warm_text_for(inputs: BuildInputs, events: list[Event]) -> tuple[str, str | 
             return inputs.warm.warm_block(query, _recent_files(events), inputs.turn, max_tokens, inputs.counter), None
         except Exception as exc:  # memory trouble must not stop a step
             note = f"warm provider failed ({type(exc).__name__}: {exc}); used session pins"
-    return SessionPins(events).warm_block(query, [], inputs.turn, max_tokens, inputs.counter), note
+    return SessionPins(events, pins).warm_block(query, [], inputs.turn, max_tokens, inputs.counter), note
 
 
-def _prune(draft: Draft, candidates: list[PruneCandidate], counter: TokenCounter, limit: int) -> None:
-    for cand in prune_order(candidates):
+def _pruned(slot: Slot, counter: TokenCounter) -> tuple[Message, int]:
+    msg = with_content(slot.msg, pruned_text(slot.source, counter, slot.event_id, slot.spill))
+    return msg, count_message(msg, counter)
+
+
+def _prune(draft: Draft, tier: str, counter: TokenCounter, cache: BuildCache, limit: int) -> None:
+    if draft.total() <= limit:
+        return
+    for _, _, index in sorted(_tool_candidates(draft, tier=tier)):  # prune_order's order: lowest value, then oldest
         if draft.total() <= limit:
             return
-        slot = draft.slots[cand.index]
-        new_msg = with_content(slot.msg, pruned_text(slot.source, counter, slot.event_id, slot.spill))
-        new_tokens = count_message(new_msg, counter)
+        slot = draft.slots[index]
+        # the preview is a function of the verbatim message (itself memoized per event), the logged text
+        # and the spill handle: remember it under those
+        new_msg, new_tokens = cache.memo(("pruned", slot.event_id, slot.msg.role), (slot.msg, slot.source, slot.spill),
+                                         lambda s=slot: _pruned(s, counter),  # type: ignore[misc]
+                                         kind="prunes", chars=PRUNED_CHARS)
         if new_tokens < slot.tokens:
-            draft.replace(cand.index, new_msg, new_tokens, "pruned")
+            draft.replace(index, new_msg, new_tokens, "pruned")
 
 
-def _tool_candidates(draft: Draft, *, tier: str) -> list[PruneCandidate]:
-    """tier "old": results before the protected recent turns; "recent": also protected ones except the
+def _tool_candidates(draft: Draft, *, tier: str) -> list[tuple[int, int, int]]:
+    """(rank, event id, slot index) of the tool results a tier may prune — PruneCandidate.sort_key
+    plus the index, as plain tuples: this runs every build over every visible result.
+
+    tier "old": results before the protected recent turns; "recent": also protected ones except the
     newest step's (what the model is about to read); "all": everything left."""
-    out: list[PruneCandidate] = []
-    last_step = draft.last_step_start()
-    for i, slot in enumerate(draft.slots):
-        if not slot.is_tool_result or slot.state == "pruned" or slot.event_id is None:
-            continue
-        if tier == "old" and i >= draft.protect_from:
-            continue
-        if tier == "recent" and i >= last_step:
-            continue
-        out.append(PruneCandidate(i, slot.event_id, slot.rank))
-    return out
+    stop = draft.protect_from if tier == "old" else draft.last_step_start() if tier == "recent" else len(draft.slots)
+    slots = draft.slots
+    return [(s.rank, s.event_id, i) for i, s in enumerate(slots[:stop])
+            if s.is_tool_result and s.state != "pruned" and s.event_id is not None]
 
 
 def _choose_compaction_end(draft: Draft, inputs: BuildInputs, limit: int) -> int | None:
@@ -167,7 +179,8 @@ def _choose_compaction_end(draft: Draft, inputs: BuildInputs, limit: int) -> int
     return best if best is not None and best <= newest else None
 
 
-def _finish(inputs: BuildInputs, draft: Draft, warm: str, records: list[dict[str, Any]], notes: list[str]) -> BuildResult:
+def _finish(inputs: BuildInputs, draft: Draft, warm: str, records: list[dict[str, Any]], notes: list[str],
+            cache: BuildCache) -> BuildResult:
     compaction = records[0] if records else None
     for extra in records[1:]:
         notes.append(f"also compacted the current turn's older steps: events {extra['first_id']}–{extra['last_id']}")
@@ -175,7 +188,7 @@ def _finish(inputs: BuildInputs, draft: Draft, warm: str, records: list[dict[str
     if draft.warm_msg is not None:
         messages.insert(warm_position(messages), draft.warm_msg)
     request = Request(system=inputs.system, messages=messages, tools=list(inputs.tools), max_tokens=inputs.budget.max_output)
-    report = make_report(inputs, draft, request, compaction, notes)
+    report = make_report(inputs, draft, request, compaction, notes, cache=cache)
     masked = [[it.first_id, it.last_id] for it in draft.items if isinstance(it, Summary)]
     return BuildResult(
         request=request,
@@ -202,7 +215,8 @@ def _choose_in_turn_range(draft: Draft) -> list[ViewItem] | None:
     return chosen
 
 
-def _relieve(inputs: BuildInputs, events: list[Event], limit: int, warm: str, notes: list[str]) -> tuple[Draft, list[dict[str, Any]], str]:
+def _relieve(inputs: BuildInputs, events: list[Event], limit: int, warm: str, notes: list[str],
+             cache: BuildCache) -> tuple[Draft, list[dict[str, Any]], str]:
     """Apply the tiers until the draft fits; return it with the compaction records to append, in order.
 
     The pipeline is a function of the state (log + records so far), re-run from scratch after each
@@ -214,11 +228,11 @@ def _relieve(inputs: BuildInputs, events: list[Event], limit: int, warm: str, no
     records: list[tuple[int, dict[str, Any], bool]] = []  # (event id, data, is an old-turns record)
     summary_cap = max(256, limit // 4)
     for _ in range(MAX_RELIEF_ROUNDS):
-        state = [*events, *(Event(eid, "compaction", dict(data)) for eid, data, _ in records)]
+        log = cache.log_state([*events, *(Event(eid, "compaction", dict(data)) for eid, data, _ in records)])
         if inputs.warm_override is None and inputs.warm is None and records:
-            warm, _ = warm_text_for(inputs, live_events(state))  # pins include the summaries' open tasks
-        draft = assemble(view(state), inputs, warm)
-        _prune(draft, _tool_candidates(draft, tier="old"), counter, limit)
+            warm, _ = warm_text_for(inputs, log.live, log.pins.pins())  # pins include the summaries' open tasks
+        draft = assemble(list(log.items), inputs, warm, cache)
+        _prune(draft, "old", counter, cache, limit)
         if draft.total() <= limit:
             break
         if inputs.allow_compaction:
@@ -234,7 +248,7 @@ def _relieve(inputs: BuildInputs, events: list[Event], limit: int, warm: str, no
                 else:
                     records.append((next_id + len(records), record, True))
                 continue
-        _prune(draft, _tool_candidates(draft, tier="recent"), counter, limit)
+        _prune(draft, "recent", counter, cache, limit)
         if draft.total() <= limit:
             break
         if inputs.allow_compaction:
@@ -245,7 +259,7 @@ def _relieve(inputs: BuildInputs, events: list[Event], limit: int, warm: str, no
                     notes.append(str(record["note"]))
                 records.append((next_id + len(records), record, False))
                 continue
-        _prune(draft, _tool_candidates(draft, tier="all"), counter, limit)
+        _prune(draft, "all", counter, cache, limit)
         break
     if draft.total() > limit:
         raise ContextOverflowError(draft.overflow_message(limit, inputs.budget))
@@ -259,11 +273,13 @@ def build(inputs: BuildInputs) -> BuildResult:
         return build_baseline(inputs)
     if inputs.strategy != "ctxagent":
         raise ValueError(f"unknown strategy {inputs.strategy!r}: use 'ctxagent', 'full' or 'window'")
+    cache = cache_for(inputs.counter, inputs.cache)
     limit = inputs.budget.effective_limit(inputs.calibration_ratio)
     events = list(inputs.events)
     notes: list[str] = []
-    warm, note = warm_text_for(inputs, live_events(events))
+    log = cache.log_state(events)
+    warm, note = warm_text_for(inputs, log.live, log.pins.pins())
     if note:
         notes.append(note)
-    draft, records, warm = _relieve(inputs, events, limit, warm, notes)
-    return _finish(inputs, draft, warm, records, notes)
+    draft, records, warm = _relieve(inputs, events, limit, warm, notes, cache)
+    return _finish(inputs, draft, warm, records, notes, cache)

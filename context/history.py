@@ -76,29 +76,48 @@ def view(events: Iterable[Event]) -> list[ViewItem]:
         if e.kind == "rewind" and e.id not in hidden:
             to_id = int(e.data["to_id"])
             hidden.update(x.id for x in evs if to_id <= x.id < e.id)
-    items: list[ViewItem] = []
-    for e in evs:
-        if e.id in hidden:
-            continue
+    return _apply(evs if not hidden else [e for e in evs if e.id not in hidden], [])
+
+
+def extend_view(items: list[ViewItem], tail: Iterable[Event]) -> list[ViewItem]:
+    """view(prefix + tail) from items = view(prefix), in O(len(tail) + masked range).
+
+    Valid for a tail without rewind events: a rewind hides only events before it, so events after
+    the prefix are never hidden by the prefix's rewinds, and the prefix's compactions were already
+    applied. Returns a new list; `items` is not modified. Raises ValueError on a rewind in the tail.
+    """
+    tail = list(tail)
+    if any(e.kind == "rewind" for e in tail):
+        raise ValueError("extend_view: the tail holds a rewind; recompute view() instead")
+    return _apply(tail, list(items))
+
+
+def _apply(visible: list[Event], items: list[ViewItem]) -> list[ViewItem]:
+    """Append visible message events to items and apply compactions, in log order."""
+    for e in visible:
         if e.kind in MESSAGE_KINDS:
             items.append(e)
         elif e.kind == "compaction":
-            first, last = int(e.data["first_id"]), int(e.data["last_id"])
-            kept: list[ViewItem] = []
-            inserted = False
-            summary = Summary(e.id, first, last, str(e.data.get("summary", "")), str(e.data.get("method", "extractive")))
-            for it in items:
-                lo, hi = (it.first_id, it.last_id) if isinstance(it, Summary) else (it.id, it.id)
-                if first <= lo and hi <= last:
-                    if not inserted:
-                        kept.append(summary)
-                        inserted = True
-                    continue
-                kept.append(it)
-            if not inserted:  # nothing visible left in range: keep the summary where the range ends
-                kept.append(summary)
-            items = kept
+            items = _mask(items, e)
     return items
+
+
+def _mask(items: list[ViewItem], e: Event) -> list[ViewItem]:
+    first, last = int(e.data["first_id"]), int(e.data["last_id"])
+    kept: list[ViewItem] = []
+    inserted = False
+    summary = Summary(e.id, first, last, str(e.data.get("summary", "")), str(e.data.get("method", "extractive")))
+    for it in items:
+        lo, hi = (it.first_id, it.last_id) if isinstance(it, Summary) else (it.id, it.id)
+        if first <= lo and hi <= last:
+            if not inserted:
+                kept.append(summary)
+                inserted = True
+            continue
+        kept.append(it)
+    if not inserted:  # nothing visible left in range: keep the summary where the range ends
+        kept.append(summary)
+    return kept
 
 
 def item_id(item: ViewItem) -> int:

@@ -2,37 +2,22 @@
 
 from __future__ import annotations
 
-import json
 import math
 from typing import TYPE_CHECKING, Any
 
+from ctxagent.context.build_cache import BuildCache, event_tokens
 from ctxagent.context.history import MESSAGE_KINDS, Event
 from ctxagent.context.monitor import advice_for, red_flags
 from ctxagent.context.pins import live_events
 from ctxagent.context.report import ContextReport
 from ctxagent.context.request import Request
-from ctxagent.context.tokens import MESSAGE_OVERHEAD, TokenCounter
+from ctxagent.context.tokens import TokenCounter
+
+__all__ = ["event_tokens", "loss_pct", "make_report"]
 
 if TYPE_CHECKING:
     from ctxagent.context.builder import BuildInputs
     from ctxagent.context.render import Draft
-
-
-def event_tokens(ev: Event, counter: TokenCounter) -> int:
-    """What an event costs verbatim (spilled results count their full original size)."""
-    d = ev.data
-    if ev.kind == "user":
-        return MESSAGE_OVERHEAD + counter.count(str(d.get("text", "")))
-    if ev.kind == "assistant":
-        calls = d.get("tool_calls") or []
-        args = sum(counter.count(json.dumps(c.get("arguments") or {}, ensure_ascii=False, sort_keys=True)) for c in calls)
-        return MESSAGE_OVERHEAD + counter.count(str(d.get("text", "") or "")) + args + 4 * len(calls)
-    if ev.kind == "tool_result":
-        spill = d.get("spill") or (d.get("meta") or {}).get("spill")
-        if isinstance(spill, dict) and isinstance(spill.get("tokens"), int):
-            return MESSAGE_OVERHEAD + int(spill["tokens"])
-        return MESSAGE_OVERHEAD + counter.count(str(d.get("content", "")))
-    return 0
 
 
 def loss_pct(events: list[Event], verbatim_ids: set[int], counter: TokenCounter) -> float:
@@ -48,6 +33,14 @@ def loss_pct(events: list[Event], verbatim_ids: set[int], counter: TokenCounter)
     return round(100.0 * (total - shown) / total, 2) if total else 0.0
 
 
+def _loss_from_cache(inputs: BuildInputs, draft: Draft, cache: BuildCache) -> float:
+    """loss_pct in O(visible messages): the history's verbatim total is kept by the cache's log
+    snapshot, and each verbatim slot carries its event's verbatim size."""
+    total = cache.log_state(list(inputs.events)).live_tokens
+    shown = sum(s.full_tokens for s in draft.slots if s.state == "verbatim" and s.event_id is not None)
+    return round(100.0 * (total - shown) / total, 2) if total else 0.0
+
+
 def make_report(
     inputs: BuildInputs,
     draft: Draft,
@@ -57,26 +50,41 @@ def make_report(
     *,
     strategy: str = "ctxagent",
     system_in_window: bool = True,
+    cache: BuildCache | None = None,
 ) -> ContextReport:
     budget = inputs.budget
-    tool_slots = [s for s in draft.slots if s.slice == "tools"]
+    hot = tools = largest = spilled = pruned = 0
+    oldest: int | None = None
+    for s in draft.slots:  # one pass: a build's report costs O(visible messages)
+        if s.slice == "tools":
+            tools += s.tokens
+            largest = max(largest, s.tokens)
+        elif s.slice == "hot":
+            hot += s.tokens
+        if s.spill is not None:
+            spilled += 1
+        if s.state == "pruned":
+            pruned += 1
+        if oldest is None and s.msg.role == "user" and s.msg.kind == "message" and not s.is_tool_result:
+            oldest = s.turn
     used = {
         "system": draft.fixed - draft.tool_spec_tokens,
-        "hot": sum(s.tokens for s in draft.slots if s.slice == "hot"),
+        "hot": hot,
         "warm": draft.warm_tokens,
-        "tools": draft.tool_spec_tokens + sum(s.tokens for s in tool_slots),
+        "tools": draft.tool_spec_tokens + tools,
         "reserve": budget.reserve,
     }
     total = draft.total()
     ratio = inputs.calibration_ratio if inputs.calibration_ratio and inputs.calibration_ratio > 0 else 1.0
     calibrated = math.ceil(total * ratio)
     usage = round(100.0 * (calibrated + budget.reserve) / budget.window, 2)
-    tool_results = sum(s.tokens for s in tool_slots)
-    largest = max((s.tokens for s in tool_slots), default=0)
-    flags = red_flags(total=total, tool_result_tokens=tool_results, largest_tool_result=largest,
+    flags = red_flags(total=total, tool_result_tokens=tools, largest_tool_result=largest,
                       messages=len(request.messages), window=budget.window)
-    oldest = next((s.turn for s in draft.slots if s.msg.role == "user" and s.msg.kind == "message" and not s.is_tool_result), 0)
-    verbatim = {s.event_id for s in draft.slots if s.state == "verbatim" and s.event_id is not None}
+    if cache is not None:
+        loss = _loss_from_cache(inputs, draft, cache)
+    else:
+        verbatim = {s.event_id for s in draft.slots if s.state == "verbatim" and s.event_id is not None}
+        loss = loss_pct(list(inputs.events), verbatim, inputs.counter)
     return ContextReport(
         step=inputs.step,
         turn=inputs.turn,
@@ -88,12 +96,12 @@ def make_report(
         calibrated_total=calibrated,
         calibration_ratio=round(ratio, 4),
         system_in_window=system_in_window,
-        oldest_visible_turn=oldest,
+        oldest_visible_turn=oldest or 0,
         messages=len(request.messages),
-        spilled=sum(1 for s in draft.slots if s.spill is not None),
-        pruned=sum(1 for s in draft.slots if s.state == "pruned"),
+        spilled=spilled,
+        pruned=pruned,
         compacted=[int(compaction["first_id"]), int(compaction["last_id"])] if compaction else None,
-        loss_pct=loss_pct(list(inputs.events), verbatim, inputs.counter),
+        loss_pct=loss,
         red_flags=flags,
         advice=advice_for(usage, inputs.thresholds),
         strategy=strategy,

@@ -67,31 +67,49 @@ def _turn_of(ev: Event, fallback: int) -> int:
         return fallback
 
 
+class PinCollector:
+    """collect_pins as a fold over live events, so a cache can extend it with new events only."""
+
+    def __init__(self) -> None:
+        self.constraints: dict[str, Pin] = {}
+        self.tasks: dict[str, Pin] = {}
+        self.turn = 0
+
+    def copy(self) -> PinCollector:
+        out = PinCollector()
+        out.constraints, out.tasks, out.turn = dict(self.constraints), dict(self.tasks), self.turn
+        return out
+
+    def feed(self, live: Iterable[Event]) -> PinCollector:
+        """Fold in events that are live (not rewound), in log order."""
+        for ev in live:
+            if ev.kind == "user":
+                self.turn = _turn_of(ev, self.turn + 1)
+                text = str(ev.data.get("text", ""))
+                for sentence in detect_constraints(text):
+                    self.constraints.setdefault(sentence.casefold(), Pin("constraint", sentence, self.turn))
+                for m in _TODO_LINE.finditer(text):
+                    item = m.group(1).strip()
+                    if item:
+                        self.tasks.setdefault(item.casefold(), Pin("task", item, self.turn))
+            elif ev.kind in ("memory", "remember"):
+                op = str(ev.data.get("op", "remember"))
+                text = str(ev.data.get("text") or ev.data.get("content") or "").strip()
+                mtype = str(ev.data.get("type", "constraint"))
+                if op in ("remember", "pin", "store") and text and mtype in ("constraint", "pin", "preference"):
+                    self.constraints.setdefault(text.casefold(), Pin("constraint", text, _turn_of(ev, self.turn)))
+            elif ev.kind == "compaction":
+                sections = summary_sections(str(ev.data.get("summary", "")))
+                for item in sections.get("Open tasks", []):
+                    self.tasks.setdefault(item.casefold(), Pin("task", item, self.turn))
+        return self
+
+    def pins(self) -> list[Pin]:
+        return list(self.constraints.values()) + list(self.tasks.values())
+
+
 def collect_pins(events: Iterable[Event]) -> list[Pin]:
-    constraints: dict[str, Pin] = {}
-    tasks: dict[str, Pin] = {}
-    turn = 0
-    for ev in live_events(events):
-        if ev.kind == "user":
-            turn = _turn_of(ev, turn + 1)
-            text = str(ev.data.get("text", ""))
-            for sentence in detect_constraints(text):
-                constraints.setdefault(sentence.casefold(), Pin("constraint", sentence, turn))
-            for m in _TODO_LINE.finditer(text):
-                item = m.group(1).strip()
-                if item:
-                    tasks.setdefault(item.casefold(), Pin("task", item, turn))
-        elif ev.kind in ("memory", "remember"):
-            op = str(ev.data.get("op", "remember"))
-            text = str(ev.data.get("text") or ev.data.get("content") or "").strip()
-            mtype = str(ev.data.get("type", "constraint"))
-            if op in ("remember", "pin", "store") and text and mtype in ("constraint", "pin", "preference"):
-                constraints.setdefault(text.casefold(), Pin("constraint", text, _turn_of(ev, turn)))
-        elif ev.kind == "compaction":
-            sections = summary_sections(str(ev.data.get("summary", "")))
-            for item in sections.get("Open tasks", []):
-                tasks.setdefault(item.casefold(), Pin("task", item, turn))
-    return list(constraints.values()) + list(tasks.values())
+    return PinCollector().feed(live_events(events)).pins()
 
 
 def format_warm(constraints: list[str], tasks: list[str], extra: list[str] | None = None) -> str:
@@ -113,8 +131,8 @@ def format_warm(constraints: list[str], tasks: list[str], extra: list[str] | Non
 class SessionPins:
     """The default warm provider: pinned constraints and open tasks computed from the session log."""
 
-    def __init__(self, events: Iterable[Event]):
-        self.pins = collect_pins(events)
+    def __init__(self, events: Iterable[Event], pins: list[Pin] | None = None):
+        self.pins = collect_pins(events) if pins is None else list(pins)  # precomputed pins: a cache's
 
     def warm_block(self, query: str, files: list[str], turn: int, max_tokens: int, counter: TokenCounter) -> str:
         constraints = [f"[turn {p.turn}] {p.text}" for p in self.pins if p.kind == "constraint"]

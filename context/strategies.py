@@ -7,29 +7,37 @@ window  seed 001's sliding window: history ≤ 60 % of W, each message capped at
 
 from __future__ import annotations
 
+from ctxagent.context.build_cache import BuildCache, cache_for
 from ctxagent.context.builder import BuildInputs, BuildResult
-from ctxagent.context.history import Summary, view
+from ctxagent.context.history import Summary
 from ctxagent.context.measure import make_report
-from ctxagent.context.render import Draft, assemble, with_content
-from ctxagent.context.request import Request
+from ctxagent.context.render import Draft, Slot, assemble, with_content
+from ctxagent.context.request import Message, Request
 from ctxagent.context.spill import head_tail
-from ctxagent.context.tokens import count_message
+from ctxagent.context.tokens import TokenCounter, count_message
 
 WINDOW_HISTORY_SHARE = 0.60
 WINDOW_MESSAGE_CAP = 4000
 WINDOW_MIN_ROUNDS = 3
 
 
-def _cap_messages(draft: Draft, inputs: BuildInputs) -> int:
+def _capped(slot: Slot, counter: TokenCounter) -> tuple[Message, int]:
+    head, tail, cut = head_tail(slot.msg.content, counter, WINDOW_MESSAGE_CAP * 2 // 3, WINDOW_MESSAGE_CAP // 4,
+                                max_head_lines=10_000, max_tail_lines=10_000)
+    msg = with_content(slot.msg, "\n".join([*head, f"[… {cut} lines truncated …]", *tail]))
+    return msg, count_message(msg, counter)
+
+
+def _cap_messages(draft: Draft, inputs: BuildInputs, cache: BuildCache) -> int:
     capped = 0
     for i, slot in enumerate(draft.slots):
         if slot.tokens <= WINDOW_MESSAGE_CAP:
             continue
-        head, tail, cut = head_tail(slot.msg.content, inputs.counter, WINDOW_MESSAGE_CAP * 2 // 3, WINDOW_MESSAGE_CAP // 4,
-                                    max_head_lines=10_000, max_tail_lines=10_000)
-        text = "\n".join([*head, f"[… {cut} lines truncated …]", *tail])
-        msg = with_content(slot.msg, text)
-        draft.replace(i, msg, count_message(msg, inputs.counter), "pruned")
+        # a function of the verbatim message (memoized per event), so remembered across builds
+        msg, n = cache.memo(("capped", slot.event_id, slot.msg.role), slot.msg,
+                            lambda s=slot: _capped(s, inputs.counter),  # type: ignore[misc]
+                            kind="prunes", chars=WINDOW_MESSAGE_CAP * 4)
+        draft.replace(i, msg, n, "pruned")
         capped += 1
     return capped
 
@@ -62,11 +70,12 @@ def _drop_old_rounds(draft: Draft, budget_tokens: int) -> int:
 
 
 def build_baseline(inputs: BuildInputs) -> BuildResult:
-    items = view(inputs.events)
-    draft = assemble(items, inputs, "")
+    cache = cache_for(inputs.counter, inputs.cache)
+    items = list(cache.log_state(list(inputs.events)).items)
+    draft = assemble(items, inputs, "", cache)
     notes: list[str] = []
     if inputs.strategy == "window":
-        capped = _cap_messages(draft, inputs)
+        capped = _cap_messages(draft, inputs, cache)
         dropped = _drop_old_rounds(draft, int(WINDOW_HISTORY_SHARE * inputs.budget.window))
         if capped:
             notes.append(f"window: {capped} message(s) capped at {WINDOW_MESSAGE_CAP} tokens")
@@ -77,7 +86,7 @@ def build_baseline(inputs: BuildInputs) -> BuildResult:
     messages = [s.msg for s in draft.slots]
     request = Request(system=inputs.system, messages=messages, tools=list(inputs.tools), max_tokens=inputs.budget.max_output)
     report = make_report(inputs, draft, request, None, notes, strategy=inputs.strategy,
-                         system_in_window=draft.total() <= inputs.budget.window)
+                         system_in_window=draft.total() <= inputs.budget.window, cache=cache)
     return BuildResult(
         request=request,
         report=report,

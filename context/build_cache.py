@@ -1,0 +1,224 @@
+"""BuildCache: the builder's per-event work, remembered across builds so a step costs O(new content).
+
+Events are immutable once appended. What the builder derives from ONE event — its rendered message
+and token count, its pruned preview, its verbatim size — is memoized under (what, event id,
+variant) and checked against the event itself on every hit (identity, else equality), so a different
+log that reuses an id simply recomputes. What it derives from the WHOLE log — view(), the live
+(non-rewound) events, the session pins, the history's verbatim token total, the rendered message
+list — is kept as snapshots of a prefix of the log and extended with the new events only; a rewind
+in the new events, or a log that is not an extension of a snapshot, recomputes from scratch.
+
+A cache never changes a result: a build with a warm cache returns exactly what a cold one does
+(tests/context/test_build_cache.py checks it at every step of random histories; `inspect` re-builds
+with a cold cache and compares a sha256). One cache serves one counter: binding another empties it.
+The agent owns one per session (`BuildInputs.cache`); without one the builder uses a cache tied to
+the counter object (weakly), so benchmarks and tools that reuse a counter are cached too.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import weakref
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from ctxagent.context.history import MESSAGE_KINDS, Event, ViewItem, extend_view, view
+from ctxagent.context.pins import PinCollector, live_events
+from ctxagent.context.request import ToolSpec
+from ctxagent.context.tokens import MESSAGE_OVERHEAD, TokenCounter, count_system, count_tool_spec
+
+T = TypeVar("T")
+
+SNAPSHOTS = 4  # prefixes kept: the log, plus a few branches (relief rounds, replayed strategies)
+DEFAULT_MAX_CHARS = 32_000_000  # memoized text held (≈ 8M tokens); over it the oldest half goes
+SHARED_MAX_CHARS = 8_000_000  # the same for a cache tied to a counter (tests share counters widely)
+_ENTRY_CHARS = 64  # what a memo entry without text is charged
+
+
+def event_tokens(ev: Event, counter: TokenCounter) -> int:
+    """What an event costs verbatim (spilled results count their full original size)."""
+    d = ev.data
+    if ev.kind == "user":
+        return MESSAGE_OVERHEAD + counter.count(str(d.get("text", "")))
+    if ev.kind == "assistant":
+        calls = d.get("tool_calls") or []
+        args = sum(counter.count(json.dumps(c.get("arguments") or {}, ensure_ascii=False, sort_keys=True)) for c in calls)
+        return MESSAGE_OVERHEAD + counter.count(str(d.get("text", "") or "")) + args + 4 * len(calls)
+    if ev.kind == "tool_result":
+        spill = d.get("spill") or (d.get("meta") or {}).get("spill")
+        if isinstance(spill, dict) and isinstance(spill.get("tokens"), int):
+            return MESSAGE_OVERHEAD + int(spill["tokens"])
+        return MESSAGE_OVERHEAD + counter.count(str(d.get("content", "")))
+    return 0
+
+
+@dataclass
+class CacheStats:
+    """Work done afresh (cache misses), by kind: what a test counts instead of timing."""
+
+    renders: int = 0  # messages rendered and counted
+    prunes: int = 0  # pruned / capped previews computed and counted
+    sizes: int = 0  # verbatim event sizes counted (loss %)
+    log_rebuilds: int = 0  # view / live events / pins recomputed over the whole log
+    log_extends: int = 0  # ... extended with new events only
+    render_restarts: int = 0  # message lists rendered from the first item
+    render_resumes: int = 0  # ... resumed from a rendered prefix
+
+
+@dataclass(frozen=True)
+class LogState:
+    """Everything the builder derives from a log prefix. Never mutated: copy before changing."""
+
+    events: list[Event]  # the prefix this describes (a private copy)
+    items: list[ViewItem]  # view(events)
+    live: list[Event]  # live_events(events)
+    live_tokens: int  # verbatim tokens of the live message events (loss % denominator)
+    pins: PinCollector  # session pins folded over `live`
+
+
+@dataclass(frozen=True)
+class RenderState:
+    """render() part-way: the slots of items[:len(items)] and the state needed to go on."""
+
+    items: list[ViewItem]
+    slots: list[Any]  # list[render.Slot]; slots are frozen, so they can be shared
+    pending: tuple[tuple[str, str], ...]  # (call id, tool name) still awaiting a result
+    turn: int
+
+
+def _is_prefix(prefix: list[Any], full: list[Any]) -> bool:
+    n = len(prefix)
+    if n > len(full):
+        return False
+    if n == 0:
+        return True
+    last = full[n - 1]
+    if last is not prefix[-1] and last != prefix[-1]:  # cheap reject before the O(n) compare
+        return False
+    return full[:n] == prefix  # C-level; identical objects compare without calling __eq__
+
+
+class BuildCache:
+    def __init__(self, max_chars: int = DEFAULT_MAX_CHARS):
+        self.max_chars = max_chars
+        self.stats = CacheStats()
+        self._lock = threading.Lock()
+        self._counter: TokenCounter | None = None
+        self._reset()
+
+    def _reset(self) -> None:
+        self._memo: dict[tuple[Any, ...], tuple[Any, Any]] = {}
+        self._chars = 0
+        self._logs: list[LogState] = []
+        self._renders: list[RenderState] = []
+        self._fixed: tuple[str, list[ToolSpec], int, int] | None = None
+
+    def bind(self, counter: TokenCounter) -> BuildCache:
+        """Use this cache with `counter`; a different counter than last time empties it."""
+        if counter is not self._counter:
+            with self._lock:
+                if counter is not self._counter:
+                    self._reset()
+                    self._counter = counter
+        return self
+
+    # -- per-event memo ---------------------------------------------------------------------------
+    def memo(self, key: tuple[Any, ...], anchor: Any, compute: Callable[[], T], *, kind: str, chars: int = 0) -> T:
+        """compute() once per (key, anchor): a hit needs the same anchor (the event, or the message it
+        was derived from) — identical or equal. `kind` names the CacheStats counter of misses."""
+        hit = self._memo.get(key)
+        if hit is not None and (hit[0] is anchor or hit[0] == anchor):
+            return hit[1]  # type: ignore[no-any-return]
+        value = compute()
+        setattr(self.stats, kind, getattr(self.stats, kind) + 1)
+        with self._lock:
+            self._memo[key] = (anchor, value)
+            self._chars += chars + _ENTRY_CHARS
+            if self._chars > self.max_chars:
+                self._evict()
+        return value
+
+    def _evict(self) -> None:
+        """Drop the oldest half of the memo (insertion order); snapshots keep what they reference."""
+        drop = len(self._memo) // 2
+        for key in list(self._memo)[:drop]:
+            del self._memo[key]
+        self._chars = self._chars // 2
+
+    def size(self, ev: Event) -> int:
+        """event_tokens(ev), memoized."""
+        counter = self._counter
+        assert counter is not None, "bind() the cache to a counter first"
+        return self.memo(("size", ev.id), ev, lambda: event_tokens(ev, counter), kind="sizes")
+
+    def fixed_tokens(self, system: str, tools: list[ToolSpec]) -> tuple[int, int]:
+        """(system prompt tokens, tool schema tokens): the stable prefix, counted once while unchanged."""
+        fixed = self._fixed
+        if fixed is not None and fixed[0] == system and fixed[1] == tools:
+            return fixed[2], fixed[3]
+        counter = self._counter
+        assert counter is not None, "bind() the cache to a counter first"
+        sys_tokens = count_system(system, counter)
+        tool_tokens = sum(count_tool_spec(t, counter) for t in tools)
+        self._fixed = (system, list(tools), sys_tokens, tool_tokens)
+        return sys_tokens, tool_tokens
+
+    # -- log snapshots ----------------------------------------------------------------------------
+    def log_state(self, events: list[Event]) -> LogState:
+        """view / live events / pins / verbatim total of `events`, extended from the longest snapshot
+        that is a prefix of it."""
+        best: LogState | None = None
+        for st in self._logs:
+            if (best is None or len(st.events) > len(best.events)) and _is_prefix(st.events, events):
+                best = st
+        if best is not None and len(best.events) == len(events):
+            return best
+        tail = events[len(best.events):] if best is not None else events
+        if best is None or any(e.kind == "rewind" for e in tail):
+            live = live_events(events)
+            state = LogState(list(events), view(events), live,
+                             sum(self.size(e) for e in live if e.kind in MESSAGE_KINDS), PinCollector().feed(live))
+            self.stats.log_rebuilds += 1
+        else:  # a rewind hides only earlier events: the new ones are live, and extend every fold
+            state = LogState(best.events + tail, extend_view(best.items, tail), best.live + tail,
+                             best.live_tokens + sum(self.size(e) for e in tail if e.kind in MESSAGE_KINDS),
+                             best.pins.copy().feed(tail))
+            self.stats.log_extends += 1
+        self._logs = [state, *(s for s in self._logs if s is not best)][:SNAPSHOTS]
+        return state
+
+    # -- rendered prefixes ------------------------------------------------------------------------
+    def render_prefix(self, items: list[ViewItem]) -> RenderState | None:
+        """The longest remembered render whose items are a prefix of `items`."""
+        best: RenderState | None = None
+        for st in self._renders:
+            if (best is None or len(st.items) > len(best.items)) and _is_prefix(st.items, items):
+                best = st
+        if best is None:
+            self.stats.render_restarts += 1
+        else:
+            self.stats.render_resumes += 1
+        return best
+
+    def keep_render(self, state: RenderState) -> None:
+        self._renders = [state, *(s for s in self._renders if not _is_prefix(s.items, state.items))][:SNAPSHOTS]
+
+
+_SHARED: weakref.WeakKeyDictionary[Any, BuildCache] = weakref.WeakKeyDictionary()
+_SHARED_LOCK = threading.Lock()
+
+
+def cache_for(counter: TokenCounter, cache: BuildCache | None = None) -> BuildCache:
+    """`cache` bound to `counter`; without one, the cache tied to this counter object (a fresh one if
+    the counter cannot be weakly referenced)."""
+    if cache is None:
+        with _SHARED_LOCK:
+            try:
+                cache = _SHARED.get(counter)
+                if cache is None:
+                    cache = _SHARED[counter] = BuildCache(SHARED_MAX_CHARS)
+            except TypeError:
+                cache = BuildCache(SHARED_MAX_CHARS)
+    return cache.bind(counter)
