@@ -42,6 +42,7 @@ from ctxagent.context.report import ContextReport
 from ctxagent.context.spill import SpillStore
 from ctxagent.context.tokens import TokenCounter
 from ctxagent.tools.base import ToolContext, ToolRegistry, ToolResult
+from ctxagent.tools.tests_runner import detect_test_command
 
 Approver = Callable[[PermissionRequest], PermissionDecision]
 
@@ -376,7 +377,7 @@ class Agent:
         allowed = mode == "yolo" or (mode == "auto-edit" and kind == "edit") or call.name in self.allowed_for_session
         if not allowed:
             args = call.arguments or {}
-            preview = str(args.get("command") or "") if kind == "command" else _edit_preview(call.name, args)
+            preview = self._command_preview(call.name, args) if kind == "command" else _edit_preview(call.name, args)
             decision = self.approver(PermissionRequest(call.id, call.name, kind, args, preview))
             self.log.append("permission", call_id=call.id, decision="allow" if decision.allow else "deny", reason=decision.reason)
             if not decision.allow:
@@ -391,6 +392,14 @@ class Agent:
                 self._turn_checkpoint = commit
                 self.log.append("checkpoint", turn=turn, commit=commit)
         return None
+
+    def _command_preview(self, name: str, args: dict[str, Any]) -> str:
+        """The command line the user is asked to allow; run_tests without one shows what it will run."""
+        command = str(args.get("command") or "")
+        if command or name != "run_tests":
+            return command
+        configured = self.parts.tool_config.get("test_command")
+        return configured or detect_test_command(self.session.root) or "(no test command detected)"
 
     def _append_result(self, call: ToolCallEvent, result: ToolResult, duration_ms: int) -> None:
         # Sanitize before anything is persisted: the spill file must not hold secrets either.

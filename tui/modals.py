@@ -90,9 +90,9 @@ class BreakpointModal(ModalScreen[str]):
                 "summary and the warm memory, compact older turns, or continue as is."
             )
             with Horizontal():
-                yield Button("[N]ew session with summary", id="new_session", variant="primary")
-                yield Button("[C]ompact", id="compact", variant="warning")
-                yield Button("Continue [x]", id="continue")
+                yield Button(r"\[N]ew session with summary", id="new_session", variant="primary")
+                yield Button(r"\[C]ompact", id="compact", variant="warning")
+                yield Button(r"Continue \[x]", id="continue")
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         self.dismiss(str(event.button.id))
@@ -128,9 +128,9 @@ class PermissionModal(ModalScreen[PermissionDecision]):
                 yield Static(self._preview(), id="perm-preview-body")
             yield Input(placeholder="reason for denying (optional, sent to the model) — Enter denies", id="perm-reason")
             with Horizontal():
-                yield Button("[Y] Allow once", id="allow_once", variant="success")
-                yield Button("[A]llow for session", id="allow_session", variant="primary")
-                yield Button("[N] Deny", id="deny", variant="error")
+                yield Button(r"\[Y] Allow once", id="allow_once", variant="success")
+                yield Button(r"\[A]llow for session", id="allow_session", variant="primary")
+                yield Button(r"\[N] Deny", id="deny", variant="error")
 
     def on_mount(self) -> None:
         self.query_one("#allow_once", Button).focus()

@@ -31,8 +31,8 @@ class ConfirmModal(ModalScreen[bool]):
             if self.detail:
                 yield Static(Text(self.detail))
             with Horizontal():
-                yield Button("[Y]es", id="yes", variant="warning")
-                yield Button("[N]o", id="no")
+                yield Button(r"\[Y]es", id="yes", variant="warning")
+                yield Button(r"\[N]o", id="no")
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         self.dismiss(event.button.id == "yes")

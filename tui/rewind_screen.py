@@ -18,7 +18,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, DataTable, Footer, Static
 
 MODES = ("both", "conversation", "code")
-MODE_LABEL = {"both": "[B]oth: code and conversation", "conversation": "[C]onversation only", "code": "Code [o]nly"}
+MODE_LABEL = {"both": r"\[B]oth: code and conversation", "conversation": r"\[C]onversation only", "code": r"Code \[o]nly"}  # \[ : a literal bracket, not markup
 
 
 @dataclass(frozen=True)

@@ -102,8 +102,8 @@ class SetupScreen(Screen[tuple[str, str] | None]):
                              id="setup-local")
             with Horizontal():
                 if self.local is not None and self.local.models:
-                    yield Button(f"[U]se {self.local.models[0]}", id="use-local", variant="success")
-                yield Button("[Q]uit", id="quit")
+                    yield Button(rf"\[U]se {self.local.models[0]}", id="use-local", variant="success")
+                yield Button(r"\[Q]uit", id="quit")
         yield Footer()
 
     def on_button_pressed(self, event: Button.Pressed) -> None:

@@ -186,3 +186,16 @@ def test_auto_compact_after_a_turn_past_the_breakpoint(make_agent, echo) -> None
     comps = agent.session.log.of_kind("compaction")
     assert comps, "usage crossed 75 % with auto_compact on: a compaction must follow"
     assert any(isinstance(e, Notice) and "auto_compact" in e.message for e in events)
+
+
+def test_run_tests_permission_shows_the_command_it_will_run(make_agent) -> None:
+    seen: list[str] = []
+
+    def approver(req):
+        seen.append(req.preview)
+        return PermissionDecision(allow=False, reason="not now")
+
+    agent, _, _ = make_agent([{"tool_calls": [{"name": "run_tests", "arguments": {}}]}, {"text": "ok"}], approver=approver, mode="ask")
+    (agent.session.root / "test_x.py").write_text("def test_x():\n    assert True\n")
+    agent.run_turn("run the tests")
+    assert seen and "pytest" in seen[0]
