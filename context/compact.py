@@ -312,4 +312,13 @@ def compact_now(
         return None
     keep = max(1, keep_turns)
     end = users[-keep] if len(users) >= keep else users[0]
-    return compaction_record(items[:end], summarize, focus)
+    record = compaction_record(items[:end], summarize, focus)
+    if record is not None:
+        return record
+    # One long turn (the common case for a headless task): summarize its older steps, keeping the
+    # user's message and the newest step, so /compact is never a no-op while the window is full.
+    start = users[-1] + 1
+    steps = [i for i in range(start, len(items)) if isinstance(items[i], Event) and items[i].kind == "assistant"]
+    if len(steps) < 2:
+        return None
+    return compaction_record(items[start : steps[-1]], summarize, focus)

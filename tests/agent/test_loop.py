@@ -199,3 +199,15 @@ def test_run_tests_permission_shows_the_command_it_will_run(make_agent) -> None:
     (agent.session.root / "test_x.py").write_text("def test_x():\n    assert True\n")
     agent.run_turn("run the tests")
     assert seen and "pytest" in seen[0]
+
+
+def test_compact_inside_one_long_turn(make_agent, echo) -> None:
+    script = [{"text": f"step {i}", "tool_calls": [{"name": "echo", "arguments": {"text": f"result {i} " * 50}}]} for i in range(5)]
+    script.append({"text": "finished"})
+    agent, _, _ = make_agent(script, extra_tools=[echo()])
+    agent.run_turn("one long task; never touch setup.cfg")
+    done = agent.compact()
+    assert done is not None, "a full single-turn session must be compactable"
+    items = view(agent.session.log.events)
+    kinds = [getattr(it, "kind", "summary") for it in items]
+    assert kinds[0] == "user" and "summary" in kinds and kinds[-1] == "assistant"
