@@ -96,6 +96,7 @@ class Agent:
         self.allowed_for_session: set[str] = set()
         self._turn_checkpoint: str | None = None
         self._turn_files: set[str] = set()
+        self._turn_no = self._current_turn()  # the running turn, stamped on its steps' events
         self._build_cache = BuildCache()  # per-event build work kept across steps: a step costs O(new content)
         self.reports: list[ContextReport] = [
             ContextReport.from_dict(e.data["report"]) for e in session.log.of_kind("context_report")
@@ -120,6 +121,7 @@ class Agent:
     def run_turn(self, text: str, cancel: threading.Event | None = None) -> TurnFinished:
         cancel = cancel or threading.Event()
         turn = self._next_turn()
+        self._turn_no = turn
         user_ev = self.log.append("user", text=text, turn=turn)
         self._ingest([user_ev])
         self.on_event(TurnStarted(turn, text))
@@ -327,6 +329,7 @@ class Agent:
             stop_reason=stop,
             usage=usage_d,
             step=step,
+            turn=self._turn_no,
             partial=partial,
         )
         self._ingest([self.log.events[-1]])
@@ -417,6 +420,7 @@ class Agent:
             duration_ms=duration_ms,
             meta=meta,
             spill=spill_meta,
+            turn=self._turn_no,
         )
         self._ingest([ev])
         self.on_event(ToolFinished(call.id, call.name, content, result.is_error, duration_ms, {**meta, "spill": spill_meta}))

@@ -54,6 +54,8 @@ def _turns(items: Sequence[ViewItem]) -> list[int]:
                 turn = int(it.data.get("turn", turn + 1))
             except (TypeError, ValueError):
                 turn += 1
+        elif isinstance(it, Event) and isinstance(it.data.get("turn"), int):
+            turn = it.data["turn"]  # steps carry their turn, so a range inside one turn is numbered right
         out.append(turn)
     return out
 
