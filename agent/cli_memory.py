@@ -19,6 +19,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p = subparsers.add_parser("memory", help="search and manage the project's memory records",
                               description="Search and manage the project's memory (.ctxagent/memory.db).")
     p.add_argument("--project", default=None, help="repository root (default: current directory)")
+    p.add_argument("--user", action="store_true",
+                   help="the user-level store (preferences across all projects) instead of the project's")
     sub = p.add_subparsers(dest="memory_command", metavar="ACTION", required=True)
 
     s = sub.add_parser("search", help="full-text search (English, Chinese, identifiers, file names)")
@@ -60,6 +62,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 def _open(args: argparse.Namespace) -> Any:
     from ctxagent.context.memory.store import MemoryStore
 
+    if getattr(args, "user", False):
+        return MemoryStore.open_user()
     return MemoryStore.open_project(Path(args.project or ".").resolve())
 
 

@@ -96,7 +96,7 @@ def _memory_parts(session: Session) -> tuple[object | None, object | None]:
     from ctxagent.context.memory.store import MemoryStore
 
     store = MemoryStore.open(session.state_dir / "memory.db")
-    return store, MemoryRecall(store, session.id)
+    return store, MemoryRecall(store, session.id, top_k=session.config.recall_k, user_store=MemoryStore.open_user())
 
 
 def _checkpoints(session: Session) -> object | None:

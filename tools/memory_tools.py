@@ -15,6 +15,7 @@ from ctxagent.context.errors import CtxagentError
 from ctxagent.context.history import Event
 from ctxagent.context.memory.record import LAYERS, TYPES, Record
 from ctxagent.context.memory.store import MemoryStore, project_db_path
+from ctxagent.context.paths import user_state_dir
 from ctxagent.tools.base import FunctionTool, Tool, ToolContext, ToolResult
 
 SEARCH_LIMIT_MAX = 50
@@ -32,6 +33,18 @@ def store_for(ctx: ToolContext) -> MemoryStore:
     with _OPEN_LOCK:
         if path not in _OPEN:
             _OPEN[path] = MemoryStore.open(path)
+        return _OPEN[path]
+
+
+def user_store_for(ctx: ToolContext) -> MemoryStore:
+    """The user-level store (CTXAGENT_HOME or the platform's state dir), shared by every project."""
+    svc = ctx.services.get("user_memory")
+    if svc is not None:
+        return svc
+    path = (user_state_dir() / "memory.db").resolve()
+    with _OPEN_LOCK:
+        if path not in _OPEN:
+            _OPEN[path] = MemoryStore.open_user()
         return _OPEN[path]
 
 
@@ -84,8 +97,9 @@ def _store_tool(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     tags = args.get("tags") or []
     if isinstance(tags, str):
         tags = [t.strip() for t in tags.split(",") if t.strip()]
+    store = user_store_for(ctx) if args.get("scope") == "user" else store_for(ctx)
     try:
-        text, rid = store_memory(store_for(ctx), str(args["content"]), str(args["type"]), str(args.get("layer") or "warm"),
+        text, rid = store_memory(store, str(args["content"]), str(args["type"]), str(args.get("layer") or "warm"),
                                  [str(t) for t in tags], str(ctx.services.get("session") or ""),
                                  int(ctx.services.get("turn") or 0))
     except CtxagentError as exc:
@@ -163,6 +177,8 @@ STORE_SCHEMA: dict[str, Any] = {
         "type": {"type": "string", "enum": list(TYPES)},
         "layer": {"type": "string", "enum": list(LAYERS)},
         "tags": {"type": "array", "items": {"type": "string"}},
+        "scope": {"type": "string", "enum": ["project", "user"],
+                  "description": "project (default) or user: a preference that holds in every project"},
     },
     "required": ["content", "type"],
 }

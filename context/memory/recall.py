@@ -30,8 +30,10 @@ class TokenCounter(Protocol):
 class MemoryRecall:
     """The builder's WarmProvider, backed by a MemoryStore."""
 
-    def __init__(self, store: MemoryStore, session: str = "", top_k: int = 8, age: bool = True):
+    def __init__(self, store: MemoryStore, session: str = "", top_k: int = 8, age: bool = True,
+                 user_store: MemoryStore | None = None):
         self.store = store
+        self.user_store = user_store  # cross-project preferences: their pinned constraints come first
         self.session = session
         self.top_k = top_k
         self.age = age
@@ -44,6 +46,10 @@ class MemoryRecall:
         pinned = self.store.list(type="constraint", pinned=True, include_superseded=False, newest_first=True, limit=MAX_PINNED)[::-1]
         todos = self.store.list(type="todo", status="open", include_superseded=False, newest_first=True, limit=MAX_TODOS)[::-1]
         chosen: dict[int, Record] = {r.id: r for r in pinned + todos}
+        if self.user_store is not None:
+            mine = self.user_store.list(type="constraint", pinned=True, include_superseded=False, newest_first=True, limit=MAX_PINNED)[::-1]
+            # ids of the two stores overlap: key the user's records apart, and show them first
+            chosen = {**{-r.id: r for r in mine}, **chosen}
         relevant: list[Record] = []
         q = " ".join([query or "", *(f for f in files or [])]).strip()
         if q:
