@@ -20,7 +20,7 @@ CONSTRAINT_MARKERS_ZH = re.compile(r"(记住|以后都|以后不要|不要|必�
 
 DECISION_MARKERS_EN = re.compile(
     r"\b(we'll use|we will use|let's use|let us use|decided|decide to|we chose|i chose|chose to|going with|"
-    r"switch(?:ed)? to|instead of|we use|use .+ (?:instead|rather))\b",
+    r"switch(?:ed)? to|we use|use .+ (?:instead|rather))\b",  # a bare "instead of" settles nothing: "grep instead of paging"
     re.IGNORECASE,
 )
 DECISION_MARKERS_ZH = re.compile(r"(选择|决定|改用|采用|就用|换成|确定用|定为|统一用|用.+代替|用.+而不是)")
