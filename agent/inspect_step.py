@@ -45,8 +45,10 @@ def rebuild_step(events: list[Event], step: int) -> InspectedStep:
     if system_ev is None:
         raise HistoryError("the log has no system_prompt event before this step")
     params = rep.data.get("build") or {}
+    slice_rule = {k: params[k] for k in ("tools_high", "tools_low", "protect_steps") if k in params}
     budget = Budget(
-        int(params["window"]), fractions=params["fractions"], max_output=int(params["max_output"]), profile=params.get("profile", "default")
+        int(params["window"]), fractions=params["fractions"], max_output=int(params["max_output"]),
+        profile=params.get("profile", "default"), **slice_rule,
     )
     tools = [ToolSpec(t["name"], t["description"], t["input_schema"]) for t in system_ev.data.get("tools", [])]
     thresholds = params.get("thresholds", [0.75, 0.90])

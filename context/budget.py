@@ -5,6 +5,11 @@
 
 Slices (system, hot, warm, tools) are shares of W; a slice's unused share flows to hot, so the
 recent conversation gets whatever the stable parts did not need.
+
+The tools slice is also enforced, not only reported (context/slice_relief.py): once the tool results
+shown exceed `tools_high` × its share (default 1.0), old results are pruned in the view down to about
+`tools_low` × it (default 0.4), keeping those of the last `protect_turns` user turns that are also in
+the last `protect_steps` model steps (default 8; up to 15, the boundary moves in chunks). Tool results never borrow unused warm/system share.
 """
 
 from __future__ import annotations
@@ -27,6 +32,9 @@ PROFILES: dict[str, dict[str, float]] = {
 SLICE_NAMES = ("system", "hot", "warm", "tools", "reserve")
 
 DEFAULT_MAX_OUTPUT = 8192
+DEFAULT_TOOLS_HIGH = 1.0  # relief starts when tool results exceed the whole tools slice
+DEFAULT_TOOLS_LOW = 0.4  # ... and prunes down to about 40 % of it (the hysteresis gap)
+DEFAULT_PROTECT_STEPS = 8  # within one long turn, the last 8 (to 15) steps' tool traffic stays verbatim
 
 
 @dataclass
@@ -35,6 +43,11 @@ class Budget:
     fractions: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_FRACTIONS))
     max_output: int = DEFAULT_MAX_OUTPUT
     profile: str = "default"
+    # slice enforcement (context/slice_relief.py): shown tool results over tools_high × the tools slice
+    # are pruned down to about tools_low × it; results in the last protect_steps model steps are kept
+    tools_high: float = DEFAULT_TOOLS_HIGH
+    tools_low: float = DEFAULT_TOOLS_LOW
+    protect_steps: int = DEFAULT_PROTECT_STEPS
 
     def __post_init__(self) -> None:
         if self.window <= 0:
@@ -54,6 +67,10 @@ class Budget:
         # the same budget (inspect re-builds past steps from them)
         scale = 1.0 if abs(total - 1.0) < 1e-9 else total
         self.fractions = {k: round(merged[k] / scale, 12) for k in SLICE_NAMES}
+        if not 0 <= self.tools_low < self.tools_high:
+            raise ConfigError(f"need 0 <= tools_low < tools_high, got {self.tools_low} and {self.tools_high}")
+        if self.protect_steps < 0:
+            raise ConfigError(f"protect_steps must be >= 0, got {self.protect_steps}")
         if self.max_output < 1:
             raise ConfigError(f"max_output must be >= 1, got {self.max_output}")
         if self.limit < 1:

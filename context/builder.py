@@ -6,9 +6,11 @@ attention:
   2. history: compaction summaries in place of masked ranges, tool results as "tool" messages;
   3. the warm block (pinned constraints, open tasks, recalled memory) right before the newest user
      message, or after the trailing tool results.
-Pressure relief, cheapest first, re-measuring after each cut and stopping as soon as it fits:
-prune tool results older than the protected turns (view only) → compact the oldest turns (a
-summary; the caller appends the returned compaction events, the originals stay in the log) →
+Slice enforcement first, whatever the total (context/slice_relief.py): tool traffic (results, and
+old calls' long arguments) beyond the tools slice is pruned in the view, oldest first, down to a lower
+watermark (hysteresis, so the prefix stays stable for prompt caching between cuts). Then pressure
+relief, cheapest first, re-measuring after each cut and stopping as soon as it fits: prune tool
+results older than the protected turns (view only) → compact the oldest turns (a summary; the caller appends the returned compaction events, the originals stay in the log) →
 prune recent tool results except the newest step's → compact the current turn's older steps →
 prune the newest step's results → a clear ContextOverflowError (one message alone cannot fit). Invariant (strategy "ctxagent"): count_request(request) ≤ budget.limit, and
 the calibrated total fits as well. Same inputs → identical request (inspect compares a sha256).
@@ -16,6 +18,7 @@ the calibrated total fits as well. Same inputs → identical request (inspect co
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from collections.abc import Callable
@@ -29,10 +32,12 @@ from ctxagent.context.errors import ContextOverflowError
 from ctxagent.context.history import Event, Summary, ViewItem
 from ctxagent.context.measure import make_report
 from ctxagent.context.pins import Pin, SessionPins
-from ctxagent.context.prune import pruned_text
+from ctxagent.context.prune import LOW_VALUE, pruned_arguments, pruned_text
 from ctxagent.context.render import Draft, Slot, assemble, warm_position, with_content
 from ctxagent.context.report import ContextReport
-from ctxagent.context.request import Message, Request, ToolSpec
+from ctxagent.context.request import Message, Request, ToolCall, ToolSpec
+from ctxagent.context.slice_relief import enforce_tools_slice
+from ctxagent.context.superseded import superseded_results
 from ctxagent.context.tokens import TokenCounter, count_message
 
 MAX_RELIEF_ROUNDS = 64  # a safety bound: each round compacts strictly more, so few are ever needed
@@ -124,6 +129,25 @@ def _pruned(slot: Slot, counter: TokenCounter) -> tuple[Message, int]:
     return msg, count_message(msg, counter)
 
 
+def _pruned_memo(slot: Slot, counter: TokenCounter, cache: BuildCache) -> tuple[Message, int]:
+    # the preview is a function of the verbatim message (itself memoized per event), the logged text
+    # and the spill handle: remember it under those
+    return cache.memo(("pruned", slot.event_id, slot.msg.role), (slot.msg, slot.source, slot.spill),
+                      lambda: _pruned(slot, counter), kind="prunes", chars=PRUNED_CHARS)
+
+
+def _pruned_call(slot: Slot, counter: TokenCounter) -> tuple[Message, int]:
+    calls = [ToolCall(c.id, c.name, pruned_arguments(c.arguments, slot.event_id)) for c in slot.msg.tool_calls]
+    msg = dataclasses.replace(slot.msg, tool_calls=calls)
+    return msg, count_message(msg, counter)
+
+
+def _pruned_call_memo(slot: Slot, counter: TokenCounter, cache: BuildCache) -> tuple[Message, int]:
+    # an old step's tool call with its long arguments cut: a function of the verbatim message
+    return cache.memo(("pruned_call", slot.event_id), slot.msg, lambda: _pruned_call(slot, counter),
+                      kind="prunes", chars=PRUNED_CHARS)
+
+
 def _prune(draft: Draft, tier: str, counter: TokenCounter, cache: BuildCache, limit: int) -> None:
     if draft.total() <= limit:
         return
@@ -131,11 +155,7 @@ def _prune(draft: Draft, tier: str, counter: TokenCounter, cache: BuildCache, li
         if draft.total() <= limit:
             return
         slot = draft.slots[index]
-        # the preview is a function of the verbatim message (itself memoized per event), the logged text
-        # and the spill handle: remember it under those
-        new_msg, new_tokens = cache.memo(("pruned", slot.event_id, slot.msg.role), (slot.msg, slot.source, slot.spill),
-                                         lambda s=slot: _pruned(s, counter),  # type: ignore[misc]
-                                         kind="prunes", chars=PRUNED_CHARS)
+        new_msg, new_tokens = _pruned_memo(slot, counter, cache)
         if new_tokens < slot.tokens:
             draft.replace(index, new_msg, new_tokens, "pruned")
 
@@ -148,7 +168,8 @@ def _tool_candidates(draft: Draft, *, tier: str) -> list[tuple[int, int, int]]:
     newest step's (what the model is about to read); "all": everything left."""
     stop = draft.protect_from if tier == "old" else draft.last_step_start() if tier == "recent" else len(draft.slots)
     slots = draft.slots
-    return [(s.rank, s.event_id, i) for i, s in enumerate(slots[:stop])
+    stale = superseded_results(draft.items)  # answers a later step replaced go first (only runs under pressure)
+    return [(LOW_VALUE if s.event_id in stale else s.rank, s.event_id, i) for i, s in enumerate(slots[:stop])
             if s.is_tool_result and s.state != "pruned" and s.event_id is not None]
 
 
@@ -232,6 +253,8 @@ def _relieve(inputs: BuildInputs, events: list[Event], limit: int, warm: str, no
         if inputs.warm_override is None and inputs.warm is None and records:
             warm, _ = warm_text_for(inputs, log.live, log.pins.pins())  # pins include the summaries' open tasks
         draft = assemble(list(log.items), inputs, warm, cache)
+        enforce_tools_slice(draft, inputs.budget, lambda s: _pruned_memo(s, counter, cache),
+                            lambda s: _pruned_call_memo(s, counter, cache))
         _prune(draft, "old", counter, cache, limit)
         if draft.total() <= limit:
             break

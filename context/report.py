@@ -33,7 +33,7 @@ class ContextReport:
     oldest_visible_turn: int
     messages: int  # visible messages sent
     spilled: int = 0  # tool results shown as spill previews in this build
-    pruned: int = 0  # tool results cut to head/tail in this build
+    pruned: int = 0  # tool results (and old tool calls' long arguments) cut to head/tail in this build
     compacted: list[int] | None = None  # [first_id, last_id] of a compaction made for this build
     loss_pct: float = 0.0  # share of the history's tokens not shown verbatim
     red_flags: list[str] = field(default_factory=list)

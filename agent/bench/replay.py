@@ -71,9 +71,9 @@ class RequestMeter:
 
     @staticmethod
     def message_key(m: Message) -> tuple[Any, ...]:
-        # call ids are unique within a trajectory, so (id, name) stands for the arguments too
+        # the arguments are part of the key: the engine may show an old call with its long arguments cut
         return (m.role, m.kind, m.content, m.tool_call_id, m.name, m.is_error,
-                tuple((c.id, c.name) for c in m.tool_calls))
+                tuple((c.id, c.name, repr(sorted(c.arguments.items()))) for c in m.tool_calls))
 
     def chunks(self, request: Request) -> list[tuple[Any, int]]:
         """(key, tokens) per part, summing to `count_request(request)`."""

@@ -118,7 +118,8 @@ def test_low_value_results_pruned_before_others() -> None:
     log.user("and next")
     full = run(log, strategy="full")
     err_tokens = next(m for m in full.request.messages if m.event_id == big_err.id)
-    res = run(log, window=full.report.total + 4096 - 100, protect_turns=2)
+    # the slice rule turned off: this is the fit-the-limit tier's order alone
+    res = run(log, protect_turns=2, budget=Budget(full.report.total + 4096 - 100, max_output=4096, tools_high=math.inf))
     assert res.pruned_ids == [big_err.id] and big_ok.id not in res.pruned_ids
     assert err_tokens
 

@@ -64,7 +64,9 @@ def make_log(turns: list[dict[str, Any]]) -> Log:
     for t in turns:
         log.user(((t["constraint"] + " ") if t["constraint"] else "") + t["user"])
         for s in t["steps"]:
-            ids = log.assistant(s["text"], [(c["name"], {"path": f"f{i}.py"}) for i, c in enumerate(s["calls"])])
+            # an edit carries its new text as an argument (long ones are cut in old steps' views)
+            ids = log.assistant(s["text"], [(c["name"], {"path": f"f{i}.py", **({"new_text": c["content"][:800]} if c["name"] == "edit_file" else {})})
+                                            for i, c in enumerate(s["calls"])])
             for cid, c in zip(ids, s["calls"], strict=True):
                 if c["missing"]:
                     continue

@@ -1,6 +1,9 @@
 from __future__ import annotations
 
+import math
+
 from ctx_helpers import Log, numbered_lines, run
+from ctxagent.context.budget import Budget
 from ctxagent.context.prune import (
     LOW_VALUE,
     NORMAL_VALUE,
@@ -49,7 +52,9 @@ def test_pruning_stops_as_soon_as_it_fits_oldest_first() -> None:
     log.user("Third.")
     full = run(log, strategy="full").report.total
     # just enough pressure for ~2 cuts
-    res = run(log, window=full + 4096 - 5000, protect_turns=2)
+    # the slice rule (tests/context/test_slice_relief.py) turned off: this is the fit-the-limit tier alone
+    res = run(log, window=full + 4096 - 5000, protect_turns=2,
+              budget=Budget(full + 4096 - 5000, max_output=4096, tools_high=math.inf))
     assert res.pruned_ids == ids[: len(res.pruned_ids)] and 1 <= len(res.pruned_ids) < 6
     assert res.compaction is None
     assert res.report.pruned == len(res.pruned_ids)

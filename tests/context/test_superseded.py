@@ -40,3 +40,21 @@ def test_a_read_is_stale_once_the_file_is_edited() -> None:
 def test_a_failed_retry_does_not_supersede_a_real_answer() -> None:
     ev = _log([("shell", {"command": "make"}, False), ("shell", {"command": "make"}, True)])
     assert superseded_results(ev) == set()
+
+
+def test_the_builder_prunes_a_stale_answer_before_an_older_live_one() -> None:
+    import math
+
+    from ctx_helpers import Log, numbered_lines, run
+    from ctxagent.context.budget import Budget
+
+    log = Log()
+    log.user("Go.")
+    older = log.step("read_file", {"path": "b.py"}, numbered_lines(200, "bee"))
+    stale = log.step("read_file", {"path": "a.py"}, numbered_lines(200, "aaa"))
+    log.step("read_file", {"path": "a.py"}, numbered_lines(200, "aaa"))  # the same question, answered again
+    log.user("next")
+    log.user("and next")
+    full = run(log, strategy="full")
+    res = run(log, protect_turns=2, budget=Budget(full.report.total + 4096 - 100, max_output=4096, tools_high=math.inf))
+    assert res.pruned_ids == [stale.id] and older.id not in res.pruned_ids

@@ -1,0 +1,124 @@
+"""Slice enforcement: keep the tool traffic shown in the history within the tools slice, cheaply.
+
+Seed 001: "超出预算的层优先压缩" — a layer over its budget is relieved first, before the whole request
+nears W − reserve. Without this rule a 200k window keeps ~190k of stale tool output verbatim.
+
+The rule (no model call, view only — the same head/tail prune as the "old" tier; the log is untouched):
+
+    B     = the tools slice, Budget.base("tools"), minus the tool schemas (they count there too)
+    T     = tool traffic shown: tool results, and the assistant messages that call tools (a Write's
+            file content or an Edit's old/new text is tool traffic too; it lives in the hot slice)
+    high  = Budget.tools_high · B      (default 1.0) relief starts when T exceeds it
+    low   = Budget.tools_low  · B      (default 0.4) ... and cuts T down to about here
+    q     = high − low                 the hysteresis step
+    cut   = ceil((T − high) / q) · q   tokens to take out (0 while T ≤ high)
+
+Candidates are the tool traffic older than the last `protect_turns` user turns, and — because one
+agentic turn can hold a hundred steps — also older than the last `Budget.protect_steps` model steps
+(default 8; 0 turns that off; the boundary advances in chunks of steps, see candidate_end).
+Low-value results (errors, failed searches, acknowledgements) are cut first once relief is on; then
+the rest OLDEST FIRST until the savings reach `cut`. A cut result keeps its head and tail lines; a cut
+call keeps its short arguments (paths, patterns, commands) and the head and tail of long ones. Both
+name the files mentioned in the part cut (prune.py), so the model still knows where to look.
+
+Why this shape: the builder must stay a pure function of the log (inspect re-builds any step from it,
+warm cache == cold cache), so hysteresis cannot be "remember what we pruned last step". Instead the
+cut is quantized: it only grows when T has grown by another q tokens, and the walk is oldest-first
+over a candidate list that only grows at its end, so the pruned set only grows, in jumps. Between
+jumps the request prefix is unchanged and a prompt cache serves it. (A lowest-value-first order for
+the normal results would re-cut the middle whenever a new result aged into the candidates.)
+Measured on the Claude Code replay at W = 200k (docs/BENCHMARKS.md): no hysteresis (low ≈ high)
+gives prefix reuse 0.87; low = 0.4 gives 0.92 and fewer tokens. Tool traffic does not borrow unused
+warm / system share: that would grow the slice exactly when the session is long, which is when the
+history should shrink. Hot has no separate target: tool traffic is what grows; user and assistant
+text is small and is what the model needs verbatim.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from ctxagent.context.prune import LOW_VALUE
+
+if TYPE_CHECKING:
+    from ctxagent.context.budget import Budget
+    from ctxagent.context.render import Draft, Slot
+    from ctxagent.context.request import Message
+
+
+STEP_CHUNK = 1.0  # the protected-steps boundary advances this many × protect_steps steps at a time
+
+Preview = Callable[["Slot"], "tuple[Message, int]"]
+
+
+def is_tool_traffic(slot: Slot) -> bool:
+    """A tool result (or synthetic result), or an assistant message that calls tools."""
+    return slot.slice == "tools" or (slot.msg.role == "assistant" and bool(slot.msg.tool_calls))
+
+
+def tool_traffic_tokens(draft: Draft) -> int:
+    """Tokens of the tool traffic shown in the draft: results, and the assistant messages calling tools."""
+    return sum(s.tokens for s in draft.slots if is_tool_traffic(s))
+
+
+def slice_cut(budget: Budget, shown: int, tool_spec_tokens: int) -> int:
+    """Tokens the tools slice must give up (a multiple of the hysteresis step; 0 when within budget)."""
+    slice_tokens = max(0, budget.base("tools") - tool_spec_tokens)
+    high = budget.tools_high * slice_tokens
+    if slice_tokens <= 0 or shown <= high:
+        return 0
+    step = max(1, math.ceil((budget.tools_high - budget.tools_low) * slice_tokens))
+    return math.ceil((shown - high) / step) * step
+
+
+def candidate_end(draft: Draft, protect_steps: int) -> int:
+    """Slot index before which tool traffic may be cut: the later of the protected turns' start and the
+    step boundary. The step boundary keeps the last `protect_steps` model steps and up to
+    STEP_CHUNK × protect_steps − 1 more: it advances a chunk of steps at a time, so that when the slice
+    cannot get under its watermark (every candidate already cut) steps age into pruning a chunk at a
+    time, not one per step, and the prefix changes once per chunk (0 steps: the turns alone decide)."""
+    end = draft.protect_from
+    if protect_steps <= 0:
+        return end
+    steps = [i for i, s in enumerate(draft.slots) if s.msg.role == "assistant"]
+    chunk = max(1, round(protect_steps * STEP_CHUNK))
+    aged = (len(steps) - protect_steps) // chunk * chunk
+    return max(end, steps[aged]) if aged > 0 else end
+
+
+def enforce_tools_slice(draft: Draft, budget: Budget, prune_result: Preview, prune_call: Preview) -> int:
+    """Cut old tool traffic until the tools slice gave up its quantized share; returns how many
+    messages were cut. `prune_result` / `prune_call` give a slot's memoized head/tail preview."""
+    cut = slice_cut(budget, tool_traffic_tokens(draft), draft.tool_spec_tokens)
+    if cut <= 0:
+        return 0
+    end = candidate_end(draft, budget.protect_steps)
+    candidates = [i for i in range(end) if is_tool_traffic(draft.slots[i]) and draft.slots[i].state in ("verbatim", "spilled")
+                  and draft.slots[i].event_id is not None] if end else []
+    pruned = 0
+    for i in candidates:  # low-value results first: cheap, and their savings do not move the frontier
+        if draft.slots[i].is_tool_result and draft.slots[i].rank == LOW_VALUE:
+            pruned += _cut(draft, i, prune_result)[0]
+    saved = 0
+    for i in candidates:
+        if saved >= cut:
+            break
+        slot = draft.slots[i]
+        if slot.is_tool_result and slot.rank == LOW_VALUE:
+            continue
+        n, delta = _cut(draft, i, prune_result if slot.is_tool_result else prune_call)
+        pruned += n
+        saved += delta
+    return pruned
+
+
+def _cut(draft: Draft, index: int, preview: Preview) -> tuple[int, int]:
+    slot = draft.slots[index]
+    msg, tokens = preview(slot)
+    if tokens >= slot.tokens:
+        return 0, 0
+    delta = slot.tokens - tokens
+    draft.replace(index, msg, tokens, "pruned")
+    return 1, delta

@@ -1,0 +1,163 @@
+"""Slice enforcement (context/slice_relief.py): tool traffic over the tools slice is pruned in the view,
+oldest first, down to the lower watermark, without touching the protected recent steps, and with
+hysteresis — the pruned set only grows, in jumps, so the request prefix is stable between jumps."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from ctx_helpers import Log, numbered_lines, run
+from ctxagent.context.budget import Budget
+from ctxagent.context.builder import BuildResult
+from ctxagent.context.errors import ConfigError
+from ctxagent.context.prune import files_named, pruned_arguments, pruned_text
+from ctxagent.context.request import Message
+from ctxagent.context.slice_relief import STEP_CHUNK, slice_cut
+from ctxagent.context.tokens import count_message, get_counter
+
+C = get_counter("o200k_base")
+WINDOW = 400_000  # large: the request never nears W − reserve, so only the slice rule acts
+
+
+def traffic(res: BuildResult) -> int:
+    """Tool traffic shown: results and the assistant messages that call tools."""
+    return sum(count_message(m, C) for m in res.request.messages if m.role == "tool" or (m.role == "assistant" and m.tool_calls))
+
+
+def bounds(budget: Budget, res: BuildResult) -> tuple[float, float]:
+    spec = res.report.used["tools"] - sum(count_message(m, C) for m in res.request.messages if m.role == "tool")
+    slice_tokens = budget.base("tools") - spec
+    return budget.tools_low * slice_tokens, budget.tools_high * slice_tokens
+
+
+def long_turn(steps: int, lines: int = 100) -> tuple[Log, list[int]]:
+    log = Log()
+    log.user("Refactor the parser module by module.")
+    ids = [log.step("read_file", {"path": f"src/mod{i}.py"}, numbered_lines(lines, f"mod{i}")).id for i in range(steps)]
+    return log, ids
+
+
+def test_tools_over_budget_are_pruned_oldest_first_down_to_the_watermark() -> None:
+    log, ids = long_turn(60)
+    budget = Budget(WINDOW, max_output=4096)
+    full = run(log, strategy="full")
+    res = run(log, budget=budget)
+    low, high = bounds(budget, res)
+    assert traffic(full) > high  # the slice is over its budget, the window is not
+    assert full.report.total < budget.limit
+    assert res.compaction is None and res.pruned_ids
+    largest_saving = max(count_message(m, C) for m in full.request.messages if m.role == "tool")
+    assert low - largest_saving < traffic(res) <= high
+    # oldest first: the pruned results are the oldest ones, contiguous (their calls' arguments are short,
+    # so only results shrink)
+    assert res.pruned_ids == ids[: len(res.pruned_ids)]
+    pruned = [m for m in res.request.messages if m.event_id in res.pruned_ids]
+    assert all("[pruned from view:" in m.content for m in pruned)
+    assert all("[pruned" not in str(e.data.get("content", "")) for e in log.events)  # the log is untouched
+
+
+def test_the_last_protected_steps_are_untouched_in_a_long_turn() -> None:
+    log, ids = long_turn(60)
+    budget = Budget(WINDOW, max_output=4096)
+    res = run(log, budget=budget)
+    assert not set(ids[-budget.protect_steps:]) & set(res.pruned_ids)
+    tight = run(log, budget=Budget(WINDOW, max_output=4096, tools_low=0.05, tools_high=0.1))
+    # everything older may go; the boundary moves in chunks of steps, so 8 to 15 steps stay verbatim
+    chunk = max(1, round(budget.protect_steps * STEP_CHUNK))
+    aged = (len(ids) - budget.protect_steps) // chunk * chunk
+    assert set(tight.pruned_ids) == set(ids[:aged]) and len(ids) - aged < budget.protect_steps + chunk
+
+
+def test_protected_turns_are_untouched() -> None:
+    log = Log()
+    log.user("First: read everything.")
+    old = [log.step("read_file", {"path": f"a{i}.py"}, numbered_lines(80, f"a{i}")).id for i in range(40)]
+    recent: list[int] = []
+    for turn in ("Second: check b.", "Third: check c."):
+        log.user(turn)
+        recent += [log.step("read_file", {"path": f"{turn[0]}{i}.py"}, numbered_lines(80, "x")).id for i in range(3)]
+    res = run(log, budget=Budget(WINDOW, max_output=4096, tools_low=0.05, tools_high=0.1), protect_turns=2)
+    assert res.pruned_ids and set(res.pruned_ids) <= set(old)
+    shown = {m.event_id: m.content for m in res.request.messages}
+    for eid in recent:
+        assert shown[eid] == log.events[eid].data["content"]
+
+
+def test_no_prune_while_the_tools_slice_is_within_budget() -> None:
+    log, _ = long_turn(20)
+    budget = Budget(WINDOW, max_output=4096)
+    res = run(log, budget=budget)
+    assert traffic(res) <= bounds(budget, res)[1]
+    assert res.pruned_ids == [] and res.report.pruned == 0 and res.report.loss_pct == 0
+
+
+def grow(budget: Budget, steps: int) -> list[BuildResult]:
+    """Build before every model call of a growing one-turn session, like the agent loop does."""
+    log = Log()
+    log.user("Read the modules one by one.")
+    out = [run(log, budget=budget)]
+    for i in range(steps):
+        log.step("read_file", {"path": f"src/m{i}.py"}, numbered_lines(60, f"m{i}"))
+        out.append(run(log, budget=budget))
+    return out
+
+
+def history(res: BuildResult) -> list[Message]:
+    return [m for m in res.request.messages if m.kind != "warm"]
+
+
+def test_hysteresis_prunes_in_jumps_and_keeps_the_prefix_stable_between_them() -> None:
+    builds = grow(Budget(WINDOW, max_output=4096), 120)
+    jumps = 0
+    for before, after in zip(builds, builds[1:], strict=False):
+        assert set(before.pruned_ids) <= set(after.pruned_ids)  # the pruned set only grows
+        if set(after.pruned_ids) != set(before.pruned_ids):
+            jumps += 1
+        else:  # between jumps the previous history is an exact prefix of the next one
+            assert history(after)[: len(history(before))] == history(before)
+    eager = grow(Budget(WINDOW, max_output=4096, tools_low=0.99), 120)  # (almost) no hysteresis
+    eager_jumps = sum(set(a.pruned_ids) != set(b.pruned_ids) for b, a in zip(eager, eager[1:], strict=False))
+    assert 1 <= jumps and jumps * 4 <= eager_jumps
+
+
+def test_slice_cut_is_quantized() -> None:
+    budget = Budget(WINDOW, max_output=4096, tools_low=0.6)  # tools slice 60,000: high 60,000, low 36,000
+    assert slice_cut(budget, 60_000, 0) == 0
+    assert slice_cut(budget, 60_001, 0) == 24_000  # one step of high − low
+    assert slice_cut(budget, 84_000, 0) == 24_000
+    assert slice_cut(budget, 84_001, 0) == 48_000
+    assert slice_cut(budget, 60_000, 1_000) == 23_600  # the tool schemas count against the slice
+    assert slice_cut(Budget(WINDOW, max_output=4096, tools_high=math.inf), 10**9, 0) == 0  # off
+
+
+def test_long_call_arguments_are_cut_and_short_ones_kept() -> None:
+    content = "header\n" + "x = 1\n" * 300 + "import helpers/util.py  # 中文注释 配置.toml\n" + "y = 2\n" * 300
+    args = pruned_arguments({"path": "src/app.py", "content": content, "mode": "w"}, 7)
+    assert args["path"] == "src/app.py" and args["mode"] == "w"
+    assert len(args["content"]) < 1000 and "original kept in event 7" in args["content"]
+    assert "util.py" in args["content"] and "配置.toml" in args["content"]  # the cut part's file names
+    log, _ = long_turn(0)
+    for i in range(30):
+        (cid,) = log.assistant("Writing.", [("write_file", {"path": f"src/w{i}.py", "content": content})])
+        log.tool(cid, "write_file", "ok")
+    res = run(log, budget=Budget(WINDOW, max_output=4096))
+    cut = [m for m in res.request.messages if m.event_id in res.pruned_ids and m.role == "assistant"]
+    assert cut and all(m.tool_calls[0].arguments["path"].startswith("src/w") for m in cut)
+    assert all("[pruned from view:" in m.tool_calls[0].arguments["content"] for m in cut)
+
+
+def test_a_pruned_preview_names_the_files_it_cut() -> None:
+    lines = [f"{i:04d} ok" for i in range(400)]
+    lines[200] = "src/deep/hidden_module.py:12: def needle():"
+    lines[201] = "docs/设计.md: 不要修改"
+    text = pruned_text("\n".join(lines), C, 3)
+    assert "hidden_module.py" in text and "设计.md" in text
+    assert files_named("v1.2.3 and 3.14 and a.b.c/x.rs") == ["x.rs"]
+
+
+def test_budget_validates_the_watermarks() -> None:
+    with pytest.raises(ConfigError):
+        Budget(WINDOW, tools_low=0.8, tools_high=0.5)
+    with pytest.raises(ConfigError):
+        Budget(WINDOW, protect_steps=-1)
