@@ -1,0 +1,136 @@
+"""Running one step's tool calls: permissions, the pre-change checkpoint, sanitize → spill → log.
+
+A mixin of `Agent` (agent/loop.py), split out so the loop itself stays small and linear; it uses the
+agent's session, parts, approver and event helpers.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from ctxagent.agent.events import PermissionRequest, ToolFinished, ToolStarted
+from ctxagent.agent.providers.base import ToolCallEvent
+from ctxagent.tools.base import ToolContext, ToolResult
+from ctxagent.tools.tests_runner import detect_test_command
+
+if TYPE_CHECKING:
+    from ctxagent.agent.events import AgentEvent, PermissionDecision
+    from ctxagent.agent.loop import AgentParts
+    from ctxagent.agent.session import Session
+    from ctxagent.context.history import Event, SessionLog
+
+
+class ToolCallsMixin:
+    """`_run_tools` and what it needs; every name it uses on `self` is defined by `Agent`."""
+
+    session: Session
+    parts: AgentParts
+    log: SessionLog
+    approver: Callable[[PermissionRequest], PermissionDecision]
+    on_event: Callable[[AgentEvent], None]
+    allowed_for_session: set[str]
+    _turn_checkpoint: str | None
+    _turn_files: set[str]
+    _turn_no: int
+    _ingest: Callable[[list[Event]], None]
+    _safe: Callable[[Callable[[], Any]], Any]
+
+    def _run_tools(self, calls: list[ToolCallEvent], turn: int, cancel: threading.Event) -> None:
+        ctx = ToolContext(
+            root=self.session.root,
+            cancel=cancel,
+            config=self.parts.tool_config,
+            state_dir=self.session.state_dir,
+            services={
+                "spill": self.parts.spill,
+                "memory": self.parts.memory,
+                "summarize": self.parts.summarize,
+                "session": self.session.id,
+                "turn": turn,
+            },
+        )
+        for call in calls:
+            started = time.monotonic()
+            self.on_event(ToolStarted(call.id, call.name, call.arguments or {}))
+            if cancel.is_set():
+                result = ToolResult("cancelled by the user before this tool ran", is_error=True)
+            elif call.arguments is None:
+                result = ToolResult(
+                    f"error: the arguments for {call.name} were not a valid JSON object: {call.raw_arguments[:500]!r}",
+                    is_error=True,
+                )
+            else:
+                result = self._permitted(call, turn)
+                if result is None:
+                    result = self.parts.registry.run(call.name, call.arguments, ctx)
+                    if self.parts.registry.permission(call.name) != "read":
+                        self._turn_files.update(str(f) for f in result.meta.get("files") or [])
+            self._append_result(call, result, int((time.monotonic() - started) * 1000))
+
+    def _permitted(self, call: ToolCallEvent, turn: int) -> ToolResult | None:
+        """None when the call may run; otherwise the refusal to show the model."""
+        kind = self.parts.registry.permission(call.name)
+        if kind == "read" or self.parts.registry.get(call.name) is None:
+            return None
+        mode = self.session.config.permission_mode
+        allowed = mode == "yolo" or (mode == "auto-edit" and kind == "edit") or call.name in self.allowed_for_session
+        if not allowed:
+            args = call.arguments or {}
+            preview = self._command_preview(call.name, args) if kind == "command" else _edit_preview(call.name, args)
+            decision = self.approver(PermissionRequest(call.id, call.name, kind, args, preview))
+            self.log.append("permission", call_id=call.id, decision="allow" if decision.allow else "deny", reason=decision.reason)
+            if not decision.allow:
+                reason = f" Reason: {decision.reason}" if decision.reason else ""
+                return ToolResult(f"permission denied for {call.name}.{reason}", is_error=True)
+            if decision.remember:
+                self.allowed_for_session.add(call.name)
+        # Shell and test commands can change files too: checkpoint before the first of either.
+        if self._turn_checkpoint is None and self.parts.checkpoints is not None:
+            commit = self._safe(lambda: self.parts.checkpoints.snapshot(self.session.id, turn, len(self.log.events)))
+            if commit:
+                self._turn_checkpoint = commit
+                self.log.append("checkpoint", turn=turn, commit=commit)
+        return None
+
+    def _command_preview(self, name: str, args: dict[str, Any]) -> str:
+        """The command line the user is asked to allow; run_tests without one shows what it will run."""
+        command = str(args.get("command") or "")
+        if command or name != "run_tests":
+            return command
+        configured = self.parts.tool_config.get("test_command")
+        return configured or detect_test_command(self.session.root) or "(no test command detected)"
+
+    def _append_result(self, call: ToolCallEvent, result: ToolResult, duration_ms: int) -> None:
+        # Sanitize before anything is persisted: the spill file must not hold secrets either.
+        content = self.log.sanitize(result.content) if self.log.sanitize else result.content
+        spill_meta = None
+        if call.name != "read_spill":  # a page of a spill is already bounded; spilling it again would loop
+            content, spill_meta = self.parts.spill.maybe_spill(content, self.parts.counter, self.session.config.spill_tokens)
+        meta = {k: v for k, v in result.meta.items() if k != "diff" or len(str(v)) < 20000}
+        ev = self.log.append(
+            "tool_result",
+            call_id=call.id,
+            name=call.name,
+            content=content,
+            is_error=result.is_error,
+            duration_ms=duration_ms,
+            meta=meta,
+            spill=spill_meta,
+            turn=self._turn_no,
+        )
+        self._ingest([ev])
+        self.on_event(ToolFinished(call.id, call.name, content, result.is_error, duration_ms, {**meta, "spill": spill_meta}))
+
+
+def _edit_preview(name: str, args: dict[str, Any]) -> str:
+    if name == "edit_file":
+        old = "\n".join("- " + line for line in str(args.get("old_text", "")).splitlines())
+        new = "\n".join("+ " + line for line in str(args.get("new_text", "")).splitlines())
+        return f"{args.get('path', '?')}\n{old}\n{new}"
+    if name == "write_file":
+        content = str(args.get("content", ""))
+        return f"{args.get('path', '?')} ({len(content.splitlines())} lines)\n{content[:2000]}"
+    return str(args)
