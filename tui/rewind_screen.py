@@ -33,6 +33,13 @@ def _when(ts: Any) -> str:
     return str(ts or "")
 
 
+MESSAGE_CHARS = 40  # so the files and diffstat columns stay on screen at 80 columns
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def turn_row(info: Any) -> tuple[str, str, str, str, str]:
     """(turn, time, first line, files, diffstat) for a checkpoint TurnInfo or a log-only TurnRow."""
     files = list(getattr(info, "files_changed", None) or getattr(info, "files", None) or [])
@@ -42,7 +49,7 @@ def turn_row(info: Any) -> tuple[str, str, str, str, str]:
     return (
         str(getattr(info, "turn", "?")),
         _when(getattr(info, "time", "")),
-        str(getattr(info, "first_line", "")),
+        _clip(str(getattr(info, "first_line", "")), MESSAGE_CHARS),
         shown or "—",
         diffstat,
     )
