@@ -46,7 +46,7 @@ class Config:
     memory: bool = True
     recall_k: int = 8
     degrade_after_turns: int = 20
-    synonyms: dict[str, list[str]] = field(default_factory=dict)
+    synonyms: list[list[str]] = field(default_factory=list)  # extra memory-search groups: [["login", "auth", "登录"]]
     sources: list[str] = field(default_factory=list)  # which files contributed (for `ctxagent config`)
 
     def redacted(self) -> dict[str, Any]:
@@ -89,10 +89,10 @@ def _apply(cfg: Config, values: dict[str, Any]) -> None:
     for key, value in values.items():
         if value is None:
             continue
-        if key in ("budget", "synonyms"):
-            merged = dict(getattr(cfg, key))
-            merged.update(value)
-            setattr(cfg, key, merged)
+        if key == "budget":
+            setattr(cfg, key, {**cfg.budget, **value})
+        elif key == "synonyms":  # groups from every layer add up
+            setattr(cfg, key, [*cfg.synonyms, *([list(map(str, g)) for g in value if isinstance(g, list)])])
         else:
             setattr(cfg, key, value)
 

@@ -95,7 +95,8 @@ def _memory_parts(session: Session) -> tuple[object | None, object | None]:
     from ctxagent.context.memory.recall import MemoryRecall
     from ctxagent.context.memory.store import MemoryStore
 
-    store = MemoryStore.open(session.state_dir / "memory.db")
+    store = MemoryStore.open(session.state_dir / "memory.db", synonyms=session.config.synonyms,
+                             degrade_after_turns=session.config.degrade_after_turns)
     return store, MemoryRecall(store, session.id, top_k=session.config.recall_k, user_store=MemoryStore.open_user())
 
 

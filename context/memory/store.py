@@ -67,7 +67,7 @@ class MemoryStore:
              degrade_after_turns: int = DEFAULT_DEGRADE_AFTER_TURNS, scope: str = "project") -> MemoryStore:
         """Open (creating and migrating) the database at `path`; ":memory:" for a throwaway one.
 
-        Extra synonym groups come from `synonyms` and from `[memory] synonyms = [[...], ...]` in a
+        Extra synonym groups come from `synonyms` and from `synonyms = [[...], ...]` in a
         `config.toml` beside the database (i.e. `.ctxagent/config.toml`).
         """
         in_memory = str(path) == ":memory:"
@@ -360,7 +360,7 @@ def _config_synonyms(config: Path) -> list[list[str]]:
         data = tomllib.loads(config.read_text(encoding="utf-8"))
     except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError):
         return []
-    groups = (data.get("memory") or {}).get("synonyms") or []
+    groups = data.get("synonyms") or []  # the same top-level key the agent's config reads
     return [[str(x) for x in g] for g in groups if isinstance(g, list)]
 
 

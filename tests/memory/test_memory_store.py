@@ -149,7 +149,7 @@ def test_chinese_query_finds_record_through_bigrams_and_synonyms(store: MemorySt
 
 def test_user_extended_synonyms(tmp_path: Path) -> None:
     (tmp_path / ".ctxagent").mkdir()
-    (tmp_path / ".ctxagent" / "config.toml").write_text('[memory]\nsynonyms = [["frobnicate", "widgetize"]]\n', encoding="utf-8")
+    (tmp_path / ".ctxagent" / "config.toml").write_text('synonyms = [["frobnicate", "widgetize"]]\n', encoding="utf-8")
     s = MemoryStore.open_project(tmp_path)
     rid = s.add("we widgetize the input first", "note")
     assert [r.id for r in s.search("frobnicate")] == [rid]
