@@ -171,16 +171,21 @@ class Agent(ToolCallsMixin):
         ev = self.log.append("compaction", **record)
         self._ingest([ev])
         self.log.sync()
-        try:
-            result = self._build(self.step + 1, self._current_turn(), "", allow_compaction=False)
-        except ContextOverflowError:
-            result = None
-        after = self.parts.calibrator.apply(result.report.total) if result else 0
-        if result is not None:
-            self.on_event(ContextBuilt(result.report.step, result.report))  # a preview for the gauge; nothing is sent
+        report = self.preview()
+        after = self.parts.calibrator.apply(report.total) if report else 0
         done = CompactionDone(record["first_id"], record["last_id"], record["method"], before, after)
         self.on_event(done)
         return done
+
+    def preview(self) -> ContextReport | None:
+        """Build the next request without sending or logging it — the gauge's figure after /compact,
+        /rewind or a resume. None when even the relieved history cannot fit."""
+        try:
+            result = self._build(self.step + 1, self._current_turn(), "", allow_compaction=False)
+        except ContextOverflowError:
+            return None
+        self.on_event(ContextBuilt(result.report.step, result.report))
+        return result.report
 
     # -- one step -------------------------------------------------------------------------------
     @dataclass

@@ -156,6 +156,8 @@ class CtxApp(SlashCommandsMixin, App[int]):
         else:
             self._level = "ok"
         self.bar.hide()
+        if session.log.events and session.log.events[-1].kind in ("rewind", "compaction"):
+            self._preview_worker()  # the last report predates the rewind: measure what the next step will send
         totals = usage_totals(session.log.events)
         label = str(getattr(getattr(self.agent, "parts", None), "model_label", "") or session.config.model or "?")
         self.status.set(
@@ -163,6 +165,12 @@ class CtxApp(SlashCommandsMixin, App[int]):
             cost=cost_usd(label, totals), activity="idle",
             calibration=float(getattr(getattr(getattr(self.agent, "parts", None), "calibrator", None), "ratio", 1.0)),
         )
+
+    @work(thread=True, exclusive=True, group="preview")
+    def _preview_worker(self) -> None:
+        preview = getattr(self.agent, "preview", None)
+        if callable(preview):
+            preview()  # emits ContextBuilt, which updates the gauge like any step
 
     def get_system_commands(self, screen: Screen) -> Any:
         yield from super().get_system_commands(screen)

@@ -197,6 +197,7 @@ async def _rewind_both(tmp_path: Path, script: list[dict[str, Any]]) -> None:
     async with app.run_test(size=(100, 30)) as pilot:
         await _send(pilot, app, "fix add")
         assert "a + b" in (session.root / "calc.py").read_text()
+        before = app.gauge.report.usage_pct
         await _send(pilot, app, "/rewind")
         from ctxagent.tui.rewind_screen import RewindScreen
 
@@ -210,6 +211,8 @@ async def _rewind_both(tmp_path: Path, script: list[dict[str, Any]]) -> None:
         assert not list(app.query(UserMessage))  # the turn is hidden from the view…
         assert app.query_one("#input").value == "fix add"  # …and its text is back in the input
         assert len(session.log.of_kind("user")) == 1  # …but still in the log
+        # the gauge shows what the next step will send, not the last report from before the rewind
+        await wait_until(pilot, lambda: app.gauge.report is not None and app.gauge.report.usage_pct < before)
 
 
 async def test_rewind_restores_the_file_and_the_conversation(tmp_path: Path) -> None:
