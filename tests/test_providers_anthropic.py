@@ -137,3 +137,18 @@ def test_make_provider_builds_it_and_needs_a_key_off_loopback() -> None:
         p = make_provider("anthropic:claude-haiku-4-5", api_key=None, base_url=srv.base_url, max_tokens=100)
         assert isinstance(p, AnthropicProvider) and p.model == "claude-haiku-4-5"
         assert [e for e in p.stream(Request("", [Message("user", "x")], [])) if isinstance(e, TextDelta)]
+
+
+def test_whitespace_only_text_never_becomes_a_text_block() -> None:
+    from ctxagent.agent.providers.anthropic import wire_messages
+    from ctxagent.context.request import Message, ToolCall
+
+    wire = wire_messages([
+        Message("user", "fix it"),
+        Message("assistant", "\n\n", tool_calls=[ToolCall("t1", "read_file", {"path": "a.py"})]),
+        Message("tool", "content", tool_call_id="t1", name="read_file"),
+        Message("user", "  \n", kind="warm"),
+    ])
+    blocks = [b for m in wire for b in (m["content"] if isinstance(m["content"], list) else [])]
+    assert all(b.get("text", "x").strip() for b in blocks if b["type"] == "text")
+    assert [m["role"] for m in wire] == ["user", "assistant", "user"]

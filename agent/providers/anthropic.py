@@ -37,7 +37,7 @@ def _user_blocks(group: list[Message]) -> list[dict[str, Any]]:
             if m.is_error:
                 block["is_error"] = True
             results.append(block)
-        elif m.content:
+        elif m.content and m.content.strip():  # the API rejects whitespace-only text blocks
             texts.append({"type": "text", "text": m.content})
     blocks = results + texts
     return blocks or [{"type": "text", "text": "(empty)"}]
@@ -45,7 +45,7 @@ def _user_blocks(group: list[Message]) -> list[dict[str, Any]]:
 
 def _assistant_blocks(m: Message) -> list[dict[str, Any]]:
     blocks: list[dict[str, Any]] = []
-    if m.content:
+    if m.content and m.content.strip():  # models sometimes stream only "\n\n" before a tool call
         blocks.append({"type": "text", "text": m.content})
     for call in m.tool_calls:
         blocks.append({"type": "tool_use", "id": call.id, "name": call.name, "input": call.arguments})
