@@ -96,7 +96,8 @@ def run_headless(args: Any, out: TextIO = sys.stdout, err: TextIO = sys.stderr) 
         return EXIT_CANCELLED
     finally:
         session.log.sync()
-    errors = [e for e in session.log.events if e.kind == "error"]
+    this_run = max((e.id for e in session.log.events if e.kind == "user"), default=0)
+    errors = [e for e in session.log.events[this_run:] if e.kind == "error"]  # not a resumed session's old ones
     last_error = errors[-1].data if errors and done.stop_reason == "error" else None
     code = _exit_code(done.stop_reason, last_error.get("error_type") if last_error else None)
     if last_error and args.output == "text":

@@ -319,7 +319,9 @@ class Agent(ToolCallsMixin):
             partial = True
             stop = "stream_error"
             calls = []  # tool calls from a broken stream are not trusted
-            self._notice(f"the stream broke ({exc}); kept the {len(''.join(texts))} characters that arrived", "warning")
+            message = f"the stream broke ({exc}); kept the {len(''.join(texts))} characters that arrived"
+            self.log.append("error", message=message, error_type=type(exc).__name__, step=step)
+            self._notice(message, "warning")
         text = "".join(texts)
         usage_d = {
             "input_tokens": usage.input_tokens,
