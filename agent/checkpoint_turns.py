@@ -6,11 +6,10 @@ turn's end (its post snapshot); without one, to the next turn's snapshot, else t
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from ctxagent.agent.shadow_git import ShadowRepo
-from ctxagent.context.history import Event, SessionLog
+from ctxagent.context.history import SessionLog, hidden_by_rewinds
 
 
 @dataclass(frozen=True)
@@ -48,17 +47,6 @@ class TurnInfo:
             return "no file changes"
         n = len(self.files_changed)
         return f"{n} file{'s' if n != 1 else ''} changed, +{self.insertions} -{self.deletions}"
-
-
-def hidden_by_rewinds(events: Iterable[Event]) -> set[int]:
-    """Ids of events hidden by rewind events (the same rule as history.view())."""
-    evs = list(events)
-    hidden: set[int] = set()
-    for e in reversed(evs):
-        if e.kind == "rewind" and e.id not in hidden:
-            to_id = int(e.data["to_id"])
-            hidden.update(x.id for x in evs if to_id <= x.id < e.id)
-    return hidden
 
 
 def first_line(text: str) -> str:

@@ -71,12 +71,19 @@ def view(events: Iterable[Event]) -> list[ViewItem]:
     earlier summary whose whole range it covers.
     """
     evs = list(events)
+    hidden = hidden_by_rewinds(evs)
+    return _apply(evs if not hidden else [e for e in evs if e.id not in hidden], [])
+
+
+def hidden_by_rewinds(events: Iterable[Event]) -> set[int]:
+    """Ids of the events the rewinds hide, newest rewind first (a hidden rewind has no effect)."""
+    evs = list(events)
     hidden: set[int] = set()
     for e in reversed(evs):
         if e.kind == "rewind" and e.id not in hidden:
             to_id = int(e.data["to_id"])
             hidden.update(x.id for x in evs if to_id <= x.id < e.id)
-    return _apply(evs if not hidden else [e for e in evs if e.id not in hidden], [])
+    return hidden
 
 
 def extend_view(items: list[ViewItem], tail: Iterable[Event]) -> list[ViewItem]:
