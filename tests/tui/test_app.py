@@ -287,3 +287,22 @@ async def test_setup_screen_when_no_model(tmp_path: Path) -> None:
         await pilot.press("q")
         await pilot.pause()
     assert app.return_value == 2
+
+
+async def test_model_switch_by_name_keeps_the_session(tmp_path: Path) -> None:
+    import json
+
+    session = make_session(tmp_path, [{"text": "from the first model"}])
+    second = tmp_path / "second.json"
+    second.write_text(json.dumps([{"text": "from the second model"}]), encoding="utf-8")
+    app = CtxApp(session, create_agent)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await _send(pilot, app, "hello")
+        await _send(pilot, app, f"/model scripted:{second}")
+        assert app.agent.parts.model_label == f"scripted:{second}"
+        await _send(pilot, app, "and now?")
+        assert app.session is session  # same session, same log
+        texts = [e.data["text"] for e in session.log.of_kind("assistant")]
+        assert texts == ["from the first model", "from the second model"]
+        await _send(pilot, app, "/model nosuchprovider:x")
+        assert app.agent.parts.model_label == f"scripted:{second}"  # a bad name leaves the model as it was
