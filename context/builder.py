@@ -37,7 +37,6 @@ from ctxagent.context.render import Draft, Slot, assemble, warm_position, with_c
 from ctxagent.context.report import ContextReport
 from ctxagent.context.request import Message, Request, ToolCall, ToolSpec
 from ctxagent.context.slice_relief import enforce_tools_slice
-from ctxagent.context.superseded import superseded_results
 from ctxagent.context.tokens import TokenCounter, count_message
 
 MAX_RELIEF_ROUNDS = 64  # a safety bound: each round compacts strictly more, so few are ever needed
@@ -168,7 +167,7 @@ def _tool_candidates(draft: Draft, *, tier: str) -> list[tuple[int, int, int]]:
     newest step's (what the model is about to read); "all": everything left."""
     stop = draft.protect_from if tier == "old" else draft.last_step_start() if tier == "recent" else len(draft.slots)
     slots = draft.slots
-    stale = superseded_results(draft.items)  # answers a later step replaced go first (only runs under pressure)
+    stale = draft.stale()  # answers a later step replaced go first (computed only under pressure, once per draft)
     return [(LOW_VALUE if s.event_id in stale else s.rank, s.event_id, i) for i, s in enumerate(slots[:stop])
             if s.is_tool_result and s.state != "pruned" and s.event_id is not None]
 

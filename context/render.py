@@ -21,6 +21,7 @@ from ctxagent.context.build_cache import BuildCache, RenderState
 from ctxagent.context.history import Event, Summary, ViewItem
 from ctxagent.context.prune import value_rank
 from ctxagent.context.request import Message, ToolCall
+from ctxagent.context.superseded import superseded_results
 from ctxagent.context.tokens import (
     REQUEST_OVERHEAD,
     TokenCounter,
@@ -68,6 +69,13 @@ class Draft:
     warm_tokens: int
     protect_from: int  # slot index where the protected recent turns start
     _sum: int = field(default=0)
+    _stale: set[int] | None = field(default=None)  # superseded tool results, computed once per draft
+
+    def stale(self) -> set[int]:
+        """Ids of tool results a later step replaced (items never change within a draft)."""
+        if self._stale is None:
+            self._stale = superseded_results(self.items)
+        return self._stale
 
     def __post_init__(self) -> None:
         self._sum = sum(s.tokens for s in self.slots)
