@@ -13,7 +13,6 @@ import re
 import sqlite3
 import threading
 import time
-import tomllib
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -25,7 +24,15 @@ from ctxagent.context.memory import rules
 from ctxagent.context.memory.record import COLUMNS, LAYERS, TODO_STATUSES, TYPES, Record
 from ctxagent.context.memory.schema import SCHEMA_VERSION, migrate
 from ctxagent.context.memory.search import list_records, norm_path, search_records
-from ctxagent.context.memory.text import Synonyms, index_text, normalize, query_units, stem, terms
+from ctxagent.context.memory.text import (
+    Synonyms,
+    config_synonyms,
+    index_text,
+    normalize,
+    query_units,
+    stem,
+    terms,
+)
 from ctxagent.context.paths import user_state_dir
 
 DEFAULT_DEGRADE_AFTER_TURNS = 20
@@ -75,7 +82,7 @@ class MemoryStore:
         groups = [list(g) for g in synonyms or []]
         if db_path is not None:
             db_path.parent.mkdir(parents=True, exist_ok=True)
-            groups += _config_synonyms(db_path.parent / "config.toml")
+            groups += config_synonyms(db_path.parent / "config.toml")
         try:
             conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False)
             conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
@@ -351,17 +358,6 @@ class MemoryStore:
                 "ingested_events": int(q("SELECT COUNT(*) FROM ingested").fetchone()[0]),
                 "bytes": self.path.stat().st_size if self.path and self.path.exists() else 0,
             }
-
-
-def _config_synonyms(config: Path) -> list[list[str]]:
-    if not config.is_file():
-        return []
-    try:
-        data = tomllib.loads(config.read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError):
-        return []
-    groups = data.get("synonyms") or []  # the same top-level key the agent's config reads
-    return [[str(x) for x in g] for g in groups if isinstance(g, list)]
 
 
 def _record_terms(content: str, tags: Sequence[str], files: Sequence[str], context: str) -> set[str]:

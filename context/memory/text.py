@@ -18,7 +18,9 @@ that users can extend.
 from __future__ import annotations
 
 import re
+import tomllib
 from collections.abc import Iterable
+from pathlib import Path
 
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
 _TOKEN = re.compile(rf"(?P<cjk>[{_CJK}]+)|(?P<word>[^\W{_CJK}]+(?:[./\-:'][^\W{_CJK}]+)*)")
@@ -193,3 +195,15 @@ def match_of(units: list[list[str]]) -> str:
 def build_match(query: str, synonyms: Synonyms | None = None, max_terms: int = 48) -> str:
     """An FTS5 MATCH expression: the query's content terms OR'ed, plus their synonyms."""
     return match_of(query_units(query, synonyms, max_terms))
+
+
+def config_synonyms(config: Path) -> list[list[str]]:
+    """Extra synonym groups from a config.toml's top-level `synonyms` (the agent's config reads the same key)."""
+    if not config.is_file():
+        return []
+    try:
+        data = tomllib.loads(config.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError):
+        return []
+    groups = data.get("synonyms") or []  # the same top-level key the agent's config reads
+    return [[str(x) for x in g] for g in groups if isinstance(g, list)]
