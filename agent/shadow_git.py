@@ -51,12 +51,11 @@ _SHADOW_CONFIG: dict[str, str] = {
     "user.email": "ctxagent@localhost",
 }
 
-# Keys `git init` writes itself; with _SHADOW_CONFIG, all a shadow made by ctxagent may set.
+# Keys `git init` writes itself; with _SHADOW_CONFIG (those values only), all a shadow made by ctxagent sets.
 _INIT_KEYS = frozenset({
     "core.repositoryformatversion", "core.filemode", "core.bare", "core.logallrefupdates", "core.ignorecase",
     "core.precomposeunicode", "core.symlinks", "extensions.objectformat",
 })
-_OWN_KEYS = _INIT_KEYS | {k.lower() for k in _SHADOW_CONFIG}
 
 # info/attributes has the highest precedence: no eol conversion and no clean/smudge filter (e.g.
 # git-lfs) may turn the stored bytes into anything but the bytes on disk.
@@ -165,17 +164,21 @@ class ShadowRepo:
         if os.path.islink(self.git_dir) or not self.git_dir.is_dir():
             raise CheckpointError(f"{self.git_dir} is not a directory ctxagent created; checkpoints are off: {fix}")
         try:
-            out = run_git(["config", "--file", str(self.git_dir / "config"), "--list", "--name-only", "-z"],
-                          cwd=self.state_dir, timeout=30)
+            out = run_git(["config", "--file", str(self.git_dir / "config"), "--list", "-z"], cwd=self.state_dir, timeout=30)
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise CheckpointError(f"cannot read {self.git_dir / 'config'}: {exc}") from exc
         if out.returncode != 0:
             raise CheckpointError(f"{self.git_dir / 'config'} is unreadable; checkpoints are off: {fix}")
-        keys = {k.lower() for k in out.stdout.decode("utf-8", "replace").split("\0") if k}
-        foreign = sorted(keys - _OWN_KEYS)
+        ours = {k.lower(): v for k, v in _SHADOW_CONFIG.items()}
+        foreign: list[str] = []
+        for entry in out.stdout.decode("utf-8", "replace").split("\0"):
+            key, _, value = entry.partition("\n")
+            key = key.lower()
+            if key and (key not in _INIT_KEYS and ours.get(key) != value):
+                foreign.append(key)
         if foreign:
             raise CheckpointError(
-                f"{self.git_dir} was not created by ctxagent (its config sets {', '.join(foreign[:5])}); "
+                f"{self.git_dir} was not created by ctxagent (its config sets {', '.join(sorted(set(foreign))[:5])}); "
                 f"it is not used and checkpoints are off: {fix}"
             )
 
