@@ -9,7 +9,6 @@ once without losing a write. Nothing is deleted except by `forget`.
 from __future__ import annotations
 
 import json
-import os
 import re
 import sqlite3
 import threading
@@ -19,9 +18,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from ctxagent.context.errors import CtxagentError, MemoryStoreError
+from ctxagent.context.errors import MemoryStoreError
 from ctxagent.context.history import Event
 from ctxagent.context.memory import rules
+from ctxagent.context.memory.dbfile import create_private, sqlite_problem
 from ctxagent.context.memory.record import COLUMNS, LAYERS, TODO_STATUSES, TYPES, Record
 from ctxagent.context.memory.schema import SCHEMA_VERSION, migrate
 from ctxagent.context.memory.search import list_records, norm_path, search_records
@@ -35,8 +35,6 @@ from ctxagent.context.memory.text import (
     terms,
 )
 from ctxagent.context.paths import (
-    describe_os_error,
-    ensure_parent,
     ensure_state_dir,
     project_state_dir,
     user_state_dir,
@@ -60,34 +58,6 @@ def redact(text: str) -> str:
 
 def project_db_path(root: str | Path) -> Path:
     return project_state_dir(Path(root)) / "memory.db"
-
-
-def _create_private(db_path: Path) -> None:
-    """Create the folder (through ensure_parent: a `.ctxagent/` gets its checks and .gitignore) and
-    the database file, readable by the user only; SQLite gives its -wal / -shm files the same mode."""
-    try:
-        ensure_parent(db_path)
-        fd = os.open(db_path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600)
-        try:
-            if os.fstat(fd).st_mode & 0o077:  # made by an older version: keys never land there, still private
-                os.fchmod(fd, 0o600)
-        finally:
-            os.close(fd)
-    except OSError as exc:
-        raise MemoryStoreError(f"cannot open memory database {db_path}: {describe_os_error(exc)}") from exc
-    except CtxagentError as exc:
-        raise MemoryStoreError(str(exc)) from exc
-
-
-def _sqlite_problem(exc: sqlite3.Error) -> str:
-    text = str(exc)
-    if "not a database" in text or "malformed" in text:
-        return f"{text} (the file is damaged or not a ctxagent memory database; move it away to start a new one)"
-    if "readonly" in text or "read-only" in text:
-        return f"{text} (the folder or file is read-only)"
-    if "disk is full" in text or "disk I/O" in text:
-        return f"{text} (check free disk space)"
-    return text
 
 
 class MemoryStore:
@@ -116,10 +86,13 @@ class MemoryStore:
         db_path = None if in_memory else Path(path)
         groups = [list(g) for g in synonyms or []]
         if db_path is not None:
-            _create_private(db_path)
+            create_private(db_path)
             groups += config_synonyms(db_path.parent / "config.toml")
         try:
             conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False)
+        except sqlite3.Error as exc:
+            raise MemoryStoreError(f"cannot open memory database {path}: {sqlite_problem(exc)}") from exc
+        try:
             conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
             if not in_memory:
                 conn.execute("PRAGMA journal_mode = WAL")
@@ -128,9 +101,8 @@ class MemoryStore:
             migrate(conn)
             _backfill_term_df(conn)
         except sqlite3.Error as exc:
-            if "conn" in locals():
-                conn.close()
-            raise MemoryStoreError(f"cannot open memory database {path}: {_sqlite_problem(exc)}") from exc
+            conn.close()
+            raise MemoryStoreError(f"cannot open memory database {path}: {sqlite_problem(exc)}") from exc
         return cls(conn, db_path, synonyms=Synonyms(groups), degrade_after_turns=degrade_after_turns, scope=scope)
 
     @classmethod
