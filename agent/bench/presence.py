@@ -59,8 +59,15 @@ class MessageText:
     """One message's matchable text (stub lists removed) and, lazily, its terms per line window."""
 
     text: str
+    _lower: str | None = None
     _terms: frozenset[str] | None = None
     _windows: list[frozenset[str]] | None = None
+
+    @property
+    def lower(self) -> str:
+        if self._lower is None:
+            self._lower = self.text.lower()
+        return self._lower
 
     @property
     def terms(self) -> frozenset[str]:
@@ -84,6 +91,10 @@ def line_present(text: str, line_terms: frozenset[str], msg: MessageText) -> boo
     if not line_terms:
         return False
     need = math.ceil(FUZZY * len(line_terms))
+    # a cheap necessary test first: a term of the message starts with the same 3 characters as a word of its
+    # text (terms are lower-cased pieces of words, stemmed only at their end), so most messages stop here
+    if sum(1 for t in line_terms if t[:3] in msg.lower) < need:
+        return False
     if len(line_terms & msg.terms) < need:
         return False
     return any(len(line_terms & w) >= need for w in msg.windows)
