@@ -71,7 +71,7 @@ class Prefix:
         return "\n\n".join(p for p in (self.filler, self.head, source_system) if p)
 
     def to_dict(self) -> dict[str, Any]:
-        how = {"auto": "the fit's intercept a/b, in local tokens (system prompt and tool schemas the transcript lacks)",
+        how = {"auto": "estimated as the fit's intercept a/b: the system prompt and tool schemas the transcript lacks",
                "none": "nothing added: history and the transcript's own system prompt only",
                "product": "ctxagent's own system prompt and tool schemas"}.get(self.mode, "a fixed size given on the command line")
         return {"mode": self.mode, "tokens": self.tokens, "how": how}

@@ -61,24 +61,34 @@ def detail_rows(result: dict[str, Any]) -> list[list[Any]]:
 
 
 def baseline_note(result: dict[str, Any]) -> str:
-    """Which measures the trivial baseline also meets (within MEETS_MARGIN of ctxagent, or above)."""
+    """Which measures the trivial baseline also meets: within MEETS_MARGIN of the better of ctxagent and the
+    reference, or above it."""
     strategies = result.get("strategies") or {}
-    base, ours = strategies.get(BASELINE), strategies.get("ctxagent")
+    base, ours, ref = strategies.get(BASELINE), strategies.get("ctxagent"), strategies.get("reference") or {}
     if base is None or ours is None:
         return ""
-    met = [f"{label} {base[key]:.3f} (ctxagent {ours[key]:.3f})" for key, label in QUALITY
-           if base.get(key) is not None and ours.get(key) is not None and base[key] >= ours[key] - MEETS_MARGIN]
+    met = []
+    for key, label in QUALITY:
+        bar = max((v for v in (ours.get(key), ref.get(key)) if v is not None), default=None)
+        if base.get(key) is not None and bar is not None and base[key] >= bar - MEETS_MARGIN:
+            theirs = f"ctxagent {_f(ours.get(key))}, reference {_f(ref.get(key))}"
+            met.append(f"{label} {base[key]:.3f} ({theirs})")
     cheaper = [f"{label} {base[key]:,} (ctxagent {ours[key]:,})" for key, label in
                (("tokens_sum", "tokens"), ("cost_cached", "cost_cached")) if base.get(key) is not None
                and ours.get(key) is not None and base[key] < ours[key]]
-    parts = []
     if met:
-        parts.append("the trivial baseline last2+names also meets " + "; ".join(met) + " — these measures do not tell the engine apart")
+        text = "The trivial baseline last2+names also meets " + "; ".join(met) + ": these measures do not tell it apart"
     else:
-        parts.append("the trivial baseline last2+names meets none of the retention measures")
+        text = "The trivial baseline last2+names meets none of the retention measures"
     if cheaper:
-        parts.append("and it is cheaper on " + "; ".join(cheaper))
-    return ", ".join(parts) + "."
+        text += ", and it is cheaper on " + "; ".join(cheaper)
+    if ours.get("overflows"):
+        text += f" (ctxagent overflowed on {ours['overflows']:,} calls, which count as nothing kept)"
+    return text + "."
+
+
+def _f(value: float | None) -> str:
+    return "–" if value is None else f"{value:.3f}"
 
 
 def after_rows(result: dict[str, Any]) -> tuple[list[str], list[list[Any]]] | None:

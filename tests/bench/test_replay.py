@@ -278,6 +278,6 @@ def test_cli_replay_json_shape_and_tables(tmp_path) -> None:  # type: ignore[no-
                            text=True, timeout=120)
     assert table.returncode == 0, table.stderr
     assert "W = 32,000" in table.stdout and "W = 16,000" in table.stdout
-    assert "last2+names (baseline)" in table.stdout and "the trivial baseline last2+names" in table.stdout
+    assert "last2+names (baseline)" in table.stdout and "The trivial baseline last2+names" in table.stdout
     bad = subprocess.run([*base, "--strategy", "nope"], capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and "unknown strategy" in bad.stderr
