@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ctxagent.agent.bench.request_meter import RequestMeter
 from ctxagent.agent.bench.requirements import Line
 from ctxagent.context.memory.text import stem, terms
 from ctxagent.context.request import Message
@@ -47,11 +48,6 @@ def message_text(m: Message) -> str:
     if not m.tool_calls:
         return m.content
     return "\n".join([m.content, *(json.dumps(c.arguments, ensure_ascii=False) for c in m.tool_calls)])
-
-
-def message_key(m: Message) -> tuple[Any, ...]:
-    return (m.role, m.kind, m.content, m.tool_call_id,
-            tuple((c.id, c.name, repr(sorted(c.arguments.items()))) for c in m.tool_calls))
 
 
 @dataclass
@@ -126,7 +122,7 @@ class PresenceIndex:
         for m in messages:
             if m.kind == NAMES_KIND:
                 continue
-            key = message_key(m)
+            key = RequestMeter.message_key(m)
             entry = self._memo.get(key)
             if entry is None:
                 entry = self._memo[key] = _Entry(MessageText(strip_stub_lists(message_text(m))))

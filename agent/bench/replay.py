@@ -96,7 +96,8 @@ def replay_trajectory(traj: Trajectory, totals: ReplayTotals, setup: Setup) -> N
                 step += 1
                 call_facts, after, early = _facts_at(sev, facts, ref, traj)
                 ctx = CallContext(call_facts, after, early, facts.names(), tracker, presence,
-                                  float(setup.calibrator.ratio), call.time, setup.prefix.system(traj.system), step,
+                                  float(setup.calibrator.ratio), call.time, setup.prefix.system(traj.system),
+                                  setup.ref_prefix.system(traj.system), step,
                                   max(turn, 1))
                 measure_call(traj, call, ctx, logs, meters, ref, totals, setup, store, recall)
             if sev.kind == "user":
@@ -157,8 +158,9 @@ def replay_source(trajectories: Sequence[Trajectory], window: int, strategies: S
     rules = rules or RULES[DEFAULT_RULES.get(source or "", "openai")]
     fit = source_fit(trajectories, engine)
     prefix = make_prefix(overhead, fit, engine.counter)
+    ref_prefix = make_prefix("auto", fit, engine.counter) if overhead == "product" else prefix
     setup = Setup(engine, list(strategies), prefix, Calibrator(MODELS.get(source or "", "model")), rules,
-                  server or ServerParams(), use_memory)
+                  server or ServerParams(), use_memory, ref_prefix)
     totals = ReplayTotals(strategies={s: StrategyStats() for s in strategies})
     skipped: Counter[str] = Counter()
     for traj in trajectories:
@@ -175,6 +177,7 @@ def replay_source(trajectories: Sequence[Trajectory], window: int, strategies: S
         "calls": totals.calls,
         "fit": fit.to_dict() if fit is not None else None,
         "prefix": prefix.to_dict(),
+        "reference_prefix": ref_prefix.to_dict(),
         "calibration_ratio": round(float(setup.calibrator.ratio), 4),
         "cache_rules": {"name": rules.name, "read": rules.read, "write": rules.write, "min_tokens": rules.min_tokens,
                         "ttl_s": rules.ttl_s},

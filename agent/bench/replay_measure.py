@@ -126,7 +126,8 @@ def _server_compact(name: str, stats: StrategyStats, lane: Lane, ctx: CallContex
 def _reference(call: Call, ref: Lane, ctx: CallContext, totals: ReplayTotals, setup: Setup) -> None:
     """The original run's own view: measured locally for retention, priced by its own usage report."""
     engine = setup.engine
-    result = engine.run(ref.events, ctx.system, "full", REFERENCE_WINDOW, ctx.step, ctx.turn, tools=setup.prefix.tools,
+    result = engine.run(ref.events, ctx.ref_system, "full", REFERENCE_WINDOW, ctx.step, ctx.turn,
+                        tools=setup.ref_prefix.tools,
                         cache=ref.cache)
     chunks = engine.meter.chunks(result.request)
     local = sum(n for _, n in chunks)

@@ -167,6 +167,11 @@ def filler_text(tokens: int, counter: Any) -> str:
     return text
 
 
+def estimated_prefix(fit: Fit | None) -> int:
+    """Local tokens every call had and the transcript lacks: the fit's intercept a/b (0 without one)."""
+    return int(round(fit.a / fit.b)) if fit is not None and fit.b > 0 and fit.a > 0 else 0
+
+
 def make_prefix(mode: str, fit: Fit | None, counter: Any) -> Prefix:
     from ctxagent.context.tokens import count_system, count_tool_spec
 
@@ -181,7 +186,7 @@ def make_prefix(mode: str, fit: Fit | None, counter: Any) -> Prefix:
         return Prefix("product", head=head, tools=tools,
                       tokens=count_system(head, counter) + sum(count_tool_spec(t, counter) for t in tools))
     if mode == "auto":
-        tokens = int(round(fit.a / fit.b)) if fit is not None and fit.b > 0 and fit.a > 0 else 0
+        tokens = estimated_prefix(fit)
     else:
         tokens = int(mode)
     filler = filler_text(tokens, counter)
@@ -223,6 +228,13 @@ class Setup:
     rules: CacheRules
     server: ServerParams
     use_memory: bool = True
+    # the reference's own stable prefix: the source's (estimated) one, whatever the strategies carry, so that
+    # the calibrator learns the ratio from requests that contain what the provider counted
+    reference_prefix: Prefix | None = None
+
+    @property
+    def ref_prefix(self) -> Prefix:
+        return self.reference_prefix or self.prefix
 
     @property
     def triggers(self) -> dict[str, int]:
@@ -241,7 +253,8 @@ class CallContext:
     presence: PresenceIndex
     ratio: float  # the Calibrator's ratio at this call: local → provider tokens
     now: float | None
-    system: str
+    system: str  # the strategies' system prompt (with their stable prefix)
+    ref_system: str  # the reference's
     step: int
     turn: int
 

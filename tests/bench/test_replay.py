@@ -108,6 +108,12 @@ def test_whole_requests_carry_the_prefix_the_transcript_lacks() -> None:
     assert res["strategies"]["full"]["tokens_sum"] == pytest.approx(expected, rel=0.005)
     assert res["strategies"]["reference"]["tokens_sum"] == sum(c.reported or 0 for c in traj.calls)
     assert res["calibration_ratio"] == pytest.approx(1.25, abs=0.01)
+    # ctxagent's own prompt and tools in the strategies' requests; the reference keeps the source's estimated
+    # prefix, so the calibrator still learns the provider's ratio and not the missing prefix
+    product = replay_source([traj], 200_000, strategies=["full"], overhead="product")
+    assert product["prefix"]["mode"] == "product" and product["prefix"]["tokens"] > 500
+    assert product["reference_prefix"]["tokens"] == pytest.approx(4000, abs=10)
+    assert product["calibration_ratio"] == pytest.approx(1.25, abs=0.01)
     # history only, as the old measure did: a ratio alone must absorb the missing 5,000 tokens, and overshoots
     none = replay_source([traj], 200_000, strategies=["full"], overhead="none")
     assert none["prefix"]["tokens"] == 0 and none["calibration_ratio"] > 2
