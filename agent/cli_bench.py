@@ -15,7 +15,9 @@ from pathlib import Path
 from typing import Any
 
 DEFAULT_WINDOWS = {"claude-code": 200_000, "mini-swe-agent": 32_000, "swe-agent": 32_000, "openhands": 32_000}
-SWEEP_WINDOWS = {"claude-code": (48_000, 32_000)}  # `bench all` also replays these (the smaller windows)
+# `bench all` also replays these (the smaller windows), with the source's estimated prefix and with
+# ctxagent's own (Claude Code's ~26k of system prompt and tools leave little of a 32k window)
+SWEEP = {"claude-code": ((48_000, "auto"), (32_000, "auto"), (48_000, "product"), (32_000, "product"))}
 
 
 def _csv_ints(text: str) -> list[int]:
@@ -132,9 +134,9 @@ def run_all(args: argparse.Namespace) -> int:
         read = read_source(source, args.data, args.limit)
         with Progress(len(read.trajectories), f"replay {source}") as bar:
             out["replay"].append(replay_source(read.trajectories, DEFAULT_WINDOWS[source], progress=bar))
-        for window in SWEEP_WINDOWS.get(source, ()):
-            with Progress(len(read.trajectories), f"replay {source} W={window:,}") as bar:
-                out["sweep"].append(replay_source(read.trajectories, window, progress=bar))
+        for window, overhead in SWEEP.get(source, ()):
+            with Progress(len(read.trajectories), f"replay {source} W={window:,} ({overhead})") as bar:
+                out["sweep"].append(replay_source(read.trajectories, window, progress=bar, overhead=overhead))
         if any(c.reported for t in read.trajectories for c in t.calls):
             with Progress(len(read.trajectories), f"tokens {source}") as bar:
                 out["tokens"].append(tokens_source(read.trajectories, progress=bar))

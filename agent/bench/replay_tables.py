@@ -138,19 +138,21 @@ def sweep_rows(results: Sequence[dict[str, Any]], strategies: Sequence[str] = ("
             s = r["strategies"].get(name)
             if s is None:
                 continue
-            rows.append([f"{r['window']:,}", name, s["tokens_sum"], _pct(s["tokens_sum"], ref.get("tokens_sum")),
+            rows.append([f"{r['window']:,}", (r.get("prefix") or {}).get("mode"), name, s["tokens_sum"],
+                         _pct(s["tokens_sum"], ref.get("tokens_sum")),
                          s["overflows"], ref.get("overflows"), s.get("requirement_retention"), s.get("decision_retention"),
                          s["retention"], s.get("cost_cached"), _pct(s.get("cost_cached"), ref.get("cost_cached"))])
     return rows
 
 
-SWEEP_COLUMNS = ("W", "strategy", "tokens_sum", "vs ref", "overflows", "reference overflows", "requirement_retention",
+SWEEP_COLUMNS = ("W", "prefix", "strategy", "tokens_sum", "vs ref", "overflows", "reference overflows", "requirement_retention",
                  "decision_retention", "retention", "cost_cached", "vs ref")
 
 
 def sweep_text(results: Sequence[dict[str, Any]], md: bool = False) -> str:
     if not results:
         return ""
-    head = f"{results[0]['source']} at smaller windows (ctxagent and the trivial baseline; the reference is the same run):"
+    head = (f"{results[0]['source']} at smaller windows (ctxagent and the trivial baseline; the reference is the same run; "
+            "prefix auto: the source's estimated system prompt and tools in every request, product: ctxagent's own):")
     table = (markdown if md else text_table)(SWEEP_COLUMNS, sweep_rows(results))
     return f"{head}\n\n{table}" if md else f"{head}\n{table}"

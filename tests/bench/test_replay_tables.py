@@ -55,7 +55,7 @@ def test_text_and_markdown_and_sweep() -> None:
     assert "| strategy | tokens_sum | vs ref |" in md and "After the source's own compaction (4 calls" in md
     assert "+21,284 local tokens of stable prefix" in md and "cache rules anthropic" in md
     sweep = sweep_text([_result(), _result(48_000)], md=True)
-    assert "| 48,000 | last2+names |" in sweep and "| 200,000 | ctxagent |" in sweep
+    assert "| 48,000 | – | last2+names |" in sweep and "| 200,000 | – | ctxagent |" in sweep
 
 
 def test_bench_all_prints_the_new_tables_for_every_source(tmp_path) -> None:  # type: ignore[no-untyped-def]
@@ -111,7 +111,8 @@ def test_bench_all_prints_the_new_tables_for_every_source(tmp_path) -> None:  # 
         assert f"{source} — W = " in out.stdout
     assert out.stdout.count("| last2+names (baseline) |") == 4
     assert out.stdout.count("The trivial baseline last2+names") == 4
-    assert "claude-code at smaller windows" in out.stdout and "| 32,000 | ctxagent |" in out.stdout
+    assert "claude-code at smaller windows" in out.stdout and "| 32,000 | product | ctxagent |" in out.stdout
     saved = json.loads((tmp_path / "all.json").read_text())
-    assert [r["window"] for r in saved["sweep"]] == [48_000, 32_000]
+    assert [(r["window"], r["prefix"]["mode"]) for r in saved["sweep"]] == [
+        (48_000, "auto"), (32_000, "auto"), (48_000, "product"), (32_000, "product")]
     assert saved["replay"][0]["strategies"]["reference"]["cost_cached"] == round(10 + 1.25 * 2000 + 30 + 0.1 * 2000 + 1.25 * 50)
