@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from ctxagent.agent.events import PermissionRequest, ToolFinished, ToolStarted
 from ctxagent.agent.providers.base import ToolCallEvent
+from ctxagent.context.ledger import result_facts
 from ctxagent.context.tool_meta import changed_files_of_call
 from ctxagent.tools.base import ToolContext, ToolResult
 from ctxagent.tools.tests_runner import detect_test_command
@@ -108,10 +109,11 @@ class ToolCallsMixin:
     def _append_result(self, call: ToolCallEvent, result: ToolResult, duration_ms: int) -> None:
         # Sanitize before anything is persisted: the spill file must not hold secrets either.
         content = self.log.sanitize(result.content) if self.log.sanitize else result.content
+        facts = result_facts(call.name, call.arguments or {}, content) if not result.is_error else {}
         spill_meta = None
         if call.name != "read_spill":  # a page of a spill is already bounded; spilling it again would loop
             content, spill_meta = self.parts.spill.maybe_spill(content, self.parts.counter, self.session.config.spill_tokens)
-        meta = {k: v for k, v in result.meta.items() if k != "diff" or len(str(v)) < 20000}
+        meta = {k: v for k, v in result.meta.items() if k != "diff" or len(str(v)) < 20000} | facts
         if not result.is_error and "changed_files" not in meta:
             # THE record of what this call changed (context/tool_meta.py), so no reader has to guess later
             changed = changed_files_of_call(call.name, call.arguments or {})
