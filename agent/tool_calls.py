@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from ctxagent.agent.events import PermissionRequest, ToolFinished, ToolStarted
 from ctxagent.agent.providers.base import ToolCallEvent
-from ctxagent.tools.base import ToolContext, ToolResult
+from ctxagent.tools.base import ToolContext, ToolResult, malformed_json
 from ctxagent.tools.tests_runner import detect_test_command
 
 if TYPE_CHECKING:
@@ -58,10 +58,8 @@ class ToolCallsMixin:
             if cancel.is_set():
                 result = ToolResult("cancelled by the user before this tool ran", is_error=True)
             elif call.arguments is None:
-                result = ToolResult(
-                    f"error: the arguments for {call.name} were not a valid JSON object: {call.raw_arguments[:500]!r}",
-                    is_error=True,
-                )
+                result = ToolResult(f"error: invalid arguments for {call.name}: {malformed_json(call.raw_arguments)}",
+                                    is_error=True)
             else:
                 result = self._permitted(call, turn)
                 if result is None:

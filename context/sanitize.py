@@ -34,6 +34,21 @@ AWS_SECRET = re.compile(
 
 MIN_CONFIGURED_SECRET = 8  # shorter configured values would redact ordinary words
 
+# A lone surrogate cannot be encoded (json, sqlite, a terminal): \udc80-\udcff are bytes that were
+# not UTF-8 (os and `surrogateescape` decode file names so), any other one is broken model text.
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+
+
+def _escape_surrogate(m: re.Match[str]) -> str:
+    code = ord(m.group(0))
+    return f"\\x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else "\ufffd"
+
+
+def escape_surrogates(text: str) -> str:
+    """`text` made encodable: an undecodable byte of a file name shows as `\\xNN` (so the name can be
+    given back, see tools/text.py), any other lone surrogate becomes U+FFFD."""
+    return _SURROGATE.sub(_escape_surrogate, text) if _SURROGATE.search(text) else text
+
 
 class Sanitizer:
     def __init__(self, secrets: Iterable[str] | None = None):

@@ -12,8 +12,9 @@ from typing import Any
 
 import git
 from ctxagent.context.errors import ToolError
-from ctxagent.tools.base import FunctionTool, ToolContext, ToolResult
-from ctxagent.tools.paths import cap_text, make_tool, repo_root, resolve_in_repo
+from ctxagent.tools.base import FunctionTool, NoArgs, ToolArgs, ToolContext, ToolResult
+from ctxagent.tools.paths import cap_text, repo_root, resolve_in_repo
+from pydantic import Field
 
 MAX_CHARS = 30_000
 MAX_STATUS_ENTRIES = 300
@@ -47,7 +48,7 @@ def _pathspec(repo: git.Repo, ctx: ToolContext, path: str | None) -> list[str]:
     return ["--", rel or "."]
 
 
-def git_status(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+def git_status(args: NoArgs, ctx: ToolContext) -> ToolResult:
     repo = open_repo(ctx.root)
     out = _git(repo, "status", "--porcelain=v1", "-b", "--untracked-files=all")
     lines = [ln for ln in out.split("\n") if ln]
@@ -68,9 +69,13 @@ def git_status(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     return ToolResult(cap_text(text, MAX_CHARS, "use git_diff with path=")[0], meta={"branch": branch, "files": files})
 
 
-def git_diff(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+class GitDiffArgs(ToolArgs):
+    path: str | None = Field(None, description="file or directory to limit the diff to")
+
+
+def git_diff(args: GitDiffArgs, ctx: ToolContext) -> ToolResult:
     repo = open_repo(ctx.root)
-    spec = _pathspec(repo, ctx, args.get("path"))
+    spec = _pathspec(repo, ctx, args.path)
     opts = ["--no-color", "--no-ext-diff", "--no-textconv"]
     if repo.head.is_valid():
         diff = _git(repo, "diff", "HEAD", *opts, *spec)
@@ -80,7 +85,7 @@ def git_diff(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         names = _git(repo, "diff", "--cached", "--name-only", *spec) + _git(repo, "diff", "--name-only", *spec)
     files = list(dict.fromkeys(n for n in names.split("\n") if n))
     untracked = [n for n in _git(repo, "ls-files", "--others", "--exclude-standard", *spec).split("\n") if n]
-    where = f" in {args['path']}" if args.get("path") else ""
+    where = f" in {args.path}" if args.path else ""
     parts = []
     if diff.strip():
         parts.append(cap_text(diff, MAX_CHARS, "pass path= to see one file's diff")[0].rstrip("\n"))
@@ -93,11 +98,10 @@ def git_diff(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     return ToolResult("\n".join(parts), meta={"files": files, "untracked": untracked})
 
 
-def git_tools() -> list[FunctionTool]:
+def git_tools() -> list[FunctionTool[Any]]:
     return [
-        make_tool("git_status", "Show the git branch and changed, staged and untracked files.", {}, [], "read", git_status),
-        make_tool("git_diff", ("Show the uncommitted changes (staged and unstaged, against HEAD) as a unified diff, "
-                               "optionally for one path; untracked files are listed."),
-                  {"path": {"type": "string", "description": "file or directory to limit the diff to"}},
-                  [], "read", git_diff),
+        FunctionTool("git_status", "Show the git branch and changed, staged and untracked files.", NoArgs, "read", git_status),
+        FunctionTool("git_diff", ("Show the uncommitted changes (staged and unstaged, against HEAD) as a unified diff, "
+                                  "optionally for one path; untracked files are listed."),
+                     GitDiffArgs, "read", git_diff),
     ]

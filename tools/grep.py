@@ -21,16 +21,16 @@ from pathlib import Path
 from typing import Any
 
 from ctxagent.context.errors import ToolError
-from ctxagent.tools.base import FunctionTool, ToolContext, ToolResult
+from ctxagent.tools.base import FunctionTool, ToolArgs, ToolContext, ToolResult
 from ctxagent.tools.paths import (
     glob_matcher,
     list_repo_files,
-    make_tool,
     quote,
     relative,
     repo_root,
     resolve_in_repo,
 )
+from pydantic import Field
 
 MAX_MATCHES = 200
 MAX_CHARS = 30_000
@@ -161,18 +161,25 @@ def search_rg(rg: str, root: Path, base: Path, pattern: str, ignore_case: bool, 
     return result
 
 
-def grep(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
-    pattern: str = args["pattern"]
+class GrepArgs(ToolArgs):
+    pattern: str = Field(description="regular expression")
+    path: str | None = Field(None, description="file or directory to search (default: the repository root)")
+    glob: str | None = Field(None, description="only files matching this glob, e.g. '*.py' or 'src/**/*.ts'")
+    ignore_case: bool | None = Field(None, description="case-insensitive search (default false)")
+
+
+def grep(args: GrepArgs, ctx: ToolContext) -> ToolResult:
+    pattern = args.pattern
     if pattern == "":
         raise ToolError("pattern is empty; give a regular expression (e.g. 'def load_config')")
     if "\x00" in pattern:
         raise ToolError("pattern contains a NUL byte")
-    ignore_case = bool(args.get("ignore_case"))
-    glob = args.get("glob") or None
+    ignore_case = bool(args.ignore_case)
+    glob = args.glob or None
     regex = _compile(pattern, ignore_case)
-    base = resolve_in_repo(ctx.root, args.get("path") or ".")
+    base = resolve_in_repo(ctx.root, args.path or ".")
     if not base.exists():
-        raise ToolError(f"path not found: {quote(args.get('path'))}; use list_files to see what exists")
+        raise ToolError(f"path not found: {quote(args.path)}; use list_files to see what exists")
     engine = ctx.config.get("grep_engine", "auto")
     rg = find_rg() if engine in ("auto", "rg") else None
     if engine == "rg" and rg is None:
@@ -203,14 +210,10 @@ def grep(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     return ToolResult(body, meta=meta)
 
 
-def grep_tools() -> list[FunctionTool]:
+def grep_tools() -> list[FunctionTool[Any]]:
     return [
-        make_tool("grep", (
+        FunctionTool("grep", (
             "Search file contents with a regular expression (ripgrep syntax; .gitignore respected). "
             f"Returns 'path:line:text' lines, at most {MAX_MATCHES} matches, with the total count."),
-            {"pattern": {"type": "string", "description": "regular expression"},
-             "path": {"type": "string", "description": "file or directory to search (default: the repository root)"},
-             "glob": {"type": "string", "description": "only files matching this glob, e.g. '*.py' or 'src/**/*.ts'"},
-             "ignore_case": {"type": "boolean", "description": "case-insensitive search (default false)"}},
-            ["pattern"], "read", grep),
+            GrepArgs, "read", grep),
     ]
