@@ -143,9 +143,9 @@ def search_rg(rg: str, root: Path, base: Path, pattern: str, ignore_case: bool, 
                 proc.kill()
                 result.note = "[cancelled: results are incomplete]"
                 break
-            line = raw.decode("utf-8", "replace")
-            path, _, rest = line.partition("\0")
-            num, _, text = rest.partition(":")
+            raw_path, _, raw_rest = raw.partition(b"\0")
+            path = raw_path.decode("utf-8", "surrogateescape")  # a name's bytes, shown as \xNN (tools/text.py)
+            num, _, text = raw_rest.decode("utf-8", "replace").partition(":")
             if num.isdigit():
                 result.add(path, int(num), text)
         err = proc.stderr.read().decode("utf-8", "replace")
