@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from ctxagent.context.bounded_regex import MATCH_SECONDS
 from ctxagent.context.errors import ToolError
 from ctxagent.tools.base import FunctionTool, ToolArgs, ToolContext, ToolResult
 from ctxagent.tools.paths import (
@@ -331,7 +332,7 @@ def list_files(args: ListFilesArgs, ctx: ToolContext) -> ToolResult:
     files, source = list_repo_files(ctx.root, base)
     glob = args.glob
     if glob:
-        match = glob_matcher(glob)
+        match = glob_matcher(glob, float(ctx.config.get("regex_seconds") or MATCH_SECONDS))
         prefix = "" if base_rel == "." else base_rel + "/"
         files = [f for f in files if match(f) or (f.startswith(prefix) and match(f[len(prefix):]))]
     where = "the repository" if base_rel == "." else base_rel

@@ -2,15 +2,15 @@
 
 Output is "path:line:text", sorted by path, paths relative to the repository root, capped at
 MAX_MATCHES lines / MAX_CHARS characters with the total count and a hint on how to narrow. The
-pattern is checked with Python's `re` first so the model gets one clear message for a bad regex;
-a pattern Python accepts but ripgrep's engine does not (look-around, backreferences) is run by the
-Python search instead.
+pattern is checked first (`context/bounded_regex.py`, the syntax of Python's `re`) so the model gets
+one clear message for a bad regex; a pattern that ripgrep's engine does not take (look-around,
+backreferences) is run by the Python search instead, within a time budget: a pattern that
+backtracks catastrophically ends the call with an error saying so, it never hangs.
 """
 
 from __future__ import annotations
 
 import io
-import re
 import shutil
 import subprocess
 import sys
@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ctxagent.context.bounded_regex import MATCH_SECONDS, BoundedPattern
 from ctxagent.context.errors import ToolError
 from ctxagent.tools.base import FunctionTool, ToolArgs, ToolContext, ToolResult
 from ctxagent.tools.paths import (
@@ -69,20 +70,11 @@ class GrepResult:
         self.chars += len(line) + 1
 
 
-def _compile(pattern: str, ignore_case: bool) -> re.Pattern[str]:
-    try:
-        return re.compile(pattern, re.IGNORECASE if ignore_case else 0)
-    except re.error as exc:
-        where = f" at position {exc.pos}" if exc.pos is not None else ""
-        raise ToolError(f"invalid regular expression {quote(pattern)}: {exc.msg}{where}. "
-                        "Escape special characters such as ( ) [ ] { } . * + ? | \\ to match them literally") from exc
-
-
-def search_python(root: Path, base: Path, regex: re.Pattern[str], glob: str | None,
+def search_python(root: Path, base: Path, regex: BoundedPattern, glob: str | None,
                   cancel: threading.Event | None = None) -> GrepResult:
     files, _ = list_repo_files(root, base)
     if glob:
-        match = glob_matcher(glob)
+        match = glob_matcher(glob, regex.seconds)
         files = [f for f in files if match(f)]
     top = repo_root(root)
     result = GrepResult(engine="python")
@@ -176,7 +168,7 @@ def grep(args: GrepArgs, ctx: ToolContext) -> ToolResult:
         raise ToolError("pattern contains a NUL byte")
     ignore_case = bool(args.ignore_case)
     glob = args.glob or None
-    regex = _compile(pattern, ignore_case)
+    regex = BoundedPattern(pattern, ignore_case=ignore_case, seconds=float(ctx.config.get("regex_seconds") or MATCH_SECONDS))
     base = resolve_in_repo(ctx.root, args.path or ".")
     if not base.exists():
         raise ToolError(f"path not found: {quote(args.path)}; use list_files to see what exists")

@@ -17,6 +17,7 @@ import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
+from ctxagent.context.bounded_regex import MATCH_SECONDS, BoundedPattern
 from ctxagent.context.errors import PathOutsideRepoError, ToolError
 from ctxagent.tools.text import unescape_name
 
@@ -172,17 +173,19 @@ def _walk_files(top: Path, base: Path) -> list[str]:
     return sorted(out)
 
 
-def glob_matcher(pattern: str) -> Callable[[str], bool]:
+def glob_matcher(pattern: str, seconds: float = MATCH_SECONDS) -> Callable[[str], bool]:
     """A matcher for repository-relative paths. `*` and `?` stay within one path segment, `**`
     spans directories, `{a,b}` alternates. A pattern without `/` matches the file name anywhere
-    (like ripgrep and .gitignore), so `*.py` finds Python files at any depth."""
+    (like ripgrep and .gitignore), so `*.py` finds Python files at any depth. All the calls of one
+    matcher share a time budget (`*a*a*a*a*a*b` on long names backtracks): past it they raise
+    PatternTimeoutError."""
     pat = pattern.strip()
     if pat.startswith("./"):
         pat = pat[2:]
-    regex = re.compile(_glob_to_regex(pat) + r"\Z")
+    bounded = BoundedPattern(_glob_to_regex(pat) + r"\Z", seconds=seconds, what="glob", shown=pattern)
     if "/" in pat:
-        return lambda rel: regex.match(rel) is not None
-    return lambda rel: regex.match(rel.rsplit("/", 1)[-1]) is not None
+        return bounded.match
+    return lambda rel: bounded.match(rel.rsplit("/", 1)[-1])
 
 
 def _glob_to_regex(pat: str) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ctxagent.context.bounded_regex import MATCH_SECONDS
 from ctxagent.context.spill import SpillStore
 from ctxagent.tools.base import FunctionTool, ToolArgs, ToolContext, ToolResult
 from pydantic import Field
@@ -28,7 +29,8 @@ def _store(ctx: ToolContext) -> SpillStore:
 
 
 def run_read_spill(args: ReadSpillArgs, ctx: ToolContext) -> ToolResult:
-    text = _store(ctx).read(args.handle, offset=args.offset or 0, limit=args.limit or 200, grep=args.grep or None)
+    text = _store(ctx).read(args.handle, offset=args.offset or 0, limit=args.limit or 200, grep=args.grep or None,
+                            seconds=float(ctx.config.get("regex_seconds") or MATCH_SECONDS))
     return ToolResult(text, meta={"spill_handle": args.handle})
 
 
