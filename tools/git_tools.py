@@ -1,8 +1,8 @@
 """git_status and git_diff, through gitpython.
 
-Both run git with options that keep a hostile repository's config from running programs
-(`core.fsmonitor`, external diff drivers, textconv filters) and that print non-ASCII file names as
-they are (`core.quotepath=false`), so Chinese paths stay readable. Output is capped.
+Both are read-only views: git runs with `safe_git_env` (tools/safe_git.py), so a hostile
+repository's config cannot run a program (filters, textconv, external diff drivers, fsmonitor,
+hooks) and the index is never rewritten; non-ASCII file names print as they are. Output is capped.
 """
 
 from __future__ import annotations
@@ -14,11 +14,11 @@ import git
 from ctxagent.context.errors import ToolError
 from ctxagent.tools.base import FunctionTool, NoArgs, ToolArgs, ToolContext, ToolResult
 from ctxagent.tools.paths import cap_text, repo_root, resolve_in_repo
+from ctxagent.tools.safe_git import safe_git_env
 from pydantic import Field
 
 MAX_CHARS = 30_000
 MAX_STATUS_ENTRIES = 300
-_SAFE_CONFIG = ["core.fsmonitor=false", "core.quotepath=false", "diff.external=", "color.ui=false"]
 
 
 def open_repo(root: Path) -> git.Repo:
@@ -31,9 +31,10 @@ def open_repo(root: Path) -> git.Repo:
 
 
 def _git(repo: git.Repo, *args: str) -> str:
+    top = Path(repo.working_tree_dir or repo.git_dir)
     try:
-        config = [opt for kv in _SAFE_CONFIG for opt in ("-c", kv)]
-        return str(repo.git.execute(["git", *config, "--literal-pathspecs", *args], strip_newline_in_stdout=False))
+        return str(repo.git.execute(["git", "--literal-pathspecs", *args], strip_newline_in_stdout=False,
+                                    env=safe_git_env(top)))
     except git.GitCommandError as exc:
         err = (exc.stderr or "").strip().removeprefix("stderr:").strip(" '\n")
         raise ToolError(f"git {args[0]} failed: {err or exc}") from None
@@ -50,7 +51,7 @@ def _pathspec(repo: git.Repo, ctx: ToolContext, path: str | None) -> list[str]:
 
 def git_status(args: NoArgs, ctx: ToolContext) -> ToolResult:
     repo = open_repo(ctx.root)
-    out = _git(repo, "status", "--porcelain=v1", "-b", "--untracked-files=all")
+    out = _git(repo, "status", "--porcelain=v1", "-b", "--untracked-files=all", "--ignore-submodules=dirty")
     lines = [ln for ln in out.split("\n") if ln]
     branch = lines[0][3:] if lines and lines[0].startswith("## ") else "(unknown)"
     entries = [ln for ln in lines if not ln.startswith("## ")]
@@ -76,13 +77,13 @@ class GitDiffArgs(ToolArgs):
 def git_diff(args: GitDiffArgs, ctx: ToolContext) -> ToolResult:
     repo = open_repo(ctx.root)
     spec = _pathspec(repo, ctx, args.path)
-    opts = ["--no-color", "--no-ext-diff", "--no-textconv"]
+    opts = ["--no-color", "--no-ext-diff", "--no-textconv", "--ignore-submodules=dirty"]
     if repo.head.is_valid():
         diff = _git(repo, "diff", "HEAD", *opts, *spec)
-        names = _git(repo, "diff", "HEAD", "--name-only", *spec)
+        names = _git(repo, "diff", "HEAD", "--name-only", *opts, *spec)
     else:  # no commit yet: what is staged, then what is not
         diff = _git(repo, "diff", "--cached", *opts, *spec) + _git(repo, "diff", *opts, *spec)
-        names = _git(repo, "diff", "--cached", "--name-only", *spec) + _git(repo, "diff", "--name-only", *spec)
+        names = _git(repo, "diff", "--cached", "--name-only", *opts, *spec) + _git(repo, "diff", "--name-only", *opts, *spec)
     files = list(dict.fromkeys(n for n in names.split("\n") if n))
     untracked = [n for n in _git(repo, "ls-files", "--others", "--exclude-standard", *spec).split("\n") if n]
     where = f" in {args.path}" if args.path else ""
