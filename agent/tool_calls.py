@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from ctxagent.agent.events import PermissionRequest, ToolFinished, ToolStarted
 from ctxagent.agent.providers.base import ToolCallEvent
+from ctxagent.tools.atomic_write import sweep_repository
 from ctxagent.tools.base import ToolContext, ToolResult, malformed_json
 from ctxagent.tools.tests_runner import detect_test_command
 
@@ -38,7 +39,12 @@ class ToolCallsMixin:
     _ingest: Callable[[list[Event]], None]
     _safe: Callable[[Callable[[], Any]], Any]
 
+    _temp_files_swept = False
+
     def _run_tools(self, calls: list[ToolCallEvent], turn: int, cancel: threading.Event) -> None:
+        if not self._temp_files_swept:  # a write killed mid-way (SIGKILL) may have left its temp file
+            self._temp_files_swept = True
+            self._safe(lambda: sweep_repository(self.session.root))
         ctx = ToolContext(
             root=self.session.root,
             cancel=cancel,

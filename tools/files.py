@@ -17,6 +17,7 @@ from typing import Any, BinaryIO
 
 from ctxagent.context.bounded_regex import MATCH_SECONDS
 from ctxagent.context.errors import ToolError
+from ctxagent.tools.atomic_write import write_atomic
 from ctxagent.tools.base import FunctionTool, ToolArgs, ToolContext, ToolResult
 from ctxagent.tools.paths import (
     cap_text,
@@ -36,7 +37,6 @@ from ctxagent.tools.textfile import (
     encode_text,
     sniff_encoding,
     unified_diff,
-    write_atomic,
 )
 from pydantic import Field
 
