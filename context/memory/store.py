@@ -9,7 +9,6 @@ once without losing a write. Nothing is deleted except by `forget`.
 from __future__ import annotations
 
 import json
-import re
 import sqlite3
 import threading
 import time
@@ -34,22 +33,11 @@ from ctxagent.context.memory.text import (
     terms,
 )
 from ctxagent.context.paths import user_state_dir
+from ctxagent.context.sanitize import redact_secrets
 
 DEFAULT_DEGRADE_AFTER_TURNS = 20
 BUSY_TIMEOUT_MS = 30_000
 DEFAULT_IMPORTANCE = {"constraint": 0.9, "decision": 0.8, "todo": 0.7, "change": 0.5, "note": 0.4, "summary": 0.3, "spill": 0.2}
-
-# Never persist a key, even when a user pastes one into a sentence we would remember.
-_SECRET = re.compile(
-    r"(sk-ant-[A-Za-z0-9_\-]{10,}|sk-[A-Za-z0-9_\-]{16,}|AKIA[0-9A-Z]{16}|gh[pousr]_[A-Za-z0-9]{20,}|"
-    r"xox[abpr]-[A-Za-z0-9\-]{10,}|(?i:bearer)\s+[A-Za-z0-9._\-]{16,}|"
-    r"(?i:(?:api[_-]?key|secret|password|token)\s*[=:]\s*)\S{6,})"
-)
-
-
-def redact(text: str) -> str:
-    return _SECRET.sub("[redacted]", text)
-
 
 def project_db_path(root: str | Path) -> Path:
     return Path(root) / ".ctxagent" / "memory.db"
@@ -139,7 +127,7 @@ class MemoryStore:
 
         Constraints are pinned and todos open unless said otherwise. See `rules` for merge and supersede.
         """
-        content = redact(" ".join(str(content).split()) if "\n" not in str(content) else str(content).strip())
+        content = redact_secrets(" ".join(str(content).split()) if "\n" not in str(content) else str(content).strip())
         if not content:
             raise MemoryStoreError("a memory record needs content")
         if type not in TYPES:
@@ -165,7 +153,7 @@ class MemoryStore:
                  session, int(turn), int(turn), now, now,
                  DEFAULT_IMPORTANCE[type] if importance is None else float(importance),
                  json.dumps([int(e) for e in source_events]), int(type == "constraint" if pinned is None else pinned),
-                 status if status is not None else ("open" if type == "todo" else None), redact(context), normalize(content)),
+                 status if status is not None else ("open" if type == "todo" else None), redact_secrets(context), normalize(content)),
             )
             rid = int(cur.lastrowid or 0)
             conn.execute(
