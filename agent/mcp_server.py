@@ -13,6 +13,7 @@ from typing import Any
 
 from ctxagent.agent import __version__
 from ctxagent.context.errors import CtxagentError
+from ctxagent.context.memory.provenance import MCP
 from ctxagent.context.memory.store import MemoryStore, project_db_path
 from ctxagent.context.paths import spill_dir
 from ctxagent.tools.memory_tools import search_memory, store_memory, summarize_context
@@ -49,7 +50,7 @@ def build_server(project: Path, *, session: str = "mcp", summarize: Any = None) 
     @server.tool(name="store_memory", description="Remember a decision, constraint, change, todo or note for later sessions and agents.")
     def store_memory_tool(content: str, type: str = "note", layer: str = "warm", tags: list[str] | None = None) -> str:
         try:
-            return store_memory(store(), content, type, layer, tags, session=session)[0]
+            return store_memory(store(), content, type, layer, tags, session=session, provenance=MCP)[0]
         except CtxagentError as exc:
             raise MCPToolError(str(exc)) from exc
 

@@ -76,11 +76,14 @@ class ToolCallsMixin:
 
     def _permitted(self, call: ToolCallEvent, turn: int) -> ToolResult | None:
         """None when the call may run; otherwise the refusal to show the model."""
-        kind = self.parts.registry.permission(call.name)
-        if kind == "read" or self.parts.registry.get(call.name) is None:
+        registry = self.parts.registry
+        kind = registry.permission(call.name)
+        always = registry.must_ask(call.name, call.arguments)  # e.g. memory for every project: no mode covers it
+        if (kind == "read" and not always) or registry.get(call.name) is None:
             return None
         mode = self.session.config.permission_mode
-        allowed = mode == "yolo" or (mode == "auto-edit" and kind == "edit") or call.name in self.allowed_for_session
+        allowed = not always and (
+            mode == "yolo" or (mode == "auto-edit" and kind == "edit") or call.name in self.allowed_for_session)
         if not allowed:
             args = call.arguments or {}
             preview = self._command_preview(call.name, args) if kind == "command" else _edit_preview(call.name, args)
@@ -89,7 +92,7 @@ class ToolCallsMixin:
             if not decision.allow:
                 reason = f" Reason: {decision.reason}" if decision.reason else ""
                 return ToolResult(f"permission denied for {call.name}.{reason}", is_error=True)
-            if decision.remember:
+            if decision.remember and not always:
                 self.allowed_for_session.add(call.name)
         # Shell and test commands can change files too: checkpoint before the first of either.
         if self._turn_checkpoint is None and self.parts.checkpoints is not None:
@@ -137,4 +140,7 @@ def _edit_preview(name: str, args: dict[str, Any]) -> str:
     if name == "write_file":
         content = str(args.get("content", ""))
         return f"{args.get('path', '?')} ({len(content.splitlines())} lines)\n{content[:2000]}"
+    if name == "store_memory":
+        where = "for every project (user memory)" if args.get("scope") == "user" else "in this project's memory"
+        return f"remember {where}, as a {args.get('type', 'note')}:\n{str(args.get('content', ''))[:2000]}"
     return str(args)

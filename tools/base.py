@@ -13,7 +13,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Generic, Literal, Protocol, TypeVar
+from typing import Any, ClassVar, Generic, Literal, Protocol, TypeVar
 
 from ctxagent.context.errors import CtxagentError
 from ctxagent.context.request import ToolSpec
@@ -49,6 +49,11 @@ class Tool(Protocol):
 
     def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult: ...
 
+    def must_ask(self, args: Any) -> bool:
+        """True when this call needs the user's yes whatever the permission mode (e.g. writing
+        the user-wide memory): yolo, auto-edit and "allow for this session" do not cover it."""
+        ...
+
 
 # --- arguments ------------------------------------------------------------------------------------
 
@@ -60,6 +65,10 @@ class ToolArgs(BaseModel):
     it as plain X (a model omits what it does not need; an explicit null means the same)."""
 
     model_config = ConfigDict(strict=True, extra="forbid")
+    # Whether the schema says `additionalProperties: false`. Unknown names are refused either way;
+    # the memory and spill tools never said it, and their schemas stay byte-identical (the tool
+    # list is part of every request's cached prefix).
+    schema_closed: ClassVar[bool] = True
 
 
 class NoArgs(ToolArgs):
@@ -73,7 +82,13 @@ def args_schema(model: type[ToolArgs]) -> dict[str, Any]:
     """The JSON schema the model is shown: pydantic's, without titles, defaults and `null` branches."""
     raw = model.model_json_schema()
     props = {name: _plain(spec) for name, spec in raw.get("properties", {}).items()}
-    return {"type": "object", "properties": props, "required": list(raw.get("required", [])), "additionalProperties": False}
+    schema: dict[str, Any] = {"type": "object", "properties": props, "required": list(raw.get("required", []))}
+    if model.schema_closed:
+        schema["additionalProperties"] = False
+    return schema
+
+
+_KEY_ORDER = ("type", "enum", "items", "minimum", "description")  # as the hand-written schemas had them
 
 
 def _plain(spec: dict[str, Any]) -> dict[str, Any]:
@@ -83,7 +98,7 @@ def _plain(spec: dict[str, Any]) -> dict[str, Any]:
         out = {**_plain(branches[0]), **out}
     if isinstance(out.get("items"), dict):
         out["items"] = _plain(out["items"])
-    return dict(sorted(out.items(), key=lambda kv: kv[0] != "type"))  # "type" first, as people write it
+    return dict(sorted(out.items(), key=lambda kv: _KEY_ORDER.index(kv[0]) if kv[0] in _KEY_ORDER else len(_KEY_ORDER)))
 
 
 def _where(loc: tuple[int | str, ...]) -> str:
@@ -153,6 +168,7 @@ class FunctionTool(Generic[A]):
     args_model: type[A]
     permission: Permission
     fn: Callable[[A, ToolContext], ToolResult]
+    always_ask: Callable[[dict[str, Any]], bool] | None = None  # see Tool.must_ask; gets the raw arguments
     schema: dict[str, Any] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -160,6 +176,9 @@ class FunctionTool(Generic[A]):
 
     def parse(self, args: Any) -> A | str:
         return parse_args(self.args_model, self.schema, args)
+
+    def must_ask(self, args: Any) -> bool:
+        return self.always_ask is not None and isinstance(args, dict) and self.always_ask(args)
 
     def run(self, args: Any, ctx: ToolContext) -> ToolResult:
         parsed = self.parse(args)
@@ -194,6 +213,10 @@ class ToolRegistry:
     def permission(self, name: str) -> Permission:
         tool = self._tools.get(name)
         return tool.permission if tool else "read"
+
+    def must_ask(self, name: str, args: Any) -> bool:
+        tool = self._tools.get(name)
+        return tool is not None and tool.must_ask(args)
 
     def run(self, name: str, args: Any, ctx: ToolContext) -> ToolResult:
         """Run a model's call. Its text is made safe on the way in and out (`tools/text.py`)."""

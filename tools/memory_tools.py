@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ctxagent.context.history import Event
+from ctxagent.context.memory.provenance import MODEL
 from ctxagent.context.memory.record import Record
 from ctxagent.context.memory.store import MemoryStore, project_db_path
 from ctxagent.context.paths import user_state_dir
@@ -53,7 +54,7 @@ def format_records(records: list[Record], query: str = "") -> str:
         return f"no memory records match {query!r}" if query else "no memory records"
     lines = [f"{len(records)} record{'s' if len(records) != 1 else ''}:"]
     for r in records:
-        extra = [f"id {r.id}", r.layer]
+        extra = [f"id {r.id}", r.layer] + ([f"by {r.provenance}"] if r.provenance else [])
         if r.superseded_by is not None:
             extra.append(f"superseded by {r.superseded_by}")
         if r.confirmations > 1:
@@ -78,6 +79,7 @@ Layer = Literal["warm", "cold"]
 
 
 class SearchMemoryArgs(ToolArgs):
+    schema_closed = False  # see ToolArgs
     query: str = Field(description="words, identifiers, file names; English or Chinese")
     layer: Layer | None = Field(None, description="warm (recent, default: both) or cold (archived)")
     type: RecordType | None = None
@@ -94,8 +96,12 @@ def _search_tool(args: SearchMemoryArgs, ctx: ToolContext) -> ToolResult:
 # ------------------------------------------------------------------- store_memory
 
 def store_memory(store: MemoryStore, content: str, type: str, layer: str = "warm", tags: list[str] | None = None,
-                 session: str = "", turn: int = 0, files: list[str] | None = None) -> tuple[str, int]:
-    rid = store.add(content, type, layer=layer or "warm", tags=tags or [], session=session, turn=turn, files=files or [])
+                 session: str = "", turn: int = 0, files: list[str] | None = None, *, provenance: str = MODEL,
+                 user_texts: list[str] | None = None) -> tuple[str, int]:
+    """A write by the model (or, with provenance=MCP, another agent): a constraint binds only if the
+    user said it (context/memory/provenance.py)."""
+    rid = store.add(content, type, layer=layer or "warm", tags=tags or [], session=session, turn=turn, files=files or [],
+                    provenance=provenance, user_texts=user_texts)
     rec = store.get(rid)
     assert rec is not None
     if rec.confirmations > 1:
@@ -104,10 +110,14 @@ def store_memory(store: MemoryStore, content: str, type: str, layer: str = "warm
     note = f"; supersedes {', '.join(replaced)}" if replaced else ""
     if not rec.current:
         note = f"; an existing newer record ({rec.superseded_by}) on the same subject stays current"
+    if rec.type == "constraint" and not rec.pinned:
+        note += ("; not pinned: only constraints in the user's own words are shown as binding — "
+                 "it is found by search_memory")
     return f"stored record {rid}: {rec.line()}{note}", rid
 
 
 class StoreMemoryArgs(ToolArgs):
+    schema_closed = False  # see ToolArgs
     content: str = Field(description="one self-contained sentence")
     type: RecordType
     layer: Layer | None = None
@@ -117,10 +127,16 @@ class StoreMemoryArgs(ToolArgs):
 
 
 def _store_tool(args: StoreMemoryArgs, ctx: ToolContext) -> ToolResult:
-    store = user_store_for(ctx) if args.scope == "user" else store_for(ctx)
+    project = store_for(ctx)
+    store = user_store_for(ctx) if args.scope == "user" else project
     text, rid = store_memory(store, args.content, args.type, args.layer or "warm", args.tags or [],
-                             str(ctx.services.get("session") or ""), int(ctx.services.get("turn") or 0))
-    return ToolResult(text, meta={"record": rid})
+                             str(ctx.services.get("session") or ""), int(ctx.services.get("turn") or 0),
+                             user_texts=project.user_texts())  # what the user typed is kept per project
+    return ToolResult(text, meta={"record": rid, "scope": args.scope or "project"})
+
+
+def _asks_for_user_scope(args: dict[str, Any]) -> bool:
+    return args.get("scope") == "user"  # a preference for every project: the user says yes each time
 
 
 # -------------------------------------------------------------- summarize_context
@@ -169,6 +185,7 @@ def summarize_context(text: str, max_tokens: int = 500, summarize: Any = None) -
 
 
 class SummarizeArgs(ToolArgs):
+    schema_closed = False  # see ToolArgs
     text: str
     max_tokens: int | None = Field(None, description="length cap of the summary (default 500)")
 
@@ -183,9 +200,11 @@ def memory_tools() -> list[Tool]:
         FunctionTool("search_memory", "Search the project's memory (decisions, constraints, changes, todos, notes, "
                      "summaries) by words, identifiers or file names. Superseded records are hidden unless asked.",
                      SearchMemoryArgs, "read", _search_tool),
+        # writing memory changes what later requests say: asked for like an edit (auto in yolo / auto-edit);
+        # the user-wide store is asked for every time
         FunctionTool("store_memory", "Remember something for later turns and sessions: a decision, constraint, "
                      "change, todo or note. A newer decision on the same subject supersedes the older one.",
-                     StoreMemoryArgs, "read", _store_tool),
+                     StoreMemoryArgs, "edit", _store_tool, always_ask=_asks_for_user_scope),
         FunctionTool("summarize_context", "Summarize text into Decisions / Constraints / Changes / Open tasks.",
                      SummarizeArgs, "read", _summarize_tool),
     ]

@@ -9,6 +9,7 @@ from pydantic import Field
 
 
 class ReadSpillArgs(ToolArgs):
+    schema_closed = False  # see ToolArgs
     handle: str = Field(description="The handle shown in the cut marker (read_spill handle=…).")
     offset: int | None = Field(None, description="First line to show (0-based), or first match with grep. Default 0.")
     limit: int | None = Field(None, description="How many lines (or matches) to show. Default 200, max 2000.")
