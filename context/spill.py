@@ -17,7 +17,8 @@ from typing import Any
 
 import regex
 from ctxagent.context.bounded_regex import MATCH_SECONDS, BoundedPattern
-from ctxagent.context.errors import ToolError
+from ctxagent.context.errors import ContextError, ToolError
+from ctxagent.context.paths import describe_os_error, ensure_parent, spill_dir
 from ctxagent.context.tokens import TokenCounter
 
 HANDLE_LEN = 12
@@ -112,7 +113,7 @@ class SpillStore:
 
     @classmethod
     def for_root(cls, root: Path) -> SpillStore:
-        return cls(Path(root) / ".ctxagent" / "spill")
+        return cls(spill_dir(Path(root)))
 
     def path_for(self, digest: str) -> Path:
         return self.dir / f"{digest}.txt"
@@ -123,12 +124,18 @@ class SpillStore:
         digest = hashlib.sha256(data).hexdigest()
         path = self.path_for(digest)
         if not path.exists():
-            self.dir.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=self.dir, prefix=".tmp-")
+            try:
+                ensure_parent(path)  # a `.ctxagent/` on the way gets its checks and .gitignore
+                fd, tmp = tempfile.mkstemp(dir=self.dir, prefix=".tmp-")
+            except OSError as exc:
+                raise ContextError(f"cannot write the spill file {path}: {describe_os_error(exc)}") from exc
             try:
                 with os.fdopen(fd, "wb") as fh:
                     fh.write(data)
                 os.replace(tmp, path)
+            except OSError as exc:
+                Path(tmp).unlink(missing_ok=True)
+                raise ContextError(f"cannot write the spill file {path}: {describe_os_error(exc)}") from exc
             except BaseException:
                 Path(tmp).unlink(missing_ok=True)
                 raise
