@@ -19,7 +19,7 @@ from pathlib import Path
 
 from ctxagent.context.bounded_regex import MATCH_SECONDS, BoundedPattern
 from ctxagent.context.errors import PathOutsideRepoError, ToolError
-from ctxagent.tools.safe_git import safe_git_env
+from ctxagent.context.gitsafe import run_git
 from ctxagent.tools.text import unescape_name
 
 # Directories the walk fallback never enters; git's own view already leaves them out.
@@ -144,10 +144,9 @@ def list_repo_files(root: Path, base: Path | None = None) -> tuple[list[str], st
 
 
 def _git_ls_files(top: Path, rel_base: str) -> list[str] | None:
-    cmd = ["git", "--literal-pathspecs", "-C", str(top), "ls-files", "--cached", "--others",
-           "--exclude-standard", "-z", "--", rel_base if rel_base else "."]
-    try:
-        proc = subprocess.run(cmd, capture_output=True, timeout=60, stdin=subprocess.DEVNULL, env=safe_git_env(top))
+    try:  # ls-files reads no file contents: no filter can run; gitsafe turns off the rest
+        proc = run_git(["--literal-pathspecs", "ls-files", "--cached", "--others", "--exclude-standard", "-z", "--",
+                        rel_base if rel_base else "."], cwd=top, timeout=60)
     except (OSError, subprocess.TimeoutExpired):
         return None
     if proc.returncode != 0:
