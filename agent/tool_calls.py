@@ -54,6 +54,7 @@ class ToolCallsMixin:
             state_dir=self.session.state_dir,
             services={
                 "spill": self.parts.spill,
+                "log": self.log,
                 "memory": self.parts.memory,
                 "summarize": self.parts.summarize,
                 "session": self.session.id,

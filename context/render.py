@@ -26,7 +26,8 @@ from ctxagent.context.tokens import REQUEST_OVERHEAD, TokenCounter, count_messag
 
 __all__ = ["Draft", "Slot", "assemble", "render", "warm_position", "with_content"]
 
-SUMMARY_HEADER = "[Summary of earlier conversation (events {first}–{last}); the original messages are kept in the session log]"
+SUMMARY_HEADER = ("[Summary of earlier conversation (events {first}–{last}); the original messages are kept in the "
+                  "session log — read_event id=N shows event N]")
 MISSING_RESULT = "[no result recorded for this tool call: it was interrupted or cancelled]"
 
 
