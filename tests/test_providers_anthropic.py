@@ -30,10 +30,10 @@ def conversation() -> list[Message]:
 
 
 def test_body_has_cache_control_on_the_stable_prefix() -> None:
-    p = AnthropicProvider("claude-sonnet-4-5", api_key="k", max_tokens=4000)
+    p = AnthropicProvider("claude-sonnet-5-5", api_key="k", max_tokens=4000)
     body = p.body(Request(system="You are ctxagent.", messages=conversation(), tools=TOOLS, max_tokens=8192))
     assert list(body) == ["model", "max_tokens", "system", "messages", "tools", "stream"]
-    assert body["model"] == "claude-sonnet-4-5" and body["max_tokens"] == 4000 and body["stream"] is True
+    assert body["model"] == "claude-sonnet-5-5" and body["max_tokens"] == 4000 and body["stream"] is True
     assert body["system"] == [{"type": "text", "text": "You are ctxagent.", "cache_control": {"type": "ephemeral"}}]
     assert "cache_control" not in body["tools"][0]
     assert body["tools"][1]["cache_control"] == {"type": "ephemeral"}

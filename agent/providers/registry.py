@@ -157,7 +157,7 @@ def _lookup(model: str) -> str | None:
     return idx[best] if best is not None else None
 
 
-_VERSION_STEP = re.compile(r"^(\.\d|-\d{1,2}(?!\d))")
+_VERSION_STEP = re.compile(r"^(\.\d|-\d{1,2}(?=$|[-.@:_]))")
 
 
 def _next_version(rest: str) -> bool:
