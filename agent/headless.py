@@ -133,8 +133,10 @@ def _exit_code(stop: str, error_type: str | None, refused: bool) -> int:
     return EXIT_PROVIDER
 
 
-def run_headless(args: Any, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
+def run_headless(args: Any, out: TextIO | None = None, err: TextIO | None = None) -> int:
     from ctxagent.agent.cli_models import refresh_for_start
+
+    out, err = out or sys.stdout, err or sys.stderr  # looked up now: a caller may have redirected them
 
     cwd = Path(args.cwd).resolve() if getattr(args, "cwd", None) else Path.cwd()
     root = find_repo_root(cwd)

@@ -20,9 +20,9 @@ from typing import Any
 
 import anthropic
 import httpx2
+from ctxagent.agent.providers import response_cap
 from ctxagent.agent.providers.base import Stop, StreamEvent, TextDelta, ToolCallEvent, Usage
 from ctxagent.agent.providers.response_cap import (
-    MAX_RESPONSE_BYTES,
     MAX_RESPONSE_CHARS,
     RESPONSE_CAP_STOP,
     TextBudget,
@@ -104,16 +104,17 @@ class AnthropicProvider:
 
     def __init__(self, model: str, api_key: str, base_url: str | None = None, max_tokens: int | None = None,
                  *, timeout: float = 600.0, streaming: bool = True,
-                 max_response_chars: int = MAX_RESPONSE_CHARS, max_response_bytes: int = MAX_RESPONSE_BYTES):
+                 max_response_chars: int | None = None, max_response_bytes: int | None = None):
         self.model = model
         self.max_tokens = max_tokens
         self.streaming = streaming
         self.base_url = base_url or DEFAULT_BASE_URL
-        self.max_response_chars = max_response_chars
-        self.max_response_bytes = max_response_bytes
+        # None: the caps in response_cap.py, read now (so a test can lower them for one provider)
+        self.max_response_chars = max_response_chars or response_cap.MAX_RESPONSE_CHARS
+        self.max_response_bytes = max_response_bytes or response_cap.MAX_RESPONSE_BYTES
         # The key is passed explicitly so the SDK never falls back to profile files or other env vars.
         self._client = anthropic.Anthropic(api_key=api_key, base_url=self.base_url, max_retries=0, timeout=timeout,
-                                           http_client=capped_http_client(anthropic, max_response_bytes))
+                                           http_client=capped_http_client(anthropic, self.max_response_bytes))
 
     def body(self, request: Request) -> dict[str, Any]:
         """The kwargs of `messages.create`, which is also the JSON body on the wire."""

@@ -22,9 +22,9 @@ from urllib.parse import urlsplit, urlunsplit
 
 import httpx2
 import openai
+from ctxagent.agent.providers import response_cap
 from ctxagent.agent.providers.base import Stop, StreamEvent, TextDelta, ToolCallEvent, Usage
 from ctxagent.agent.providers.response_cap import (
-    MAX_RESPONSE_BYTES,
     MAX_RESPONSE_CHARS,
     RESPONSE_CAP_STOP,
     TextBudget,
@@ -90,16 +90,17 @@ class OpenAIProvider:
 
     def __init__(self, model: str, api_key: str, base_url: str | None = None, max_tokens: int | None = None,
                  *, timeout: float = 600.0, streaming: bool = True,
-                 max_response_chars: int = MAX_RESPONSE_CHARS, max_response_bytes: int = MAX_RESPONSE_BYTES):
+                 max_response_chars: int | None = None, max_response_bytes: int | None = None):
         self.model = model
         self.max_tokens = max_tokens
         self.streaming = streaming
         self.custom_server = bool(base_url)
         self.base_url = normalize_base_url(base_url)
-        self.max_response_chars = max_response_chars
-        self.max_response_bytes = max_response_bytes
+        # None: the caps in response_cap.py, read now (so a test can lower them for one provider)
+        self.max_response_chars = max_response_chars or response_cap.MAX_RESPONSE_CHARS
+        self.max_response_bytes = max_response_bytes or response_cap.MAX_RESPONSE_BYTES
         self._client = openai.OpenAI(api_key=api_key, base_url=self.base_url, max_retries=0, timeout=timeout,
-                                     http_client=capped_http_client(openai, max_response_bytes))
+                                     http_client=capped_http_client(openai, self.max_response_bytes))
 
     def body(self, request: Request) -> dict[str, Any]:
         """The kwargs of `chat.completions.create`, which is also the JSON body on the wire."""
@@ -159,7 +160,8 @@ class OpenAIProvider:
                     break
                 except Exception as e:
                     if is_too_large(e):
-                        yield from _cut(budget, usage, cut_mark(self.max_response_bytes, "bytes"))  # tool calls are only complete at the finish: dropped
+                        # tool calls are complete only at the finish: a cut drops them
+                        yield from _cut(budget, usage, cut_mark(self.max_response_bytes, "bytes"))
                         return
                     self._raise_mapped(e, started=True)
                 if getattr(chunk, "usage", None) is not None:
