@@ -26,6 +26,7 @@ SUBCOMMAND_MODULES: list[str] = [
     "ctxagent.agent.cli_bench",
     "ctxagent.agent.cli_demo",
     "ctxagent.agent.cli_models",
+    "ctxagent.agent.cli_trust",
 ]
 
 # Flags many subcommands share: their help is written once, here, for any parser that left it out.

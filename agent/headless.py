@@ -7,8 +7,10 @@ everything printed is stripped of control sequences (`context/display.py`).
 
 Exit codes (stable, for scripts):
     0  the turn finished (end_turn)
-    1  the provider failed after retries, or the stream broke (the partial reply is kept in the log)
-    2  configuration or usage error (no model, retired model, bad config file, unknown session)
+    1  the provider failed after retries, or the stream broke (the partial reply is kept in the log),
+       or ctxagent's state could not be written mid-turn (disk full)
+    2  configuration or usage error (no model, a retired model, bad config file, unknown session, a
+       `.ctxagent/` shipped by the repository or one that cannot be written)
     3  authentication failed (bad or missing API key)
     4  the context cannot fit: one message larger than the window, or the provider still says the
        prompt is too long after compacting
@@ -47,8 +49,10 @@ from ctxagent.agent.factory import create_agent
 from ctxagent.agent.loop import deny_mutations
 from ctxagent.agent.providers.response_cap import RESPONSE_CAP_STOP
 from ctxagent.agent.session import find_repo_root, open_session
+from ctxagent.agent.trust import describe_ignored
 from ctxagent.context.display import strip_controls
 from ctxagent.context.errors import ConfigError, CtxagentError, HistoryError
+from ctxagent.context.paths import describe_os_error
 
 EXIT_OK, EXIT_PROVIDER, EXIT_CONFIG, EXIT_AUTH, EXIT_OVERFLOW, EXIT_MAX_STEPS = 0, 1, 2, 3, 4, 5
 EXIT_REFUSED, EXIT_CUT, EXIT_CANCELLED = 6, 7, 130
@@ -144,6 +148,8 @@ def run_headless(args: Any, out: TextIO | None = None, err: TextIO | None = None
     approver = RefusingApprover(err)
     try:
         config = load_config(root, flags_from_args(args))
+        if config.ignored_keys:  # headless never asks: say what was left out and how to allow it
+            _write(err, f"ctxagent: {describe_ignored(config.ignored_keys)}\n")
         refresh_for_start(config)  # the provider's model list, when a day old (short timeout, never fatal)
         resume = args.resume if args.resume is not None else ("" if args.continue_ else None)
         session = open_session(root, config, resume)
@@ -158,16 +164,26 @@ def run_headless(args: Any, out: TextIO | None = None, err: TextIO | None = None
     except CtxagentError as exc:
         _write(err, f"ctxagent: {exc}\n")
         return EXIT_PROVIDER
+    except OSError as exc:
+        _write(err, f"ctxagent: cannot set up the session: {describe_os_error(exc)}\n")
+        return EXIT_CONFIG
     cancel = threading.Event()
     try:
         done = agent.run_turn(args.prompt, cancel)
     except KeyboardInterrupt:
         cancel.set()
-        session.log.sync()
+        _close(session)
         _write(err, "ctxagent: cancelled\n")
         return EXIT_CANCELLED
+    except OSError as exc:  # the session log or another state file could not be written
+        _write(err, f"ctxagent: cannot write ctxagent's state: {describe_os_error(exc)}; the session log holds "
+                    "everything written before\n")
+        return EXIT_PROVIDER
+    except CtxagentError as exc:
+        _write(err, f"ctxagent: {exc}\n")
+        return EXIT_PROVIDER
     finally:
-        session.log.close()
+        _close(session)
     this_run = _this_run(session.log.events)
     errors = [e for e in this_run if e.kind == "error"]  # not a resumed session's old ones
     last_error = errors[-1].data if errors and done.stop_reason == "error" else None
@@ -199,6 +215,13 @@ def _stop_reason(loop_stop: str, this_run: list[Any]) -> str:
     last = next((e for e in reversed(this_run) if e.kind == "assistant"), None)
     reason = str(last.data.get("stop_reason", "")) if last is not None else ""
     return reason if reason in CUT_STOPS else loop_stop
+
+
+def _close(session: Any) -> None:
+    try:
+        session.log.close()
+    except OSError:
+        pass  # already reported; a full disk must not turn the report into a traceback
 
 
 def _json_notice(ev: AgentEvent, err: TextIO, printed_errors: set[str]) -> None:

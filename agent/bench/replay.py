@@ -240,9 +240,9 @@ def _measure_call(traj: Trajectory, sev: SourceEvent, call: Any, step: int, turn
             stats.prunes += len(fresh)  # each tool result counted once, the first time it is pruned
         else:
             stats.prunes += int(getattr(result.report, "pruned", 0) or 0)
-        if getattr(result, "compaction", None):
+        for planned in getattr(result, "compactions", None) or []:
             stats.compactions += 1
-            lane.append("compaction", dict(result.compaction))
+            lane.append("compaction", planned.data.to_data())
     # the reference: the original run's own view, measured locally, never trimmed
     result = engine.run(ref.events, traj.system, "full", REFERENCE_WINDOW, step, max(turn, 1), None)
     chunks = meter.chunks(result.request)
