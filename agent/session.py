@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import os
 import secrets
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -135,6 +136,9 @@ def open_session(root: Path, config: Config, resume: str | None = None, *, paren
             path = sessions_dir(root) / f"{session_id}.jsonl"
             if path.exists():
                 raise HistoryError(f"session {session_id} already exists at {path}")
+            # The file comes with the first message; whether it can be written is known now, so a
+            # read-only `.ctxagent/` is a clear error at the start, not mid-turn. (Nothing is left.)
+            tempfile.TemporaryFile(dir=path.parent).close()
             log = PendingSessionLog(path=path, session_id=session_id, sanitize=sanitize)
             log.append("session_start", session=log.session_id, model=config.model or "", cwd=str(root), parent=parent)
     except OSError as exc:  # a read-only `.ctxagent/`, a full disk

@@ -100,10 +100,12 @@ def test_a_failed_start_leaves_no_session(repo: Path, ctxagent_run, tmp_path: Pa
     (repo / ".ctxagent").mkdir(exist_ok=True)
     (repo / ".ctxagent" / "config.toml").write_text('strategy = "nonsense"\n')
     out = ctxagent_run(repo, "-p", "hi", "--model", "openai:gpt-5.4-mini", "--base-url", "http://127.0.0.1:9")
-    assert out.returncode == 2 and "strategy must be" in out.stderr
+    assert out.returncode == 2 and "strategy" in out.stderr
     (repo / ".ctxagent" / "config.toml").unlink()
     out = ctxagent_run(repo, "-p", "hi", env=NO_KEYS)  # no model: the set-up message
     assert out.returncode == 2
+    out = ctxagent_run(repo, "-p", "hi", "--model", "openai:o4-mini", "--base-url", "http://127.0.0.1:9")  # retired
+    assert out.returncode == 2 and "was retired" in out.stderr
     assert not list((repo / ".ctxagent" / "sessions").glob("*.jsonl"))
 
 
