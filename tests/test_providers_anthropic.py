@@ -46,7 +46,7 @@ def test_body_has_cache_control_on_the_stable_prefix() -> None:
 
 
 def test_the_history_breakpoint_skips_a_warm_block_before_the_newest_user_message() -> None:
-    p = AnthropicProvider("claude-sonnet-4-5", api_key="k")
+    p = AnthropicProvider("claude-sonnet-5-5", api_key="k")
     msgs = [Message("user", "hi"), Message("assistant", "hello"), Message("user", "pins", kind="warm"), Message("user", "next")]
     body = p.body(Request(system="s", messages=msgs, tools=TOOLS))
     assert body["messages"][1]["content"][0]["cache_control"] == {"type": "ephemeral"}  # "hello", the history's end
