@@ -30,6 +30,7 @@ from ctxagent.agent.events import (
 from ctxagent.agent.providers.base import Provider, Stop, TextDelta, ToolCallEvent, Usage
 from ctxagent.agent.retry import stream_with_retry
 from ctxagent.agent.session import Session
+from ctxagent.agent.session_ops import SessionOpsMixin, compaction_done
 from ctxagent.agent.tool_calls import ToolCallsMixin
 from ctxagent.context.budget import Budget
 from ctxagent.context.build_cache import BuildCache
@@ -77,7 +78,7 @@ class AgentParts:
     tool_config: dict[str, Any] = field(default_factory=dict)
 
 
-class Agent(ToolCallsMixin):
+class Agent(ToolCallsMixin, SessionOpsMixin):
     def __init__(
         self,
         session: Session,
@@ -95,6 +96,9 @@ class Agent(ToolCallsMixin):
         self._turn_files: set[str] = set()
         self._turn_no = self._current_turn()  # the running turn, stamped on its steps' events
         self._build_cache = BuildCache()  # per-event build work kept across steps: a step costs O(new content)
+        # the last request built (sent, or only previewed after /compact, /rewind, a resume): /context shows it
+        self.last_build: BuildResult | None = None
+        self.last_build_sent = False
         self.reports: list[ContextReport] = [
             ContextReport.from_dict(e.data["report"]) for e in session.log.of_kind("context_report")
         ]
@@ -173,7 +177,7 @@ class Agent(ToolCallsMixin):
         self.log.sync()
         report = self.preview()
         after = self.parts.calibrator.apply(report.total) if report else 0
-        done = CompactionDone(record["first_id"], record["last_id"], record["method"], before, after)
+        done = compaction_done(self.log, record, before, after)
         self.on_event(done)
         return done
 
@@ -184,6 +188,7 @@ class Agent(ToolCallsMixin):
             result = self._build(self.step + 1, self._current_turn(), "", allow_compaction=False)
         except ContextOverflowError:
             return None
+        self.last_build, self.last_build_sent = result, False
         self.on_event(ContextBuilt(result.report.step, result.report))
         return result.report
 
@@ -254,7 +259,7 @@ class Agent(ToolCallsMixin):
         for c in result.compactions or ([result.compaction] if result.compaction else []):
             ev = self.log.append("compaction", **c)
             self._ingest([ev])
-            self.on_event(CompactionDone(c["first_id"], c["last_id"], c["method"], 0, result.report.total))
+            self.on_event(compaction_done(self.log, c, 0, result.report.total))
         body = self.parts.provider.body(result.request)
         self.log.append(
             "context_report",
@@ -267,8 +272,8 @@ class Agent(ToolCallsMixin):
             build=self._build_params(),
         )
         self.reports.append(result.report)
+        self.last_build, self.last_build_sent = result, True
         self.on_event(ContextBuilt(step, result.report))
-        self._current_request = result
 
     def _build_params(self) -> dict[str, Any]:
         """Every scalar the builder used, so `ctxagent inspect` can rebuild this step exactly."""

@@ -65,6 +65,7 @@ class ToolCallsMixin:
             else:
                 result = self._permitted(call, turn)
                 if result is None:
+                    started = time.monotonic()  # the time the user took to decide is not the tool's
                     result = self.parts.registry.run(call.name, call.arguments, ctx)
                     if self.parts.registry.permission(call.name) != "read":
                         self._turn_files.update(str(f) for f in result.meta.get("files") or [])

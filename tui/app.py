@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ctxagent.agent.events import AgentEvent, PermissionDecision, PermissionRequest
+from ctxagent.agent.loop import Agent
 from ctxagent.context.report import ContextReport
 from ctxagent.tui.chat import AssistantMessage, ChatLog, NoticeLine, ToolPanel, UserMessage
 from ctxagent.tui.commands import COMMANDS, parse_slash, unescape
@@ -77,7 +78,7 @@ class CtxApp(SlashCommandsMixin, App[int]):
         self.local_server = local_server
         self.open_session_fn = open_session_fn
         self.initial_input = initial_input
-        self.agent: Any = None
+        self.agent: Agent | None = None
         self.cancel = threading.Event()
         self.busy = False
         self._level = "ok"
@@ -148,7 +149,7 @@ class CtxApp(SlashCommandsMixin, App[int]):
         self.chat.remove_children()
         self.chat.mount_all(transcript_widgets(session.log.events))
         self.gauge.reset()
-        reports: list[ContextReport] = list(getattr(self.agent, "reports", []) or [])
+        reports: list[ContextReport] = list(self.agent.reports)
         if reports:
             self.gauge.history = [float(r.usage_pct) for r in reports[:-1]]
             self.gauge.update_report(reports[-1])
@@ -159,18 +160,17 @@ class CtxApp(SlashCommandsMixin, App[int]):
         if session.log.events and session.log.events[-1].kind in ("rewind", "compaction"):
             self._preview_worker()  # the last report predates the rewind: measure what the next step will send
         totals = usage_totals(session.log.events)
-        label = str(getattr(getattr(self.agent, "parts", None), "model_label", "") or session.config.model or "?")
+        label = self.agent.model_label
         self.status.set(
             model=label, session=str(session.id), tokens_in=totals.input_tokens, tokens_out=totals.output_tokens,
             cost=cost_usd(label, totals), activity="idle",
-            calibration=float(getattr(getattr(getattr(self.agent, "parts", None), "calibrator", None), "ratio", 1.0)),
+            calibration=self.agent.calibration_ratio,
         )
 
     @work(thread=True, exclusive=True, group="preview")
     def _preview_worker(self) -> None:
-        preview = getattr(self.agent, "preview", None)
-        if callable(preview):
-            preview()  # emits ContextBuilt, which updates the gauge like any step
+        if self.agent is not None:
+            self.agent.preview()  # emits ContextBuilt, which updates the gauge like any step
 
     def get_system_commands(self, screen: Screen) -> Any:
         yield from super().get_system_commands(screen)

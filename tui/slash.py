@@ -18,13 +18,6 @@ from ctxagent.tui.memory_screen import MemoryScreen
 from ctxagent.tui.pickers import ConfirmModal, InfoModal, SessionPicker
 from ctxagent.tui.prompt import ChatInput
 from ctxagent.tui.rewind_screen import RewindChoice, RewindScreen
-from ctxagent.tui.session_ops import (
-    remember,
-    rewind_conversation,
-    seed_new_session,
-    session_summary,
-    user_turns,
-)
 from ctxagent.tui.transcript import cost_markdown
 from textual import work
 from textual.message import Message
@@ -96,7 +89,7 @@ class SlashCommandsMixin:
         self.push_screen(ContextScreen(report, self.session.log.events))  # type: ignore[attr-defined]
 
     def cmd_memory(self, arg: str) -> None:
-        store = getattr(getattr(self.agent, "parts", None), "memory", None)
+        store = self.agent.memory
         self.push_screen(MemoryScreen(store, arg))  # type: ignore[attr-defined]
 
     def cmd_remember(self, arg: str) -> None:
@@ -104,9 +97,8 @@ class SlashCommandsMixin:
         if not arg.strip():
             app.notify("usage: /remember TEXT — e.g. /remember never edit generated files", severity="warning")
             return
-        store = getattr(getattr(self.agent, "parts", None), "memory", None)
         try:
-            remember(self.session.log, arg, store)
+            app.agent.remember(arg)
         except Exception as exc:  # memory is a side system: the pin is in the log regardless
             app.notify(f"memory store: {exc}", severity="warning")
         app.chat.mount(NoticeLine(f"📌 pinned: {arg.strip()}"))
@@ -133,7 +125,7 @@ class SlashCommandsMixin:
             self.session.config.model = old
             app.notify(f"cannot switch to {arg.strip()}: {exc}", severity="error")
             return
-        label = str(getattr(app.agent.parts, "model_label", arg.strip()))
+        label = app.agent.model_label
         app.status.set(model=label)
         app.chat.mount(NoticeLine(f"model: {label}"))
 
@@ -194,12 +186,7 @@ class SlashCommandsMixin:
         app: Any = self
         old = self.session
         try:
-            new = self._open(parent=old.id)
-            if with_summary:
-                summarize = getattr(getattr(app.agent, "parts", None), "summarize", None)
-                summary, method = session_summary(old.log.events, summarize)
-                seed_new_session(new.log, old.log, summary, method)
-            old.log.sync()
+            new = app.agent.new_session(with_summary, self.open_session_fn)
         except Exception as exc:
             app.post_message(ActionFinished("new session", False, f"{type(exc).__name__}: {exc}"))
             return
@@ -229,22 +216,15 @@ class SlashCommandsMixin:
         app.chat.mount(NoticeLine(f"resumed session {session_id}"))
 
     # -- rewind -------------------------------------------------------------------------------------
-    def _checkpoints(self) -> Any:
-        return getattr(getattr(self.agent, "parts", None), "checkpoints", None)
-
     def cmd_rewind(self, arg: str) -> None:
         app: Any = self
         if app.busy:
             app.notify("wait for the turn to end (or Esc) before rewinding", severity="warning")
             return
-        cps = self._checkpoints()
-        try:
-            turns = cps.turns(self.session.log) if cps is not None else user_turns(self.session.log)
-        except Exception as exc:
-            app.notify(f"checkpoints unavailable ({exc}); conversation rewind only", severity="warning")
-            cps, turns = None, user_turns(self.session.log)
-        self._rewind_has_code = cps is not None
-        app.push_screen(RewindScreen(turns, has_code=cps is not None), self._after_rewind_pick)
+        menu = app.agent.rewind_menu()
+        if menu.note and menu.turns:
+            app.notify(f"{menu.note}; conversation rewind only", severity="warning")
+        app.push_screen(RewindScreen(menu.turns, has_code=menu.has_code), self._after_rewind_pick)
 
     def _after_rewind_pick(self, choice: RewindChoice | None) -> None:
         if choice is None:
@@ -257,22 +237,17 @@ class SlashCommandsMixin:
     @work(thread=True, exclusive=True, group="agent")
     def _rewind_worker(self, choice: RewindChoice) -> None:
         app: Any = self
-        log = self.session.log
-        text = next((str(e.data.get("text", "")) for e in log.events
-                     if e.kind == "user" and int(e.data.get("turn", -1)) == choice.turn), "")
+        from ctxagent.agent.session_ops import describe_rewind, find_user_turn
+
         try:
-            cps = self._checkpoints() if getattr(self, "_rewind_has_code", False) else None
-            if cps is not None:
-                result = cps.rewind(log, choice.turn, mode=choice.mode, confirm_overwrite=self._confirm_blocking)
-                detail = _describe_rewind(result, choice)
-            else:
-                rewind_conversation(log, choice.turn)
-                detail = f"conversation rewound to before turn {choice.turn}"
+            text = str(find_user_turn(self.session.log, choice.turn).data.get("text", ""))
+            result = app.agent.rewind(choice.turn, choice.mode, self._confirm_blocking)
         except Exception as exc:
             app.post_message(ActionFinished("rewind", False, f"rewind failed: {type(exc).__name__}: {exc}"))
             return
         restore = text if choice.mode in ("both", "conversation") else ""
-        app.post_message(ActionFinished("rewind", True, detail, reattach=True, restore_input=restore))
+        app.post_message(ActionFinished("rewind", True, describe_rewind(result, choice.turn, choice.mode),
+                                        reattach=True, restore_input=restore))
 
     def _confirm_blocking(self, *args: Any, **kwargs: Any) -> bool:
         """For the checkpoint API, on the worker thread: ask before overwriting files changed outside."""
@@ -311,12 +286,3 @@ class GaugeEstimate(Message):
     def __init__(self, report: ContextReport) -> None:
         super().__init__()
         self.report = report
-
-
-def _describe_rewind(result: Any, choice: RewindChoice) -> str:
-    parts = [f"rewound to before turn {choice.turn} ({choice.mode})"]
-    for attr in ("files_restored", "files_deleted", "skipped"):
-        files = getattr(result, attr, None)
-        if files:
-            parts.append(f"{attr.removeprefix('files_')}: {', '.join(map(str, list(files)[:6]))}")
-    return "; ".join(parts)

@@ -8,12 +8,12 @@ import threading
 from pathlib import Path
 
 import pytest
+from ctxagent.agent.session_ops import log_turns, rewind
 from ctxagent.context.history import SessionLog
 from ctxagent.tui.chat import AssistantMessage, ChatLog, ToolPanel, argument_summary, preview
 from ctxagent.tui.context_screen import ContextScreen, compression_history, describe_slices
 from ctxagent.tui.memory_screen import MemoryScreen
 from ctxagent.tui.rewind_screen import RewindChoice, RewindScreen
-from ctxagent.tui.session_ops import rewind_conversation, user_turns
 from ctxagent.tui.setup_screen import SetupScreen, probe_local_server, setup_instructions
 from tui_helpers import HostApp, ScreenHost, make_report, screen_text
 
@@ -115,8 +115,8 @@ async def test_memory_screen_without_store() -> None:
 
 async def test_rewind_picker_lists_turns_and_returns_choice(tmp_path: Path) -> None:
     log = _log(tmp_path)
-    turns = user_turns(log)
-    assert [t.turn for t in turns] == [1, 2] and turns[0].files == ["calc.py"]
+    turns = log_turns(log)
+    assert [t.turn for t in turns] == [1, 2] and turns[0].files_changed == ["calc.py"]
     assert turns[0].first_line == "fix the add function"
     app = ScreenHost(lambda: RewindScreen(turns))
     async with app.run_test(size=(100, 24)) as pilot:
@@ -130,7 +130,7 @@ async def test_rewind_picker_lists_turns_and_returns_choice(tmp_path: Path) -> N
 
 
 async def test_rewind_picker_without_code_checkpoints_refuses_code_modes(tmp_path: Path) -> None:
-    turns = user_turns(_log(tmp_path))
+    turns = log_turns(_log(tmp_path))
     app = ScreenHost(lambda: RewindScreen(turns, has_code=False))
     async with app.run_test(size=(100, 24)) as pilot:
         await pilot.pause()
@@ -146,9 +146,9 @@ async def test_rewind_picker_without_code_checkpoints_refuses_code_modes(tmp_pat
 def test_conversation_rewind_is_non_destructive(tmp_path: Path) -> None:
     log = _log(tmp_path)
     n = len(log.events)
-    rewind_conversation(log, 2)
+    rewind(log, 2, "conversation")
     assert len(log.events) == n + 1 and log.events[-1].kind == "rewind"
-    assert [t.turn for t in user_turns(log)] == [1]
+    assert [t.turn for t in log_turns(log)] == [1]
     reloaded = SessionLog.load(log.path)
     assert [e.kind for e in reloaded.events] == [e.kind for e in log.events]
 
