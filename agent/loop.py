@@ -120,7 +120,21 @@ class Agent(ToolCallsMixin, SessionOpsMixin):
         return len(self.reports)
 
     def run_turn(self, text: str, cancel: threading.Event | None = None) -> TurnFinished:
-        cancel = cancel or threading.Event()
+        """A user message: files it mentions as `@path` are attached first (agent/user_tools.py), then
+        the steps run until the model stops calling tools."""
+        from ctxagent.agent.user_tools import mentioned_files
+
+        mentions = [("read_file", {"path": p}) for p in mentioned_files(self.session.root, text)]
+        return self._turn(text, cancel or threading.Event(), mentions, ask_model=True)
+
+    def run_command(self, command: str, cancel: threading.Event | None = None) -> TurnFinished:
+        """`!command` from the prompt: a turn with one shell call (asked like the agent's own) and no model call."""
+        return self._turn(f"!{command}", cancel or threading.Event(), [("shell", {"command": command})], ask_model=False)
+
+    def _turn(self, text: str, cancel: threading.Event, direct: list[tuple[str, dict[str, Any]]], *,
+              ask_model: bool) -> TurnFinished:
+        from ctxagent.agent.user_tools import direct_calls, log_direct_calls
+
         turn = self._next_turn()
         self._turn_no = turn
         user_ev = self.log.append("user", text=text, turn=turn)
@@ -130,7 +144,11 @@ class Agent(ToolCallsMixin, SessionOpsMixin):
         self._turn_checkpoint = None  # taken before the turn's first file-changing tool
         self._turn_files = set()
         try:
-            while True:
+            if direct:
+                calls = direct_calls(turn, direct)
+                log_direct_calls(self, calls, turn)
+                self._run_tools(calls, turn, cancel)
+            while ask_model:
                 if cancel.is_set():
                     stop = "cancelled"
                     break

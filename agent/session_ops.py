@@ -11,6 +11,7 @@ One implementation each, used by the app's slash commands, the CLI (`ctxagent re
 - `remember`: /remember TEXT — a pinned constraint (a `memory` event, and a pinned memory record).
 - `seed_new_session`: /new with a summary, and the 90 % prompt's "new session": the old session's
   summary and pinned constraints at the start of the new log.
+- `switch_model`: /model NAME — an agent for another model on the same session and log.
 - `compaction_done`: what a compaction record dropped, in the user's words (turns and messages).
 """
 
@@ -28,7 +29,7 @@ from ctxagent.context.history import Event, SessionLog, hidden_by_rewinds, view
 
 if TYPE_CHECKING:
     from ctxagent.agent.checkpoints import Checkpoints, ConfirmOverwrite, RewindResult
-    from ctxagent.agent.loop import AgentParts
+    from ctxagent.agent.loop import Agent, AgentParts
     from ctxagent.agent.session import Session
     from ctxagent.context.memory.store import MemoryStore
 
@@ -184,6 +185,22 @@ def seed_new_session(new_log: SessionLog, old_log: SessionLog, summary: str, met
             new_log.append("memory", op="remember", type="constraint", text=pin.text, turn=0,
                            seeded_from=old_log.session_id)
     new_log.sync()
+
+
+def switch_model(session: Session, name: str, make_agent: Callable[[Session], Agent], carry_from: Agent | None = None) -> Agent:
+    """An agent for model `name` on the same session (same log, same turn numbering); the session's
+    config names the new model only if that agent could be built (else it raises, nothing changed).
+    `carry_from`: the previous agent, whose "allow for this session" permissions carry over."""
+    old = session.config.model
+    session.config.model = name.strip()
+    try:
+        agent = make_agent(session)
+    except BaseException:
+        session.config.model = old
+        raise
+    if carry_from is not None:
+        agent.allowed_for_session |= carry_from.allowed_for_session
+    return agent
 
 
 # -- compaction -----------------------------------------------------------------------------------

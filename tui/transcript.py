@@ -7,9 +7,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ctxagent.context.history import Event, Summary, view
-from ctxagent.tui.chat import AssistantMessage, ToolPanel, UserMessage
+from ctxagent.tui.chat import AssistantMessage, SummaryPanel, ToolPanel, UserMessage
 from textual.widget import Widget
-from textual.widgets import Collapsible, Static
 
 
 def transcript_widgets(events: Iterable[Event]) -> list[Widget]:
@@ -18,7 +17,8 @@ def transcript_widgets(events: Iterable[Event]) -> list[Widget]:
     panels: dict[str, ToolPanel] = {}
     for item in view(list(events)):
         if isinstance(item, Summary):
-            out.append(Collapsible(Static(item.text), title=f"≡ summary of events {item.first_id}–{item.last_id} ({item.method})"))
+            how = "model summary" if item.method == "model" else "summary extracted without a model"
+            out.append(SummaryPanel(f"≡ earlier turns, as a {how} (the originals are in the log)", item.text))
             continue
         d = item.data
         if item.kind == "user":
@@ -56,7 +56,7 @@ def usage_totals(events: Iterable[Event]) -> UsageTotals:
     """Provider-reported usage over every model call in the log (masked or not: it was paid for)."""
     i = o = cr = cw = n = 0
     for e in events:
-        if e.kind != "assistant":
+        if e.kind != "assistant" or e.data.get("direct"):  # direct: the user's @file / !command, no model call
             continue
         u = e.data.get("usage") or {}
         i += int(u.get("input_tokens", 0))
