@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ctxagent.context.history import Event
-from ctxagent.context.monitor import advice_for
+from ctxagent.context.monitor import DEFAULT_THRESHOLDS, advice_for
 from ctxagent.context.report import ContextReport
 from ctxagent.tui.gauge import GLYPH, LEVEL_STYLE, STYLE, human_tokens
 from ctxagent.tui.safe import one_line, plain
@@ -52,7 +52,7 @@ class ContextSnapshot:
     shares: dict[str, int] = field(default_factory=dict)  # Budget.base per slice
     tokenizer: str = ""
     events: list[Event] = field(default_factory=list)
-    thresholds: tuple[float, float] = (0.75, 0.90)
+    thresholds: tuple[float, float] = DEFAULT_THRESHOLDS
 
     @property
     def report(self) -> ContextReport | None:

@@ -37,6 +37,7 @@ from ctxagent.tui.transcript import cost_usd, transcript_widgets, usage_totals
 from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding
+from textual.notifications import SeverityLevel
 from textual.reactive import reactive
 from textual.screen import Screen
 
@@ -287,9 +288,9 @@ class SessionScreen(Screen[None]):
             return "cleared"
         return ""
 
-    def say(self, message: str, severity: str = "information") -> None:
+    def say(self, message: str, severity: SeverityLevel = "information") -> None:
         """A toast. Never markup: messages often quote text from outside (paths, errors)."""
-        self.app.notify(message, severity=severity, markup=False)  # type: ignore[arg-type]
+        self.app.notify(message, severity=severity, markup=False)
 
     # -- agent events ---------------------------------------------------------------------------
     async def on_agent_update(self, message: AgentUpdate) -> None:
