@@ -21,6 +21,7 @@ from textual.binding import Binding
 from textual.screen import Screen
 
 if TYPE_CHECKING:
+    from ctxagent.agent.config import Config
     from ctxagent.agent.demo import Demo
     from ctxagent.agent.loop import Agent
     from ctxagent.agent.session import Session
@@ -44,10 +45,12 @@ class CtxApp(App[int]):
         label: str = "",
         initial_input: str = "",
         open_session: Callable[..., Session] | None = None,
+        reload_config: Callable[[], Config] | None = None,
         local_server: LocalServer | None = None,
         probe: bool = True,
     ) -> None:
         super().__init__()
+        self.reload_config = reload_config
         self.session = session
         self.make_agent = make_agent
         self.label = label
@@ -63,7 +66,7 @@ class CtxApp(App[int]):
         if self.session is None or self.make_agent is None:
             return Screen()
         return SessionScreen(self.session, self.make_agent, label=self.label, initial_input=self.initial_input,
-                             open_session=self.open_session)
+                             open_session=self.open_session, reload_config=self.reload_config)
 
     def on_mount(self) -> None:
         if self.session is None or self.make_agent is None:

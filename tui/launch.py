@@ -33,14 +33,15 @@ def launch(args: argparse.Namespace, *, label: str = "", initial_input: str = ""
     from ctxagent.tui.app import CtxApp
 
     root = find_repo_root(Path(getattr(args, "cwd", None) or ".").resolve())
+    flags = flags_from_args(args)
     try:
-        config = load_config(root, flags_from_args(args))
+        config = load_config(root, flags)
         session = open_session(root, config, resume=_resume_ref(args))
     except CtxagentError as exc:
         print(f"ctxagent: {exc}", file=sys.stderr)
         return 2
     app = CtxApp(session, _create_agent, label=label or getattr(args, "label", "") or "", initial_input=initial_input,
-                 probe=probe)
+                 probe=probe, reload_config=lambda: load_config(root, flags))
     try:
         result = app.run()
     finally:

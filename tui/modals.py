@@ -12,6 +12,7 @@ from ctxagent.context.display import show_controls
 from ctxagent.tui.safe import judged, plain
 from rich.syntax import Syntax
 from rich.text import Text
+from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
@@ -169,3 +170,46 @@ class PermissionModal(ModalScreen[PermissionDecision]):
 
     def action_deny(self) -> None:
         self.dismiss(PermissionDecision(allow=False, reason=self._reason()))
+
+
+class TrustModal(ModalScreen[bool]):
+    """Asked once per repository whose own config sets security-relevant keys (agent/trust.py):
+    True to trust it (those keys apply from now on), False to keep them ignored. Only Ctrl+T trusts —
+    letters typed ahead, meant for the prompt, must never answer this."""
+
+    DEFAULT_CSS = MODAL_CSS.format(name="TrustModal") + """
+    TrustModal #trust-text { height: auto; max-height: 20; }
+    """
+    BINDINGS = [
+        Binding("ctrl+t", "answer(True)", "Trust this repository"),
+        Binding("escape", "answer(False)", "Keep them ignored"),
+    ]
+
+    def __init__(self, description: str) -> None:
+        super().__init__()
+        self.description = description
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Static(Text("This repository's .ctxagent/config.toml asks for more than ctxagent gives an "
+                              "untrusted repository.", style="bold"))
+            with VerticalScroll(id="trust-text"):
+                yield Static(plain(self.description))
+            yield Static(Text("Trust it only if you wrote these settings or checked them. You are asked once; "
+                              "`ctxagent trust` / `ctxagent trust --revoke` change it later.", style="dim"))
+            with Horizontal():
+                for button in (Button(Text("Trust this repository ^T"), id="trust", variant="warning"),
+                               Button(Text("Keep them ignored (Esc)"), id="ignore", variant="primary")):
+                    button.can_focus = False  # an Enter typed ahead for the prompt must not press one
+                    yield button
+
+    def on_key(self, event: events.Key) -> None:
+        if event.is_printable:  # type-ahead meant for the prompt answers nothing here
+            event.stop()
+            event.prevent_default()
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        self.dismiss(event.button.id == "trust")
+
+    def action_answer(self, trust: bool) -> None:
+        self.dismiss(trust)

@@ -30,7 +30,7 @@ from ctxagent.tui.chat import NoticeLine, UserMessage
 from ctxagent.tui.chat_log import ChatLog
 from ctxagent.tui.gauge import UsageGauge
 from ctxagent.tui.messages import ActionFinished, AgentReady, AgentUpdate, Outcome, SetupNeeded
-from ctxagent.tui.modals import BreakpointBar, BreakpointModal
+from ctxagent.tui.modals import BreakpointBar, BreakpointModal, TrustModal
 from ctxagent.tui.prompt import ChatInput
 from ctxagent.tui.status import StatusLine
 from ctxagent.tui.transcript import cost_usd, transcript_widgets, usage_totals
@@ -42,6 +42,7 @@ from textual.reactive import reactive
 from textual.screen import Screen
 
 if TYPE_CHECKING:
+    from ctxagent.agent.config import Config
     from ctxagent.agent.loop import Agent
     from ctxagent.agent.session import Session
 
@@ -70,11 +71,13 @@ class SessionScreen(Screen[None]):
     level: reactive[str] = reactive("ok")  # the engine's advice for the latest build
 
     def __init__(self, session: Session, make_agent: AgentFactory, *, label: str = "", initial_input: str = "",
-                 open_session: Callable[..., Session] | None = None) -> None:
+                 open_session: Callable[..., Session] | None = None,
+                 reload_config: Callable[[], Config] | None = None) -> None:
         super().__init__()
         self.session = session
         self.make_agent = make_agent
         self.open_session = open_session
+        self.reload_config = reload_config  # the config again, from the same sources (after trusting the repository)
         self.label = label
         self.initial_input = initial_input
         self.agent: Agent | None = None
@@ -140,6 +143,39 @@ class SessionScreen(Screen[None]):
 
     def _after_first_frame(self) -> None:
         self.chat.mount_all(transcript_widgets(self.session.log.events))
+        if not self._ask_trust():
+            self.build_agent()
+
+    def _ask_trust(self) -> bool:
+        """Ask once about a repository config whose security-relevant keys were ignored (agent/trust.py);
+        the agent is built after the answer. False when there is nothing to ask."""
+        from ctxagent.agent.trust import describe_ignored, needs_prompt
+
+        ignored = self.session.config.ignored_keys
+        if not ignored or not needs_prompt(self.session.root, ignored):
+            return False
+        self.app.push_screen(TrustModal(describe_ignored(ignored)), self._after_trust)
+        return True
+
+    def _after_trust(self, trusted: bool | None) -> None:
+        from ctxagent.agent.trust import decline, trust
+        from ctxagent.context.errors import CtxagentError
+
+        root, ignored = self.session.root, list(self.session.config.ignored_keys)
+        try:
+            if trusted:
+                trust(root)
+                if self.reload_config is not None:
+                    self.session.config = self.reload_config()
+                self.chat.mount(NoticeLine(f"trusted {root}: its settings apply ({', '.join(i.key for i in ignored)})",
+                                           "warning"))
+            else:
+                decline(root, ignored)
+                self.chat.mount(NoticeLine("the repository's settings stay ignored: "
+                                           + ", ".join(i.key for i in ignored) + " (`ctxagent trust` allows them)"))
+        except CtxagentError as exc:  # an unwritable trust list: say so, keep the safe config
+            self.say(str(exc), "error")
+        self._show_session_facts()  # the permission mark may have changed
         self.build_agent()
 
     def _show_session_facts(self) -> None:

@@ -133,6 +133,7 @@ def test_main_chat_screen(snap_compare, tmp_path: Path) -> None:
 
     async def until_ready(pilot: Any) -> None:
         await wait_until(pilot, lambda: app.agent is not None and not app.session_screen.busy, 60)
+        app.session_screen.input.cursor_blink = False  # a blinking cursor would make the picture depend on timing
         await pilot.pause()
 
     assert snap_compare(app, terminal_size=(90, 30), run_before=until_ready)
