@@ -15,6 +15,9 @@ from pathlib import Path
 from typing import Any
 
 DEFAULT_WINDOWS = {"claude-code": 200_000, "mini-swe-agent": 32_000, "swe-agent": 32_000, "openhands": 32_000}
+# `bench all` also replays these (the smaller windows), with the source's estimated prefix and with
+# ctxagent's own (Claude Code's ~26k of system prompt and tools leave little of a 32k window)
+SWEEP = {"claude-code": ((48_000, "auto"), (32_000, "auto"), (48_000, "product"), (32_000, "product"))}
 
 
 def _csv_ints(text: str) -> list[int]:
@@ -43,27 +46,39 @@ def _emit(args: argparse.Namespace, results: list[dict[str, Any]], render: Any) 
         print("\n\n".join(render(r) for r in results))
 
 
+def _overhead(text: str) -> str:
+    if text in ("auto", "none", "product") or text.isdigit():
+        return text
+    raise SystemExit(f"ctxagent bench: --overhead must be auto, none, product or a number of tokens, not {text!r}")
+
+
 def run_replay(args: argparse.Namespace) -> int:
+    from ctxagent.agent.bench.cache_cost import RULES
     from ctxagent.agent.bench.progress import Progress
     from ctxagent.agent.bench.readers import read_source
     from ctxagent.agent.bench.replay import STRATEGIES, replay_source
-    from ctxagent.agent.bench.tables import replay_text
+    from ctxagent.agent.bench.replay_tables import replay_text
 
-    strategies = [s.strip() for s in args.strategy.split(",") if s.strip()]
+    strategies = list(STRATEGIES) if args.strategy == "all" else [s.strip() for s in args.strategy.split(",") if s.strip()]
     bad = [s for s in strategies if s not in STRATEGIES]
     if bad:
         print(f"ctxagent bench: unknown strategy {', '.join(bad)}; choose from {', '.join(STRATEGIES)}", file=sys.stderr)
         return 2
+    if args.cache_rules is not None and args.cache_rules not in RULES:
+        print(f"ctxagent bench: unknown cache rules {args.cache_rules}; choose from {', '.join(RULES)}", file=sys.stderr)
+        return 2
+    overhead = _overhead(args.overhead)
     results = []
     for source in _sources(args.source):
         read = read_source(source, args.data, args.limit)
-        window = args.window or DEFAULT_WINDOWS[source]
-        with Progress(len(read.trajectories), f"replay {source}") as bar:
-            res = replay_source(read.trajectories, window, strategies, progress=bar, use_memory=not args.no_memory)
-        for k, v in read.skipped.items():  # unreadable files / runs, beside the per-record skips
-            if k not in res["skipped"]:
-                res["skipped"][k] = v
-        results.append(res)
+        for window in args.window or [DEFAULT_WINDOWS[source]]:
+            with Progress(len(read.trajectories), f"replay {source} W={window:,}") as bar:
+                res = replay_source(read.trajectories, window, strategies, progress=bar, use_memory=not args.no_memory,
+                                    rules=RULES[args.cache_rules] if args.cache_rules else None, overhead=overhead)
+            for k, v in read.skipped.items():  # unreadable files / runs, beside the per-record skips
+                if k not in res["skipped"]:
+                    res["skipped"][k] = v
+            results.append(res)
     _emit(args, results, replay_text)
     return 0
 
@@ -109,15 +124,19 @@ def run_all(args: argparse.Namespace) -> int:
     from ctxagent.agent.bench.progress import Progress
     from ctxagent.agent.bench.readers import SOURCES, read_source
     from ctxagent.agent.bench.replay import replay_source
-    from ctxagent.agent.bench.tables import perf_text, replay_text, tokens_text
+    from ctxagent.agent.bench.replay_tables import replay_text, sweep_text
+    from ctxagent.agent.bench.tables import perf_text, tokens_text
     from ctxagent.agent.bench.tokens_bench import tokens_source
 
     started = time.time()
-    out: dict[str, Any] = {"replay": [], "tokens": [], "perf": None, "locomo": None}
+    out: dict[str, Any] = {"replay": [], "sweep": [], "tokens": [], "perf": None, "locomo": None}
     for source in SOURCES:
         read = read_source(source, args.data, args.limit)
         with Progress(len(read.trajectories), f"replay {source}") as bar:
             out["replay"].append(replay_source(read.trajectories, DEFAULT_WINDOWS[source], progress=bar))
+        for window, overhead in SWEEP.get(source, ()):
+            with Progress(len(read.trajectories), f"replay {source} W={window:,} ({overhead})") as bar:
+                out["sweep"].append(replay_source(read.trajectories, window, progress=bar, overhead=overhead))
         if any(c.reported for t in read.trajectories for c in t.calls):
             with Progress(len(read.trajectories), f"tokens {source}") as bar:
                 out["tokens"].append(tokens_source(read.trajectories, progress=bar))
@@ -137,6 +156,8 @@ def run_all(args: argparse.Namespace) -> int:
         print(json.dumps(out, indent=2, ensure_ascii=False))
         return 0
     parts = [replay_text(r, md=True) for r in out["replay"]]
+    if out["sweep"]:
+        parts.append(sweep_text([r for r in out["replay"] if r["source"] == "claude-code"] + out["sweep"], md=True))
     parts.append(tokens_text_all(out["tokens"], tokens_text))
     if out["perf"]:
         parts.append(perf_text(out["perf"], md=True))
@@ -169,9 +190,17 @@ def add_parser(subparsers: Any) -> None:
 
     r = sub.add_parser("replay", help="replay trajectories through the builder per strategy at every original call")
     common(r)
-    r.add_argument("--window", type=int, help="window W in tokens (default: 200000 for claude-code, else 32000)")
-    r.add_argument("--strategy", default="full,window,ctxagent", help="comma list of full, window, ctxagent")
+    r.add_argument("--window", type=_csv_ints, help="window W in tokens, or a comma list (a sweep; 48k is fine) "
+                   "(default: 200000 for claude-code, else 32000)")
+    r.add_argument("--strategy", default="all",
+                   help="all, or a comma list of full, window, ctxagent, last2+names, anthropic-clear, "
+                        "anthropic-compact, openai-compact")
     r.add_argument("--no-memory", action="store_true", help="ctxagent without the memory store (session pins only)")
+    r.add_argument("--cache-rules", help="prompt-cache pricing: anthropic or openai (default: anthropic for claude-code, "
+                                        "else openai)")
+    r.add_argument("--overhead", default="auto",
+                   help="stable prefix added to every request: auto (the system prompt and tool schemas a transcript "
+                        "lacks, estimated from the fit's intercept), none, product (ctxagent's own), or N tokens")
     r.set_defaults(func=run_replay)
 
     t = sub.add_parser("tokens", help="raw vs calibrated local token counts against the reported prompt tokens")

@@ -20,11 +20,12 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from ctxagent.agent.checkpoint_turns import TurnInfo, first_line
 from ctxagent.agent.events import CompactionDone
 from ctxagent.context.errors import CtxagentError, HistoryError
+from ctxagent.context.events import CompactionData, MemoryData, RewindData
 from ctxagent.context.history import Event, SessionLog, hidden_by_rewinds, view
 
 if TYPE_CHECKING:
@@ -42,7 +43,7 @@ REWIND_MODES: tuple[RewindMode, ...] = ("both", "conversation", "code")
 def find_user_turn(log: SessionLog, turn: int) -> Event:
     """The user event of `turn`: the newest visible one, else the newest hidden one."""
     hidden = hidden_by_rewinds(log.events)
-    candidates = [e for e in log.events if e.kind == "user" and _int(e.data.get("turn"), -1) == int(turn)]
+    candidates = [e for e in log.events if e.kind == "user" and e.user.turn == int(turn)]
     visible = [e for e in candidates if e.id not in hidden]
     if visible:
         return visible[-1]
@@ -64,9 +65,8 @@ def log_turns(log: SessionLog) -> list[TurnInfo]:
         user = live[start]
         end = starts[n + 1] if n + 1 < len(starts) else len(live)
         out.append(TurnInfo(
-            turn=_int(user.data.get("turn"), 0), event_id=user.id, time=user.ts,
-            first_line=first_line(str(user.data.get("text", ""))), checkpoint=None, own_checkpoint=False,
-            files_changed=changed_files(live[start + 1:end]),
+            turn=user.user.turn, event_id=user.id, time=user.ts, first_line=first_line(user.user.text),
+            checkpoint=None, own_checkpoint=False, files_changed=changed_files(live[start + 1:end]),
         ))
     return out
 
@@ -119,7 +119,7 @@ def rewind(
         if target is not None:
             checkpoints.restore(log.session_id, target, confirm_overwrite, result)
     if mode in ("both", "conversation"):
-        ev = log.append("rewind", to_id=user_event.id, turn=int(turn), mode=mode)
+        ev = log.append(RewindData(to_id=user_event.id, turn=int(turn), mode=mode))
         log.sync()
         result.conversation_to_id = user_event.id
         result.rewind_event_id = ev.id
@@ -154,7 +154,7 @@ def remember(log: SessionLog, text: str, store: MemoryStore | None = None) -> Ev
     text = text.strip()
     if not text:
         raise ValueError("nothing to remember: /remember TEXT")
-    ev = log.append("memory", op="remember", type="constraint", text=text, turn=log.turn)
+    ev = log.append(MemoryData(op="remember", type="constraint", text=text, turn=log.turn))
     if store is not None:
         store.add(text, "constraint", session=log.session_id, turn=log.turn, pinned=True, tags=["remember"])
     return ev
@@ -178,12 +178,12 @@ def seed_new_session(new_log: SessionLog, old_log: SessionLog, summary: str, met
 
     first = new_log.events[0].id if new_log.events else 0
     if summary.strip():
-        new_log.append("compaction", first_id=first, last_id=first, summary=summary, method=method,
-                       seeded_from=old_log.session_id, created=round(time.time(), 3))
+        new_log.append(CompactionData(first_id=first, last_id=first, summary=summary, method=method,
+                                      seeded_from=old_log.session_id, created=round(time.time(), 3)))
     for pin in collect_pins(old_log.events):
         if pin.kind == "constraint":
-            new_log.append("memory", op="remember", type="constraint", text=pin.text, turn=0,
-                           seeded_from=old_log.session_id)
+            new_log.append(MemoryData(op="remember", type="constraint", text=pin.text, turn=0,
+                                      seeded_from=old_log.session_id))
     new_log.sync()
 
 
@@ -205,15 +205,14 @@ def switch_model(session: Session, name: str, make_agent: Callable[[Session], Ag
 
 # -- compaction -----------------------------------------------------------------------------------
 
-def compaction_done(log: SessionLog, record: dict[str, Any], tokens_before: int, tokens_after: int) -> CompactionDone:
+def compaction_done(log: SessionLog, record: CompactionData, tokens_before: int, tokens_after: int) -> CompactionDone:
     """The event the UI shows for a compaction record: the summary, and which turns and how many
     messages it stands for (the originals stay in the log)."""
-    first, last = int(record["first_id"]), int(record["last_id"])
+    first, last = record.first_id, record.last_id
     covered = [e for e in log.events if first <= e.id <= last and e.kind in ("user", "assistant", "tool_result")]
-    turns = [_int(e.data.get("turn"), 0) for e in covered if e.kind == "user"]
+    turns = [e.user.turn for e in covered if e.kind == "user"]
     return CompactionDone(
-        first, last, str(record.get("method", "extractive")), tokens_before, tokens_after,
-        summary=str(record.get("summary", "")), messages=len(covered),
+        first, last, record.method, tokens_before, tokens_after, summary=record.summary, messages=len(covered),
         first_turn=min(turns, default=0), last_turn=max(turns, default=0),
     )
 
@@ -272,9 +271,3 @@ class SessionOpsMixin:
         old.log.sync()
         return new
 
-
-def _int(value: Any, default: int) -> int:
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return default

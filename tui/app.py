@@ -14,7 +14,7 @@ from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from ctxagent.tui.messages import SetupNeeded
+from ctxagent.tui.messages import SetupNeeded, TurnInterrupted
 from ctxagent.tui.session_screen import AgentFactory, SessionScreen
 from textual.app import App, SystemCommand
 from textual.binding import Binding
@@ -180,6 +180,11 @@ class CtxApp(App[int]):
             return
         self._ctrl_c_armed = now
         self.notify("Press Ctrl+C again to quit.", timeout=CTRL_C_AGAIN_S)
+
+    def on_turn_interrupted(self, message: TurnInterrupted) -> None:
+        """The second Ctrl+C's time counts from when the interrupted turn ended, not from the first press."""
+        if self._ctrl_c_armed:
+            self._ctrl_c_armed = time.monotonic()
 
     async def action_quit(self) -> None:
         self.action_quit_now()

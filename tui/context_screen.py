@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ctxagent.context.events import SpillRef
 from ctxagent.context.history import Event
 from ctxagent.context.monitor import DEFAULT_THRESHOLDS, advice_for
 from ctxagent.context.report import ContextReport
@@ -130,7 +131,7 @@ def _n(count: int, word: str, many: str | None = None) -> str:
 
 
 def _turns_of(events: list[Event], first_id: int, last_id: int) -> list[int]:
-    return [int(e.data.get("turn", 0) or 0) for e in events if e.kind == "user" and first_id <= e.id <= last_id]
+    return [e.user.turn for e in events if e.kind == "user" and first_id <= e.id <= last_id]
 
 
 def _turn_span(turns: list[int]) -> str:
@@ -139,12 +140,10 @@ def _turn_span(turns: list[int]) -> str:
     return f"turn {turns[0]}" if min(turns) == max(turns) else f"turns {min(turns)}–{max(turns)}"
 
 
-def _spill_words(spill: Any) -> str:
-    if isinstance(spill, dict):
-        lines = spill.get("lines")
-        size = f"{int(lines):,} lines" if isinstance(lines, int) else "its output"
-        return f"{size} kept on disk, the model saw head and tail (read_spill pages it)"
-    return "kept on disk, the model saw head and tail"
+def _spill_words(spill: SpillRef) -> str:
+    lines = (spill.model_extra or {}).get("lines")
+    size = f"{int(lines):,} lines" if isinstance(lines, int) else f"{spill.tokens:,} tokens" if spill.tokens else "its output"
+    return f"{size} kept on disk, the model saw head and tail (read_spill pages it)"
 
 
 def describe_request(build: BuildResult, events: list[Event]) -> dict[str, list[str]]:
@@ -159,7 +158,7 @@ def describe_request(build: BuildResult, events: list[Event]) -> dict[str, list[
     replies = [m for m in req.messages if m.role == "assistant"]
     summaries = [m for m in req.messages if m.kind == "summary"]
     by_id = {e.id: e for e in events}
-    turns = [int(by_id[m.event_id].data.get("turn", 0) or 0) for m in users if m.event_id in by_id]
+    turns = [by_id[m.event_id].user.turn for m in users if m.event_id in by_id and by_id[m.event_id].kind == "user"]
     if users or replies:
         span = f", {_turn_span(turns)}" if turns else ""
         out["hot"].append(f"{_n(len(users), 'message')} from you and {_n(len(replies), 'reply', 'replies')}{span}")
@@ -168,8 +167,9 @@ def describe_request(build: BuildResult, events: list[Event]) -> dict[str, list[
     for m in summaries:
         comp = by_id.get(m.event_id or -1)
         if comp is not None and comp.kind == "compaction":
-            covered = _turns_of(events, int(comp.data.get("first_id", 0)), int(comp.data.get("last_id", -1)))
-            how = "a model summary" if comp.data.get("method") == "model" else "a summary extracted without a model"
+            record = comp.compaction
+            covered = _turns_of(events, record.first_id, record.last_id)
+            how = "a model summary" if record.method == "model" else "a summary extracted without a model"
             out["hot"].append(f"{how} of {_turn_span(covered)} (the originals are in the log; /rewind brings them back)")
     if not out["hot"]:
         out["hot"].append("empty")
@@ -199,30 +199,32 @@ def history_lines(events: Iterable[Event]) -> list[str]:
     last: tuple[int, int] = (0, 0)
     turn = 0
     for e in evs:
-        d = e.data
         if e.kind == "user":
-            turn = int(d.get("turn", turn) or turn)
+            turn = e.user.turn or turn
         elif e.kind == "context_report":
-            rep = d.get("report") if isinstance(d.get("report"), dict) else {}
+            rep = e.context_report.report
             spilled, pruned = int(rep.get("spilled", 0) or 0), int(rep.get("pruned", 0) or 0)
             if (spilled, pruned) != last and pruned:
                 lines.append(f"step {rep.get('step', '?')}: {pruned} older tool result{'s' if pruned != 1 else ''} "
                              "cut to head and tail")
             last = (spilled, pruned)
         elif e.kind == "compaction":
-            covered = _turns_of(evs, int(d.get("first_id", 0)), int(d.get("last_id", -1)))
-            how = "by the model" if d.get("method") == "model" else "without a model (extracted)"
-            focus = f", focus “{one_line(d['focus'], 40)}”" if d.get("focus") else ""
-            seeded = " (carried over from the previous session)" if d.get("seeded_from") else ""
+            record = e.compaction
+            covered = _turns_of(evs, record.first_id, record.last_id)
+            how = "by the model" if record.method == "model" else "without a model (extracted)"
+            focus = f", focus “{one_line(record.focus, 40)}”" if record.focus else ""
+            seeded = " (carried over from the previous session)" if (record.model_extra or {}).get("seeded_from") else ""
             lines.append(f"{_turn_span(covered)} summarized {how}{focus}{seeded}")
         elif e.kind == "rewind":
-            by_turn = d.get("turn")
+            back = e.rewind
+            by_turn: object = back.turn
             if by_turn is None:
-                target = next((x for x in evs if x.id == d.get("to_id")), None)
-                by_turn = target.data.get("turn") if target is not None else "?"
+                target = next((x for x in evs if x.id == back.to_id and x.kind == "user"), None)
+                by_turn = target.user.turn if target is not None else "?"
             lines.append(f"rewound to before turn {by_turn}: it and later turns hidden (kept in the log)")
-        elif e.kind == "tool_result" and d.get("spill"):
-            lines.append(f"turn {turn} · {d.get('name', '?')}: {_spill_words(d.get('spill'))}")
+        elif e.kind == "tool_result" and e.tool_result.spill_ref is not None:
+            result = e.tool_result
+            lines.append(f"turn {turn} · {result.name or '?'}: {_spill_words(result.spill_ref)}")
     return lines or ["nothing spilled, cut, summarized or rewound yet"]
 
 

@@ -29,7 +29,14 @@ from ctxagent.tui.bridge import WorkerBridge
 from ctxagent.tui.chat import NoticeLine, UserMessage
 from ctxagent.tui.chat_log import ChatLog
 from ctxagent.tui.gauge import UsageGauge
-from ctxagent.tui.messages import ActionFinished, AgentReady, AgentUpdate, Outcome, SetupNeeded
+from ctxagent.tui.messages import (
+    ActionFinished,
+    AgentReady,
+    AgentUpdate,
+    Outcome,
+    SetupNeeded,
+    TurnInterrupted,
+)
 from ctxagent.tui.modals import BreakpointBar, BreakpointModal, TrustModal
 from ctxagent.tui.prompt import ChatInput
 from ctxagent.tui.status import StatusLine
@@ -356,6 +363,7 @@ class SessionScreen(Screen[None]):
         self.chat.end_reply()
         if ev.stop_reason == "cancelled":
             self.chat.mount(NoticeLine(f"turn {ev.turn} interrupted after {ev.steps} step(s); the log is consistent", "warning"))
+            self.post_message(TurnInterrupted())  # the app's Ctrl+C counts its second press from here
         elif ev.stop_reason == "max_steps":
             self.chat.mount(NoticeLine(f"turn {ev.turn} stopped at the step limit", "warning"))
         self._run_pending()

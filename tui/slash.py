@@ -238,7 +238,7 @@ def _rewind_picked(screen: SessionScreen, choice: RewindChoice | None) -> None:
     assert agent is not None
 
     def work() -> Outcome:
-        text = str(find_user_turn(screen.session.log, choice.turn).data.get("text", ""))
+        text = find_user_turn(screen.session.log, choice.turn).user.text
         result = agent.rewind(choice.turn, choice.mode, screen.bridge.confirm_overwrite)
         restore = text if choice.mode in ("both", "conversation") else ""
         return Outcome(True, describe_rewind(result, choice.turn, choice.mode), rerender=True, restore_input=restore)

@@ -1,9 +1,19 @@
 """`ctxagent bench locomo`: evidence recall@k of memory search on LoCoMo long conversations.
 
-Each conversation's turns (with their image captions) become records in a fresh in-memory
-MemoryStore, through the product's own `add` and `search` — the same tokenizer, query expansion
-and column weights the agent uses. A plain BM25 baseline (FTS5 unicode61 over the raw turn text,
-the question's words OR'ed) runs on the same data in the same run. No model call anywhere.
+Strategies, all on the same data in the same run, no model call anywhere:
+
+- `ctxagent` — each turn (with its image caption) is one note in a fresh in-memory MemoryStore,
+  written with the product's own `add` and found with its `search` (the same tokenizer, query
+  expansion and column weights the agent uses). The record holds what the product would hold: the
+  turn, its session and its position — nothing the product's writers do not produce.
+- `ctxagent-ingest` — the conversation replayed as session-log events (the first speaker as the
+  user, the second as the assistant) through the product's session ingest (`MemoryStore.ingest`),
+  which keeps only the constraints, decisions and todos it detects; each record maps back to the
+  turn it came from. This is what the agent remembers of a conversation today.
+- `ctxagent+harness` — NOT the product: the notes also get each turn's neighbouring turns as
+  context and the session date as a tag, which no product writer produces. Kept, labelled, to show
+  what such context would be worth.
+- `bm25` — FTS5 unicode61 over the raw turn text, the question's words OR'ed.
 
 Score: for each question, the fraction of its evidence turns found among the top-k retrieved turns;
 averaged per category (1 multi-hop, 2 temporal, 3 open-domain, 4 single-hop, 5 adversarial) and
@@ -27,7 +37,8 @@ from typing import Any
 
 from ctxagent.context.memory.store import MemoryStore
 
-STRATEGIES = ("ctxagent", "bm25")
+STRATEGIES = ("ctxagent", "ctxagent-ingest", "ctxagent+harness", "bm25")
+HEADLINE = "ctxagent"  # the product's retrieval over what its writers store; the others are context for it
 _ID_SPLIT = re.compile(r"[;,\s]+")
 _WORD = re.compile(r"\w+")
 
@@ -47,9 +58,13 @@ class Turn:
 
 
 def default_data_path() -> Path:
+    """$CTXAGENT_BENCH_DATA (the bench root, the locomo folder, or the file), else ../shared/bench beside the repo."""
     env = os.environ.get("CTXAGENT_BENCH_DATA")
     base = Path(env) if env else Path(__file__).resolve().parents[2].parent / "shared" / "bench"
-    return base / "locomo" / "locomo5.json" if base.is_dir() else base
+    for candidate in (base, base / "locomo" / "locomo5.json", base / "locomo5.json"):
+        if candidate.is_file():
+            return candidate
+    return base / "locomo" / "locomo5.json"
 
 
 def load_conversations(path: str | Path) -> list[dict[str, Any]]:
@@ -81,19 +96,52 @@ def evidence_ids(qa: dict[str, Any]) -> list[str]:
 
 # ------------------------------------------------------------------------ retrievers
 
-def product_retriever(turns: list[Turn]) -> Callable[[str, int], list[str]]:
-    """The product's search over records written with the product's `add`."""
+def product_retriever(turns: list[Turn], harness_context: bool = False) -> Callable[[str, int], list[str]]:
+    """The product's search over one note per turn, written with the product's `add`. `harness_context`:
+    the labelled variant that also gives each note its neighbouring turns and the session date."""
     store = MemoryStore.open(":memory:")
     by_record: dict[int, str] = {}
     for i, t in enumerate(turns):
-        # a turn's neighbours are its context: an answer often spans a question and its reply
-        near = " ".join(turns[j].document() for j in (i - 1, i + 1) if 0 <= j < len(turns) and turns[j].session == t.session)
-        rid = store.add(t.document(), "note", session=f"s{t.session}", turn=i + 1, tags=[t.date] if t.date else [],
-                        context=near, merge=False, supersede=False)
+        extra: dict[str, Any] = {}
+        if harness_context:
+            near = " ".join(turns[j].document() for j in (i - 1, i + 1)
+                            if 0 <= j < len(turns) and turns[j].session == t.session)
+            extra = {"context": near, "tags": [t.date] if t.date else []}
+        rid = store.add(t.document(), "note", session=f"s{t.session}", turn=i + 1, merge=False, supersede=False, **extra)
         by_record[rid] = t.dia_id
 
     def retrieve(question: str, k: int) -> list[str]:
         return [by_record[r.id] for r in store.search(question, limit=k)]
+
+    return retrieve
+
+
+def ingest_retriever(turns: list[Turn]) -> Callable[[str, int], list[str]]:
+    """The product's session ingest over the conversation (first speaker = user), then its search."""
+    from ctxagent.context.history import Event
+
+    store = MemoryStore.open(":memory:")
+    first = turns[0].speaker if turns else ""
+    dia: dict[tuple[str, int], str] = {}
+    by_session: dict[int, list[Event]] = {}
+    for t in turns:
+        events = by_session.setdefault(t.session, [])
+        kind = "user" if t.speaker == first else "assistant"
+        data: dict[str, Any] = {"text": t.document()}
+        if kind == "user":
+            data["turn"] = sum(1 for e in events if e.kind == "user") + 1
+        dia[(f"s{t.session}", len(events))] = t.dia_id
+        events.append(Event(len(events), kind, data))
+    for n, events in by_session.items():
+        store.ingest(events, f"s{n}")
+
+    def retrieve(question: str, k: int) -> list[str]:
+        found: dict[str, None] = {}
+        for r in store.search(question, limit=4 * k):
+            for ev in r.source_events:
+                if (r.session, ev) in dia:
+                    found.setdefault(dia[(r.session, ev)], None)
+        return list(found)[:k]
 
     return retrieve
 
@@ -128,7 +176,8 @@ def run_locomo(path: str | Path, ks: list[int] | tuple[int, ...] = (5, 10, 20)) 
     for conv in conversations:
         turns = conversation_turns(conv)
         known = {t.dia_id for t in turns}
-        retrievers = {"ctxagent": product_retriever(turns), "bm25": bm25_retriever(turns)}
+        retrievers = {"ctxagent": product_retriever(turns), "ctxagent-ingest": ingest_retriever(turns),
+                      "ctxagent+harness": product_retriever(turns, harness_context=True), "bm25": bm25_retriever(turns)}
         for qa in conv.get("qa") or []:
             ids = evidence_ids(qa)
             good = [x for x in ids if x in known]
@@ -168,12 +217,15 @@ def format_table(result: dict[str, Any]) -> str:
     cats = ["1", "2", "3", "4", "5", "all_1_4"]
     lines = [f"LoCoMo evidence recall@k — {result['conversations']} conversations, {result['questions']} questions, "
              f"{result['skipped_evidence']} unresolved evidence ids skipped",
-             f"{'strategy':<10} {'k':>3}  " + "  ".join(f"{c:>7}" for c in cats)]
+             f"{'strategy':<17} {'k':>3}  " + "  ".join(f"{c:>7}" for c in cats)]
     for name, per_k in result["strategy"].items():
         for key, row in per_k.items():
-            lines.append(f"{name:<10} {key.split('@')[1]:>3}  " + "  ".join(f"{row.get(c, 0.0):>7.3f}" for c in cats))
+            lines.append(f"{name:<17} {key.split('@')[1]:>3}  " + "  ".join(f"{row.get(c, 0.0):>7.3f}" for c in cats))
     lat = result["latency_ms"]
     lines.append(f"ctxagent search latency: p50 {lat['p50']:.2f} ms, p95 {lat['p95']:.2f} ms")
+    if "ctxagent+harness" in result["strategy"]:
+        lines.append("ctxagent+harness is not the product: its notes also carry the neighbouring turns and the session "
+                     "date, which no product writer stores. ctxagent-ingest is what the session ingest keeps today.")
     return "\n".join(lines)
 
 

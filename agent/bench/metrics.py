@@ -181,12 +181,17 @@ class FactTracker:
 
     def __init__(self) -> None:
         self._seen_text: list[str] = []
-        self._seen_keys: set[str] = set()
+        self._seen_keys: dict[str, None] = {}  # in order of first mention
 
     def add(self, kind: str, data: dict[str, Any]) -> None:
         text = event_text(kind, data)
         self._seen_text.append(text)
-        self._seen_keys |= paths_in(text)
+        for key in sorted(paths_in(text)):
+            self._seen_keys.setdefault(key, None)
+
+    def names(self) -> list[str]:
+        """Every file name mentioned so far, in order of first mention (the last2+names baseline's list)."""
+        return list(self._seen_keys)
 
     def last_reference(self, key: str) -> int | None:
         """Index (in add order) of the latest event that mentions `key`, or None."""

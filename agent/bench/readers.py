@@ -36,6 +36,8 @@ class Call:
     position: int  # index in Trajectory.events of the assistant event this call produced
     reported: int | None = None  # prompt tokens the provider reported (None: the source has none)
     cached: int | None = None  # of which served from the provider's prompt cache, when reported
+    cache_write: int | None = None  # of which written to the prompt cache (Anthropic's cache_creation)
+    time: float | None = None  # when the call was made (epoch seconds), when the source records it
 
 
 @dataclass
@@ -56,11 +58,12 @@ class Trajectory:
         self.events.append(SourceEvent("user", {"text": text, "turn": self.turn + 1}))
 
     def add_assistant(self, text: str, tool_calls: list[dict[str, Any]], reported: int | None,
-                      cached: int | None = None) -> dict[str, Any]:
+                      cached: int | None = None, cache_write: int | None = None,
+                      time: float | None = None) -> dict[str, Any]:
         data: dict[str, Any] = {"text": text, "tool_calls": tool_calls, "stop_reason": None,
                                 "usage": {"input_tokens": reported} if reported is not None else {},
                                 "step": len(self.calls) + 1}
-        self.calls.append(Call(len(self.events), reported, cached))
+        self.calls.append(Call(len(self.events), reported, cached, cache_write, time))
         self.events.append(SourceEvent("assistant", data))
         return data
 

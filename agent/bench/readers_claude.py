@@ -5,7 +5,8 @@ Quirks handled (see ../shared/bench/README.md):
   `queue-operation` are skipped and counted;
 - one API response is split over several assistant records sharing `message.id`: they are merged
   into one assistant event and its usage is counted once;
-- the real prompt size of a call = input + cache_read + cache_creation tokens;
+- the real prompt size of a call = input + cache_read + cache_creation tokens (the last two are kept:
+  the reference's cached cost uses them), and its record's timestamp is the call's time;
 - a `system` record with subtype `compact_boundary` followed by a `user` record with
   `isCompactSummary` is the real compaction: it becomes a `source_compaction` event carrying the
   summary the model continued from;
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -75,7 +77,7 @@ def parse_claude_code(lines: list[str], run_id: str = "session") -> Trajectory:
             sk["claude-code:no_message"] += 1
             continue
         if rtype == "assistant":
-            _assistant(traj, msg, by_msg_id, tool_names)
+            _assistant(traj, msg, by_msg_id, tool_names, _epoch(rec.get("timestamp")))
         else:
             _user(traj, rec, msg, tool_names, boundary_pre_tokens)
             if rec.get("isCompactSummary"):
@@ -84,7 +86,7 @@ def parse_claude_code(lines: list[str], run_id: str = "session") -> Trajectory:
 
 
 def _assistant(traj: Trajectory, msg: dict[str, Any], by_msg_id: dict[str, dict[str, Any]],
-               tool_names: dict[str, str]) -> None:
+               tool_names: dict[str, str], when: float | None = None) -> None:
     sk = traj.skipped
     if msg.get("model") == "<synthetic>":
         sk["claude-code:synthetic_message"] += 1
@@ -96,7 +98,9 @@ def _assistant(traj: Trajectory, msg: dict[str, Any], by_msg_id: dict[str, dict[
         reported = sum(int(usage.get(k) or 0) for k in
                        ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"))
         cached = int(usage.get("cache_read_input_tokens") or 0)
-        data = traj.add_assistant("", [], reported or None, cached if reported else None)
+        written = int(usage.get("cache_creation_input_tokens") or 0)
+        data = traj.add_assistant("", [], reported or None, cached if reported else None,
+                                  written if reported else None, when)
         if mid:
             by_msg_id[mid] = data
     else:
@@ -148,6 +152,16 @@ def _user(traj: Trajectory, rec: dict[str, Any], msg: dict[str, Any], tool_names
     text = "\n".join(t for t in texts if t)
     if text.strip():
         traj.add_user(text)
+
+
+def _epoch(stamp: Any) -> float | None:
+    """An ISO-8601 record timestamp ("2026-02-10T21:11:59.186Z") as epoch seconds; None if absent or bad."""
+    if not isinstance(stamp, str) or not stamp:
+        return None
+    try:
+        return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
 
 
 def _compaction(summary: str, pre_tokens: int | None) -> SourceEvent:

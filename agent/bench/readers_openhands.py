@@ -73,6 +73,7 @@ def parse_openhands(run: dict[str, Any], run_id: str = "run") -> Trajectory:
     sk = traj.skipped
     current_response: str | None = None
     current: dict[str, Any] | None = None
+    response_of_call: dict[int, str] = {}  # call index → model response id (for the cache usage below)
     for ev in run.get("history") or []:
         if not isinstance(ev, dict):
             sk["openhands:bad_event"] += 1
@@ -115,6 +116,8 @@ def parse_openhands(run: dict[str, Any], run_id: str = "run") -> Trajectory:
             text = _response_text(response) or str(args.get("thought") or "")
             current = traj.add_assistant(text, [call], int(reported) if reported is not None else None)
             current_response = rid or None
+            if rid:
+                response_of_call[len(traj.calls) - 1] = rid
             continue
         if observation is not None:
             content = block_text(ev.get("content"), sk, "openhands")
@@ -129,4 +132,19 @@ def parse_openhands(run: dict[str, Any], run_id: str = "run") -> Trajectory:
     usages = ((run.get("metrics") or {}).get("token_usages")) if isinstance(run.get("metrics"), dict) else None
     if isinstance(usages, list) and len(usages) > len(traj.calls):
         sk["openhands:call_without_event"] += len(usages) - len(traj.calls)
+    _cache_usage(traj, usages, response_of_call)
     return traj
+
+
+def _cache_usage(traj: Trajectory, usages: Any, response_of_call: dict[int, str]) -> None:
+    """Cache reads / writes per call from `metrics.token_usages` (matched by response id)."""
+    if not isinstance(usages, list):
+        return
+    by_id = {str(u.get("response_id")): u for u in usages if isinstance(u, dict) and u.get("response_id")}
+    for index, rid in response_of_call.items():
+        u = by_id.get(rid)
+        call = traj.calls[index]
+        if u is None or call.reported is None:
+            continue
+        call.cached = int(u.get("cache_read_tokens") or 0)
+        call.cache_write = int(u.get("cache_write_tokens") or 0)

@@ -1,4 +1,4 @@
-"""Measuring one request for the replay: its token chunks (memoized) and the text it shows."""
+"""Measuring one request for the replay: its token chunks (memoized). What it shows: presence.py."""
 
 from __future__ import annotations
 
@@ -52,15 +52,3 @@ class RequestMeter:
             key = self.message_key(m)
             out.append((key, self._memoized(key, lambda m=m: self._count_message(m, self.counter))))
         return out
-
-
-def context_text(request: Request) -> str:
-    """All the history a request shows the model (messages, tool-call arguments), as one string."""
-    import json
-
-    parts: list[str] = []
-    for m in request.messages:
-        parts.append(m.content)
-        for c in m.tool_calls:
-            parts.append(json.dumps(c.arguments, ensure_ascii=False))
-    return "\n".join(parts)

@@ -1,12 +1,10 @@
-"""Plain-text / Markdown tables for benchmark results (the same rows serve the terminal and the docs)."""
+"""Plain-text / Markdown tables for benchmark results (the same rows serve the terminal and the docs).
+The replay's own tables are in replay_tables.py."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
-
-REPLAY_COLUMNS = ("strategy", "tokens_sum", "tokens_mean", "tokens_p95", "vs_ref", "prefix_reuse", "overflows",
-                  "retention", "build_ms_p50", "build_ms_p95", "spills", "prunes", "compactions")
 
 
 def _fmt(v: Any) -> str:
@@ -36,29 +34,6 @@ def text_table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
            for r in cells]
     out.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(out)
-
-
-def replay_rows(result: dict[str, Any]) -> list[list[Any]]:
-    strategies = result.get("strategies") or {}
-    ref_sum = (strategies.get("reference") or {}).get("tokens_sum") or 0
-    rows = []
-    for name in ("reference", "full", "window", "ctxagent"):
-        s = strategies.get(name)
-        if s is None:
-            continue
-        vs = f"{(s['tokens_sum'] / ref_sum - 1) * 100:+.0f}%" if ref_sum else None
-        rows.append([name, s["tokens_sum"], s["tokens_mean"], s["tokens_p95"], vs, s["prefix_reuse"], s["overflows"],
-                     s["retention"], s["build_ms_p50"], s["build_ms_p95"], s["spills"], s["prunes"], s["compactions"]])
-    return rows
-
-
-def replay_text(result: dict[str, Any], md: bool = False) -> str:
-    fit = result.get("fit")
-    fit_s = (f"fit reported = {fit['a']:.0f} + {fit['b']:.3f}·local (median rel. err {fit['median_rel_err'] * 100:.1f} %)"
-             if fit else "fit: none (the source reports no prompt tokens; reference = local count of its own view)")
-    head = f"{result['source']} — W = {result['window']:,}, {result['runs']} runs, {result['calls']:,} calls; {fit_s}"
-    table = (markdown if md else text_table)(REPLAY_COLUMNS, replay_rows(result))
-    return f"{head}\n\n{table}" if md else f"{head}\n{table}"
 
 
 def tokens_text(result: dict[str, Any], md: bool = False) -> str:

@@ -18,38 +18,12 @@ from typing import Any
 
 from ctxagent.agent.bench.metrics import fit_affine, percentile, rel_errors
 from ctxagent.agent.bench.readers import Trajectory
-from ctxagent.agent.bench.replay import REFERENCE_WINDOW, Engine, Lane
-
-MODELS = {"claude-code": "claude-opus-4-6", "mini-swe-agent": "gemini-3-pro", "swe-agent": "gpt-4",
-          "openhands": "llama-4-maverick"}
+from ctxagent.agent.bench.replay_setup import MODELS, REFERENCE_WINDOW, Engine, reference_views
 
 
 def reference_estimates(traj: Trajectory, engine: Engine) -> list[tuple[int, float]]:
     """(reported, local estimate) for each call of the run that reported its prompt tokens."""
-    call_at = {c.position: c for c in traj.calls}
-    engine.meter.reset()
-    lane = Lane("reference")
-    out: list[tuple[int, float]] = []
-    turn = 0
-    step = 0
-    for pos, sev in enumerate(traj.events):
-        call = call_at.get(pos)
-        if call is not None:
-            step += 1
-            if call.reported:
-                result = engine.run(lane.events, traj.system, "full", REFERENCE_WINDOW, step, max(turn, 1))
-                local = sum(n for _, n in engine.meter.chunks(result.request))
-                out.append((int(call.reported), float(local)))
-        if sev.kind == "user":
-            turn += 1
-        if sev.kind == "source_compaction":
-            msgs = [e.id for e in lane.events if e.kind in ("user", "assistant", "tool_result")]
-            if msgs:
-                lane.append("compaction", {"first_id": msgs[0], "last_id": lane.events[-1].id,
-                                           "summary": sev.data.get("summary", ""), "method": "model"})
-            continue
-        lane.append(sev.kind, sev.data)
-    return out
+    return [(int(call.reported), local) for call, local, _ in reference_views(traj, engine) if call.reported]
 
 
 def _calibrator(model: str) -> Any:

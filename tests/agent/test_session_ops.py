@@ -92,6 +92,7 @@ def test_one_rewind_writer_one_payload_with_or_without_checkpoints(tmp_path: Pat
     assert [t.files_changed for t in log_turns(session.log)] == [[], ["calc.py"]]  # the log-only view agrees
     agent.rewind(2, "conversation")
     with_cps = session.log.events[-1]
+    session.log.close()
     log = SessionLog.load(session.log.path)
     rewind(log, 1, "conversation")  # no checkpoints, no memory: the same writer
     without = log.events[-1]
@@ -100,6 +101,7 @@ def test_one_rewind_writer_one_payload_with_or_without_checkpoints(tmp_path: Pat
     assert (with_cps.data["turn"], with_cps.data["mode"]) == (2, "conversation")
     with pytest.raises(Exception, match="no code checkpoints"):
         rewind(log, 1, "code")
+    log.close()
 
 
 def test_remember_pins_in_the_log_and_the_store(tmp_path: Path) -> None:

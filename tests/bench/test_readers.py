@@ -69,8 +69,9 @@ def test_claude_code_hand_made_quirks() -> None:
         rec(type="user", message={"role": "user", "content": "修复 src/登录.py 的 bug"}),
         "{not json",
         rec(type="progress", data={}),
-        rec(type="assistant", message={"id": "m1", "model": "claude", "content": [{"type": "thinking", "thinking": "hm"}],
-                                       "usage": {"input_tokens": 5, "cache_read_input_tokens": 100, "cache_creation_input_tokens": 20}}),
+        rec(type="assistant", timestamp="2026-02-10T21:11:59.500Z",
+            message={"id": "m1", "model": "claude", "content": [{"type": "thinking", "thinking": "hm"}],
+                     "usage": {"input_tokens": 5, "cache_read_input_tokens": 100, "cache_creation_input_tokens": 20}}),
         rec(type="assistant", message={"id": "m1", "model": "claude", "content": [
             {"type": "tool_use", "id": "t1", "name": "Read", "input": {"file_path": "src/登录.py"}}],
             "usage": {"input_tokens": 5, "cache_read_input_tokens": 100, "cache_creation_input_tokens": 20}}),
@@ -88,7 +89,8 @@ def test_claude_code_hand_made_quirks() -> None:
     ]
     traj = parse_claude_code(lines)
     assert [c.reported for c in traj.calls] == [125, 50]
-    assert traj.calls[0].cached == 100
+    assert traj.calls[0].cached == 100 and traj.calls[0].cache_write == 20  # the reference's cached cost uses both
+    assert traj.calls[0].time == 1770757919.5 and traj.calls[1].time is None  # a record without a timestamp
     kinds = [e.kind for e in traj.events]
     assert kinds == ["user", "assistant", "tool_result", "tool_result", "source_compaction", "assistant"]
     assert traj.events[2].data["content"] == "print('hi')\n[image]"
@@ -182,9 +184,11 @@ def test_openhands_one_response_with_two_actions_is_one_call() -> None:
         {"source": "agent", "observation": "run", "content": "x.c",
          "tool_call_metadata": {"tool_call_id": "a", "function_name": "execute_bash", "model_response": resp}},
         {"source": "agent", "observation": "error", "content": "bad parameter"},
-    ], "metrics": {"token_usages": [{"prompt_tokens": 77}, {"prompt_tokens": 99}]}}
+    ], "metrics": {"token_usages": [{"prompt_tokens": 77, "cache_read_tokens": 40, "cache_write_tokens": 7,
+                                     "response_id": "r1"}, {"prompt_tokens": 99}]}}
     traj = parse_openhands(run)
     assert [c.reported for c in traj.calls] == [77]
+    assert (traj.calls[0].cached, traj.calls[0].cache_write) == (40, 7)  # from metrics, matched by response id
     a = traj.events[traj.calls[0].position]
     assert [tc["id"] for tc in a.data["tool_calls"]] == ["a", "b"]
     assert a.data["tool_calls"][1]["arguments"]["path"] == "/w/x.c"

@@ -1,4 +1,5 @@
-"""Replay on tiny hand-made trajectories: retention, overflows, the reference fit, full vs window."""
+"""Replay on tiny hand-made trajectories with known answers: tokens (whole requests, provider units), overflows,
+retention of facts, requirements and decisions, cached cost, the baseline and the server-side emulations."""
 
 from __future__ import annotations
 
@@ -7,15 +8,19 @@ import subprocess
 import sys
 
 import pytest
-from ctxagent.agent.bench.readers import Trajectory
-from ctxagent.agent.bench.replay import Engine, replay_source
+from ctxagent.agent.bench.cache_cost import RULES
+from ctxagent.agent.bench.emulations import ServerParams
+from ctxagent.agent.bench.readers import SourceEvent, Trajectory
+from ctxagent.agent.bench.replay import STRATEGIES, Engine, replay_source
 from ctxagent.agent.bench.tokens_bench import reference_estimates, tokens_source
 from ctxagent.context.budget import Budget
 from ctxagent.context.builder import BuildInputs, build
 from ctxagent.context.history import Event
-from ctxagent.context.tokens import count_request
+from ctxagent.context.tokens import REQUEST_OVERHEAD, count_request, count_system
 
 SYSTEM = "You are a coding agent."
+LONG_TASK = ("Fix the crash in src/app.py please. 修复崩溃。 The crash happens when the reader gets an empty file, "
+             "and the stack trace points at the parser module; reproduce it first, then fix it and explain the change.")
 
 
 def _big_output(lines: int, needle_at: int | None = None) -> str:
@@ -29,11 +34,11 @@ def _call(traj: Trajectory, cid: str, command: str, reported: int | None) -> Non
     traj.add_assistant("THOUGHT", [{"id": cid, "name": "bash", "arguments": {"command": command}}], reported)
 
 
-def tiny_trajectory(reported: bool = True) -> Trajectory:
+def tiny_trajectory(reported: bool = True, system: str = SYSTEM) -> Trajectory:
     """call 1 reads app.py (named by the user); its output names helpers.py deep in the middle;
     call 2 reads helpers.py (a fact only a context that kept that middle still shows); call 3 ends."""
-    t = Trajectory("mini-swe-agent", "tiny", system=SYSTEM)
-    t.add_user("Fix the crash in src/app.py please. 修复崩溃。")
+    t = Trajectory("mini-swe-agent", "tiny", system=system)
+    t.add_user(LONG_TASK)
     _call(t, "c1", "cat src/app.py", 1000 if reported else None)
     t.add_tool_result("c1", "bash", _big_output(900, needle_at=450))
     _call(t, "c2", "cat helpers/helpers.py", 2000 if reported else None)
@@ -42,69 +47,179 @@ def tiny_trajectory(reported: bool = True) -> Trajectory:
     return t
 
 
-def _full_requests(traj: Trajectory, window: int) -> list[int]:
+def spec_trajectory() -> Trajectory:
+    """A user requirement and decision, then an issue read by a tool with two more requirements, then plain steps."""
+    t = Trajectory("mini-swe-agent", "spec", system=SYSTEM)
+    t.add_user("Please fix the crash in src/app.py. Do not modify the tests directory under any circumstances. "
+               "Let's use the streaming parser for the new reader.")
+    _call(t, "c1", "issues show 7", None)
+    t.add_tool_result("c1", "bash", "Issue 7: reader crash\n## Constraints\n"
+                                    "- Keep the public API of reader.py stable for version two.\n"
+                                    "- The fix must stay compatible with Python 3.11 and later.\n")
+    _call(t, "c2", "cat src/app.py", None)
+    t.add_tool_result("c2", "bash", "import os\nprint(os.getcwd())\n")
+    _call(t, "c3", "python src/app.py", None)
+    t.add_tool_result("c3", "bash", "/tmp/work\n")
+    t.add_assistant("Fixed.", [], None)
+    return t
+
+
+def _full_requests(traj: Trajectory) -> list[int]:
     """Independent count: the full request at each call, built from the raw events so far."""
-    engine = Engine.load(window)
+    engine = Engine.load(10**9)
     out = []
     for call in traj.calls:
         events = [Event(i, e.kind, e.data) for i, e in enumerate(traj.events[: call.position])]
-        res = build(BuildInputs(events=events, system=SYSTEM, tools=[], budget=Budget(window=10**9), counter=engine.counter,
-                                step=1, turn=1, strategy="full"))
+        res = build(BuildInputs(events=events, system=traj.system, tools=[], budget=Budget(window=10**9),
+                                counter=engine.counter, step=1, turn=1, strategy="full"))
         out.append(count_request(res.request, engine.counter))
     return out
 
 
 def test_full_and_window_tokens_retention_and_overflows() -> None:
-    traj = tiny_trajectory()
+    traj = tiny_trajectory(reported=False)  # no usage: the calibrator stays at 1, provider tokens = local
     window = 12_000
-    full_tokens = _full_requests(traj, window)
-    res = replay_source([traj], window, strategies=["full", "window"])
+    full_tokens = _full_requests(traj)
+    res = replay_source([traj], window, strategies=["full", "window"], overhead="none")
     full, win = res["strategies"]["full"], res["strategies"]["window"]
-    assert res["runs"] == 1 and res["calls"] == 3
+    assert res["runs"] == 1 and res["calls"] == 3 and res["prefix"]["tokens"] == 0
     assert full["tokens_sum"] == sum(full_tokens)
-    assert full["overflows"] == sum(1 for n in full_tokens if n > window)
-    assert full["overflows"] >= 1  # the 900-line output alone is over 12k tokens
+    assert full["overflows"] == sum(1 for n in full_tokens if n > window) >= 1  # the 900-line output alone is > 12k
     # facts: app.py at call 1 (named by the user), helpers.py at call 2 (named in the output's middle)
     assert full["retention"] == 1.0
-    # the sliding window caps each message at 4,000 tokens: the middle of the big output is gone
-    assert win["retention"] == 0.5
-    assert win["tokens_sum"] < full["tokens_sum"]
-    assert win["overflows"] == 0
+    assert win["retention"] == 0.5  # the window caps each message at 4,000 tokens: the middle is gone
+    assert win["tokens_sum"] < full["tokens_sum"] and win["overflows"] == 0
     assert 0 < full["prefix_reuse"] <= 1
     assert full["build_ms_p50"] is not None and full["spills"] == 0 and full["compactions"] == 0
 
 
-def test_reference_fit_converts_reported_tokens() -> None:
+def test_whole_requests_carry_the_prefix_the_transcript_lacks() -> None:
     traj = tiny_trajectory()
-    local = _full_requests(traj, 10**9)
-    # make the reported tokens an exact affine function of the local count: the fit must find it
+    local = _full_requests(traj)
+    # the provider saw 5,000 more tokens than the transcript holds, and counts 25 % more: reported = 5000 + 1.25 · local
     for call, n in zip(traj.calls, local, strict=True):
         call.reported = int(round(5000 + 1.25 * n))
     res = replay_source([traj], 200_000, strategies=["full"])
-    fit = res["fit"]
-    assert fit["a"] == pytest.approx(5000, abs=2)
-    assert fit["b"] == pytest.approx(1.25, abs=1e-3)
-    assert fit["median_rel_err"] < 1e-3
-    ref = res["strategies"]["reference"]
-    assert ref["tokens_sum"] == pytest.approx(sum(local), abs=3)
-    assert ref["retention"] == 1.0 and ref["compactions"] == 0
+    assert res["fit"]["a"] == pytest.approx(5000, abs=2) and res["fit"]["b"] == pytest.approx(1.25, abs=1e-3)
+    prefix = res["prefix"]["tokens"]
+    assert prefix == pytest.approx(4000, abs=10)  # a / b local tokens of stable prefix in every request
+    # the first call is priced before the calibrator has seen any usage (ratio 1), the others at its ratio 1.25
+    expected = (local[0] + prefix) + sum(c.reported or 0 for c in traj.calls[1:])
+    assert res["strategies"]["full"]["tokens_sum"] == pytest.approx(expected, rel=0.005)
+    assert res["strategies"]["reference"]["tokens_sum"] == sum(c.reported or 0 for c in traj.calls)
+    assert res["calibration_ratio"] == pytest.approx(1.25, abs=0.01)
+    # ctxagent's own prompt and tools in the strategies' requests; the reference keeps the source's estimated
+    # prefix, so the calibrator still learns the provider's ratio and not the missing prefix
+    product = replay_source([traj], 200_000, strategies=["full"], overhead="product")
+    assert product["prefix"]["mode"] == "product" and product["prefix"]["tokens"] > 500
+    assert product["reference_prefix"]["tokens"] == pytest.approx(4000, abs=10)
+    assert product["calibration_ratio"] == pytest.approx(1.25, abs=0.01)
+    # history only, as the old measure did: a ratio alone must absorb the missing 5,000 tokens, and overshoots
+    none = replay_source([traj], 200_000, strategies=["full"], overhead="none")
+    assert none["prefix"]["tokens"] == 0 and none["calibration_ratio"] > 2
 
 
-def test_reference_without_reported_tokens_uses_its_local_view() -> None:
+def test_overflows_are_counted_in_calibrated_provider_tokens() -> None:
+    traj = tiny_trajectory()
+    local = _full_requests(traj)
+    for call, n in zip(traj.calls, local, strict=True):
+        call.reported = 2 * n  # a provider that counts twice our tokens
+    window = int(1.5 * local[-1])  # every local count fits, twice the last ones do not
+    assert all(n < window for n in local)
+    res = replay_source([traj], window, strategies=["full", "ctxagent"], use_memory=False)
+    expected = int(local[0] > window) + sum(1 for n in local[1:] if 2 * n > window)  # ratio 1 at the first call, then 2
+    assert expected == 2
+    assert res["strategies"]["full"]["overflows"] == expected
+    assert res["strategies"]["reference"]["overflows"] == sum(1 for c in traj.calls if (c.reported or 0) > window)
+    # the product's builder gets the same ratio: it relieves pressure until the calibrated size fits
+    assert res["strategies"]["ctxagent"]["overflows"] == 0
+    assert res["strategies"]["ctxagent"]["tokens_p95"] <= window
+
+
+def test_requirement_and_decision_retention_known_answers() -> None:
+    res = replay_source([spec_trajectory()], 200_000, use_memory=False, overhead="none")
+    s = res["strategies"]
+    for name in ("full", "window", "ctxagent", "reference", "anthropic-clear", "anthropic-compact", "openai-compact"):
+        assert s[name]["requirement_retention"] == 1.0, name  # nothing is ever cut at this size
+        assert s[name]["decision_retention"] == 1.0, name
+    base = s["last2+names"]
+    # calls: 1 sees the user turn (1/1); 2 the issue's result (2 of 3); 3 and 4 plain steps (0 of 3)
+    assert base["requirement_retention"] == pytest.approx((1 + 2 / 3 + 0 + 0) / 4, abs=1e-4)
+    assert base["requirement_retention_by_origin"] == {"tool": pytest.approx(1 / 3, abs=1e-4), "user": 0.25}
+    assert base["decision_retention"] == 0.25
+    # app.py is a fact at calls 2 and 3: at 2 it is only in the list of names, at 3 in the previous call's command
+    assert base["retention"] == 1.0 and base["retention_without_lists"] == 0.5
+
+
+def test_cost_cached_openai_rules_known_answer() -> None:
     traj = tiny_trajectory(reported=False)
-    res = replay_source([traj], 200_000, strategies=["full"])
-    assert res["fit"] is None
-    assert res["strategies"]["reference"]["tokens_sum"] == res["strategies"]["full"]["tokens_sum"]
+    sizes = _full_requests(traj)
+    res = replay_source([traj], 10**9, strategies=["full"], overhead="none", rules=RULES["openai"])
+    read = [0] + [(prev // 128) * 128 if prev >= 1024 else 0 for prev in sizes[:-1]]  # each request extends the last
+    full = res["strategies"]["full"]
+    assert full["cost_uncached"] == sum(sizes)
+    assert full["cost_cached"] == pytest.approx(sum(sizes) - sum(read) + 0.1 * sum(read), abs=1)
+    assert full["cost_cached_last_message"] is None  # breakpoints mean nothing under automatic caching
+
+
+def test_cost_cached_anthropic_rules_with_the_products_breakpoints() -> None:
+    system = "You are a careful coding agent. " * 200  # a stable prefix over 1,024 tokens
+    traj = tiny_trajectory(reported=False, system=system)
+    sizes = _full_requests(traj)
+    res = replay_source([traj], 10**9, strategies=["full"], overhead="none", rules=RULES["anthropic"])
+    full = res["strategies"]["full"]
+    engine = Engine.load(10**9)
+    stable = REQUEST_OVERHEAD + count_system(system, engine.counter)
+    # the product marks only the system block: it is written once and read after; the history is billed in full
+    product = sum(n - stable for n in sizes) + 1.25 * stable + 0.1 * stable * (len(sizes) - 1)
+    assert full["cost_cached"] == pytest.approx(product, abs=1)
+    # with a breakpoint on the last message too, each call reads the previous request and writes what is new
+    last = 1.25 * sizes[0] + sum(0.1 * a + 1.25 * (b - a) for a, b in zip(sizes, sizes[1:], strict=False))
+    assert full["cost_cached_last_message"] == pytest.approx(last, abs=1)
+
+
+def test_reference_cost_uses_the_reported_cache_usage() -> None:
+    traj = tiny_trajectory()
+    usage = [(1000, 0, 900), (2000, 900, 1000), (3000, 1900, 1000)]
+    for call, (reported, read, write) in zip(traj.calls, usage, strict=True):
+        call.reported, call.cached, call.cache_write = reported, read, write
+    res = replay_source([traj], 200_000, strategies=["full"], rules=RULES["anthropic"])
+    ref = res["strategies"]["reference"]
+    expected = sum((r - c - w) + 0.1 * c + 1.25 * w for r, c, w in usage)
+    assert ref["cost_cached"] == pytest.approx(expected, abs=1)
+    assert ref["cost_uncached"] == 6000 and ref["cache_read_share"] == pytest.approx(2800 / 6000, abs=1e-4)
+
+
+def test_server_side_emulations_in_the_replay() -> None:
+    traj = spec_trajectory()
+    for i in range(4, 10):  # more steps with sizeable outputs
+        _call(traj, f"c{i}", f"cat src/mod_{i}.py", None)
+        traj.add_tool_result(f"c{i}", "bash", _big_output(60))
+    traj.add_assistant("Done.", [], None)
+    params = ServerParams(clear_trigger=2_000, clear_keep=3, compact_trigger=4_000, openai_trigger_share=0.02)
+    res = replay_source([traj], 200_000, use_memory=False, overhead="none", server=params)
+    s = res["strategies"]
+    clear = s["anthropic-clear"]
+    assert clear["prunes"] == 9 - 3  # every result but the last three tool uses' is cleared by the end
+    # the issue's requirements sat in the first result: cleared once it fell out of the last three
+    assert 0 < clear["requirement_retention_by_origin"]["tool"] < 1
+    assert clear["tokens_sum"] < s["full"]["tokens_sum"]
+    for name in ("anthropic-compact", "openai-compact"):
+        st = s[name]
+        assert st["compactions"] >= 1 and st["extra_calls"] == st["compactions"]
+        # the billed tokens include the summarization iterations over the whole prompt
+        assert st["tokens_sum"] > st["tokens_mean"] * res["calls"] + 1
+    # the OpenAI compaction keeps the user's messages verbatim, Anthropic's summary keeps what its detectors find
+    assert s["openai-compact"]["requirement_retention_by_origin"]["user"] == 1.0
+    assert res["server_side"]["anthropic-clear"]["trigger"] == 2_000
 
 
 def test_reference_retention_uses_the_real_summary_after_a_source_compaction() -> None:
     traj = tiny_trajectory()
     last = traj.events.pop()  # drop the final answer; compact, then come back to helpers.py
     traj.calls.pop()
-    from ctxagent.agent.bench.readers import SourceEvent
-
     traj.events.append(SourceEvent("source_compaction", {"summary": "Summary: we read src/app.py.", "pre_tokens": 9000}))
-    traj.add_user("continue")
+    traj.add_user("continue. You must not change the public API.")
     _call(traj, "c3", "python helpers/helpers.py", 1500)
     traj.add_tool_result("c3", "bash", "ok")
     traj.events.append(last)
@@ -114,13 +229,13 @@ def test_reference_retention_uses_the_real_summary_after_a_source_compaction() -
     assert after["facts"] == 1 and after["early_facts"] == 1
     assert after["retention"]["reference"] == 0.0  # the real summary dropped helpers.py
     assert after["retention"]["full"] == 1.0
+    assert after["requirement_retention"]["full"] == 1.0
     assert res["strategies"]["reference"]["compactions"] == 1
-    # the fit used only the calls before the compaction
-    assert res["fit"] is not None
+    assert res["fit"] is not None  # the fit used only the calls before the compaction
 
 
 def test_ctxagent_spills_big_output_and_keeps_within_window() -> None:
-    traj = tiny_trajectory()
+    traj = tiny_trajectory(reported=False)
     res = replay_source([traj], 12_000, strategies=["ctxagent"])
     c = res["strategies"]["ctxagent"]
     assert c["spills"] == 1
@@ -141,25 +256,34 @@ def test_tokens_bench_calibrates_from_previous_calls() -> None:
     assert res["final_ratio"] == pytest.approx(1.2, abs=0.01)
 
 
-def test_cli_replay_json_shape(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_cli_replay_json_shape_and_tables(tmp_path) -> None:  # type: ignore[no-untyped-def]
     traj_file = tmp_path / "run.jsonl"
     run = {"instance_id": "x", "messages": [
         {"role": "system", "content": SYSTEM},
-        {"role": "user", "content": "fix src/app.py"},
+        {"role": "user", "content": "fix src/app.py. Do not touch the tests."},
         {"role": "assistant", "content": "THOUGHT\n```bash\ncat src/app.py\n```", "usage": {"prompt_tokens": 120}},
         {"role": "user", "content": "<returncode>0</returncode><output>import os</output>"},
         {"role": "assistant", "content": "THOUGHT\n```bash\nsed -i s/a/b/ src/app.py\n```", "usage": {"prompt_tokens": 160}},
         {"role": "user", "content": "<returncode>0</returncode><output></output>"},
     ]}
     traj_file.write_text(json.dumps(run) + "\n")
-    out = subprocess.run([sys.executable, "-m", "ctxagent.agent.cli", "bench", "replay", "--source", "mini-swe-agent",
-                          "--data", str(traj_file), "--window", "32000", "--json"], capture_output=True, text=True,
-                         timeout=120)
+    base = [sys.executable, "-m", "ctxagent.agent.cli", "bench", "replay", "--source", "mini-swe-agent",
+            "--data", str(traj_file), "--window", "32000"]
+    out = subprocess.run([*base, "--json"], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     res = json.loads(out.stdout)
-    assert set(res) >= {"source", "window", "runs", "calls", "fit", "strategies", "skipped"}
-    assert set(res["strategies"]) == {"full", "window", "ctxagent", "reference"}
-    keys = {"tokens_sum", "tokens_mean", "tokens_p95", "prefix_reuse", "overflows", "retention", "build_ms_p50",
-            "build_ms_p95", "spills", "prunes", "compactions"}
+    assert set(res) >= {"source", "window", "runs", "calls", "fit", "prefix", "cache_rules", "server_side", "strategies"}
+    assert set(res["strategies"]) == {*STRATEGIES, "reference"}
+    keys = {"tokens_sum", "tokens_mean", "tokens_p95", "prefix_reuse", "overflows", "retention", "retention_without_lists",
+            "requirement_retention", "requirement_retention_by_origin", "decision_retention", "cost_uncached",
+            "cost_cached", "cost_cached_last_message", "cache_read_share", "build_ms_p50", "build_ms_p95", "spills",
+            "prunes", "compactions", "extra_calls"}
     assert all(set(s) == keys for s in res["strategies"].values())
-    assert res["calls"] == 2 and res["fit"] is not None
+    assert res["calls"] == 2 and res["fit"] is not None and res["cache_rules"]["name"] == "openai"
+    table = subprocess.run([*base, "--window", "32000,16k", "--strategy", "ctxagent,last2+names"], capture_output=True,
+                           text=True, timeout=120)
+    assert table.returncode == 0, table.stderr
+    assert "W = 32,000" in table.stdout and "W = 16,000" in table.stdout
+    assert "last2+names (baseline)" in table.stdout and "The trivial baseline last2+names" in table.stdout
+    bad = subprocess.run([*base, "--strategy", "nope"], capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and "unknown strategy" in bad.stderr

@@ -3,12 +3,19 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from ctxagent.agent.bench.locomo import conversation_turns, evidence_ids, run_locomo
+from ctxagent.agent.bench.locomo import (
+    STRATEGIES,
+    conversation_turns,
+    default_data_path,
+    evidence_ids,
+    run_locomo,
+)
 
 TINY = [{
     "sample_id": "tiny-1",
@@ -55,7 +62,8 @@ def test_run_locomo_on_tiny_file(tmp_path: Path) -> None:
     assert set(ours["recall@2"]) == {"1", "2", "3", "4", "5", "all_1_4"}
     assert ours["recall@1"]["4"] == 1.0  # Biscuit → D1:1
     assert ours["recall@2"]["1"] == 1.0  # the caption is searchable
-    assert ours["recall@2"]["3"] == 0.5  # one of its two evidence turns found
+    assert set(r["strategy"]) == set(STRATEGIES)
+    assert ours["recall@1"]["3"] == 0.5  # one of its two evidence turns (the marathon) in the top 1
     assert 0.0 <= r["strategy"]["bm25"]["recall@2"]["all_1_4"] <= 1.0
     assert r["latency_ms"]["p95"] >= r["latency_ms"]["p50"] >= 0.0
 
@@ -73,16 +81,54 @@ def test_bench_locomo_cli_json(tmp_path: Path) -> None:
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
-    assert out["k"] == [1, 3] and set(out["strategy"]) == {"ctxagent", "bm25"}
+    assert out["k"] == [1, 3] and set(out["strategy"]) == set(STRATEGIES)
     assert "p95" in out["latency_ms"] and out["skipped_evidence"] == 2
 
 
-REAL = Path(__file__).resolve().parents[2].parent / "shared" / "bench" / "locomo" / "locomo5.json"
+def test_the_product_retriever_gets_no_harness_context(tmp_path: Path) -> None:
+    """Only the labelled `ctxagent+harness` variant sees neighbouring turns: a question whose words are only in
+    the turn before the evidence finds it there, and not with the product's own notes."""
+    conv = {"sample_id": "n", "conversation": {"speaker_a": "Ana", "speaker_b": "Bo", "session_1_date_time": "May 2023",
+            "session_1": [{"speaker": "Ana", "dia_id": "D1:1", "text": "What did you name the tortoise?"},
+                          {"speaker": "Bo", "dia_id": "D1:2", "text": "Shelly, after my grandmother."},
+                          {"speaker": "Ana", "dia_id": "D1:3", "text": "Lovely weather today."}]},
+            "qa": [{"question": "tortoise", "answer": "Shelly", "evidence": ["D1:2"], "category": 4}]}
+    path = tmp_path / "n.json"
+    path.write_text(json.dumps([conv]), encoding="utf-8")
+    r = run_locomo(path, [2])
+    assert r["strategy"]["ctxagent"]["recall@2"]["4"] == 0.0  # only the question's own turn says "tortoise"
+    assert r["strategy"]["ctxagent+harness"]["recall@2"]["4"] == 1.0
 
 
-@pytest.mark.skipif(not REAL.exists(), reason="LoCoMo data not present")
+def test_ingest_variant_maps_records_back_to_turns(tmp_path: Path) -> None:
+    conv = {"sample_id": "i", "conversation": {"speaker_a": "Ana", "speaker_b": "Bo", "session_1_date_time": "May 2023",
+            "session_1": [{"speaker": "Ana", "dia_id": "D1:1", "text": "Hello there."},
+                          {"speaker": "Bo", "dia_id": "D1:2", "text": "Hi."},
+                          {"speaker": "Ana", "dia_id": "D1:3", "text": "We decided to use PostgreSQL for the garden app."}]},
+            "qa": [{"question": "Which database for the garden app?", "answer": "PostgreSQL", "evidence": ["D1:3"],
+                    "category": 4},
+                   {"question": "Who said hello?", "answer": "Ana", "evidence": ["D1:1"], "category": 4}]}
+    path = tmp_path / "i.json"
+    path.write_text(json.dumps([conv]), encoding="utf-8")
+    ingest = run_locomo(path, [1])["strategy"]["ctxagent-ingest"]["recall@1"]["4"]
+    assert ingest == 0.5  # the decision is remembered and found; a greeting is not remembered at all
+
+
+def _real_locomo() -> Path | None:
+    """The real data: $CTXAGENT_BENCH_DATA if set (then it must be there), else ../shared/bench if present."""
+    path = default_data_path()
+    if os.environ.get("CTXAGENT_BENCH_DATA"):
+        assert path.is_file(), f"CTXAGENT_BENCH_DATA is set but has no LoCoMo data at {path}"
+        return path
+    return path if path.is_file() else None
+
+
 def test_real_locomo_beats_plain_bm25() -> None:
-    r = run_locomo(REAL, [10])
-    ours = r["strategy"]["ctxagent"]["recall@10"]["all_1_4"]
-    base = r["strategy"]["bm25"]["recall@10"]["all_1_4"]
-    assert ours >= 0.65 and ours > base
+    path = _real_locomo()
+    if path is None:
+        pytest.skip("LoCoMo data not present (set CTXAGENT_BENCH_DATA)")
+    r = run_locomo(path, [10])
+    rows = {name: r["strategy"][name]["recall@10"]["all_1_4"] for name in STRATEGIES}
+    # the honest number (no harness-only context) is reported by `ctxagent bench locomo`; here: its order
+    assert rows["ctxagent"] > rows["bm25"] > rows["ctxagent-ingest"]
+    assert rows["ctxagent+harness"] >= rows["ctxagent"]

@@ -272,6 +272,7 @@ async def test_resume_renders_history(tmp_path: Path) -> None:
     session = make_session(tmp_path, FIX_SCRIPT)
     agent = create_agent(session)
     agent.run_turn("fix add", threading.Event())
+    session.log.close()
     from ctxagent.agent.session import open_session
 
     again = open_session(session.root, session.config, resume=session.id)
