@@ -9,7 +9,6 @@ the history of spill / prune / compact / rewind from the session log, in the use
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -18,7 +17,7 @@ from ctxagent.context.events import SpillRef
 from ctxagent.context.history import Event
 from ctxagent.context.monitor import DEFAULT_THRESHOLDS, advice_for
 from ctxagent.context.report import ContextReport
-from ctxagent.tui.gauge import GLYPH, LEVEL_STYLE, STYLE, human_tokens
+from ctxagent.tui.gauge import GLYPH, LEVEL_STYLE, STYLE, human_tokens, slice_tokens
 from ctxagent.tui.safe import one_line, plain
 from rich.console import Group
 from rich.table import Table
@@ -71,20 +70,11 @@ class Row:
 
 
 def slice_rows(report: ContextReport, shares: dict[str, int]) -> list[Row]:
-    """Rows in the provider's unit: the slices (their sum is the calibrated prompt), the reserve and
-    the free rest (their sum with the prompt is the window)."""
-    raw = {name: max(0, int(report.used.get(name, 0))) for name in PROMPT_SLICES}
-    total = int(report.calibrated_total)
-    whole = sum(raw.values())
-    exact = {n: (raw[n] * total / whole if whole else 0.0) for n in PROMPT_SLICES}
-    tokens = {n: math.floor(v) for n, v in exact.items()}
-    for n in sorted(PROMPT_SLICES, key=lambda x: exact[x] - tokens[x], reverse=True)[: total - sum(tokens.values())]:
-        tokens[n] += 1  # largest remainder: the rows add up to the calibrated total exactly
-    reserve = max(0, int(report.used.get("reserve") or report.budget.get("reserve", 0)))
+    """Rows in the provider's unit (the gauge's `slice_tokens`): the slices (their sum is the
+    calibrated prompt), the reserve and the free rest (their sum with the prompt is the window)."""
+    tokens = slice_tokens(report)
     rows = [Row(n, tokens[n], shares.get(n) or report.budget.get(n)) for n in PROMPT_SLICES]
-    rows.append(Row("reserve", reserve, None))
-    rows.append(Row("free", max(0, int(report.window) - total - reserve), None))
-    return rows
+    return [*rows, Row("reserve", tokens["reserve"], None), Row("free", tokens["free"], None)]
 
 
 def slice_table(report: ContextReport, shares: dict[str, int], thresholds: tuple[float, float]) -> Table:

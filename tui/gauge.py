@@ -40,10 +40,18 @@ def usage_level(pct: float, thresholds: tuple[float, float] = DEFAULT_THRESHOLDS
 
 
 def slice_tokens(report: ContextReport) -> dict[str, int]:
-    """Tokens per segment; the reserve is what the build set aside (its budget when unreported)."""
-    out = {s: max(0, int(report.used.get(s, 0))) for s in ("system", "hot", "warm", "tools")}
+    """Tokens per segment in one unit, the provider's: the slices' local counts scaled by the
+    calibration so they add up to the calibrated prompt exactly (largest remainder), the reserve the
+    build set aside, and the free rest — the three add up to the window. /context shows the same."""
+    prompt = ("system", "hot", "warm", "tools")
+    raw = {s: max(0, int(report.used.get(s, 0))) for s in prompt}
+    total, whole = int(report.calibrated_total), sum(raw.values())
+    exact = {s: (raw[s] * total / whole if whole else 0.0) for s in prompt}
+    out = {s: int(exact[s]) for s in prompt}
+    for s in sorted(prompt, key=lambda x: exact[x] - out[x], reverse=True)[: max(0, total - sum(out.values()))]:
+        out[s] += 1
     out["reserve"] = max(0, int(report.used.get("reserve") or report.budget.get("reserve", 0)))
-    out["free"] = max(0, int(report.window) - sum(out.values()))
+    out["free"] = max(0, int(report.window) - total - out["reserve"])
     return out
 
 
