@@ -14,7 +14,7 @@ from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from ctxagent.tui.messages import SetupNeeded, TurnInterrupted
+from ctxagent.tui.messages import SetupNeeded
 from ctxagent.tui.session_screen import AgentFactory, SessionScreen
 from textual.app import App, SystemCommand
 from textual.binding import Binding
@@ -60,6 +60,7 @@ class CtxApp(App[int]):
         self.probe = probe
         self.demo: Demo | None = None
         self._ctrl_c_armed = 0.0  # when a Ctrl+C that did nothing else asked for a second one
+        self._armed_by_interrupt = False
 
     # -- screens ----------------------------------------------------------------------------------
     def get_default_screen(self) -> Screen[Any]:
@@ -169,9 +170,10 @@ class CtxApp(App[int]):
     # -- keys that work everywhere --------------------------------------------------------------------
     def action_ctrl_c(self) -> None:
         """First press: interrupt the running turn, else clear the input; with nothing to do, or right
-        after an interrupt, it asks for a second press — which quits."""
+        after an interrupt, it asks for a second press — which quits. After an interrupt the second
+        press counts from when the turn actually stopped (it may take a moment), not from the first."""
         now = time.monotonic()
-        if self._ctrl_c_armed and now - self._ctrl_c_armed < CTRL_C_AGAIN_S:
+        if self._ctrl_c_armed and now - self._armed_since() < CTRL_C_AGAIN_S:
             self.action_quit_now()
             return
         done = self.screen.ctrl_c() if isinstance(self.screen, SessionScreen) else ""
@@ -179,12 +181,16 @@ class CtxApp(App[int]):
             self._ctrl_c_armed = 0.0
             return
         self._ctrl_c_armed = now
+        self._armed_by_interrupt = done == "interrupted"
         self.notify("Press Ctrl+C again to quit.", timeout=CTRL_C_AGAIN_S)
 
-    def on_turn_interrupted(self, message: TurnInterrupted) -> None:
-        """The second Ctrl+C's time counts from when the interrupted turn ended, not from the first press."""
-        if self._ctrl_c_armed:
-            self._ctrl_c_armed = time.monotonic()
+    def _armed_since(self) -> float:
+        if not self._armed_by_interrupt or not isinstance(self.screen, SessionScreen):
+            return self._ctrl_c_armed
+        screen = self.screen
+        if screen.busy:  # the interrupted turn is still stopping: the second press is still meant
+            return time.monotonic()
+        return max(self._ctrl_c_armed, screen.turn_ended_at)
 
     async def action_quit(self) -> None:
         self.action_quit_now()

@@ -38,10 +38,6 @@ class AgentReady(Message):
         self.problem = problem
 
 
-class TurnInterrupted(Message):
-    """An interrupted turn has ended (Esc or Ctrl+C)."""
-
-
 class SetupNeeded(Message):
     """No usable model for the session: the app shows the set-up screen."""
 

@@ -12,6 +12,7 @@ crossing a level raises the bar (compress) or the modal (new session).
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -35,7 +36,6 @@ from ctxagent.tui.messages import (
     AgentUpdate,
     Outcome,
     SetupNeeded,
-    TurnInterrupted,
 )
 from ctxagent.tui.modals import BreakpointBar, BreakpointModal, TrustModal
 from ctxagent.tui.prompt import ChatInput
@@ -90,6 +90,7 @@ class SessionScreen(Screen[None]):
         self.agent: Agent | None = None
         self.cancel = threading.Event()
         self.stopping = False  # the app is closing: workers must not wait for the UI
+        self.turn_ended_at = 0.0
         self.bridge = WorkerBridge(self)
         self._pending: list[Callable[[], None]] = []  # run when the running turn or action ends
         self._queued: TurnRunner | None = None  # sent before the agent was ready: runs when it is
@@ -359,11 +360,11 @@ class SessionScreen(Screen[None]):
         await self.chat.show(ev)
 
     def _turn_finished(self, ev: TurnFinished) -> None:
+        self.turn_ended_at = time.monotonic()  # the app's second Ctrl+C after an interrupt counts from here
         self.busy = False
         self.chat.end_reply()
         if ev.stop_reason == "cancelled":
             self.chat.mount(NoticeLine(f"turn {ev.turn} interrupted after {ev.steps} step(s); the log is consistent", "warning"))
-            self.post_message(TurnInterrupted())  # the app's Ctrl+C counts its second press from here
         elif ev.stop_reason == "max_steps":
             self.chat.mount(NoticeLine(f"turn {ev.turn} stopped at the step limit", "warning"))
         self._run_pending()
