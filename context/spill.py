@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import regex
+from ctxagent.context.bounded_regex import MATCH_SECONDS, BoundedPattern
 from ctxagent.context.errors import ContextError, ToolError
 from ctxagent.context.paths import describe_os_error, ensure_parent, spill_dir
 from ctxagent.context.tokens import TokenCounter
@@ -170,11 +172,13 @@ class SpillStore:
         return shown, {"handle": handle, "lines": lines, "tokens": tokens}
 
     def read(
-        self, handle: str, offset: int = 0, limit: int = 200, grep: str | None = None, max_chars: int = READ_MAX_CHARS
+        self, handle: str, offset: int = 0, limit: int = 200, grep: str | None = None, max_chars: int = READ_MAX_CHARS,
+        seconds: float = MATCH_SECONDS,
     ) -> str:
         """Page the spilled text by lines (`offset` 0-based) or grep it (invalid regex → literal match).
 
-        A page stays under `max_chars` so that reading a spill never needs spilling itself.
+        A page stays under `max_chars` so that reading a spill never needs spilling itself. The grep
+        gets `seconds` of matching (a catastrophic pattern raises PatternTimeoutError, a ToolError).
         """
         text = self.get(handle)
         lines = text.split("\n")
@@ -184,9 +188,9 @@ class SpillStore:
         short = handle.strip().lower()[:HANDLE_LEN]
         if grep:
             try:
-                pattern = re.compile(grep)
-            except re.error:
-                pattern = re.compile(re.escape(grep))
+                pattern = BoundedPattern(grep, seconds=seconds)
+            except ToolError:  # not a valid (or too large a) regex: the literal text
+                pattern = BoundedPattern(regex.escape(grep), seconds=seconds, shown=grep)
             hits = [(n, line) for n, line in enumerate(lines, 1) if pattern.search(line)]
             page = _fit([f"{n}: {_clip_line(line, 2000)}" for n, line in hits[offset : offset + limit]], max_chars)
             head = f"[spill {short}: {len(hits)} matching lines of {total} for {grep!r}; showing {len(page)} from match {offset}]"
