@@ -4,7 +4,6 @@ the real Agent, tools, session log, memory and checkpoints, with the in-process 
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 from typing import Any
 
@@ -91,10 +90,13 @@ async def test_a_pasted_traceback_is_sent_whole(tmp_path: Path) -> None:
 
 
 async def test_keys_typed_before_the_model_is_ready_are_kept_and_sent(tmp_path: Path) -> None:
+    import threading
+
     session = make_session(tmp_path, ANSWER)
+    release = threading.Event()
 
     def slow_start(sess: Any, **kw: Any) -> Any:
-        time.sleep(1.5)  # importing a provider SDK takes this long on a slow machine
+        release.wait(60)  # the agent is still being built (a provider SDK can take seconds to import)
         return create_agent(sess, **kw)
 
     app = CtxApp(session, slow_start)
@@ -102,6 +104,8 @@ async def test_keys_typed_before_the_model_is_ready_are_kept_and_sent(tmp_path: 
         await pilot.press(*"early bird", "enter")
         screen = app.session_screen
         assert screen.agent is None and [m.text for m in screen.query(UserMessage)] == ["early bird"]
+        assert screen.input.value == "" and not session.log.of_kind("user")  # taken, waiting for the agent
+        release.set()
         await wait_until(pilot, lambda: bool(session.log.of_kind("assistant")) and not screen.busy)
         assert [e.data["text"] for e in session.log.of_kind("user")] == ["early bird"]
         assert [m.text for m in screen.query(UserMessage)] == ["early bird"]  # shown once
