@@ -46,7 +46,8 @@ class TurnInfo:
         if not self.files_changed:
             return "no file changes"
         n = len(self.files_changed)
-        return f"{n} file{'s' if n != 1 else ''} changed, +{self.insertions} -{self.deletions}"
+        changed = f"{n} file{'s' if n != 1 else ''} changed"
+        return f"{changed}, +{self.insertions} -{self.deletions}" if self.diffstat else changed  # no diffstat: from the log alone
 
 
 def first_line(text: str) -> str:

@@ -159,6 +159,7 @@ class AssistantData(Payload):
     step: int | None = None
     turn: int | None = None
     partial: bool = False
+    direct: bool = False  # the user's own @file / !command calls (agent/user_tools.py): no model call, no usage
 
 
 class ToolResultData(Payload):

@@ -11,7 +11,7 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
-from ctxagent.context.memory.record import COLUMNS, Record
+from ctxagent.context.memory.record import COLUMNS, RETIRED, Record
 from ctxagent.context.memory.text import Synonyms, match_of, query_units, stem
 
 WEIGHTS = (1.0, 0.5, 0.8, 0.3)  # content, tags, files, context — the order of records_fts columns
@@ -36,8 +36,10 @@ def _filters(
 ) -> tuple[list[str], list[Any]]:
     where: list[str] = []
     params: list[Any] = []
-    if not include_superseded:
+    if not include_superseded:  # what is no longer true: replaced by a newer record, or taken back by a rewind
         where.append("r.superseded_by IS NULL")
+        where.append("r.layer != ?")
+        params.append(RETIRED)
     if layer:
         where.append("r.layer = ?")
         params.append(layer)

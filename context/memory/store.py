@@ -22,7 +22,7 @@ from ctxagent.context.history import Event
 from ctxagent.context.memory import provenance as provenance_rules
 from ctxagent.context.memory import rules
 from ctxagent.context.memory.dbfile import create_private, sqlite_problem
-from ctxagent.context.memory.record import COLUMNS, LAYERS, TODO_STATUSES, TYPES, Record
+from ctxagent.context.memory.record import COLUMNS, LAYERS, RETIRED, TODO_STATUSES, TYPES, Record
 from ctxagent.context.memory.schema import SCHEMA_VERSION, migrate
 from ctxagent.context.memory.search import list_records, norm_path, search_records
 from ctxagent.context.memory.text import (
@@ -222,11 +222,15 @@ class MemoryStore:
         new_files = list(dict.fromkeys([*rec.files, *files]))
         sources = list(dict.fromkeys([*rec.source_events, *(int(e) for e in source_events)])) if session == rec.session else rec.source_events
         last_turn = max(rec.last_turn, int(turn)) if session == rec.session else rec.last_turn
+        if rec.layer == RETIRED:  # taken back by a rewind, said again since: current again, first said now
+            sources = [int(e) for e in source_events]
+            last_turn = int(turn)
+            conn.execute("UPDATE records SET turn = ?, session = ? WHERE id = ?", (int(turn), session, rec.id))
         conn.execute(
             "UPDATE records SET confirmations = confirmations + 1, updated_at = ?, tags = ?, files = ?, source_events = ?, "
-            "last_turn = ?, layer = CASE WHEN ? > last_turn THEN 'warm' ELSE layer END WHERE id = ?",
+            "last_turn = ?, layer = CASE WHEN layer = ? OR ? > last_turn THEN 'warm' ELSE layer END WHERE id = ?",
             (time.time(), json.dumps(new_tags, ensure_ascii=False), json.dumps(new_files, ensure_ascii=False),
-             json.dumps(sources), last_turn, last_turn, rec.id),
+             json.dumps(sources), last_turn, RETIRED, last_turn, rec.id),
         )
         added = _record_terms("", [t for t in new_tags if t not in rec.tags], [f for f in new_files if f not in rec.files], "")
         _bump_df(conn, added - _record_terms(rec.content, rec.tags, rec.files, rec.context), +1)
@@ -292,6 +296,24 @@ class MemoryStore:
             conn.execute("DELETE FROM record_files WHERE record_id = ?", (id,))
             conn.execute("UPDATE records SET superseded_by = NULL WHERE superseded_by = ?", (id,))
             return bool(gone)
+
+    def retire_after(self, session: str, turn: int) -> int:
+        """Retire what `session` first wrote in turn `turn` or later: a rewind to before `turn` took
+        those turns back, so their changes, decisions and test results are no longer true.
+
+        Nothing is deleted: retired records stay listed, but search and recall skip them, and the
+        records they had superseded are current again. Said again later, a record revives (see
+        `_merge_into`). Returns how many records were retired.
+        """
+        with self._write() as conn:
+            ids = [int(r[0]) for r in conn.execute(
+                "SELECT id FROM records WHERE session = ? AND turn >= ? AND layer != ?", (session, int(turn), RETIRED))]
+            if not ids:
+                return 0
+            marks = ",".join("?" * len(ids))
+            conn.execute(f"UPDATE records SET layer = ?, updated_at = ? WHERE id IN ({marks})", (RETIRED, time.time(), *ids))
+            conn.execute(f"UPDATE records SET superseded_by = NULL WHERE superseded_by IN ({marks})", ids)
+            return len(ids)
 
     def set_status(self, id: int, status: str) -> None:
         if status not in TODO_STATUSES:
