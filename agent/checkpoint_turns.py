@@ -97,8 +97,8 @@ def list_turns(shadow: ShadowRepo, log: SessionLog, positions: list[tuple[int, s
             stats = diffstat(shadow, own, end)
             files = sorted({s.path for s in stats} | set(reported))
         infos.append(TurnInfo(
-            turn=int(u.data.get("turn", 0)), event_id=u.id, time=u.ts,
-            first_line=first_line(str(u.data.get("text", ""))), checkpoint=target,
+            turn=u.user.turn, event_id=u.id, time=u.ts,
+            first_line=first_line(u.user.text), checkpoint=target,
             own_checkpoint=own is not None, files_changed=files, diffstat=stats,
             visible=u.id not in hidden,
         ))

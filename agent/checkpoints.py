@@ -36,6 +36,7 @@ from ctxagent.agent.session_ops import RewindMode, find_user_turn
 from ctxagent.agent.shadow_git import CheckpointError, ShadowRepo, TreeEntry
 from ctxagent.agent.worktree_files import prune_empty_dirs, remove_path, write_entry
 from ctxagent.context.errors import CtxagentError
+from ctxagent.context.events import CheckpointData, SessionStartData
 from ctxagent.context.history import Event, SessionLog
 from ctxagent.context.paths import describe_os_error, ensure_parent
 
@@ -211,8 +212,8 @@ class Checkpoints:
         """
         best: dict[str, int] = {}
         for e in log.events:
-            if e.kind == "checkpoint" and e.data.get("commit"):
-                commit = str(e.data["commit"])
+            if e.kind == "checkpoint" and e.as_(CheckpointData).commit:
+                commit = e.as_(CheckpointData).commit
                 if self.shadow.resolve(commit) is not None:
                     best[commit] = min(best.get(commit, e.id), e.id)
         if (self.shadow.git_dir / "HEAD").exists():
@@ -333,8 +334,9 @@ def checkpoints_for_log(log: SessionLog, default_root: Path | None = None) -> Ch
     if folder.name == "sessions" and folder.parent.name == ".ctxagent":
         return Checkpoints(folder.parent.parent, folder.parent)
     for e in log.events:
-        if e.kind == "session_start" and e.data.get("cwd") and Path(str(e.data["cwd"])).is_dir():
-            return Checkpoints(Path(str(e.data["cwd"])))
+        cwd = e.as_(SessionStartData).cwd if e.kind == "session_start" else ""
+        if cwd and Path(cwd).is_dir():
+            return Checkpoints(Path(cwd))
     return Checkpoints(default_root or Path.cwd())
 
 

@@ -68,7 +68,7 @@ def check_memory_db(root: Path) -> Check:
 
 def check_session(log: SessionLog) -> list[Check]:
     events = log.events
-    reports = [ContextReport.from_dict(e.data["report"]) for e in events if e.kind == "context_report"]
+    reports = [ContextReport.from_dict(e.context_report.report) for e in events if e.kind == "context_report"]
     assistants = [e for e in events if e.kind == "assistant"]
     out: list[Check] = []
     if reports:
@@ -104,7 +104,7 @@ def _large_objects(events: list[Event]) -> list[int]:
     for item in view(events):
         if not isinstance(item, Event):
             continue
-        text = str(item.data.get("content") or item.data.get("text") or "")
+        text = item.tool_result.content if item.kind == "tool_result" else item.user.text if item.kind == "user" else item.assistant.text
         if _BASE64.search(text) or (len(text) > 20_000 and text.lstrip()[:1] in "{["):
             ids.append(item.id)
     return ids
@@ -115,7 +115,7 @@ def _check_compactions(events: list[Event]) -> Check:
     if not comps:
         return ("ok", "compactions", "none in this session")
     by_id = {e.id: e for e in events}
-    lost = [c.id for c in comps if not all(i in by_id for i in range(int(c.data["first_id"]), int(c.data["last_id"]) + 1))]
+    lost = [c.id for c in comps if not all(i in by_id for i in range(c.compaction.first_id, c.compaction.last_id + 1))]
     if lost:
         return ("warn", "compactions", f"compactions {lost} mask events missing from the log: they cannot be rewound")
     return ("ok", "compactions", f"{plural(len(comps), 'compaction')}; every masked original is still in the log and can be rewound")

@@ -85,11 +85,10 @@ def ingest_events(store: MemoryStore, events: list[Event], session: str) -> list
 
 
 def _records_for(store: MemoryStore, ev: Event, session: str, turn: int) -> list[int]:
-    d = ev.data
     common: dict[str, Any] = {"session": session, "turn": turn, "source_events": [ev.id]}
     out: list[int] = []
     if ev.kind == "user":
-        text = str(d.get("text") or "")
+        text = ev.user.text
         store.record_user_text(session, ev.id, turn, text)
         common["provenance"] = USER
         constraints = detect_constraints(text)
@@ -102,7 +101,7 @@ def _records_for(store: MemoryStore, ev: Event, session: str, turn: int) -> list
             out.append(store.add(s, "todo", status="open", **common))
     elif ev.kind == "assistant":
         common["provenance"] = ASSISTANT
-        text = str(d.get("text") or "")
+        text = ev.assistant.text
         for s in detect_decisions(text):
             out.append(store.add(s, "decision", importance=0.6, **common))
         for s in detect_todos(text):
