@@ -5,6 +5,8 @@
     assistant text       → `decision` per decision sentence, `todo` per TODO line
     edit_file/write_file → `change` per file (line ranges from meta["lines"])
     run_tests            → `note` with the pass / fail counts from meta["tests"]
+    user / assistant     → also a cold `turn` record of the words, with neighbouring turns as context
+                           and the event's time (see turns.py)
     compaction summary   → one record per bullet of Decisions / Constraints / Changes / Open tasks,
                            plus the whole summary as a cold `summary`
 
@@ -20,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from ctxagent.context.history import Event
 from ctxagent.context.memory.detect import detect_constraints, detect_decisions, detect_todos
+from ctxagent.context.memory.turns import write_turn
 
 if TYPE_CHECKING:
     from ctxagent.context.memory.store import MemoryStore
@@ -76,6 +79,8 @@ def ingest_events(store: MemoryStore, events: list[Event], session: str) -> list
             with store._write() as conn:
                 conn.execute("DELETE FROM ingested WHERE session = ? AND event_id = ?", (session, ev.id))
             raise
+    if ids:
+        store.embed_new(len(set(ids)))  # with the optional model: the new records' vectors, now
     return ids
 
 
@@ -99,7 +104,9 @@ def _records_for(store: MemoryStore, ev: Event, session: str, turn: int) -> list
             out.append(store.add(s, "decision", importance=0.6, **common))
         for s in detect_todos(text):
             out.append(store.add(s, "todo", status="open", **common))
-    elif ev.kind == "tool_result":
+    if ev.kind in ("user", "assistant") and (rid := write_turn(store, ev, session, turn)) is not None:
+        out.append(rid)
+    if ev.kind == "tool_result":
         out.extend(_tool_records(store, d, common))
     elif ev.kind == "compaction":
         out.extend(_compaction_records(store, ev, session, turn))

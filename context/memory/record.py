@@ -8,7 +8,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 LAYERS = ("warm", "cold")
-TYPES = ("decision", "constraint", "change", "todo", "note", "summary", "spill")
+# `turn`: a conversational turn kept verbatim (cold, searchable, never in the warm block) — see turns.py
+TYPES = ("decision", "constraint", "change", "todo", "note", "summary", "spill", "turn")
 TODO_STATUSES = ("open", "done")
 
 COLUMNS = (

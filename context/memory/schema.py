@@ -67,6 +67,15 @@ MIGRATIONS: list[str] = [
     CREATE INDEX records_type_status ON records(type, status);
     INSERT OR REPLACE INTO meta (key, value) VALUES ('term_df_backfill', 'pending');
     """,
+    # 3: one embedding per record, for hybrid search when the optional embedding model is installed
+    #    (`ctxagent[embeddings]`, see embed.py). Derived data: written lazily, rebuilt when the model changes.
+    """
+    CREATE TABLE record_vectors (
+        record_id INTEGER PRIMARY KEY REFERENCES records(id) ON DELETE CASCADE,
+        model     TEXT NOT NULL,
+        vec       BLOB NOT NULL                              -- float32, L2-normalized
+    );
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -21,6 +21,15 @@ from typing import Any
 from ctxagent.context.errors import MemoryStoreError
 from ctxagent.context.history import Event
 from ctxagent.context.memory import rules
+from ctxagent.context.memory.embed import (
+    BACKFILL_PER_SEARCH,
+    Embedder,
+    VectorIndex,
+    describe,
+    detect,
+    embed_pending,
+)
+from ctxagent.context.memory.hybrid import hybrid_search
 from ctxagent.context.memory.record import COLUMNS, LAYERS, TODO_STATUSES, TYPES, Record
 from ctxagent.context.memory.schema import SCHEMA_VERSION, migrate
 from ctxagent.context.memory.search import list_records, norm_path, search_records
@@ -37,7 +46,8 @@ from ctxagent.context.paths import user_state_dir
 
 DEFAULT_DEGRADE_AFTER_TURNS = 20
 BUSY_TIMEOUT_MS = 30_000
-DEFAULT_IMPORTANCE = {"constraint": 0.9, "decision": 0.8, "todo": 0.7, "change": 0.5, "note": 0.4, "summary": 0.3, "spill": 0.2}
+DEFAULT_IMPORTANCE = {"constraint": 0.9, "decision": 0.8, "todo": 0.7, "change": 0.5, "note": 0.4, "summary": 0.3, "spill": 0.2,
+                      "turn": 0.2}
 
 # Never persist a key, even when a user pastes one into a sentence we would remember.
 _SECRET = re.compile(
@@ -59,19 +69,23 @@ class MemoryStore:
     """Typed memory records in SQLite. Thread-safe; several processes may share the file."""
 
     def __init__(self, conn: sqlite3.Connection, path: Path | None, *, synonyms: Synonyms | None = None,
-                 degrade_after_turns: int = DEFAULT_DEGRADE_AFTER_TURNS, scope: str = "project"):
+                 degrade_after_turns: int = DEFAULT_DEGRADE_AFTER_TURNS, scope: str = "project",
+                 embeddings: bool = True):
         self.conn = conn
         self.path = path
         self.synonyms = synonyms or Synonyms()
         self.degrade_after_turns = degrade_after_turns
         self.scope = scope
         self._lock = threading.RLock()
+        self._embeddings = embeddings  # False: BM25 alone even when an embedding model is installed
+        self._vectors: VectorIndex | None = None
 
     # ----------------------------------------------------------------- opening
 
     @classmethod
     def open(cls, path: str | Path, *, synonyms: Iterable[Iterable[str]] | None = None,
-             degrade_after_turns: int = DEFAULT_DEGRADE_AFTER_TURNS, scope: str = "project") -> MemoryStore:
+             degrade_after_turns: int = DEFAULT_DEGRADE_AFTER_TURNS, scope: str = "project",
+             embeddings: bool = True) -> MemoryStore:
         """Open (creating and migrating) the database at `path`; ":memory:" for a throwaway one.
 
         Extra synonym groups come from `synonyms` and from `synonyms = [[...], ...]` in a
@@ -94,7 +108,8 @@ class MemoryStore:
             _backfill_term_df(conn)
         except sqlite3.Error as exc:
             raise MemoryStoreError(f"cannot open memory database {path}: {exc}") from exc
-        return cls(conn, db_path, synonyms=Synonyms(groups), degrade_after_turns=degrade_after_turns, scope=scope)
+        return cls(conn, db_path, synonyms=Synonyms(groups), degrade_after_turns=degrade_after_turns, scope=scope,
+                   embeddings=embeddings)
 
     @classmethod
     def open_project(cls, root: str | Path, **kw: Any) -> MemoryStore:
@@ -134,10 +149,11 @@ class MemoryStore:
     def add(self, content: str, type: str = "note", *, layer: str = "warm", tags: Sequence[str] = (),
             files: Sequence[str] = (), session: str = "", turn: int = 0, importance: float | None = None,
             pinned: bool | None = None, status: str | None = None, source_events: Sequence[int] = (),
-            context: str = "", merge: bool = True, supersede: bool = True) -> int:
+            context: str = "", merge: bool = True, supersede: bool = True, said_at: float | None = None) -> int:
         """Write a record and return its id — the id of the existing record when it merges into one.
 
         Constraints are pinned and todos open unless said otherwise. See `rules` for merge and supersede.
+        `said_at` (epoch seconds) is when its source was said, kept as `created_at`; default: now.
         """
         content = redact(" ".join(str(content).split()) if "\n" not in str(content) else str(content).strip())
         if not content:
@@ -162,7 +178,7 @@ class MemoryStore:
                 "updated_at, confirmations, importance, superseded_by, source_events, pinned, status, context, norm) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, NULL, ?, ?, ?, ?, ?)",
                 (layer, type, content, json.dumps(tags, ensure_ascii=False), json.dumps(files, ensure_ascii=False),
-                 session, int(turn), int(turn), now, now,
+                 session, int(turn), int(turn), now if not said_at else float(said_at), now,
                  DEFAULT_IMPORTANCE[type] if importance is None else float(importance),
                  json.dumps([int(e) for e in source_events]), int(type == "constraint" if pinned is None else pinned),
                  status if status is not None else ("open" if type == "todo" else None), redact(context), normalize(content)),
@@ -244,6 +260,21 @@ class MemoryStore:
                 conn.execute("UPDATE records SET superseded_by = ? WHERE id = ?", (old.id, rid))
                 return
 
+    def extend_context(self, id: int, text: str) -> None:
+        """Append `text` to a record's searchable context (e.g. the reply that followed a turn)."""
+        text = " ".join(str(text).split())
+        if not text:
+            return
+        with self._write() as conn:
+            rec = self._get(conn, id)
+            if rec is None:
+                raise MemoryStoreError(f"no memory record {id}")
+            context = redact(f"{rec.context} {text}".strip())
+            before = _record_terms(rec.content, rec.tags, rec.files, rec.context)
+            conn.execute("UPDATE records SET context = ?, updated_at = ? WHERE id = ?", (context, time.time(), id))
+            conn.execute("UPDATE records_fts SET context = ? WHERE rowid = ?", (index_text(context), id))
+            _bump_df(conn, _record_terms(rec.content, rec.tags, rec.files, context) - before, +1)
+
     def supersede(self, old_id: int, new_id: int) -> None:
         """Mark `old_id` as replaced by `new_id` (explicit: no shared subject needed)."""
         if old_id == new_id:
@@ -314,9 +345,43 @@ class MemoryStore:
         with self._lock:
             return self._get(self.conn, id)
 
+    @property
+    def embedder(self) -> Embedder | None:
+        """The embedding model hybrid search uses (loaded on first use), or None: BM25 alone."""
+        return detect() if self._embeddings else None
+
+    @property
+    def retrieval(self) -> str:
+        return describe(self.embedder) if self._embeddings else "BM25 (embeddings off for this store)"
+
+    def embed_new(self, limit: int | None = None) -> int:
+        """Give records without a vector one (newest first); 0 without an embedding model. Never raises:
+        a record left without a vector is still found by BM25, and a later search back-fills it."""
+        emb = self.embedder
+        if emb is None:
+            return 0
+        try:
+            return embed_pending(self, emb, limit)
+        except Exception:
+            return 0
+
     def search(self, query: str, layer: str | None = None, type: str | Sequence[str] | None = None,
                file: str | None = None, turns: tuple[int, int] | None = None, limit: int = 8,
-               include_superseded: bool = False) -> list[Record]:
+               include_superseded: bool = False, semantic: bool = True) -> list[Record]:
+        """Records matching `query`, best first: BM25, fused with embedding similarity when a model is
+        installed and `semantic` (see hybrid.py)."""
+        emb = self.embedder if semantic else None
+        if emb is not None:
+            self.embed_new(BACKFILL_PER_SEARCH)
+            try:
+                with self._lock:
+                    if self._vectors is None or self._vectors.model != emb.name:
+                        self._vectors = VectorIndex(emb.name, emb.dim)
+                    return hybrid_search(self.conn, self._vectors, emb, query, synonyms=self.synonyms, layer=layer,
+                                         type_=type, file=file, turns=turns, limit=limit,
+                                         include_superseded=include_superseded)
+            except Exception:  # the model failed on this query: the lexical answer is still a good one
+                pass
         with self._lock:
             return search_records(self.conn, query, synonyms=self.synonyms, layer=layer, type_=type, file=file,
                                   turns=turns, limit=limit, include_superseded=include_superseded)
@@ -356,6 +421,8 @@ class MemoryStore:
                 "pinned": int(q("SELECT COUNT(*) FROM records WHERE pinned = 1 AND superseded_by IS NULL").fetchone()[0]),
                 "open_todos": int(q("SELECT COUNT(*) FROM records WHERE type = 'todo' AND status = 'open' AND superseded_by IS NULL").fetchone()[0]),
                 "ingested_events": int(q("SELECT COUNT(*) FROM ingested").fetchone()[0]),
+                "retrieval": self.retrieval,
+                "vectors": int(q("SELECT COUNT(*) FROM record_vectors").fetchone()[0]),
                 "bytes": self.path.stat().st_size if self.path and self.path.exists() else 0,
             }
 
