@@ -3,7 +3,7 @@
 Every user and assistant event with text becomes one `turn` record (cold: searched, never put in
 the warm block, never merged or superseded — it is what was said, not a fact that can go stale):
 
-    content   the words as said (capped at MAX_TURN_CHARS)
+    content   the words as said (a long turn keeps its start and its end, MAX_TURN_CHARS in all)
     context   the end of the previous turn of the same session, and — once it arrives — the start of
               the next one: a question and its answer find each other ("what did you name it?" /
               "Shelly"). The next turn's text is appended to the earlier record when it is ingested.
@@ -62,7 +62,7 @@ def write_turn(store: MemoryStore, ev: Event, session: str, turn: int) -> int | 
     text = turn_text(ev)
     if not text:
         return None
-    content = text if len(text) <= MAX_TURN_CHARS else _head(text, MAX_TURN_CHARS) + " …"
+    content = text if len(text) <= MAX_TURN_CHARS else f"{_head(text, MAX_TURN_CHARS * 3 // 4)} … {_tail(text, MAX_TURN_CHARS // 4)}"
     prev = previous_turn(store, session)
     context = _tail(prev[1], NEIGHBOUR_CHARS) if prev else ""
     tags = [ev.kind, day_of(ev.ts)]
