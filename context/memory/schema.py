@@ -71,7 +71,8 @@ MIGRATIONS: list[str] = [
     #    (`ctxagent[embeddings]`, see embed.py). Derived data: written lazily, rebuilt when the model changes.
     """
     CREATE TABLE record_vectors (
-        record_id INTEGER PRIMARY KEY REFERENCES records(id) ON DELETE CASCADE,
+        seq       INTEGER PRIMARY KEY AUTOINCREMENT,         -- grows on every write: readers top up by it
+        record_id INTEGER NOT NULL UNIQUE REFERENCES records(id) ON DELETE CASCADE,
         model     TEXT NOT NULL,
         vec       BLOB NOT NULL                              -- float32, L2-normalized
     );

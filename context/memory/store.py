@@ -22,7 +22,7 @@ from ctxagent.context.errors import MemoryStoreError
 from ctxagent.context.history import Event
 from ctxagent.context.memory import rules
 from ctxagent.context.memory.embed import (
-    BACKFILL_PER_SEARCH,
+    BACKFILL_BATCH,
     Embedder,
     VectorIndex,
     describe,
@@ -273,6 +273,7 @@ class MemoryStore:
             before = _record_terms(rec.content, rec.tags, rec.files, rec.context)
             conn.execute("UPDATE records SET context = ?, updated_at = ? WHERE id = ?", (context, time.time(), id))
             conn.execute("UPDATE records_fts SET context = ? WHERE rowid = ?", (index_text(context), id))
+            conn.execute("DELETE FROM record_vectors WHERE record_id = ?", (id,))  # embedded with its context: redo
             _bump_df(conn, _record_terms(rec.content, rec.tags, rec.files, context) - before, +1)
 
     def supersede(self, old_id: int, new_id: int) -> None:
@@ -354,14 +355,15 @@ class MemoryStore:
     def retrieval(self) -> str:
         return describe(self.embedder) if self._embeddings else "BM25 (embeddings off for this store)"
 
-    def embed_new(self, limit: int | None = None) -> int:
-        """Give records without a vector one (newest first); 0 without an embedding model. Never raises:
-        a record left without a vector is still found by BM25, and a later search back-fills it."""
+    def embed_new(self, limit: int | None = None, session: str | None = None) -> int:
+        """Give records without a vector one (newest first; `session`'s only when given); 0 without an
+        embedding model. Never raises: a record left without a vector is still found by BM25, and a
+        later search back-fills it."""
         emb = self.embedder
         if emb is None:
             return 0
         try:
-            return embed_pending(self, emb, limit)
+            return embed_pending(self, emb, limit, session)
         except Exception:
             return 0
 
@@ -372,7 +374,7 @@ class MemoryStore:
         installed and `semantic` (see hybrid.py)."""
         emb = self.embedder if semantic else None
         if emb is not None:
-            self.embed_new(BACKFILL_PER_SEARCH)
+            self.embed_new(BACKFILL_BATCH)
             try:
                 with self._lock:
                     if self._vectors is None or self._vectors.model != emb.name:
