@@ -7,7 +7,7 @@ search is BM25 alone and nothing here is imported beyond this module.
 
 Vectors live in the `record_vectors` table (one per record, tagged with the model's name): they
 are derived data, written for a session's new records at ingest and back-filled a bounded batch at
-a time by searches, and rewritten when the model or the record's context changes.
+a time by searches, and rewritten when the model changes.
 """
 
 from __future__ import annotations
@@ -99,9 +99,10 @@ def describe(embedder: Embedder | None) -> str:
 # --------------------------------------------------------------------------- storage
 
 def passage_text(content: str, context: str) -> str:
-    """What is embedded: the record and its context (for a turn, its neighbours: a reply alone is often
-    "Yes, on Friday", which says nothing). `extend_context` drops the vector, so it is rewritten."""
-    return f"{content} {context}".strip()
+    """What is embedded: the record's own words. Its context (a turn's neighbours) is already searched
+    by BM25; a vector of the words alone ranks differently, which is what the fusion gains from
+    (on the dev conversations, embedding the context too scored lower) — and it never goes stale."""
+    return content
 
 
 def embed_pending(store: MemoryStore, embedder: Embedder, limit: int | None = None, session: str | None = None,

@@ -6,7 +6,8 @@ Each side ranks a pool of candidates under the same filters; a record's fused sc
 BM25 scores and cosines, so the same constants hold on a 50-record project and a 100k one. Ties
 break like BM25's: newer turn, then newer id — the same state always gives the same order.
 
-The constants were chosen on LoCoMo conv-26 and conv-30 only (see docs/BENCHMARKS.md).
+The constants were chosen on LoCoMo conv-26 and conv-30 only (RRF_K 5/10/20/30/60 × vector weight
+0.6–2.0; docs/BENCHMARKS.md §4); the other three conversations were not looked at until the end.
 """
 
 from __future__ import annotations
@@ -19,9 +20,9 @@ from ctxagent.context.memory.record import COLUMNS, Record
 from ctxagent.context.memory.search import _filters, search_records
 from ctxagent.context.memory.text import Synonyms, query_units
 
-RRF_K = 60
+RRF_K = 10            # small: the first few ranks of either side decide
 LEXICAL_WEIGHT = 1.0
-VECTOR_WEIGHT = 1.0
+VECTOR_WEIGHT = 0.8
 POOL_MIN = 50  # candidates per side: enough that a record ranked low by one side can be lifted by the other
 
 

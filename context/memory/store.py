@@ -273,7 +273,6 @@ class MemoryStore:
             before = _record_terms(rec.content, rec.tags, rec.files, rec.context)
             conn.execute("UPDATE records SET context = ?, updated_at = ? WHERE id = ?", (context, time.time(), id))
             conn.execute("UPDATE records_fts SET context = ? WHERE rowid = ?", (index_text(context), id))
-            conn.execute("DELETE FROM record_vectors WHERE record_id = ?", (id,))  # embedded with its context: redo
             _bump_df(conn, _record_terms(rec.content, rec.tags, rec.files, context) - before, +1)
 
     def supersede(self, old_id: int, new_id: int) -> None:

@@ -80,20 +80,26 @@ def test_embeddings_off_means_bm25_and_stats_say_so(tmp_path: Path, monkeypatch:
     assert "search:   hybrid: BM25 + multilingual-e5-small" in r.stdout
 
 
-def test_the_search_index_follows_vectors_rewritten_when_a_turn_gets_its_reply(tmp_path: Path, store: MemoryStore) -> None:
+def test_the_in_memory_index_follows_the_table_through_ingest_forget_and_rewrites(tmp_path: Path, store: MemoryStore) -> None:
     import numpy as np
+
+    def same_as_table() -> None:
+        store.search("pet names")  # tops up (or reloads) the in-memory index
+        stored = {int(r): np.frombuffer(v, dtype=np.float32) for r, v in store.conn.execute("SELECT record_id, vec FROM record_vectors")}
+        index = store._vectors
+        assert index is not None and sorted(index.ids.tolist()) == sorted(stored)
+        for i, rid in enumerate(index.ids.tolist()):
+            assert np.array_equal(index.matrix[i], stored[rid])
 
     log = SessionLog.create(tmp_path / "sessions", "s1")
     store.ingest([log.append("user", text="What did you name the tortoise?", turn=1)], "s1")
-    store.ingest([log.append("assistant", text="Shelly.", tool_calls=[], turn=1)], "s1")
-    store.search("pet names")  # the in-memory index now holds both vectors
-    store.ingest([log.append("user", text="Lovely name for a reptile.", turn=2)], "s1")
-    reply = store.list(type="turn")[1]
-    assert reply.context == "What did you name the tortoise? Lovely name for a reptile."
-    store.search("pet names")
-    stored = {int(r): np.frombuffer(v, dtype=np.float32) for r, v in store.conn.execute("SELECT record_id, vec FROM record_vectors")}
-    index = store._vectors
-    assert index is not None and sorted(index.ids.tolist()) == sorted(stored)
-    for i, rid in enumerate(index.ids.tolist()):
-        assert np.array_equal(index.matrix[i], stored[rid])  # the reply's vector was rewritten with its new context
-    assert store.search("reptile", limit=1, semantic=True)[0].content in ("Lovely name for a reptile.", "Shelly.")
+    same_as_table()
+    store.ingest([log.append("assistant", text="Shelly.", tool_calls=[], turn=1)], "s1")  # appended rows
+    same_as_table()
+    first = store.list(type="turn")[0].id
+    store.conn.execute("DELETE FROM record_vectors WHERE record_id = ?", (first,))
+    store.embed_new()  # the same record written again: a new seq, the same count
+    same_as_table()
+    store.forget(first)  # a deleted row: reloaded
+    same_as_table()
+    assert [r.content for r in store.search("tortoise name", limit=2)] == ["Shelly."]
