@@ -34,7 +34,9 @@ from typing import Any, Literal
 from ctxagent.agent.checkpoint_turns import FileStat, TurnInfo, hidden_by_rewinds, list_turns
 from ctxagent.agent.shadow_git import CheckpointError, ShadowRepo, TreeEntry
 from ctxagent.agent.worktree_files import prune_empty_dirs, remove_path, write_entry
+from ctxagent.context.errors import CtxagentError
 from ctxagent.context.history import Event, SessionLog
+from ctxagent.context.paths import describe_os_error, ensure_parent
 
 try:
     import fcntl
@@ -121,8 +123,15 @@ class Checkpoints:
                 finally:
                     self._lock_depth -= 1
                 return
-            self.state_dir.mkdir(parents=True, exist_ok=True)
-            with open(self.state_dir / "shadow.lock", "a+b") as fh:
+            lock_path = self.state_dir / "shadow.lock"
+            try:
+                ensure_parent(lock_path)
+                fh = open(lock_path, "a+b")  # noqa: SIM115 - closed by the with below
+            except OSError as exc:
+                raise CheckpointError(f"cannot open {lock_path}: {describe_os_error(exc)}") from exc
+            except CtxagentError as exc:
+                raise CheckpointError(str(exc)) from exc
+            with fh:
                 if fcntl is not None:
                     fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
                 self._lock_depth = 1

@@ -22,6 +22,7 @@ SUBCOMMAND_MODULES: list[str] = [
     "ctxagent.agent.cli_mcp",
     "ctxagent.agent.cli_bench",
     "ctxagent.agent.cli_demo",
+    "ctxagent.agent.cli_trust",
 ]
 
 

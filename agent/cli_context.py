@@ -101,8 +101,14 @@ def _session_model(path: Path) -> str | None:
 
 @_guard
 def cmd_config(args: argparse.Namespace) -> int:
+    """The effective config as JSON on stdout (`ignored_keys` lists the repository's keys not
+    applied); what was ignored and how to allow it, in words, on stderr."""
+    from ctxagent.agent.trust import describe_ignored
+
     cfg = load_config(_root(args), {})
     print(json.dumps(cfg.redacted(), ensure_ascii=False, indent=2))
+    if cfg.ignored_keys:
+        sys.stderr.write(f"ctxagent: {describe_ignored(cfg.ignored_keys)}\n")
     return 0
 
 

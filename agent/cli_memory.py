@@ -31,14 +31,14 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     s.add_argument("--limit", type=int, default=20)
     s.add_argument("--all", dest="include_superseded", action="store_true", help="include superseded records")
     s.add_argument("--json", action="store_true")
-    s.set_defaults(func=_search)
+    s.set_defaults(func=_guarded(_search))
 
     ls = sub.add_parser("list", help="list records (oldest first)")
     ls.add_argument("--type", choices=TYPES)
     ls.add_argument("--layer", choices=LAYERS)
     ls.add_argument("--current", action="store_true", help="hide superseded records")
     ls.add_argument("--json", action="store_true")
-    ls.set_defaults(func=_list)
+    ls.set_defaults(func=_guarded(_list))
 
     a = sub.add_parser("add", help="remember TEXT as a record")
     a.add_argument("text")
@@ -47,16 +47,30 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     a.add_argument("--tag", action="append", default=[], dest="tags")
     a.add_argument("--file", action="append", default=[], dest="files")
     a.add_argument("--json", action="store_true")
-    a.set_defaults(func=_add)
+    a.set_defaults(func=_guarded(_add))
 
     f = sub.add_parser("forget", help="delete a record for good")
     f.add_argument("id", type=int)
-    f.set_defaults(func=_forget)
+    f.set_defaults(func=_guarded(_forget))
 
     st = sub.add_parser("stats", help="counts by type and layer")
     st.add_argument("--json", action="store_true")
-    st.set_defaults(func=_stats)
+    st.set_defaults(func=_guarded(_stats))
     return p
+
+
+def _guarded(fn: Any) -> Any:
+    """A damaged or unwritable memory.db, or a `.ctxagent/` the repository shipped: a message, exit 2."""
+    def run(args: argparse.Namespace) -> int:
+        from ctxagent.context.errors import CtxagentError
+
+        try:
+            return int(fn(args))
+        except CtxagentError as exc:
+            print(f"ctxagent: {exc}", file=sys.stderr)
+            return 2
+
+    return run
 
 
 def _open(args: argparse.Namespace) -> Any:

@@ -1,5 +1,13 @@
 """Effective configuration: user TOML < repo `.ctxagent/config.toml` < environment < flags.
 
+`Config` is a pydantic model validated strictly at the edges: each layer is checked as it is
+applied, so `max_steps = "ten"`, `budget = {hot = "x"}` or `memory = "no"` is an error that names
+the file and the key, not a value that loads and misbehaves later.
+
+The repository layer is untrusted (see agent/trust.py): a `.ctxagent/` the repository ships is
+refused, and its security-relevant keys apply only once the user trusted the repository; the
+others are listed in `Config.ignored_keys`.
+
 Keys are secrets: they live only in memory, `redacted()` is what gets printed, and the session log,
 memory and spill files are written through a sanitizer that knows them.
 """
@@ -8,49 +16,62 @@ from __future__ import annotations
 
 import os
 import tomllib
-from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
 
+from ctxagent.agent.trust import IgnoredKey, split_untrusted
+from ctxagent.context.budget import PROFILES, SLICE_NAMES
 from ctxagent.context.errors import ConfigError
-from ctxagent.context.paths import project_state_dir, user_config_dir
+from ctxagent.context.paths import check_state_dir, project_state_dir, user_config_dir
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 SECRET_FIELDS = ("anthropic_api_key", "openai_api_key")
 PERMISSION_MODES = ("ask", "auto-edit", "yolo")
+STRATEGIES = ("ctxagent", "full", "window")
+# Filled in by the loader, never read from a file.
+_INTERNAL_FIELDS = frozenset({"sources", "ignored_keys"})
+
+Fraction = Annotated[float, Field(gt=0, le=1)]
+# Literal over the one tuple that defines each set (a tuple subscript is the same as listing them).
+SliceName = Literal[SLICE_NAMES]  # type: ignore[valid-type]
+PermissionMode = Literal[PERMISSION_MODES]  # type: ignore[valid-type]
+Strategy = Literal[STRATEGIES]  # type: ignore[valid-type]
 
 
-@dataclass
-class Config:
+class Config(BaseModel):
+    model_config = ConfigDict(strict=True, extra="forbid", validate_default=False)
+
     model: str | None = None  # "anthropic:claude-sonnet-4-5", "openai:gpt-5-mini", "scripted:PATH"
     base_url: str | None = None  # overrides the provider's base URL (OpenAI-compatible servers)
     anthropic_api_key: str | None = None
     openai_api_key: str | None = None
     anthropic_base_url: str | None = None
     openai_base_url: str | None = None
-    window: int | None = None  # overrides the registry's window
-    default_window: int = 128_000  # for models the registry does not know
-    max_output_tokens: int | None = None  # None: the registry's max output, capped at 8192
-    max_steps: int = 50
-    permission_mode: str = "ask"
-    strategy: str = "ctxagent"  # "ctxagent" | "full" | "window"
+    window: Annotated[int, Field(ge=1000)] | None = None  # overrides the registry's window
+    default_window: Annotated[int, Field(ge=1000)] = 128_000  # for models the registry does not know
+    max_output_tokens: Annotated[int, Field(ge=1)] | None = None  # None: the registry's max output, capped at 8192
+    max_steps: Annotated[int, Field(ge=1)] = 50
+    permission_mode: PermissionMode = "ask"
+    strategy: Strategy = "ctxagent"
     budget_profile: str = "default"
-    budget: dict[str, float] = field(default_factory=dict)  # slice fractions overriding the profile
-    spill_tokens: int = 2000
-    protect_turns: int = 2
-    compress_at: float = 0.75
-    new_session_at: float = 0.90
+    budget: dict[SliceName, Annotated[float, Field(ge=0, le=1)]] = Field(default_factory=dict)  # slice fractions
+    spill_tokens: Annotated[int, Field(ge=1)] = 2000
+    protect_turns: Annotated[int, Field(ge=0)] = 2
+    compress_at: Fraction = 0.75
+    new_session_at: Fraction = 0.90
     auto_compact: bool = False
     summary_model: str | None = None  # None: a cheaper sibling of the main model; "none": extractive only
     test_command: str | None = None
-    shell_timeout: int = 120
+    shell_timeout: Annotated[int, Field(ge=1)] = 120
     memory: bool = True
-    recall_k: int = 8
-    degrade_after_turns: int = 20
-    synonyms: list[list[str]] = field(default_factory=list)  # extra memory-search groups: [["login", "auth", "登录"]]
-    sources: list[str] = field(default_factory=list)  # which files contributed (for `ctxagent config`)
+    recall_k: Annotated[int, Field(ge=0)] = 8
+    degrade_after_turns: Annotated[int, Field(ge=1)] = 20
+    synonyms: list[list[str]] = Field(default_factory=list)  # extra memory-search groups: [["login", "auth", "登录"]]
+    sources: list[str] = Field(default_factory=list)  # which files contributed (for `ctxagent config`)
+    ignored_keys: list[IgnoredKey] = Field(default_factory=list)  # repository keys not applied (untrusted)
 
     def redacted(self) -> dict[str, Any]:
-        d = asdict(self)
+        d = self.model_dump()
         for key in SECRET_FIELDS:
             if d.get(key):
                 v = str(d[key])
@@ -61,7 +82,7 @@ class Config:
         return [v for v in (self.anthropic_api_key, self.openai_api_key) if v]
 
 
-_FIELD_NAMES = {f.name for f in fields(Config)}
+FILE_KEYS = frozenset(Config.model_fields) - _INTERNAL_FIELDS
 _ENV = {
     "ANTHROPIC_API_KEY": "anthropic_api_key",
     "OPENAI_API_KEY": "openai_api_key",
@@ -77,47 +98,66 @@ def _read_toml(path: Path) -> dict[str, Any]:
             data = tomllib.load(fh)
     except FileNotFoundError:
         return {}
-    except (tomllib.TOMLDecodeError, OSError) as exc:
+    except (tomllib.TOMLDecodeError, OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot read config {path}: {exc}") from exc
-    unknown = sorted(k for k in data if k.replace("-", "_") not in _FIELD_NAMES)
+    unknown = sorted(k for k in data if k.replace("-", "_") not in FILE_KEYS)
     if unknown:
         raise ConfigError(f"unknown key(s) in {path}: {', '.join(unknown)}")
     return {k.replace("-", "_"): v for k, v in data.items()}
 
 
-def _apply(cfg: Config, values: dict[str, Any]) -> None:
-    for key, value in values.items():
-        if value is None:
-            continue
-        if key == "budget":
-            setattr(cfg, key, {**cfg.budget, **value})
-        elif key == "synonyms":  # groups from every layer add up
-            setattr(cfg, key, [*cfg.synonyms, *([list(map(str, g)) for g in value if isinstance(g, list)])])
-        else:
-            setattr(cfg, key, value)
+def _describe(exc: ValidationError, where: str) -> str:
+    problems = []
+    for err in exc.errors(include_url=False):
+        loc = ".".join(str(p) for p in err["loc"] if p != "[key]")
+        got = err.get("input")
+        shown = repr(got) if not isinstance(got, (dict, list)) else type(got).__name__
+        problems.append(f"{loc}: {err['msg'].lower()} (got {shown})")
+    return f"invalid config in {where}: " + "; ".join(problems)
+
+
+def _apply(cfg: Config, values: dict[str, Any], where: str) -> Config:
+    """`cfg` with one layer's values on top, validated; the error names `where` and the key."""
+    merged = {**cfg.model_dump(), **values}
+    if isinstance(values.get("budget"), dict):  # slice fractions from every layer add up
+        merged["budget"] = {**cfg.budget, **values["budget"]}
+    if isinstance(values.get("synonyms"), list):  # so do synonym groups
+        merged["synonyms"] = [*cfg.synonyms, *values["synonyms"]]
+    merged["ignored_keys"] = cfg.ignored_keys
+    try:
+        new = Config.model_validate(merged)
+    except ValidationError as exc:
+        raise ConfigError(_describe(exc, where)) from None
+    if new.budget_profile not in PROFILES:
+        raise ConfigError(f"invalid config in {where}: budget_profile: unknown profile {new.budget_profile!r}; "
+                          f"known: {', '.join(PROFILES)}")
+    return new
 
 
 def load_config(root: Path | None = None, flags: dict[str, Any] | None = None, env: dict[str, str] | None = None) -> Config:
-    """Layer the sources; `flags` holds only options the user actually gave."""
+    """Layer the sources; `flags` holds only options the user actually gave.
+
+    A `.ctxagent/` the repository ships is refused (StateDirError, a ConfigError); the repository
+    file's security-relevant keys are left out unless the repository is trusted (`ignored_keys`).
+    """
     cfg = Config()
     user_file = user_config_dir() / "config.toml"
     layers: list[tuple[str, dict[str, Any]]] = [(str(user_file), _read_toml(user_file))]
+    ignored: list[IgnoredKey] = []
     if root is not None:
+        check_state_dir(root)
         repo_file = project_state_dir(root) / "config.toml"
-        layers.append((str(repo_file), _read_toml(repo_file)))
+        values, ignored = split_untrusted(_read_toml(repo_file), root, str(repo_file))
+        layers.append((str(repo_file), values))
     environ = os.environ if env is None else env
-    layers.append(("environment", {attr: environ[var] for var, attr in _ENV.items() if environ.get(var)}))
-    layers.append(("flags", {k: v for k, v in (flags or {}).items() if v is not None}))
+    layers.append(("the environment", {attr: environ[var] for var, attr in _ENV.items() if environ.get(var)}))
+    layers.append(("the command line", {k: v for k, v in (flags or {}).items() if v is not None}))
     for name, values in layers:
+        values = {k: v for k, v in values.items() if v is not None}
         if values:
-            _apply(cfg, values)
-            cfg.sources.append(name)
-    if cfg.permission_mode not in PERMISSION_MODES:
-        raise ConfigError(f"permission_mode must be one of {', '.join(PERMISSION_MODES)}, got {cfg.permission_mode!r}")
-    if cfg.strategy not in ("ctxagent", "full", "window"):
-        raise ConfigError(f"strategy must be ctxagent, full or window, got {cfg.strategy!r}")
-    if cfg.window is not None and cfg.window < 1000:
-        raise ConfigError(f"window must be at least 1000 tokens, got {cfg.window}")
+            cfg = _apply(cfg, values, name)
+            cfg.sources.append({"the environment": "environment", "the command line": "flags"}.get(name, name))
+    cfg.ignored_keys = ignored
     return cfg
 
 

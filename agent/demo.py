@@ -21,6 +21,10 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from ctxagent.agent.trust import trust
+from ctxagent.context.gitsafe import git_command, git_env
+from ctxagent.context.paths import ensure_state_dir
+
 DEMO_LABEL = "scripted demo"
 DEMO_MODEL = "anthropic:scripted-demo"
 DEMO_WINDOW = 6000  # small on purpose: the big log and its grep push usage past 75 %
@@ -77,8 +81,8 @@ def server_log(lines: int = 2400) -> str:
 
 
 def _git(repo: Path, *args: str) -> None:
-    env_args = ["-c", "user.name=ctxagent demo", "-c", "user.email=demo@ctxagent.invalid", "-c", "commit.gpgsign=false"]
-    subprocess.run(["git", *env_args, *args], cwd=repo, check=True, capture_output=True)
+    who = [("user.name", "ctxagent demo"), ("user.email", "demo@ctxagent.invalid")]
+    subprocess.run(git_command(*args, config=who), cwd=repo, env=git_env(), check=True, capture_output=True)
 
 
 def create_demo_repo(parent: Path | None = None) -> Path:
@@ -94,12 +98,11 @@ def create_demo_repo(parent: Path | None = None) -> Path:
     _git(repo, "add", "-A")
     _git(repo, "commit", "-qm", "demo: a calculator with a bug")
     # The repo's own config: the test command works without pytest installed, and the window is small.
-    state = repo / ".ctxagent"
-    state.mkdir(exist_ok=True)
-    (state / ".gitignore").write_text("*\n", encoding="utf-8")
+    state = ensure_state_dir(repo)
     runner = "pytest -q" if importlib.util.find_spec("pytest") else "unittest -v"  # pytest's summary is parsed best
     test_cmd = f"{shlex.quote(sys.executable)} -m {runner}"
     (state / "config.toml").write_text(f"test_command = {json.dumps(test_cmd)}\n", encoding="utf-8")
+    trust(repo)  # ctxagent wrote this config itself: its test_command applies (see agent/trust.py)
     return repo
 
 

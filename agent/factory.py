@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable
 from pathlib import Path
 
 from ctxagent.agent.config import Config
-from ctxagent.agent.events import AgentEvent
+from ctxagent.agent.events import AgentEvent, Notice
 from ctxagent.agent.loop import Agent, AgentParts, Approver
 from ctxagent.agent.providers.base import Provider, TextDelta
 from ctxagent.agent.providers.registry import (
@@ -20,19 +21,20 @@ from ctxagent.agent.providers.registry import (
 from ctxagent.agent.session import Session
 from ctxagent.context.budget import Budget
 from ctxagent.context.calibrator import Calibrator
-from ctxagent.context.errors import ConfigError
+from ctxagent.context.errors import ConfigError, CtxagentError, ToolError
 from ctxagent.context.paths import spill_dir, user_state_dir
 from ctxagent.context.request import Message, Request
 from ctxagent.context.spill import SpillStore
 from ctxagent.context.tokens import CachedCounter, get_counter
 from ctxagent.tools import make_registry
 from ctxagent.tools.base import ToolRegistry
+from ctxagent.tools.paths import resolve_in_repo, stat_regular_file
 
 BASE_PROMPT = """You are ctxagent, a coding agent working in the repository at {root}.
 Use the tools to read, search, edit and test code; keep changes minimal and explain what you did.
 Paths are relative to the repository root. Prefer edit_file for small changes and run the tests after editing.
-Large tool output is spilled: you see its head and tail and a handle — page or grep it with read_spill.
-A "Working memory" block may appear before the newest message: it lists pinned constraints, open tasks and
+Large tool output is spilled: you see its head and tail and a handle — page or grep it with read_spill."""
+MEMORY_PROMPT = """A "Working memory" block may appear before the newest message: it lists pinned constraints, open tasks and
 recalled decisions / changes with their turn numbers. Treat its constraints as binding; when unsure about an
 earlier decision, call search_memory."""
 
@@ -40,14 +42,38 @@ INSTRUCTION_FILES = ("AGENTS.md", "CLAUDE.md")
 MAX_INSTRUCTIONS_CHARS = 40_000
 
 
-def system_prompt(root: Path) -> str:
-    parts = [BASE_PROMPT.format(root=root)]
+def system_prompt(root: Path, *, memory: bool = True) -> str:
+    parts = [BASE_PROMPT.format(root=root)] + ([MEMORY_PROMPT] if memory else [])
     for name in INSTRUCTION_FILES:
-        path = root / name
-        if path.is_file():
-            text = path.read_text(encoding="utf-8", errors="replace")[:MAX_INSTRUCTIONS_CHARS]
-            parts.append(f"# Project instructions ({name})\n\n{text.strip()}")
+        text = instructions_file(root, name)
+        if text is not None:
+            parts.append(f"# Project instructions ({name})\n\n{text}")
     return "\n\n".join(parts)
+
+
+def instructions_file(root: Path, name: str) -> str | None:
+    """The text of AGENTS.md / CLAUDE.md at the root, confined like read_file and capped; None when absent.
+
+    The file is repository content: a symbolic link out of the repository (`-> /proc/self/environ`
+    would put every environment variable, keys included, into the prompt), a FIFO or a device is not
+    read; the prompt gets a note saying why instead. A longer file is cut with a note.
+    """
+    if not os.path.lexists(Path(root) / name):
+        return None
+    try:
+        path = resolve_in_repo(root, name)
+        stat_regular_file(path, name)
+        with open(path, "rb") as fh:
+            raw = fh.read(MAX_INSTRUCTIONS_CHARS * 4 + 4)  # enough bytes for the cap in any UTF-8 text
+            more = bool(fh.read(1))
+    except (ToolError, OSError) as exc:
+        reason = str(exc) if isinstance(exc, ToolError) else (exc.strerror or str(exc))
+        return f"[{name} was not read: {reason}]"
+    text = raw.decode("utf-8", errors="replace").strip()
+    if len(text) > MAX_INSTRUCTIONS_CHARS or more:
+        text = (text[:MAX_INSTRUCTIONS_CHARS].rstrip() +
+                f"\n\n[{name} was cut here: only its first {MAX_INSTRUCTIONS_CHARS:,} characters are included]")
+    return text
 
 
 def resolve_model(config: Config) -> tuple[str, ModelInfo]:
@@ -89,15 +115,24 @@ def summarizer_for(config: Config, label: str) -> Callable[[str], str] | None:
     return summarize
 
 
-def _memory_parts(session: Session) -> tuple[object | None, object | None]:
+def _memory_parts(session: Session) -> tuple[object | None, object | None, str]:
+    """(store, recall, problem): with memory off, or a database that cannot be opened (garbage,
+    read-only, disk full), the agent runs without memory and `problem` says why."""
     if not session.config.memory:
-        return None, None
+        return None, None, ""
     from ctxagent.context.memory.recall import MemoryRecall
     from ctxagent.context.memory.store import MemoryStore
 
-    store = MemoryStore.open(session.state_dir / "memory.db", synonyms=session.config.synonyms,
-                             degrade_after_turns=session.config.degrade_after_turns)
-    return store, MemoryRecall(store, session.id, top_k=session.config.recall_k, user_store=MemoryStore.open_user())
+    store = user = None
+    try:
+        store = MemoryStore.open_project(session.root, synonyms=session.config.synonyms,
+                                         degrade_after_turns=session.config.degrade_after_turns)
+        user = MemoryStore.open_user()
+    except CtxagentError as exc:
+        if store is not None:
+            store.close()
+        return None, None, f"running without memory: {exc} (set memory = false in the config to silence this)"
+    return store, MemoryRecall(store, session.id, top_k=session.config.recall_k, user_store=user), ""
 
 
 def _checkpoints(session: Session) -> object | None:
@@ -108,11 +143,16 @@ def _checkpoints(session: Session) -> object | None:
     return Checkpoints(session.root, session.state_dir)
 
 
-def default_registry() -> ToolRegistry:
+# The tools that read or write the memory database: not registered when memory is off.
+STORE_TOOLS = frozenset({"search_memory", "store_memory"})
+
+
+def default_registry(*, memory: bool = True) -> ToolRegistry:
     from ctxagent.tools.memory_tools import memory_tools
     from ctxagent.tools.spill_tool import make_read_spill_tool
 
-    return make_registry(extra=[make_read_spill_tool(), *memory_tools()])
+    tools = [t for t in memory_tools() if memory or t.name not in STORE_TOOLS]
+    return make_registry(extra=[make_read_spill_tool(), *tools])
 
 
 def create_agent(
@@ -133,15 +173,15 @@ def create_agent(
     counter = CachedCounter(get_counter(info.tokenizer))
     safe = re.sub(r"[^A-Za-z0-9._-]+", "_", label)
     calibrator = Calibrator(label, path=user_state_dir() / "calibration" / f"{safe}.json")
-    memory, warm = _memory_parts(session)
+    memory, warm, memory_problem = _memory_parts(session)
     parts = AgentParts(
         provider=provider,
-        registry=registry or default_registry(),
+        registry=registry or default_registry(memory=memory is not None),
         counter=counter,
         budget=budget,
         calibrator=calibrator,
         spill=SpillStore(spill_dir(session.root)),
-        system=system_prompt(session.root),
+        system=system_prompt(session.root, memory=memory is not None),
         model_label=label,
         tokenizer=info.tokenizer,
         memory=memory,
@@ -150,4 +190,7 @@ def create_agent(
         checkpoints=_checkpoints(session),
         tool_config={"test_command": config.test_command, "shell_timeout": config.shell_timeout},
     )
-    return Agent(session, parts, on_event=on_event, approver=approver)
+    agent = Agent(session, parts, on_event=on_event, approver=approver)
+    if memory_problem and on_event is not None:
+        on_event(Notice(memory_problem, "warning"))
+    return agent

@@ -2,8 +2,10 @@
 
 Exit codes (stable, for scripts):
     0  the turn finished (end_turn)
-    1  the provider failed after retries, or the stream broke (the partial reply is kept in the log)
-    2  configuration or usage error (no model, bad key name, bad config file, unknown session)
+    1  the provider failed after retries, or the stream broke (the partial reply is kept in the log),
+       or ctxagent's state could not be written mid-turn (disk full)
+    2  configuration or usage error (no model, bad key name, bad config file, unknown session, a
+       `.ctxagent/` shipped by the repository or one that cannot be written)
     3  authentication failed (bad or missing API key)
     4  the context cannot fit even after spill / prune / compact (one message larger than the window)
     5  the step limit was reached
@@ -22,7 +24,9 @@ from ctxagent.agent.config import flags_from_args, load_config
 from ctxagent.agent.events import AgentEvent, AssistantDelta, AssistantDone, Notice, ToolFinished, ToolStarted
 from ctxagent.agent.factory import create_agent
 from ctxagent.agent.session import find_repo_root, open_session
+from ctxagent.agent.trust import describe_ignored
 from ctxagent.context.errors import ConfigError, CtxagentError, HistoryError
+from ctxagent.context.paths import describe_os_error
 
 EXIT_OK, EXIT_PROVIDER, EXIT_CONFIG, EXIT_AUTH, EXIT_OVERFLOW, EXIT_MAX_STEPS, EXIT_CANCELLED = 0, 1, 2, 3, 4, 5, 130
 
@@ -76,6 +80,8 @@ def run_headless(args: Any, out: TextIO = sys.stdout, err: TextIO = sys.stderr) 
     root = find_repo_root(cwd)
     try:
         config = load_config(root, flags_from_args(args))
+        if config.ignored_keys:  # headless never asks: say what was left out and how to allow it
+            err.write(f"ctxagent: {describe_ignored(config.ignored_keys)}\n")
         resume = args.resume if args.resume is not None else ("" if args.continue_ else None)
         session = open_session(root, config, resume)
         printer = TextPrinter(out, err) if args.output == "text" else None
@@ -86,16 +92,26 @@ def run_headless(args: Any, out: TextIO = sys.stdout, err: TextIO = sys.stderr) 
     except CtxagentError as exc:
         err.write(f"ctxagent: {exc}\n")
         return EXIT_PROVIDER
+    except OSError as exc:
+        err.write(f"ctxagent: cannot set up the session: {describe_os_error(exc)}\n")
+        return EXIT_CONFIG
     cancel = threading.Event()
     try:
         done = agent.run_turn(args.prompt, cancel)
     except KeyboardInterrupt:
         cancel.set()
-        session.log.sync()
+        _sync(session)
         err.write("ctxagent: cancelled\n")
         return EXIT_CANCELLED
+    except OSError as exc:  # the session log or another state file could not be written
+        err.write(f"ctxagent: cannot write ctxagent's state: {describe_os_error(exc)}; the session log holds "
+                  "everything written before\n")
+        return EXIT_PROVIDER
+    except CtxagentError as exc:
+        err.write(f"ctxagent: {exc}\n")
+        return EXIT_PROVIDER
     finally:
-        session.log.sync()
+        _sync(session)
     this_run = max((e.id for e in session.log.events if e.kind == "user"), default=0)
     errors = [e for e in session.log.events[this_run:] if e.kind == "error"]  # not a resumed session's old ones
     last_error = errors[-1].data if errors and done.stop_reason == "error" else None
@@ -105,6 +121,13 @@ def run_headless(args: Any, out: TextIO = sys.stdout, err: TextIO = sys.stderr) 
     if args.output == "json":
         out.write(json.dumps(_json_result(agent, done, last_error), ensure_ascii=False) + "\n")
     return code
+
+
+def _sync(session: Any) -> None:
+    try:
+        session.log.sync()
+    except OSError:
+        pass  # already reported; a full disk must not turn the report into a traceback
 
 
 def _json_notice(ev: AgentEvent, err: TextIO) -> None:

@@ -36,6 +36,17 @@ from ctxagent.context.build_cache import BuildCache
 from ctxagent.context.builder import BuildInputs, BuildResult, build, request_sha256
 from ctxagent.context.calibrator import Calibrator
 from ctxagent.context.errors import ContextLengthError, ContextOverflowError, ProviderError, StreamError
+from ctxagent.context.events import (
+    AssistantData,
+    BuildParams,
+    ContextReportData,
+    ErrorData,
+    SystemPromptData,
+    ToolCallData,
+    ToolResultData,
+    UsageData,
+    UserData,
+)
 from ctxagent.context.report import ContextReport
 from ctxagent.context.spill import SpillStore
 from ctxagent.context.tokens import TokenCounter
@@ -96,7 +107,7 @@ class Agent(ToolCallsMixin):
         self._turn_no = self._current_turn()  # the running turn, stamped on its steps' events
         self._build_cache = BuildCache()  # per-event build work kept across steps: a step costs O(new content)
         self.reports: list[ContextReport] = [
-            ContextReport.from_dict(e.data["report"]) for e in session.log.of_kind("context_report")
+            ContextReport.from_dict(e.context_report.report) for e in session.log.of_kind("context_report")
         ]
         self._record_system_prompt()
         self._answer_dangling_calls()
@@ -119,7 +130,7 @@ class Agent(ToolCallsMixin):
         cancel = cancel or threading.Event()
         turn = self._next_turn()
         self._turn_no = turn
-        user_ev = self.log.append("user", text=text, turn=turn)
+        user_ev = self.log.append(UserData(text=text, turn=turn))
         self._ingest([user_ev])
         self.on_event(TurnStarted(turn, text))
         final_text, steps, stop = "", 0, "end_turn"
@@ -168,12 +179,12 @@ class Agent(ToolCallsMixin):
         if record is None:
             self._notice("nothing to compact yet", "info")
             return None
-        ev = self.log.append("compaction", **record)
+        ev = self.log.append(record)
         self._ingest([ev])
         self.log.sync()
         report = self.preview()
         after = self.parts.calibrator.apply(report.total) if report else 0
-        done = CompactionDone(record["first_id"], record["last_id"], record["method"], before, after)
+        done = CompactionDone(record.first_id, record.last_id, record.method, before, after)
         self.on_event(done)
         return done
 
@@ -251,13 +262,13 @@ class Agent(ToolCallsMixin):
 
     def _record_build(self, step: int, result: BuildResult) -> None:
         # usually one record; two when the current turn alone overflowed and its older steps were summarized too
-        for c in result.compactions or ([result.compaction] if result.compaction else []):
-            ev = self.log.append("compaction", **c)
+        for planned in result.compactions:
+            c = planned.data
+            ev = self.log.append(c, expect_id=planned.event_id)
             self._ingest([ev])
-            self.on_event(CompactionDone(c["first_id"], c["last_id"], c["method"], 0, result.report.total))
+            self.on_event(CompactionDone(c.first_id, c.last_id, c.method, 0, result.report.total))
         body = self.parts.provider.body(result.request)
-        self.log.append(
-            "context_report",
+        self.log.append(ContextReportData(
             step=step,
             report=result.report.to_dict(),
             request_sha256=request_sha256(body),
@@ -265,27 +276,20 @@ class Agent(ToolCallsMixin):
             calibration_ratio=self.parts.calibrator.ratio,
             model=self.parts.model_label,
             build=self._build_params(),
-        )
+        ))
         self.reports.append(result.report)
         self.on_event(ContextBuilt(step, result.report))
         self._current_request = result
 
-    def _build_params(self) -> dict[str, Any]:
+    def _build_params(self) -> BuildParams:
         """Every scalar the builder used, so `ctxagent inspect` can rebuild this step exactly."""
         cfg, b = self.session.config, self.parts.budget
-        return {
-            "window": b.window,
-            "fractions": b.fractions,
-            "max_output": b.max_output,
-            "profile": b.profile,
-            "tools_high": b.tools_high,
-            "tools_low": b.tools_low,
-            "protect_steps": b.protect_steps,
-            "strategy": cfg.strategy,
-            "protect_turns": cfg.protect_turns,
-            "thresholds": [cfg.compress_at, cfg.new_session_at],
-            "tokenizer": self.parts.tokenizer,
-        }
+        return BuildParams(
+            window=b.window, fractions=b.fractions, max_output=b.max_output, profile=b.profile,
+            tools_high=b.tools_high, tools_low=b.tools_low, protect_steps=b.protect_steps,
+            strategy=cfg.strategy, protect_turns=cfg.protect_turns,
+            thresholds=(cfg.compress_at, cfg.new_session_at), tokenizer=self.parts.tokenizer,
+        )
 
     def _stream(self, step: int, result: BuildResult, cancel: threading.Event) -> Agent._Outcome:
         texts: list[str] = []
@@ -320,26 +324,23 @@ class Agent(ToolCallsMixin):
             stop = "stream_error"
             calls = []  # tool calls from a broken stream are not trusted
             message = f"the stream broke ({exc}); kept the {len(''.join(texts))} characters that arrived"
-            self.log.append("error", message=message, error_type=type(exc).__name__, step=step)
+            self.log.append(ErrorData(message=message, error_type=type(exc).__name__, step=step))
             self._notice(message, "warning")
         text = "".join(texts)
-        usage_d = {
-            "input_tokens": usage.input_tokens,
-            "output_tokens": usage.output_tokens,
-            "cache_read": usage.cache_read,
-            "cache_write": usage.cache_write,
-        }
-        self.log.append(
-            "assistant",
+        usage_data = UsageData(input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
+                               cache_read=usage.cache_read, cache_write=usage.cache_write)
+        usage_d = usage_data.to_data()
+        ev = self.log.append(AssistantData(
             text=text,
-            tool_calls=[{"id": c.id, "name": c.name, "arguments": c.arguments if c.arguments is not None else {"_raw": c.raw_arguments}} for c in calls],
+            tool_calls=[ToolCallData(id=c.id, name=c.name, arguments=c.arguments if c.arguments is not None else {"_raw": c.raw_arguments})
+                        for c in calls],
             stop_reason=stop,
-            usage=usage_d,
+            usage=usage_data,
             step=step,
             turn=self._turn_no,
             partial=partial,
-        )
-        self._ingest([self.log.events[-1]])
+        ))
+        self._ingest([ev])
         if usage.prompt_tokens and result.report.total:
             self.parts.calibrator.update(result.report.total, usage.prompt_tokens)
         self.on_event(AssistantDone(step, text, len(calls), usage_d, partial))
@@ -348,31 +349,28 @@ class Agent(ToolCallsMixin):
     # -- helpers ------------------------------------------------------------------------------
     def _record_system_prompt(self) -> None:
         """Log the stable prefix when it changes, so `inspect` can rebuild any step exactly."""
-        tools = [s.__dict__ for s in self.parts.registry.specs()]
+        prompt = SystemPromptData(text=self.parts.system, tools=[s.__dict__ for s in self.parts.registry.specs()])
         last = next((e for e in reversed(self.log.events) if e.kind == "system_prompt"), None)
-        if last is None or last.data.get("text") != self.parts.system or last.data.get("tools") != tools:
-            self.log.append("system_prompt", text=self.parts.system, tools=tools)
+        if last is None or last.as_(SystemPromptData).to_data() != prompt.to_data():
+            self.log.append(prompt)
 
     def _answer_dangling_calls(self) -> None:
         """A run killed between a tool call and its result leaves a call without an answer, which
         both APIs reject; on resume, answer it in the log, saying what happened."""
-        answered = {e.data.get("call_id") for e in self.log.events if e.kind == "tool_result"}
-        for ev in self.log.events:
-            if ev.kind != "assistant":
-                continue
-            for call in ev.data.get("tool_calls") or []:
-                if call.get("id") not in answered:
-                    self.log.append(
-                        "tool_result", call_id=call["id"], name=call.get("name", ""), is_error=True, duration_ms=0, meta={}, spill=None,
-                        content="interrupted: the session stopped before this tool finished; its effect is unknown — check before retrying",
-                    )
+        answered = {e.tool_result.call_id for e in self.log.events if e.kind == "tool_result"}
+        dangling = [call for ev in self.log.events if ev.kind == "assistant" for call in ev.assistant.tool_calls
+                    if call.id not in answered]
+        for call in dangling:
+            self.log.append(ToolResultData(
+                call_id=call.id, name=call.name, is_error=True,
+                content="interrupted: the session stopped before this tool finished; its effect is unknown — check before retrying",
+            ))
 
     def _next_turn(self) -> int:
-        turns = [int(e.data.get("turn", 0)) for e in self.log.events if e.kind == "user"]
-        return max(turns, default=0) + 1
+        return self.log.next_turn
 
     def _current_turn(self) -> int:
-        return max((int(e.data.get("turn", 0)) for e in self.log.events if e.kind == "user"), default=0)
+        return self.log.turn
 
     def _ingest(self, events: list) -> None:
         if self.parts.memory is not None:
@@ -382,7 +380,7 @@ class Agent(ToolCallsMixin):
         self.on_event(Notice(message, level))
 
     def _error(self, message: str, error_type: str, step: int | None = None) -> None:
-        self.log.append("error", message=message, error_type=error_type, step=step)
+        self.log.append(ErrorData(message=message, error_type=error_type, step=step))
         self._notice(message, "error")
 
     def _safe(self, fn: Callable[[], Any]) -> Any:

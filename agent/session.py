@@ -3,39 +3,22 @@
 from __future__ import annotations
 
 import secrets
-import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from ctxagent.agent.config import Config
-from ctxagent.context.errors import HistoryError
+from ctxagent.context.errors import HistoryError, StateDirError
+from ctxagent.context.gitsafe import toplevel
 from ctxagent.context.history import SessionLog
-from ctxagent.context.paths import project_state_dir
+from ctxagent.context.paths import describe_os_error, ensure_state_dir, project_state_dir
 from ctxagent.context.sanitize import Sanitizer
 
 
 def find_repo_root(cwd: Path) -> Path:
     """The git top-level containing `cwd`, or `cwd` itself outside a repository."""
     cwd = cwd.resolve()
-    try:
-        out = subprocess.run(
-            ["git", "rev-parse", "--show-toplevel"], cwd=cwd, capture_output=True, text=True, timeout=10, check=False
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return cwd
-    top = out.stdout.strip()
-    return Path(top).resolve() if out.returncode == 0 and top else cwd
-
-
-def ensure_state_dir(root: Path) -> Path:
-    """Create `<root>/.ctxagent/` with its own `.gitignore` so it never pollutes the user's repo."""
-    state = project_state_dir(root)
-    (state / "sessions").mkdir(parents=True, exist_ok=True)
-    ignore = state / ".gitignore"
-    if not ignore.exists():
-        ignore.write_text("*\n", encoding="utf-8")
-    return state
+    return toplevel(cwd) or cwd
 
 
 def sessions_dir(root: Path) -> Path:
@@ -91,10 +74,17 @@ def open_session(root: Path, config: Config, resume: str | None = None, *, paren
     """A new session, or the one `resume` names ("" = the latest)."""
     root = root.resolve()
     state = ensure_state_dir(root)
+    try:
+        (state / "sessions").mkdir(exist_ok=True)
+    except OSError as exc:
+        raise StateDirError(f"cannot create {state / 'sessions'}: {describe_os_error(exc)}") from exc
     sanitize = Sanitizer(config.secrets())
-    if resume is not None:
-        log = SessionLog.load(resolve_session(root, resume), sanitize=sanitize)
-    else:
-        log = SessionLog.create(sessions_dir(root), new_session_id(), sanitize=sanitize)
-        log.append("session_start", session=log.session_id, model=config.model or "", cwd=str(root), parent=parent)
+    try:
+        if resume is not None:
+            log = SessionLog.load(resolve_session(root, resume), sanitize=sanitize)
+        else:
+            log = SessionLog.create(sessions_dir(root), new_session_id(), sanitize=sanitize)
+            log.append("session_start", session=log.session_id, model=config.model or "", cwd=str(root), parent=parent)
+    except OSError as exc:  # a read-only `.ctxagent/`, a full disk
+        raise StateDirError(f"cannot write the session log in {state / 'sessions'}: {describe_os_error(exc)}") from exc
     return Session(root=root, state_dir=state, config=config, log=log)

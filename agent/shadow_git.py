@@ -3,7 +3,13 @@
 The shadow repository lives at `<state_dir>/shadow.git` and is always driven with
 GIT_DIR=<shadow>, GIT_WORK_TREE=<repo root> and GIT_INDEX_FILE=<state_dir>/shadow.index, so the
 user's index, HEAD, branches, stash, hooks and config are never read for writing nor written.
-Only plumbing commands are used (add, write-tree, commit-tree, update-ref), so no hook runs.
+Only plumbing commands are used (add, write-tree, commit-tree, update-ref), every one built by
+`context.gitsafe.git_command` (no hooks, no fsmonitor, no pager, no signing program) with the
+shadow's own settings passed as `-c` options too, so the shadow's config file decides nothing.
+
+The shadow repository is ctxagent's own: it is created here (`git init --template=`), and one that
+is found with settings ctxagent never writes (e.g. `core.fsmonitor = "…"` in a `.ctxagent/` that
+came with the repository) is refused with a CheckpointError instead of being used.
 
 Which files a snapshot holds mirrors what the user's git would show: tracked and untracked files,
 not ignored ones. `.gitignore` files in the tree and the global excludes file are honoured by the
@@ -15,13 +21,13 @@ force-added, as the user's git keeps tracking them. The state folder (`.ctxagent
 from __future__ import annotations
 
 import os
-import tempfile
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-import git
 from ctxagent.context.errors import CtxagentError
+from ctxagent.context.gitsafe import run_git
+from ctxagent.context.paths import ensure_parent
 
 
 class CheckpointError(CtxagentError):
@@ -45,9 +51,16 @@ _SHADOW_CONFIG: dict[str, str] = {
     "user.email": "ctxagent@localhost",
 }
 
+# Keys `git init` writes itself; with _SHADOW_CONFIG (those values only), all a shadow made by ctxagent sets.
+_INIT_KEYS = frozenset({
+    "core.repositoryformatversion", "core.filemode", "core.bare", "core.logallrefupdates", "core.ignorecase",
+    "core.precomposeunicode", "core.symlinks", "extensions.objectformat",
+})
+
 # info/attributes has the highest precedence: no eol conversion and no clean/smudge filter (e.g.
 # git-lfs) may turn the stored bytes into anything but the bytes on disk.
-_SHADOW_ATTRIBUTES = "* -text -eol -filter -ident -working-tree-encoding\n"
+# `!diff` leaves binary detection to git but no diff driver (textconv) of the repository applies.
+_SHADOW_ATTRIBUTES = "* -text -eol -filter -ident -working-tree-encoding !diff !merge\n"
 
 
 @dataclass(frozen=True)
@@ -87,7 +100,7 @@ class ShadowRepo:
         self.state_dir = Path(state_dir).resolve()
         self.git_dir = self.state_dir / "shadow.git"
         self.index_file = self.state_dir / "shadow.index"
-        self._git: git.Git | None = None
+        self._ready = False
         self._user_git_dir: Path | None = None
         self._user_git_checked = False
 
@@ -104,39 +117,70 @@ class ShadowRepo:
             "GIT_AUTHOR_EMAIL": "ctxagent@localhost",
             "GIT_COMMITTER_NAME": "ctxagent",
             "GIT_COMMITTER_EMAIL": "ctxagent@localhost",
-            "GIT_TERMINAL_PROMPT": "0",
-            "GIT_OPTIONAL_LOCKS": "0",
         }
 
-    @property
-    def git(self) -> git.Git:
-        if self._git is None:
-            self._ensure_repo()
-            runner = git.Git(str(self.repo_root))
-            runner.update_environment(**self._env())
-            self._git = runner
-        return self._git
-
-    def _ensure_repo(self) -> None:
-        self.state_dir.mkdir(parents=True, exist_ok=True)
-        marker = self.state_dir / ".gitignore"
-        if not marker.exists() and self.state_dir.parent == self.repo_root:
-            # Keep the state folder out of the user's `git status` (as .venv and .pytest_cache do).
-            marker.write_text("# ctxagent state: sessions, spill files, memory, checkpoints\n*\n", encoding="utf-8")
-        if (self.git_dir / "HEAD").exists():
+    def ensure(self) -> None:
+        """Create the shadow repository on first use, or check that an existing one is ctxagent's."""
+        if self._ready:
             return
         try:
-            repo = git.Repo.init(str(self.git_dir), bare=True, mkdir=True)
-            with repo.config_writer() as cw:
-                for key, value in _SHADOW_CONFIG.items():
-                    section, option = key.rsplit(".", 1)
-                    cw.set_value(section, option, value)
-            repo.close()
-        except (git.GitCommandError, OSError) as exc:
+            ensure_parent(self.git_dir)
+        except (OSError, CtxagentError) as exc:
             raise CheckpointError(f"cannot create the shadow repository at {self.git_dir}: {exc}") from exc
+        if os.path.lexists(self.git_dir):
+            self._check_own()
+        else:
+            self._create()
         info = self.git_dir / "info"
-        info.mkdir(exist_ok=True)
-        (info / "attributes").write_text(_SHADOW_ATTRIBUTES, encoding="utf-8")
+        try:  # rewritten on every open: the attributes are what keeps snapshots byte-exact and filter-free
+            info.mkdir(exist_ok=True)
+            if not (info / "attributes").exists() or (info / "attributes").read_text(encoding="utf-8") != _SHADOW_ATTRIBUTES:
+                (info / "attributes").write_text(_SHADOW_ATTRIBUTES, encoding="utf-8")
+        except OSError as exc:
+            raise CheckpointError(f"cannot write {info / 'attributes'}: {exc}") from exc
+        self._ready = True
+
+    def _create(self) -> None:
+        try:
+            out = run_git(["init", "--bare", "--quiet", "--template=", str(self.git_dir)], cwd=self.state_dir, timeout=60)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise CheckpointError(f"cannot create the shadow repository at {self.git_dir}: {exc}") from exc
+        if out.returncode != 0:
+            err = out.stderr.decode("utf-8", "replace").strip()
+            raise CheckpointError(f"cannot create the shadow repository at {self.git_dir}: {err[:300]}")
+        lines = []
+        for key, value in _SHADOW_CONFIG.items():
+            section, option = key.rsplit(".", 1)
+            lines.append(f"[{section}]\n\t{option} = {value}\n")
+        try:
+            with open(self.git_dir / "config", "a", encoding="utf-8") as fh:
+                fh.write("".join(lines))
+        except OSError as exc:
+            raise CheckpointError(f"cannot configure the shadow repository at {self.git_dir}: {exc}") from exc
+
+    def _check_own(self) -> None:
+        """Refuse a shadow repository whose config holds anything ctxagent does not write."""
+        fix = f"delete it (rm -rf {self.git_dir}) and ctxagent creates its own at the next checkpoint"
+        if os.path.islink(self.git_dir) or not self.git_dir.is_dir():
+            raise CheckpointError(f"{self.git_dir} is not a directory ctxagent created; checkpoints are off: {fix}")
+        try:
+            out = run_git(["config", "--file", str(self.git_dir / "config"), "--list", "-z"], cwd=self.state_dir, timeout=30)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise CheckpointError(f"cannot read {self.git_dir / 'config'}: {exc}") from exc
+        if out.returncode != 0:
+            raise CheckpointError(f"{self.git_dir / 'config'} is unreadable; checkpoints are off: {fix}")
+        ours = {k.lower(): v for k, v in _SHADOW_CONFIG.items()}
+        foreign: list[str] = []
+        for entry in out.stdout.decode("utf-8", "replace").split("\0"):
+            key, _, value = entry.partition("\n")
+            key = key.lower()
+            if key and (key not in _INIT_KEYS and ours.get(key) != value):
+                foreign.append(key)
+        if foreign:
+            raise CheckpointError(
+                f"{self.git_dir} was not created by ctxagent (its config sets {', '.join(sorted(set(foreign))[:5])}); "
+                f"it is not used and checkpoints are off: {fix}"
+            )
 
     def run(self, *args: str, stdin: bytes | None = None, check: bool = True, partial_ok: bool = False) -> bytes:
         """Run git against the shadow repository; returns raw stdout (paths are NUL-separated with -z).
@@ -144,40 +188,28 @@ class ShadowRepo:
         `partial_ok`: a non-zero exit is fine unless git said "fatal" (e.g. `add --ignore-errors`
         skipping an unreadable file still stages everything else).
         """
-        cmd = [git.Git.GIT_PYTHON_GIT_EXECUTABLE or "git", *args]
-        kwargs: dict[str, Any] = {
-            "with_extended_output": True, "with_exceptions": False,
-            "stdout_as_string": False, "strip_newline_in_stdout": False,
-        }
+        self.ensure()
         try:
-            if stdin is None:
-                status, out, err = self.git.execute(cmd, **kwargs)
-            else:
-                with tempfile.TemporaryFile() as fh:
-                    fh.write(stdin)
-                    fh.seek(0)
-                    status, out, err = self.git.execute(cmd, istream=fh, **kwargs)
-        except (git.GitCommandError, OSError) as exc:
+            out = run_git(list(args), cwd=self.repo_root, env=self._env(), config=_SHADOW_CONFIG.items(),
+                          stdin=stdin, timeout=None)
+        except (OSError, subprocess.SubprocessError) as exc:
             raise CheckpointError(f"shadow git {args[0]} could not run: {exc}") from exc
-        err_text = err.decode("utf-8", "replace") if isinstance(err, bytes) else str(err or "")
-        if status != 0 and check and not (partial_ok and "fatal:" not in err_text):
+        err_text = out.stderr.decode("utf-8", "replace")
+        if out.returncode != 0 and check and not (partial_ok and "fatal:" not in err_text):
             raise CheckpointError(f"shadow git {' '.join(args[:2])} failed: {err_text.strip()[:500]}")
-        return out if isinstance(out, bytes) else os.fsencode(str(out or ""))
+        return out.stdout
 
     # -- the user's own git (read-only) ---------------------------------------------------------
 
     def _user_git(self, *args: str) -> bytes | None:
-        """Run a read-only command in the user's repository, or None when it is not one."""
-        runner = git.Git(str(self.repo_root))
-        cmd = [git.Git.GIT_PYTHON_GIT_EXECUTABLE or "git", *args]
-        # Our own environment must not leak in, and no optional lock (index refresh) may be taken.
-        env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-        env["GIT_OPTIONAL_LOCKS"] = "0"
+        """Run a read-only command in the user's repository, or None when it is not one.
+
+        `git_env` drops our GIT_DIR & co. and takes no optional lock (no index refresh is written)."""
         try:
-            out = runner.execute(cmd, env=env, stdout_as_string=False, strip_newline_in_stdout=False)
-        except git.GitCommandError:
+            out = run_git(list(args), cwd=self.repo_root, timeout=None)
+        except (OSError, subprocess.SubprocessError):
             return None
-        return out if isinstance(out, bytes) else b""
+        return out.stdout if out.returncode == 0 else None
 
     def user_git_dir(self) -> Path | None:
         """The user's .git directory when repo_root is the top of a git work tree."""
@@ -229,7 +261,7 @@ class ShadowRepo:
 
     def scan(self) -> str:
         """Stage the working tree (tracked + untracked, not ignored) in the shadow index; return its tree sha."""
-        self.git  # noqa: B018 - creates the repository on first use
+        self.ensure()
         self._sync_excludes()
         pathspec = ["--", "."]
         rel = self._state_rel()
@@ -308,12 +340,9 @@ class ShadowRepo:
 
     def blob(self, sha: str) -> bytes:
         try:
-            _hex, _kind, _size, data = self.git.get_object_data(sha)
-        except (git.GitCommandError, ValueError, OSError) as exc:
+            return self.run("cat-file", "blob", sha)
+        except CheckpointError as exc:
             raise CheckpointError(f"cannot read blob {sha} from the shadow repository: {exc}") from exc
-        return data
 
     def close(self) -> None:
-        if self._git is not None:
-            self._git.clear_cache()
-            self._git = None
+        """Nothing stays open between commands (kept for callers that close what they open)."""

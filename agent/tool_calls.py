@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from ctxagent.agent.events import PermissionRequest, ToolFinished, ToolStarted
 from ctxagent.agent.providers.base import ToolCallEvent
+from ctxagent.context.tool_meta import changed_files_of_call
 from ctxagent.tools.base import ToolContext, ToolResult
 from ctxagent.tools.tests_runner import detect_test_command
 
@@ -66,8 +67,9 @@ class ToolCallsMixin:
                 result = self._permitted(call, turn)
                 if result is None:
                     result = self.parts.registry.run(call.name, call.arguments, ctx)
-                    if self.parts.registry.permission(call.name) != "read":
-                        self._turn_files.update(str(f) for f in result.meta.get("files") or [])
+                    if self.parts.registry.permission(call.name) != "read" and not result.is_error:
+                        changed = result.meta.get("changed_files") or changed_files_of_call(call.name, call.arguments)
+                        self._turn_files.update(str(f) for f in changed or result.meta.get("files") or [])
             self._append_result(call, result, int((time.monotonic() - started) * 1000))
 
     def _permitted(self, call: ToolCallEvent, turn: int) -> ToolResult | None:
@@ -110,6 +112,11 @@ class ToolCallsMixin:
         if call.name != "read_spill":  # a page of a spill is already bounded; spilling it again would loop
             content, spill_meta = self.parts.spill.maybe_spill(content, self.parts.counter, self.session.config.spill_tokens)
         meta = {k: v for k, v in result.meta.items() if k != "diff" or len(str(v)) < 20000}
+        if not result.is_error and "changed_files" not in meta:
+            # THE record of what this call changed (context/tool_meta.py), so no reader has to guess later
+            changed = changed_files_of_call(call.name, call.arguments or {})
+            if changed:
+                meta["changed_files"] = changed
         ev = self.log.append(
             "tool_result",
             call_id=call.id,

@@ -39,18 +39,18 @@ _ENTRY_CHARS = 64  # what a memo entry without text is charged
 
 def event_tokens(ev: Event, counter: TokenCounter) -> int:
     """What an event costs verbatim (spilled results count their full original size)."""
-    d = ev.data
     if ev.kind == "user":
-        return MESSAGE_OVERHEAD + counter.count(str(d.get("text", "")))
+        return MESSAGE_OVERHEAD + counter.count(ev.user.text)
     if ev.kind == "assistant":
-        calls = d.get("tool_calls") or []
-        args = sum(counter.count(json.dumps(c.get("arguments") or {}, ensure_ascii=False, sort_keys=True)) for c in calls)
-        return MESSAGE_OVERHEAD + counter.count(str(d.get("text", "") or "")) + args + 4 * len(calls)
+        step = ev.assistant
+        args = sum(counter.count(json.dumps(c.arguments, ensure_ascii=False, sort_keys=True)) for c in step.tool_calls)
+        return MESSAGE_OVERHEAD + counter.count(step.text) + args + 4 * len(step.tool_calls)
     if ev.kind == "tool_result":
-        spill = d.get("spill") or (d.get("meta") or {}).get("spill")
-        if isinstance(spill, dict) and isinstance(spill.get("tokens"), int):
-            return MESSAGE_OVERHEAD + int(spill["tokens"])
-        return MESSAGE_OVERHEAD + counter.count(str(d.get("content", "")))
+        result = ev.tool_result
+        spill = result.spill_ref
+        if spill is not None and spill.tokens is not None:
+            return MESSAGE_OVERHEAD + spill.tokens
+        return MESSAGE_OVERHEAD + counter.count(result.content)
     return 0
 
 

@@ -21,21 +21,25 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
-from ctxagent.context.budget import Budget
 from ctxagent.context.build_cache import BuildCache, cache_for
+from ctxagent.context.build_types import (
+    BuildInputs,
+    BuildResult,
+    Draft,
+    PlannedCompaction,
+    Slot,
+)
 from ctxagent.context.compact import compaction_record, user_positions
 from ctxagent.context.errors import ContextOverflowError
+from ctxagent.context.events import CompactionData
 from ctxagent.context.history import Event, Summary, ViewItem
 from ctxagent.context.measure import make_report
 from ctxagent.context.pins import Pin, SessionPins
 from ctxagent.context.prune import LOW_VALUE, pruned_arguments, pruned_text
-from ctxagent.context.render import Draft, Slot, assemble, warm_position, with_content
-from ctxagent.context.report import ContextReport
-from ctxagent.context.request import Message, Request, ToolCall, ToolSpec
+from ctxagent.context.render import assemble, warm_position, with_content
+from ctxagent.context.request import Message, Request, ToolCall
 from ctxagent.context.slice_relief import enforce_tools_slice
 from ctxagent.context.tokens import TokenCounter, count_message
 
@@ -43,47 +47,6 @@ MAX_RELIEF_ROUNDS = 64  # a safety bound: each round compacts strictly more, so 
 KEEP_RECENT_STEPS = 2  # an in-turn compaction keeps the current turn's last steps verbatim
 MODEL_SUMMARY_ESTIMATE = 800  # tokens a model summary is assumed to take when choosing a range
 PRUNED_CHARS = 2000  # about what a pruned preview holds (the cache's size accounting)
-
-
-class WarmProvider(Protocol):
-    def warm_block(self, query: str, files: list[str], turn: int, max_tokens: int, counter: TokenCounter) -> str: ...
-
-
-@dataclass
-class BuildInputs:
-    events: list[Event]  # the whole session log so far (view() applied inside)
-    system: str  # system prompt incl. project instructions
-    tools: list[ToolSpec]
-    budget: Budget
-    counter: TokenCounter  # a CachedCounter
-    step: int
-    turn: int
-    strategy: str = "ctxagent"  # "ctxagent" | "full" | "window"
-    calibration_ratio: float = 1.0
-    warm: WarmProvider | None = None  # memory hook; None = SessionPins from the log
-    warm_override: str | None = None  # exact warm text to use (inspect re-builds with it)
-    summarize: Callable[[str], str] | None = None  # model call for compaction; None = extractive
-    allow_compaction: bool = True
-    protect_turns: int = 2
-    thresholds: tuple[float, float] = (0.75, 0.90)
-    focus: str | None = None
-    # per-event work remembered across builds (the agent keeps one per session); None = the cache tied
-    # to `counter`. The result is the same with or without it, warm or cold.
-    cache: BuildCache | None = None
-
-
-@dataclass
-class BuildResult:
-    request: Request
-    report: ContextReport
-    warm_text: str  # the warm block as sent ("" if none)
-    compaction: dict[str, Any] | None  # a compaction event's data to APPEND to the log
-    pruned_ids: list[int] = field(default_factory=list)
-    spilled_ids: list[int] = field(default_factory=list)
-    masked: list[list[int]] = field(default_factory=list)
-    # EVERY compaction record to append, in this order (normally just [compaction]; a second one
-    # appears only when the current turn's own older steps had to be summarized in the same build)
-    compactions: list[dict[str, Any]] = field(default_factory=list)
 
 
 def request_sha256(body: dict[str, Any]) -> str:
@@ -96,10 +59,10 @@ def _recent_files(events: list[Event], limit: int = 10) -> list[str]:
     files: list[str] = []
     for ev in reversed(events):
         if ev.kind == "tool_result":
-            files += [str(f) for f in (ev.data.get("meta") or {}).get("files") or []]
+            files += ev.tool_result.meta.files
         elif ev.kind == "assistant":
-            for call in ev.data.get("tool_calls") or []:
-                path = (call.get("arguments") or {}).get("path")
+            for call in ev.assistant.tool_calls:
+                path = call.arguments.get("path")
                 if isinstance(path, str):
                     files.append(path)
         if len(dict.fromkeys(files)) >= limit:
@@ -112,7 +75,7 @@ def warm_text_for(inputs: BuildInputs, events: list[Event], pins: list[Pin] | No
     collected. A failing memory hook falls back to the session pins and says so."""
     if inputs.warm_override is not None:
         return inputs.warm_override, None
-    query = next((str(e.data.get("text", "")) for e in reversed(events) if e.kind == "user"), "")
+    query = next((e.user.text for e in reversed(events) if e.kind == "user"), "")
     max_tokens = inputs.budget.base("warm")
     note = None
     if inputs.warm is not None:
@@ -199,11 +162,11 @@ def _choose_compaction_end(draft: Draft, inputs: BuildInputs, limit: int) -> int
     return best if best is not None and best <= newest else None
 
 
-def _finish(inputs: BuildInputs, draft: Draft, warm: str, records: list[dict[str, Any]], notes: list[str],
+def _finish(inputs: BuildInputs, draft: Draft, warm: str, records: list[PlannedCompaction], notes: list[str],
             cache: BuildCache) -> BuildResult:
-    compaction = records[0] if records else None
+    compaction = records[0].data if records else None
     for extra in records[1:]:
-        notes.append(f"also compacted the current turn's older steps: events {extra['first_id']}–{extra['last_id']}")
+        notes.append(f"also compacted the current turn's older steps: events {extra.data.first_id}–{extra.data.last_id}")
     messages = [s.msg for s in draft.slots]
     if draft.warm_msg is not None:
         messages.insert(warm_position(messages), draft.warm_msg)
@@ -214,7 +177,6 @@ def _finish(inputs: BuildInputs, draft: Draft, warm: str, records: list[dict[str
         request=request,
         report=report,
         warm_text=warm,
-        compaction=compaction,
         compactions=list(records),
         pruned_ids=[s.msg.event_id for s in draft.slots if s.state == "pruned" and s.msg.event_id is not None],
         spilled_ids=[s.event_id for s in draft.slots if s.spill is not None and s.event_id is not None],
@@ -236,7 +198,7 @@ def _choose_in_turn_range(draft: Draft) -> list[ViewItem] | None:
 
 
 def _relieve(inputs: BuildInputs, events: list[Event], limit: int, warm: str, notes: list[str],
-             cache: BuildCache) -> tuple[Draft, list[dict[str, Any]], str]:
+             cache: BuildCache) -> tuple[Draft, list[PlannedCompaction], str]:
     """Apply the tiers until the draft fits; return it with the compaction records to append, in order.
 
     The pipeline is a function of the state (log + records so far), re-run from scratch after each
@@ -244,11 +206,12 @@ def _relieve(inputs: BuildInputs, events: list[Event], limit: int, warm: str, no
     without compacting again (inspect's byte-identical replay depends on this).
     """
     counter = inputs.counter
-    next_id = (events[-1].id + 1) if events else 0
-    records: list[tuple[int, dict[str, Any], bool]] = []  # (event id, data, is an old-turns record)
+    next_id = len(events)  # ids are positions in the log: the next appended event gets this one
+    records: list[tuple[int, CompactionData, bool]] = []  # (planned event id, data, is an old-turns record)
     summary_cap = max(256, limit // 4)
     for _ in range(MAX_RELIEF_ROUNDS):
-        log = cache.log_state([*events, *(Event(eid, "compaction", dict(data)) for eid, data, _ in records)])
+        log = cache.log_state([*events, *(Event(eid, CompactionData.KIND, data.to_data())
+                                          for eid, data, _ in records)])
         if inputs.warm_override is None and inputs.warm is None and records:
             warm, _ = warm_text_for(inputs, log.live, log.pins.pins())  # pins include the summaries' open tasks
         draft = assemble(list(log.items), inputs, warm, cache)
@@ -261,8 +224,8 @@ def _relieve(inputs: BuildInputs, events: list[Event], limit: int, warm: str, no
             end = _choose_compaction_end(draft, inputs, limit)
             record = compaction_record(draft.items[:end], inputs.summarize, inputs.focus, counter, summary_cap) if end is not None else None
             if record is not None:
-                if record.get("note"):
-                    notes.append(str(record["note"]))
+                if record.note:
+                    notes.append(record.note)
                 if records and records[-1][2]:
                     # this range starts at the earlier record's first id and swallows it: replace it,
                     # keeping its event id, so the log only ever needs the final record
@@ -277,15 +240,15 @@ def _relieve(inputs: BuildInputs, events: list[Event], limit: int, warm: str, no
             chosen = _choose_in_turn_range(draft)
             record = compaction_record(chosen, inputs.summarize, inputs.focus, counter, summary_cap) if chosen else None
             if record is not None:
-                if record.get("note"):
-                    notes.append(str(record["note"]))
+                if record.note:
+                    notes.append(record.note)
                 records.append((next_id + len(records), record, False))
                 continue
         _prune(draft, "all", counter, cache, limit)
         break
     if draft.total() > limit:
         raise ContextOverflowError(draft.overflow_message(limit, inputs.budget))
-    return draft, [data for _, data, _ in records], warm
+    return draft, [PlannedCompaction(eid, data) for eid, data, _ in records], warm
 
 
 def build(inputs: BuildInputs) -> BuildResult:

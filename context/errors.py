@@ -2,6 +2,8 @@
 
     CtxagentError                      base of everything we raise on purpose
     ├── ConfigError                    bad or missing configuration (unknown model, no key, bad TOML)
+    │   └── StateDirError              `.ctxagent/` is unusable: shipped by the repository (tracked or a
+    │                                  symlink), or cannot be created (read-only, disk full)
     ├── ContextError                   the context engine could not build a request
     │   └── ContextOverflowError       one message alone cannot fit W − reserve
     ├── HistoryError                   a session log that cannot be read or found
@@ -30,6 +32,10 @@ class CtxagentError(Exception):
 
 
 class ConfigError(CtxagentError):
+    pass
+
+
+class StateDirError(ConfigError):
     pass
 
 

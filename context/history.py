@@ -1,51 +1,131 @@
 """The session's append-only event log (JSONL) and its pure view.
 
-One event a line, flushed per event, fsync at the end of each turn (`sync()`). A torn or corrupt
-line is skipped on load and counted, never fatal. Nothing is ever rewritten or deleted: compaction
-and rewind are events too, and `view()` applies them.
+One event a line, flushed per event, fsync at the end of each turn (`sync()`). Nothing is ever
+rewritten or deleted: compaction and rewind are events too, and `view()` applies them. The schema of
+each event kind is in context/events.py: `append` validates a payload before writing it, `load`
+validates every line. A torn line (a crash mid-write) is skipped and counted; a complete line whose
+fields are wrong is kept as an `invalid` placeholder (so event ids, which are positions, stay aligned
+with the ranges and rewinds that refer to them) and reported — neither is ever fatal.
 
-Event kinds and their data (all JSON):
-    session_start   {session, model, cwd, parent?, seeded_from?}
-    user            {text, turn}
-    assistant       {text, tool_calls: [{id, name, arguments}], stop_reason, usage, step, partial?}
-    tool_result     {call_id, name, content, is_error, duration_ms, meta, spill?}
-    compaction      {first_id, last_id, summary, method: "model"|"extractive", focus?}
-    rewind          {to_id}            hides events to_id <= id < this event's id
-    context_report  {step, report, request_sha256, warm}
-    error           {message, error_type, step?}
-    checkpoint      {turn, commit}
-    memory          {op, ...}
-    permission      {call_id, decision, reason?}
+A log open for writing holds an exclusive lock (`<id>.jsonl.lock`): two processes appending to one
+session would interleave lines, so the second gets a clear HistoryError. Logs are created 0600: they
+hold the user's code and conversation.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from ctxagent.context.errors import HistoryError
+from ctxagent.context.events import (
+    AssistantData,
+    CompactionData,
+    ContextReportData,
+    InvalidData,
+    MemoryData,
+    Payload,
+    RewindData,
+    ToolResultData,
+    UserData,
+    ValidationError,
+    parse_payload,
+    problem_of,
+)
+
+try:  # POSIX; elsewhere a session is not locked (documented in doctor)
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None  # type: ignore[assignment]
+
+P = TypeVar("P", bound=Payload)
 
 MESSAGE_KINDS = frozenset({"user", "assistant", "tool_result"})
 
 
 @dataclass(frozen=True)
 class Event:
+    """One log line: `data` is the payload as written; the typed accessors read it through its model."""
+
     id: int
     kind: str
     data: dict[str, Any]
     ts: float = 0.0
 
     def to_json(self) -> str:
-        return json.dumps({"id": self.id, "kind": self.kind, "ts": self.ts, "data": self.data}, ensure_ascii=False)
+        obj = {"id": self.id, "kind": self.kind, "ts": self.ts, "data": self.data}
+        text = json.dumps(obj, ensure_ascii=False)
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:  # lone surrogates (undecodable file names, broken model text): escape them
+            text = json.dumps(obj, ensure_ascii=True)
+        return text
 
     @staticmethod
     def from_obj(obj: dict[str, Any]) -> Event:
-        return Event(id=int(obj["id"]), kind=str(obj["kind"]), data=dict(obj.get("data") or {}), ts=float(obj.get("ts", 0.0)))
+        """The envelope of a log line; raises ValueError/TypeError/KeyError when it is not one."""
+        raw_id, ts = obj["id"], obj.get("ts", 0.0)
+        if isinstance(raw_id, bool) or not isinstance(raw_id, int | float) or not math.isfinite(raw_id) or raw_id != int(raw_id):
+            raise ValueError(f"bad event id {raw_id!r}")
+        data = obj.get("data") or {}
+        if not isinstance(obj["kind"], str) or not isinstance(data, dict):
+            raise TypeError("bad event kind or data")
+        ts = float(ts) if isinstance(ts, int | float) and math.isfinite(ts) else 0.0
+        return Event(id=int(raw_id), kind=obj["kind"], data=dict(data), ts=ts)
+
+    # -- the typed view --------------------------------------------------------------------------
+    @cached_property
+    def payload(self) -> Payload:
+        """The validated payload (raises ValidationError on an event built with wrong fields)."""
+        return parse_payload(self.kind, self.data)
+
+    def as_(self, cls: type[P]) -> P:
+        """The payload as `cls`; a HistoryError if this event is of another kind."""
+        payload = self.payload
+        if not isinstance(payload, cls):
+            raise HistoryError(f"event {self.id} is a {self.kind!r} event, not {cls.KIND!r}")
+        return payload
+
+    @property
+    def user(self) -> UserData:
+        return self.as_(UserData)
+
+    @property
+    def assistant(self) -> AssistantData:
+        return self.as_(AssistantData)
+
+    @property
+    def tool_result(self) -> ToolResultData:
+        return self.as_(ToolResultData)
+
+    @property
+    def compaction(self) -> CompactionData:
+        return self.as_(CompactionData)
+
+    @property
+    def rewind(self) -> RewindData:
+        return self.as_(RewindData)
+
+    @property
+    def context_report(self) -> ContextReportData:
+        return self.as_(ContextReportData)
+
+    @property
+    def memory(self) -> MemoryData:
+        return self.as_(MemoryData)
+
+    @property
+    def turn(self) -> int | None:
+        """The user turn this event belongs to, where the event says (user, assistant, tool_result, memory)."""
+        value = getattr(self.payload, "turn", None)
+        return value if isinstance(value, int) else None
 
 
 @dataclass(frozen=True)
@@ -81,7 +161,7 @@ def hidden_by_rewinds(events: Iterable[Event]) -> set[int]:
     hidden: set[int] = set()
     for e in reversed(evs):
         if e.kind == "rewind" and e.id not in hidden:
-            to_id = int(e.data["to_id"])
+            to_id = e.rewind.to_id
             hidden.update(x.id for x in evs if to_id <= x.id < e.id)
     return hidden
 
@@ -110,10 +190,11 @@ def _apply(visible: list[Event], items: list[ViewItem]) -> list[ViewItem]:
 
 
 def _mask(items: list[ViewItem], e: Event) -> list[ViewItem]:
-    first, last = int(e.data["first_id"]), int(e.data["last_id"])
+    c = e.compaction
+    first, last = c.first_id, c.last_id
     kept: list[ViewItem] = []
     inserted = False
-    summary = Summary(e.id, first, last, str(e.data.get("summary", "")), str(e.data.get("method", "extractive")))
+    summary = Summary(e.id, first, last, c.summary, c.method)
     for it in items:
         lo, hi = (it.first_id, it.last_id) if isinstance(it, Summary) else (it.id, it.id)
         if first <= lo and hi <= last:
@@ -131,47 +212,106 @@ def item_id(item: ViewItem) -> int:
     return item.first_id if isinstance(item, Summary) else item.id
 
 
+@dataclass(frozen=True)
+class SkippedLine:
+    """A log line load could not use: torn (not JSON, not an event) or invalid (kept as a placeholder)."""
+
+    line: int  # 1-based line number in the file
+    problem: str
+    placeholder: bool  # kept as an `invalid` event (its id stays taken)
+
+
 @dataclass
 class SessionLog:
-    """An append-only JSONL log. `sanitize` runs on every event's data before it is written."""
+    """An append-only JSONL log. `sanitize` runs on every event's data before it is written.
+
+    Use it as a context manager (or call `close()`): the file handle and the lock are released."""
 
     path: Path
     session_id: str
     events: list[Event] = field(default_factory=list)
-    skipped_lines: int = 0
+    skipped: list[SkippedLine] = field(default_factory=list)
     sanitize: Callable[[Any], Any] | None = None
     _fh: Any = None
+    _lock_fh: Any = None
+    _turn: int = 0
+
+    def __post_init__(self) -> None:
+        self._turn = max((ev.turn or 0 for ev in self.events if ev.kind == "user"), default=0)
 
     @classmethod
     def create(cls, directory: Path, session_id: str, sanitize: Callable[[Any], Any] | None = None) -> SessionLog:
         directory.mkdir(parents=True, exist_ok=True)
         path = directory / f"{session_id}.jsonl"
-        if path.exists():
-            raise HistoryError(f"session {session_id} already exists at {path}")
-        path.touch()
-        return cls(path=path, session_id=session_id, sanitize=sanitize)
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:
+            raise HistoryError(f"session {session_id} already exists at {path}") from None
+        os.close(fd)
+        log = cls(path=path, session_id=session_id, sanitize=sanitize)
+        log.lock()
+        return log
 
     @classmethod
     def load(cls, path: Path, sanitize: Callable[[Any], Any] | None = None) -> SessionLog:
+        """Read a log (no lock: `report`, `inspect` and `doctor` only read; call `lock()` to append)."""
         if not path.exists():
             raise HistoryError(f"no session log at {path}")
         events: list[Event] = []
-        skipped = 0
+        skipped: list[SkippedLine] = []
         with path.open("rb") as fh:
-            for raw in fh:
+            for lineno, raw in enumerate(fh, start=1):
+                if not raw.strip():
+                    continue
                 try:
                     obj = json.loads(raw.decode("utf-8"))
                     ev = Event.from_obj(obj)
-                except (ValueError, KeyError, TypeError, UnicodeDecodeError):
-                    skipped += 1  # a torn last line after a crash, or a corrupt one: never fatal
+                except (ValueError, KeyError, TypeError, UnicodeDecodeError, RecursionError) as exc:
+                    # a torn last line after a crash, or garbage: skipped, never fatal
+                    skipped.append(SkippedLine(lineno, f"not an event ({type(exc).__name__})", placeholder=False))
                     continue
                 if ev.id != len(events):  # ids are positions; renumber defensively after a skip
                     ev = Event(len(events), ev.kind, ev.data, ev.ts)
+                try:
+                    ev.payload  # noqa: B018 - validate now, so no reader meets a bad field later
+                except ValidationError as exc:
+                    problem = f"{ev.kind} event {ev.id}: {problem_of(exc)}"
+                    skipped.append(SkippedLine(lineno, problem, placeholder=True))
+                    raw_text = raw.decode("utf-8", "replace")[:2000]
+                    ev = Event(ev.id, InvalidData.KIND, {"original_kind": ev.kind, "problem": problem, "raw": raw_text}, ev.ts)
                 events.append(ev)
-        log = cls(path=path, session_id=path.stem, events=events, skipped_lines=skipped, sanitize=sanitize)
+        log = cls(path=path, session_id=path.stem, events=events, skipped=skipped, sanitize=sanitize)
         if skipped:
             log._ensure_newline()
         return log
+
+    @property
+    def skipped_lines(self) -> int:
+        return len(self.skipped)
+
+    def lock(self) -> None:
+        """Take the session's write lock, or raise HistoryError if another process holds it."""
+        if self._lock_fh is not None or fcntl is None:
+            return
+        lock_path = self.path.with_name(self.path.name + ".lock")
+        fh = open(lock_path, "a+", encoding="utf-8")  # noqa: SIM115 - held until close()
+        try:
+            os.chmod(lock_path, 0o600)
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            fh.seek(0)
+            holder = fh.read().strip()
+            fh.close()
+            who = f" (pid {holder})" if holder.isdigit() else ""
+            raise HistoryError(
+                f"session {self.session_id} is in use by another ctxagent process{who}; "
+                "finish or quit it first, or start a new session"
+            ) from None
+        fh.seek(0)
+        fh.truncate()
+        fh.write(str(os.getpid()))
+        fh.flush()
+        self._lock_fh = fh
 
     def _ensure_newline(self) -> None:
         with self.path.open("rb+") as fh:
@@ -182,15 +322,39 @@ class SessionLog:
             if fh.read(1) != b"\n":
                 fh.write(b"\n")
 
-    def append(self, kind: str, **data: Any) -> Event:
+    @property
+    def next_id(self) -> int:
+        """The id the next appended event gets."""
+        return len(self.events)
+
+    def append(self, kind: str | Payload, expect_id: int | None = None, **data: Any) -> Event:
+        """Append one event: `append(UserData(text=…, turn=…))`, or `append("user", text=…, turn=…)`.
+
+        The payload is validated (a HistoryError names the wrong field) and sanitized before it is
+        written. `expect_id`: the id the caller planned for this event (the builder plans the ids of
+        the compactions it returns); a mismatch raises instead of writing a range that points elsewhere.
+        """
+        if isinstance(kind, Payload):
+            data = kind.to_data()
+            kind = type(kind).KIND or str(data.pop("kind", ""))
         if self.sanitize is not None:
             data = self.sanitize(data)
+        if expect_id is not None and expect_id != len(self.events):
+            raise HistoryError(f"planned event id {expect_id} but the log is at {len(self.events)}")
         ev = Event(id=len(self.events), kind=kind, data=data, ts=round(time.time(), 3))
+        try:
+            ev.payload  # noqa: B018 - never write what load would reject
+        except ValidationError as exc:
+            raise HistoryError(f"refusing to log a malformed {kind} event: {problem_of(exc)}") from None
         if self._fh is None:
-            self._fh = self.path.open("a", encoding="utf-8")
+            self.lock()
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            self._fh = os.fdopen(fd, "a", encoding="utf-8")
         self._fh.write(ev.to_json() + "\n")
         self._fh.flush()
         self.events.append(ev)
+        if kind == "user":
+            self._turn = max(self._turn, ev.turn or 0)
         return ev
 
     def sync(self) -> None:
@@ -204,6 +368,15 @@ class SessionLog:
             self.sync()
             self._fh.close()
             self._fh = None
+        if self._lock_fh is not None:
+            self._lock_fh.close()  # releases the flock
+            self._lock_fh = None
+
+    def __enter__(self) -> SessionLog:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def view(self) -> list[ViewItem]:
         return view(self.events)
@@ -213,8 +386,9 @@ class SessionLog:
 
     @property
     def turn(self) -> int:
-        """The number of the latest user turn (0 before the first)."""
-        for e in reversed(self.events):
-            if e.kind == "user":
-                return int(e.data.get("turn", 0))
-        return 0
+        """The number of the latest user turn (0 before the first), tracked as events are appended."""
+        return self._turn
+
+    @property
+    def next_turn(self) -> int:
+        return self._turn + 1

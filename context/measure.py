@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
 
 from ctxagent.context.build_cache import BuildCache, event_tokens
+from ctxagent.context.build_types import BuildInputs, Draft
+from ctxagent.context.events import CompactionData
 from ctxagent.context.history import MESSAGE_KINDS, Event
 from ctxagent.context.monitor import advice_for, red_flags
 from ctxagent.context.pins import live_events
@@ -14,11 +15,6 @@ from ctxagent.context.request import Request
 from ctxagent.context.tokens import TokenCounter
 
 __all__ = ["event_tokens", "loss_pct", "make_report"]
-
-if TYPE_CHECKING:
-    from ctxagent.context.builder import BuildInputs
-    from ctxagent.context.render import Draft
-
 
 def loss_pct(events: list[Event], verbatim_ids: set[int], counter: TokenCounter) -> float:
     """Share of the (non-rewound) history's tokens not shown verbatim: pruned, spilled or compacted."""
@@ -45,7 +41,7 @@ def make_report(
     inputs: BuildInputs,
     draft: Draft,
     request: Request,
-    compaction: dict[str, Any] | None,
+    compaction: CompactionData | None,
     notes: list[str],
     *,
     strategy: str = "ctxagent",
@@ -100,11 +96,11 @@ def make_report(
         messages=len(request.messages),
         spilled=spilled,
         pruned=pruned,
-        compacted=[int(compaction["first_id"]), int(compaction["last_id"])] if compaction else None,
+        compacted=[compaction.first_id, compaction.last_id] if compaction else None,
         loss_pct=loss,
         red_flags=flags,
         advice=advice_for(usage, inputs.thresholds),
         strategy=strategy,
-        summary_method=str(compaction["method"]) if compaction else None,
+        summary_method=compaction.method if compaction else None,
         notes=list(notes),
     )

@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from ctxagent.context.history import Event
+from ctxagent.context.history import Event, hidden_by_rewinds
 from ctxagent.context.memory.detect import detect_constraints
 from ctxagent.context.tokens import TokenCounter
 
@@ -27,12 +27,8 @@ _SECTION = re.compile(r"^\s*(?:#+\s*)?\**\s*(Decisions|Constraints|Changes|Open 
 def live_events(events: Iterable[Event]) -> list[Event]:
     """Events not hidden by a rewind (compaction does not hide anything here)."""
     evs = list(events)
-    hidden: set[int] = set()
-    for e in reversed(evs):
-        if e.kind == "rewind" and e.id not in hidden:
-            to_id = int(e.data.get("to_id", e.id))
-            hidden.update(x.id for x in evs if to_id <= x.id < e.id)
-    return [e for e in evs if e.id not in hidden]
+    hidden = hidden_by_rewinds(evs)
+    return [e for e in evs if e.id not in hidden] if hidden else evs
 
 
 def summary_sections(text: str) -> dict[str, list[str]]:
@@ -60,13 +56,6 @@ class Pin:
     turn: int
 
 
-def _turn_of(ev: Event, fallback: int) -> int:
-    try:
-        return int(ev.data.get("turn", fallback))
-    except (TypeError, ValueError):
-        return fallback
-
-
 class PinCollector:
     """collect_pins as a fold over live events, so a cache can extend it with new events only."""
 
@@ -84,22 +73,21 @@ class PinCollector:
         """Fold in events that are live (not rewound), in log order."""
         for ev in live:
             if ev.kind == "user":
-                self.turn = _turn_of(ev, self.turn + 1)
-                text = str(ev.data.get("text", ""))
+                self.turn = ev.user.turn or self.turn + 1
+                text = ev.user.text
                 for sentence in detect_constraints(text):
                     self.constraints.setdefault(sentence.casefold(), Pin("constraint", sentence, self.turn))
                 for m in _TODO_LINE.finditer(text):
                     item = m.group(1).strip()
                     if item:
                         self.tasks.setdefault(item.casefold(), Pin("task", item, self.turn))
-            elif ev.kind in ("memory", "remember"):
-                op = str(ev.data.get("op", "remember"))
-                text = str(ev.data.get("text") or ev.data.get("content") or "").strip()
-                mtype = str(ev.data.get("type", "constraint"))
-                if op in ("remember", "pin", "store") and text and mtype in ("constraint", "pin", "preference"):
-                    self.constraints.setdefault(text.casefold(), Pin("constraint", text, _turn_of(ev, self.turn)))
+            elif ev.kind == "memory":
+                m = ev.memory
+                text = m.text.strip()
+                if m.op in ("remember", "pin", "store") and text and m.type in ("constraint", "pin", "preference"):
+                    self.constraints.setdefault(text.casefold(), Pin("constraint", text, m.turn or self.turn))
             elif ev.kind == "compaction":
-                sections = summary_sections(str(ev.data.get("summary", "")))
+                sections = summary_sections(ev.compaction.summary)
                 for item in sections.get("Open tasks", []):
                     self.tasks.setdefault(item.casefold(), Pin("task", item, self.turn))
         return self

@@ -44,7 +44,7 @@ from ctxagent.context.prune import LOW_VALUE
 
 if TYPE_CHECKING:
     from ctxagent.context.budget import Budget
-    from ctxagent.context.render import Draft, Slot
+    from ctxagent.context.build_types import Draft, Slot
     from ctxagent.context.request import Message
 
 

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ctxagent.context.errors import ToolError
+from ctxagent.context.errors import ContextError, ToolError
+from ctxagent.context.paths import describe_os_error, ensure_parent, spill_dir
 from ctxagent.context.tokens import TokenCounter
 
 HANDLE_LEN = 12
@@ -110,7 +111,7 @@ class SpillStore:
 
     @classmethod
     def for_root(cls, root: Path) -> SpillStore:
-        return cls(Path(root) / ".ctxagent" / "spill")
+        return cls(spill_dir(Path(root)))
 
     def path_for(self, digest: str) -> Path:
         return self.dir / f"{digest}.txt"
@@ -121,12 +122,18 @@ class SpillStore:
         digest = hashlib.sha256(data).hexdigest()
         path = self.path_for(digest)
         if not path.exists():
-            self.dir.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=self.dir, prefix=".tmp-")
+            try:
+                ensure_parent(path)  # a `.ctxagent/` on the way gets its checks and .gitignore
+                fd, tmp = tempfile.mkstemp(dir=self.dir, prefix=".tmp-")
+            except OSError as exc:
+                raise ContextError(f"cannot write the spill file {path}: {describe_os_error(exc)}") from exc
             try:
                 with os.fdopen(fd, "wb") as fh:
                     fh.write(data)
                 os.replace(tmp, path)
+            except OSError as exc:
+                Path(tmp).unlink(missing_ok=True)
+                raise ContextError(f"cannot write the spill file {path}: {describe_os_error(exc)}") from exc
             except BaseException:
                 Path(tmp).unlink(missing_ok=True)
                 raise

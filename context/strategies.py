@@ -8,10 +8,10 @@ window  seed 001's sliding window: history ≤ 60 % of W, each message capped at
 from __future__ import annotations
 
 from ctxagent.context.build_cache import BuildCache, cache_for
-from ctxagent.context.builder import BuildInputs, BuildResult
+from ctxagent.context.build_types import BuildInputs, BuildResult, Draft, Slot
 from ctxagent.context.history import Summary
 from ctxagent.context.measure import make_report
-from ctxagent.context.render import Draft, Slot, assemble, with_content
+from ctxagent.context.render import assemble, with_content
 from ctxagent.context.request import Message, Request
 from ctxagent.context.spill import head_tail
 from ctxagent.context.tokens import TokenCounter, count_message
@@ -91,7 +91,6 @@ def build_baseline(inputs: BuildInputs) -> BuildResult:
         request=request,
         report=report,
         warm_text="",
-        compaction=None,
         pruned_ids=[s.event_id for s in draft.slots if s.state == "pruned" and s.event_id is not None],
         spilled_ids=[s.event_id for s in draft.slots if s.spill is not None and s.event_id is not None],
         masked=[[it.first_id, it.last_id] for it in draft.items if isinstance(it, Summary)],

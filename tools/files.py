@@ -50,7 +50,8 @@ LIST_MAX = 500
 
 
 def _change_meta(rel: str, diff: str, ranges: list[list[int]], created: bool) -> dict[str, Any]:
-    return {"files": [rel], "lines": {rel: ranges}, "diff": cap_text(diff, DIFF_META_CHARS, "diff cut")[0], "created": created}
+    return {"files": [rel], "changed_files": [rel] if diff or created else [], "lines": {rel: ranges},
+            "diff": cap_text(diff, DIFF_META_CHARS, "diff cut")[0], "created": created}
 
 
 # --- read_file ----------------------------------------------------------------------------------

@@ -92,9 +92,9 @@ def server_compaction(events: list[Event], keep_users: bool) -> dict[str, Any] |
     record = compaction_record(items[:end], None, None)
     if record is None:
         return None
+    summary = record.summary
     if keep_users:
-        users = [str(e.data.get("text") or "") for e in events if e.kind == "user" and e.id <= record["last_id"]]
-        record["summary"] = "User messages (kept verbatim):\n" + "\n\n".join(users) + "\n\n" + record["summary"]
-    record["method"] = "server"
-    return record
+        users = [e.user.text for e in events if e.kind == "user" and e.id <= record.last_id]
+        summary = "User messages (kept verbatim):\n" + "\n\n".join(users) + "\n\n" + summary
+    return record.model_copy(update={"summary": summary, "method": "server"}).to_data()
 

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ctxagent.context.events import AssistantData, Payload, UserData
 from ctxagent.context.history import Event
 from ctxagent.context.memory.embed import INSTALL_HINT, detect
 from ctxagent.context.memory.store import MemoryStore
@@ -121,11 +122,11 @@ def session_events(turns: list[Turn]) -> tuple[dict[str, list[Event]], dict[tupl
     for t in turns:
         session = f"s{t.session}"
         events = logs.setdefault(session, [])
-        kind = "user" if t.speaker == first else "assistant"
-        data: dict[str, Any] = {"text": t.document()}
-        if kind == "user":
-            data["turn"] = sum(1 for e in events if e.kind == "user") + 1
-        ev = Event(len(events) + 1, kind, data, ts=session_time(t.date))
+        if t.speaker == first:
+            payload: Payload = UserData(text=t.document(), turn=sum(1 for e in events if e.kind == "user") + 1)
+        else:
+            payload = AssistantData(text=t.document(), stop_reason="end_turn")
+        ev = Event(len(events) + 1, payload.KIND, payload.to_data(), ts=session_time(t.date))
         dia[(session, ev.id)] = t.dia_id
         events.append(ev)
     return logs, dia

@@ -101,9 +101,9 @@ def _ctxagent(stats: StrategyStats, lane: Lane, ctx: CallContext, setup: Setup, 
         fresh = set(pruned_ids) - lane.pruned
         lane.pruned |= fresh
         stats.prunes += len(fresh)  # each message counted once, the first time it is pruned
-    for record in result.compactions or ([result.compaction] if result.compaction else []):
+    for planned in result.compactions:
         stats.compactions += 1
-        lane.append("compaction", dict(record))
+        lane.append("compaction", planned.data.to_data())
 
 
 def _server_compact(name: str, stats: StrategyStats, lane: Lane, ctx: CallContext, setup: Setup) -> None:

@@ -3,7 +3,7 @@
     user text            → pinned `constraint` per constraint sentence, `decision` per decision
                            sentence, `todo` per "TODO: …" / "- [ ] …" line
     assistant text       → `decision` per decision sentence, `todo` per TODO line
-    edit_file/write_file → `change` per file (line ranges from meta["lines"])
+    a call that changed files (context/tool_meta.py) → `change` per file (line ranges from meta["lines"])
     run_tests            → `note` with the pass / fail counts from meta["tests"]
     user / assistant     → also a cold `turn` record of the words, with neighbouring turns as context
                            and the event's time (see turns.py)
@@ -20,15 +20,16 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
+from ctxagent.context.events import ToolResultData
 from ctxagent.context.history import Event
 from ctxagent.context.memory.detect import detect_constraints, detect_decisions, detect_todos
 from ctxagent.context.memory.embed import BACKFILL_BATCH
 from ctxagent.context.memory.turns import write_turn
+from ctxagent.context.tool_meta import changed_files_of
 
 if TYPE_CHECKING:
     from ctxagent.context.memory.store import MemoryStore
 
-EDIT_TOOLS = frozenset({"edit_file", "write_file", "apply_patch", "multi_edit"})
 TEST_TOOLS = frozenset({"run_tests"})
 
 SECTION_TYPES = {
@@ -68,9 +69,9 @@ def ingest_events(store: MemoryStore, events: list[Event], session: str) -> list
     turn = _turn_before(store, session, events[0].id) if events else 0
     for ev in events:
         if ev.kind == "user":
-            turn = int(ev.data.get("turn", turn + 1) or turn)
-        elif "turn" in ev.data and isinstance(ev.data.get("turn"), int):
-            turn = int(ev.data["turn"])
+            turn = ev.user.turn or turn
+        elif ev.turn is not None:
+            turn = ev.turn
         if not _claim(store, session, ev, turn):
             continue
         try:
@@ -81,7 +82,7 @@ def ingest_events(store: MemoryStore, events: list[Event], session: str) -> list
                 conn.execute("DELETE FROM ingested WHERE session = ? AND event_id = ?", (session, ev.id))
             raise
     if ids:
-        store.embed_new(BACKFILL_BATCH, session)  # with the optional model: vectors for what this session wrote or extended
+        store.embed_new(BACKFILL_BATCH, session)  # with the optional model: vectors for what this session wrote
     return ids
 
 
@@ -108,7 +109,7 @@ def _records_for(store: MemoryStore, ev: Event, session: str, turn: int) -> list
     if ev.kind in ("user", "assistant") and (rid := write_turn(store, ev, session, turn)) is not None:
         out.append(rid)
     if ev.kind == "tool_result":
-        out.extend(_tool_records(store, d, common))
+        out.extend(_tool_records(store, ev.tool_result, common))
     elif ev.kind == "compaction":
         out.extend(_compaction_records(store, ev, session, turn))
     return out
@@ -123,26 +124,24 @@ def _ranges(spans: Any) -> str:
     return ", ".join(parts)
 
 
-def _tool_records(store: MemoryStore, d: dict[str, Any], common: dict[str, Any]) -> list[int]:
-    name = str(d.get("name") or "")
-    meta = d.get("meta") or {}
-    if d.get("is_error"):
+def _tool_records(store: MemoryStore, result: ToolResultData, common: dict[str, Any]) -> list[int]:
+    name = result.name
+    meta = result.meta
+    if result.is_error:
         return []
     out: list[int] = []
-    if name in EDIT_TOOLS:
-        lines = meta.get("lines") or {}
-        files = list(dict.fromkeys([*(meta.get("files") or []), *lines.keys()]))
-        if not files and meta.get("path"):
-            files = [str(meta["path"])]
-        verb = "wrote" if name == "write_file" else "edited"
-        for f in files:
-            spans = _ranges(lines.get(f))
+    changed = changed_files_of(None, result)  # the loop records changed files in meta for every call
+    if changed:
+        lines = (meta.model_extra or {}).get("lines") or {}
+        verb = "wrote" if name in ("write_file", "Write") else "edited"
+        for f in changed:
+            spans = _ranges(lines.get(f) if isinstance(lines, dict) else None)
             text = f"{verb} {f}" + (f" lines {spans}" if spans else "")
             out.append(store.add(text, "change", files=[f], tags=[name], merge=False, **common))
-    elif name in TEST_TOOLS and isinstance(meta.get("tests"), dict):
-        t = meta["tests"]
+    elif name in TEST_TOOLS and isinstance(meta.tests, dict):
+        t = meta.tests
         counts = ", ".join(f"{int(t[k])} {k}" for k in ("passed", "failed", "errors", "skipped") if isinstance(t.get(k), int))
-        first = [ln for ln in str(d.get("content") or "").strip().splitlines()[:1] if not re.search(r"passed|failed", ln)]
+        first = [ln for ln in result.content.strip().splitlines()[:1] if not re.search(r"passed|failed", ln)]
         text = f"tests: {counts or 'no counts'}" + (f" — {first[0][:160]}" if first else "")
         out.append(store.add(text, "note", tags=["tests", "fail" if t.get("failed") or t.get("errors") else "pass"],
                              merge=False, **common))
@@ -176,11 +175,11 @@ def parse_summary(summary: str) -> list[tuple[str, str]]:
 
 
 def _compaction_records(store: MemoryStore, ev: Event, session: str, turn: int) -> list[int]:
-    d = ev.data
-    summary = str(d.get("summary") or "")
+    c = ev.compaction
+    summary = c.summary
     if not summary.strip():
         return []
-    first_id = int(d.get("first_id", ev.id))
+    first_id = c.first_id
     # Items get the turn where the masked range begins (or the one they name), so a summary never
     # outranks a newer statement made after the decision it restates.
     start_turn = _turn_before(store, session, first_id) or turn
@@ -199,6 +198,6 @@ def _compaction_records(store: MemoryStore, ev: Event, session: str, turn: int) 
             out.append(store.add(item, "todo", status="open", **kw))
         else:
             out.append(store.add(item, type_, **kw))
-    out.append(store.add(summary, "summary", layer="cold", merge=False, context=f"compaction of events {first_id}-{d.get('last_id')}",
+    out.append(store.add(summary, "summary", layer="cold", merge=False, context=f"compaction of events {first_id}-{c.last_id}",
                          session=session, turn=turn, source_events=sources))
     return out

@@ -21,6 +21,7 @@ from typing import Any
 from ctxagent.context.errors import MemoryStoreError
 from ctxagent.context.history import Event
 from ctxagent.context.memory import rules
+from ctxagent.context.memory.dbfile import create_private, sqlite_problem
 from ctxagent.context.memory.embed import (
     BACKFILL_BATCH,
     Embedder,
@@ -42,7 +43,11 @@ from ctxagent.context.memory.text import (
     stem,
     terms,
 )
-from ctxagent.context.paths import user_state_dir
+from ctxagent.context.paths import (
+    ensure_state_dir,
+    project_state_dir,
+    user_state_dir,
+)
 
 DEFAULT_DEGRADE_AFTER_TURNS = 20
 BUSY_TIMEOUT_MS = 30_000
@@ -62,7 +67,7 @@ def redact(text: str) -> str:
 
 
 def project_db_path(root: str | Path) -> Path:
-    return Path(root) / ".ctxagent" / "memory.db"
+    return project_state_dir(Path(root)) / "memory.db"
 
 
 class MemoryStore:
@@ -95,10 +100,13 @@ class MemoryStore:
         db_path = None if in_memory else Path(path)
         groups = [list(g) for g in synonyms or []]
         if db_path is not None:
-            db_path.parent.mkdir(parents=True, exist_ok=True)
+            create_private(db_path)
             groups += config_synonyms(db_path.parent / "config.toml")
         try:
             conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False)
+        except sqlite3.Error as exc:
+            raise MemoryStoreError(f"cannot open memory database {path}: {sqlite_problem(exc)}") from exc
+        try:
             conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
             if not in_memory:
                 conn.execute("PRAGMA journal_mode = WAL")
@@ -107,12 +115,16 @@ class MemoryStore:
             migrate(conn)
             _backfill_term_df(conn)
         except sqlite3.Error as exc:
-            raise MemoryStoreError(f"cannot open memory database {path}: {exc}") from exc
+            conn.close()
+            raise MemoryStoreError(f"cannot open memory database {path}: {sqlite_problem(exc)}") from exc
         return cls(conn, db_path, synonyms=Synonyms(groups), degrade_after_turns=degrade_after_turns, scope=scope,
                    embeddings=embeddings)
 
     @classmethod
     def open_project(cls, root: str | Path, **kw: Any) -> MemoryStore:
+        """The project's store; `.ctxagent/` is created (or refused, when the repository shipped it)
+        by `ensure_state_dir`."""
+        ensure_state_dir(Path(root))
         return cls.open(project_db_path(root), **kw)
 
     @classmethod

@@ -30,10 +30,13 @@ NEIGHBOUR_CHARS = 400   # how much of the previous / next turn a record carries 
 
 
 def turn_text(ev: Event) -> str:
-    """The words of a user or assistant event that a turn record keeps ('' for none)."""
-    if ev.kind not in ("user", "assistant") or ev.data.get("partial"):
-        return ""
-    return str(ev.data.get("text") or "").strip()
+    """The words of a user or assistant event that a turn record keeps ('' for none; a stream that
+    broke off mid-answer is not kept: what was said is its retry)."""
+    if ev.kind == "user":
+        return ev.user.text.strip()
+    if ev.kind == "assistant" and not ev.assistant.partial:
+        return ev.assistant.text.strip()
+    return ""
 
 
 def day_of(ts: float) -> str:

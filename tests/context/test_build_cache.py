@@ -68,7 +68,7 @@ def replay_steps(events: list[Event], rewind_at: set[int], **kw: Any) -> int:
         assert fingerprint(warm) == fingerprint(cold), f"warm and cold caches differ at build {builds + 1}"
         builds += 1
         for record in warm.compactions:
-            add("compaction", dict(record))
+            add("compaction", record.data.to_data())
     return builds
 
 
@@ -108,7 +108,7 @@ def test_a_small_cache_evicts_and_stays_correct() -> None:
         cold = build(inputs(log, window=8_000, max_output=512, cache=BuildCache()))
         assert fingerprint(warm) == fingerprint(cold)
         for record in warm.compactions:
-            log.add("compaction", **record)
+            log.add("compaction", **record.data.to_data())
 
 
 def test_binding_another_counter_empties_the_cache() -> None:
@@ -187,7 +187,7 @@ def grow_and_measure(turns: int, cache_per_step: bool) -> list[dict[str, int]]:
                     "prunes": after[2] - before[2], "sizes": after[3] - before[3], "compacted": len(res.compactions),
                     "messages": len(res.request.messages)})
         for record in res.compactions:
-            log.add("compaction", **record)
+            log.add("compaction", **record.data.to_data())
 
     for t in range(turns):
         log.user(f"turn {t}: check module {t} — 检查模块 {t}")

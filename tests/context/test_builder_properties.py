@@ -113,10 +113,10 @@ def test_every_build_fits_and_is_reproducible(turns, window, max_output, ratio, 
             open_calls.discard(m.tool_call_id)
     again = build(inputs(log, budget=budget, calibration_ratio=ratio, protect_turns=protect, c=c))
     assert request_sha256(again.request.to_dict()) == request_sha256(res.request.to_dict())
-    assert res.compaction == (res.compactions[0] if res.compactions else None)
+    assert res.compaction == (res.compactions[0].data if res.compactions else None)
     if res.compactions:
         for record in res.compactions:
-            log.events.append(Event(len(log.events), "compaction", dict(record)))
+            log.events.append(Event(len(log.events), "compaction", record.data.to_data()))
         replay = build(inputs(log, budget=budget, calibration_ratio=ratio, protect_turns=protect, c=c))
         assert replay.compactions == []
         assert request_sha256(replay.request.to_dict()) == request_sha256(res.request.to_dict())

@@ -90,16 +90,16 @@ def test_compact_now_keeps_newest_user_message_and_nests() -> None:
     log = session()
     rec = compact_now(log.events, focus="db")
     newest = max(e.id for e in log.events if e.kind == "user")
-    assert rec is not None and rec["first_id"] == 0 and rec["last_id"] == newest - 1 and rec["focus"] == "db"
-    log.add("compaction", **rec)
+    assert rec is not None and rec.first_id == 0 and rec.last_id == newest - 1 and rec.focus == "db"
+    log.add("compaction", **rec.to_data())
     assert compact_now(log.events) is None  # only a summary before the newest message: nothing to do
     log.assistant("Answer.")
     log.user("One more thing.")
     rec2 = compact_now(log.events)
-    assert rec2 is not None and rec2["first_id"] == 0
+    assert rec2 is not None and rec2.first_id == 0
     # the second summary carries the first one's facts
-    assert "db.py" in rec2["summary"] and "PostgreSQL" in rec2["summary"]
-    log.add("compaction", **rec2)
+    assert "db.py" in rec2.summary and "PostgreSQL" in rec2.summary
+    log.add("compaction", **rec2.to_data())
     items = view(log.events)
     assert len([i for i in items if not isinstance(i, Event)]) == 1 and items[-1].data["text"] == "One more thing."
     assert compact_now([]) is None
@@ -113,5 +113,5 @@ def test_builder_compaction_keeps_originals_in_log() -> None:
     res = run(log, window=6000, max_output=1024)
     assert res.compaction is not None
     before = [e.to_json() for e in log.events]
-    log.add("compaction", **res.compaction)
+    log.add("compaction", **res.compaction.to_data())
     assert [e.to_json() for e in log.events[:-1]] == before

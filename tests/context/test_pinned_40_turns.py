@@ -35,7 +35,7 @@ def test_pinned_constraint_in_every_build(constraint: str, family: str) -> None:
             pruned += res.report.pruned > 0
             if res.compaction:
                 compactions += 1
-                log.add("compaction", **res.compaction)
+                log.add("compaction", **res.compaction.to_data())
         log.assistant(f"Module {turn} done.")
     assert compactions >= 1 and pruned >= 1  # the session really was under pressure
     # and the constraint text is counted: the same session without it has a smaller warm slice

@@ -1,0 +1,201 @@
+"""Which repositories the user trusts to set security-relevant config, and what an untrusted one may not set.
+
+A repository's `.ctxagent/config.toml` is untrusted input: a cloned repository could ship one
+(git refuses nothing) that turns permissions off, points the API at another server (and so hands
+it the key), or names a program to run. Such keys (`SENSITIVE_KEYS`, and a `scripted:` model) are
+ignored from the repository layer unless the user trusted that repository — like other agents'
+trusted-folder prompt. Values that can only make ctxagent do less (`permission_mode = "ask"`,
+`summary_model = "none"`) apply anyway. The user's own config file, the environment and flags are always trusted.
+
+The trust list is `trusted_repos.json` in the user state dir (`CTXAGENT_HOME` or the platform's),
+keyed by the repository's resolved path, written atomically and private (0600). It also records
+repositories the user declined, so the app asks once (again only when the repository starts
+setting a key it did not set when asked).
+
+API for the app (the "ask once" prompt) and the CLI:
+
+    cfg = load_config(root, flags)               # cfg.ignored_keys: list[IgnoredKey]
+    if needs_prompt(root, cfg.ignored_keys):     # something was ignored, and not asked before
+        text = describe_ignored(cfg.ignored_keys)   # what would change, one line per key
+        ... ask ...
+        trust(root) and reload the config, or decline(root, cfg.ignored_keys)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ctxagent.context.errors import ConfigError
+from ctxagent.context.paths import describe_os_error, user_state_dir
+
+try:
+    import fcntl
+except ImportError:  # not on POSIX: writes are still atomic, only not serialised
+    fcntl = None  # type: ignore[assignment]
+
+TRUST_FILE = "trusted_repos.json"
+
+# Keys a repository's own config may set only once the user trusted it, and why.
+SENSITIVE_KEYS: dict[str, str] = {
+    "permission_mode": "changes what the agent may do without asking you",
+    "base_url": "sends your API key and code to another server",
+    "anthropic_base_url": "sends your Anthropic API key and code to another server",
+    "openai_base_url": "sends your OpenAI API key and code to another server",
+    "anthropic_api_key": "runs your requests on an account the repository chose",
+    "openai_api_key": "runs your requests on an account the repository chose",
+    "test_command": "names a program ctxagent would run",
+    "shell_timeout": "changes how long commands may run",
+    "summary_model": "sends the conversation to a model the repository chose",
+}
+# Values that can only make ctxagent do less: applied from any repository.
+HARMLESS_VALUES: dict[str, frozenset[str]] = {"permission_mode": frozenset({"ask"}), "summary_model": frozenset({"none"})}
+_SCRIPTED_MODEL_REASON = "a scripted model: the repository would choose the tool calls"
+
+
+@dataclass(frozen=True)
+class IgnoredKey:
+    """A repository config key that was not applied: the key, its file, and why."""
+
+    key: str
+    source: str
+    reason: str
+
+    def line(self) -> str:
+        return f"{self.key}: {self.reason}"
+
+
+def _key(root: str | os.PathLike[str]) -> str:
+    return str(Path(root).resolve())
+
+
+def _path() -> Path:
+    return user_state_dir() / TRUST_FILE
+
+
+def _read() -> dict[str, Any]:
+    """The trust file's data; a missing or damaged file trusts nothing (the safe reading)."""
+    try:
+        data = json.loads(_path().read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {"version": 1, "trusted": {}, "declined": {}}
+    if not isinstance(data, dict):
+        data = {}
+    trusted = data.get("trusted") if isinstance(data.get("trusted"), dict) else {}
+    declined = data.get("declined") if isinstance(data.get("declined"), dict) else {}
+    return {"version": 1, "trusted": trusted, "declined": declined}
+
+
+def _update(change: Any) -> None:
+    """Read-modify-write the trust file under a lock, atomically, private to the user."""
+    path = _path()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path.with_suffix(".lock"), "a+b") as lock:
+            if fcntl is not None:
+                fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+            data = _read()
+            change(data)
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".trust-")
+            try:
+                with os.fdopen(fd, "w", encoding="utf-8") as fh:  # mkstemp makes it 0600
+                    json.dump(data, fh, ensure_ascii=False, indent=1, sort_keys=True)
+                    fh.flush()
+                    os.fsync(fh.fileno())
+                os.replace(tmp, path)
+            except BaseException:
+                Path(tmp).unlink(missing_ok=True)
+                raise
+    except OSError as exc:
+        raise ConfigError(f"cannot write the trust list {path}: {describe_os_error(exc)}") from exc
+
+
+def is_trusted(root: str | os.PathLike[str]) -> bool:
+    """True when the user trusted the repository at `root` (its resolved path)."""
+    return _key(root) in _read()["trusted"]
+
+
+def trust(root: str | os.PathLike[str]) -> Path:
+    """Trust the repository at `root`: its config's security-relevant keys apply from now on."""
+    key = _key(root)
+
+    def change(data: dict[str, Any]) -> None:
+        data["trusted"][key] = {"since": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+        data["declined"].pop(key, None)
+
+    _update(change)
+    return Path(key)
+
+
+def revoke(root: str | os.PathLike[str]) -> bool:
+    """Stop trusting the repository at `root`; False when it was not trusted."""
+    key = _key(root)
+    was = key in _read()["trusted"]
+
+    def change(data: dict[str, Any]) -> None:
+        data["trusted"].pop(key, None)
+        data["declined"].pop(key, None)
+
+    _update(change)
+    return was
+
+
+def trusted_repos() -> list[Path]:
+    return sorted(Path(k) for k in _read()["trusted"])
+
+
+def decline(root: str | os.PathLike[str], ignored: Iterable[IgnoredKey]) -> None:
+    """Remember that the user said no for these keys, so the app does not ask again for them."""
+    key, keys = _key(root), sorted({i.key for i in ignored})
+
+    def change(data: dict[str, Any]) -> None:
+        data["declined"][key] = {"keys": keys, "at": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+
+    _update(change)
+
+
+def needs_prompt(root: str | os.PathLike[str], ignored: Iterable[IgnoredKey]) -> bool:
+    """True when keys were ignored and the user was not asked about them before (ask once)."""
+    keys = {i.key for i in ignored}
+    if not keys or is_trusted(root):
+        return False
+    asked = _read()["declined"].get(_key(root))
+    return not (isinstance(asked, dict) and keys <= set(asked.get("keys") or []))
+
+
+def split_untrusted(values: Mapping[str, Any], root: str | os.PathLike[str], source: str) -> tuple[dict[str, Any], list[IgnoredKey]]:
+    """(values to apply, keys ignored) for one repository config layer; everything applies when trusted."""
+    if is_trusted(root):
+        return dict(values), []
+    kept: dict[str, Any] = {}
+    ignored: list[IgnoredKey] = []
+    for key, value in values.items():
+        reason = SENSITIVE_KEYS.get(key)
+        if key == "model" and isinstance(value, str) and value.strip().lower().startswith("scripted:"):
+            reason = _SCRIPTED_MODEL_REASON
+        if isinstance(value, str) and value in HARMLESS_VALUES.get(key, ()):
+            reason = None
+        if reason is None:
+            kept[key] = value
+        else:
+            ignored.append(IgnoredKey(key, source, reason))
+    return kept, ignored
+
+
+def describe_ignored(ignored: Iterable[IgnoredKey]) -> str:
+    """What was ignored and how to allow it, for stderr, `ctxagent config` and the app's prompt."""
+    items = list(ignored)
+    if not items:
+        return ""
+    sources = sorted({i.source for i in items})
+    lines = [f"ignored {len(items)} setting{'s' if len(items) != 1 else ''} from {', '.join(sources)} "
+             "(this repository is not trusted):"]
+    lines += [f"  - {i.line()}" for i in items]
+    lines.append("If you wrote these settings or checked them, run `ctxagent trust` in the repository.")
+    return "\n".join(lines)

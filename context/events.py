@@ -1,0 +1,280 @@
+"""One type per session-log event kind: the log's schema, validated where the log is read and written.
+
+The log (context/history.py) stores each event's payload as the JSON object it was written as
+(`Event.data`); these models are its schema. `SessionLog.append` validates a payload before it is
+written, `SessionLog.load` validates every line (a line whose fields are wrong is kept as an
+`invalid` placeholder and reported, never fatal), and readers use the typed view (`ev.user.text`,
+`ev.tool_result.meta.changed_files`) instead of reading keys out of dicts.
+
+Unknown fields are kept (`extra="allow"`): a newer ctxagent may add fields, and an older one must
+still load its logs. Models are frozen: events never change once appended.
+
+    session_start   SessionStartData
+    system_prompt   SystemPromptData    the stable prefix, logged whenever it changes
+    user            UserData
+    assistant       AssistantData       text + ToolCallData[] + UsageData
+    tool_result     ToolResultData      content + ToolMeta (+ SpillRef)
+    compaction      CompactionData      masks [first_id, last_id] with a summary
+    rewind          RewindData          hides to_id <= id < this event's id
+    context_report  ContextReportData   what one step's build measured and sent (sha256)
+    error           ErrorData
+    checkpoint      CheckpointData
+    memory          MemoryData          /remember and other memory operations
+    permission      PermissionData
+    invalid         InvalidData         a line that did not validate on load (its raw text kept)
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    ValidatorFunctionWrapHandler,
+    field_validator,
+)
+
+__all__ = [
+    "AssistantData",
+    "BuildParams",
+    "CheckpointData",
+    "CompactionData",
+    "ContextReportData",
+    "ErrorData",
+    "InvalidData",
+    "MemoryData",
+    "PAYLOADS",
+    "Payload",
+    "PermissionData",
+    "RewindData",
+    "SessionStartData",
+    "SpillRef",
+    "SystemPromptData",
+    "ToolCallData",
+    "ToolMeta",
+    "ToolResultData",
+    "UsageData",
+    "UserData",
+    "ValidationError",
+    "parse_payload",
+    "problem_of",
+]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    def to_data(self) -> dict[str, Any]:
+        """The JSON object this is logged as (None fields left out)."""
+        return self.model_dump(mode="json", exclude_none=True)
+
+
+class Payload(_Model):
+    """Base of every event payload; `KIND` is the event kind it is logged under."""
+
+    KIND: ClassVar[str] = ""
+
+
+# -- parts -------------------------------------------------------------------------------------------
+class ToolCallData(_Model):
+    id: str
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)  # {"_raw": text} when the model sent bad JSON
+
+
+class UsageData(_Model):
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read: int = 0
+    cache_write: int = 0
+
+
+class SpillRef(_Model):
+    """Where a spilled tool result's original lives (context/spill.py writes it)."""
+
+    handle: str
+    tokens: int | None = None
+
+
+class ToolMeta(_Model):
+    """Structured facts a tool reports with its result (`ToolResult.meta`), shared by the engine and
+    the UI. `changed_files` is THE answer to "did this call change files, and which" — set by the
+    tool itself, or by `ctxagent.context.tool_meta.changed_files_of_call` for calls whose tool does
+    not say (replayed foreign traffic, shell commands). `files` is what the result is about (a read
+    names its file too), so it never means "changed"."""
+
+    files: list[str] = Field(default_factory=list)
+    changed_files: list[str] = Field(default_factory=list)
+    diff: str | None = None
+    exit_code: int | None = None
+    tests: dict[str, Any] | None = None
+    spill: SpillRef | None = None
+
+    @field_validator("*", mode="wrap")
+    @classmethod
+    def _lenient(cls, value: Any, handler: ValidatorFunctionWrapHandler, info: ValidationInfo) -> Any:
+        # meta is a tool's free-form report (in older logs grep's `files` was a count): a field of
+        # the wrong shape reads as absent rather than invalidating the whole event
+        try:
+            return handler(value)
+        except ValidationError:
+            return cls.model_fields[str(info.field_name)].get_default(call_default_factory=True)
+
+
+# -- the kinds ---------------------------------------------------------------------------------------
+class SessionStartData(Payload):
+    KIND = "session_start"
+    session: str
+    model: str = ""
+    cwd: str = ""
+    parent: str | None = None
+    seeded_from: str | None = None
+
+
+class SystemPromptData(Payload):
+    KIND = "system_prompt"
+    text: str
+    tools: list[dict[str, Any]] = Field(default_factory=list)
+
+
+class UserData(Payload):
+    KIND = "user"
+    text: str
+    turn: int = 0
+
+
+class AssistantData(Payload):
+    KIND = "assistant"
+    text: str = ""
+    tool_calls: list[ToolCallData] = Field(default_factory=list)
+    stop_reason: str | None = "end_turn"
+    usage: UsageData = Field(default_factory=UsageData)
+    step: int | None = None
+    turn: int | None = None
+    partial: bool = False
+
+
+class ToolResultData(Payload):
+    KIND = "tool_result"
+    call_id: str
+    name: str = ""
+    content: str = ""
+    is_error: bool = False
+    duration_ms: int = 0
+    meta: ToolMeta = Field(default_factory=ToolMeta)
+    spill: SpillRef | None = None
+    turn: int | None = None
+
+    @property
+    def spill_ref(self) -> SpillRef | None:
+        """The spill handle, wherever it was logged (older logs kept it inside meta)."""
+        return self.spill or self.meta.spill
+
+
+class CompactionData(Payload):
+    KIND = "compaction"
+    first_id: int
+    last_id: int
+    summary: str = ""
+    method: str = "extractive"  # "model" | "extractive"
+    focus: str | None = None
+    note: str | None = None
+
+
+class RewindData(Payload):
+    KIND = "rewind"
+    to_id: int
+    turn: int | None = None
+    mode: str | None = None  # "conversation" | "code" | "both"
+
+
+class BuildParams(_Model):
+    """Every scalar one build used, so `ctxagent inspect` can re-run it exactly (0 = not recorded)."""
+
+    window: int = 0
+    fractions: dict[str, float] = Field(default_factory=dict)
+    max_output: int = 0
+    profile: str = "default"
+    tools_high: float | None = None
+    tools_low: float | None = None
+    protect_steps: int | None = None
+    strategy: str = "ctxagent"
+    protect_turns: int = 2
+    thresholds: tuple[float, float] = (0.75, 0.90)
+    tokenizer: str = "o200k_base"
+
+
+class ContextReportData(Payload):
+    KIND = "context_report"
+    step: int
+    report: dict[str, Any]
+    request_sha256: str = ""
+    warm: str = ""
+    calibration_ratio: float = 1.0
+    model: str = ""
+    build: BuildParams = Field(default_factory=BuildParams)
+
+
+class ErrorData(Payload):
+    KIND = "error"
+    message: str
+    error_type: str = ""
+    step: int | None = None
+
+
+class CheckpointData(Payload):
+    KIND = "checkpoint"
+    turn: int
+    commit: str
+
+
+class MemoryData(Payload):
+    KIND = "memory"
+    op: str = "remember"
+    type: str = "constraint"
+    text: str = ""
+    turn: int = 0
+
+
+class PermissionData(Payload):
+    KIND = "permission"
+    call_id: str
+    decision: str
+    reason: str | None = None
+
+
+class InvalidData(Payload):
+    """A log line whose payload did not validate: kept (raw) so ids stay aligned, ignored by views."""
+
+    KIND = "invalid"
+    original_kind: str = ""
+    problem: str = ""
+    raw: str = ""
+
+
+PAYLOADS: dict[str, type[Payload]] = {
+    cls.KIND: cls
+    for cls in (SessionStartData, SystemPromptData, UserData, AssistantData, ToolResultData, CompactionData,
+                RewindData, ContextReportData, ErrorData, CheckpointData, MemoryData, PermissionData, InvalidData)
+}
+
+
+def parse_payload(kind: str, data: dict[str, Any]) -> Payload:
+    """The typed payload of an event of `kind`; raises ValidationError on wrong fields. A kind this
+    version does not know is kept as a plain Payload with its fields (forward compatibility)."""
+    cls = PAYLOADS.get(kind, Payload)
+    return cls.model_validate(data)
+
+
+def problem_of(exc: ValidationError) -> str:
+    """A one-line account of what was wrong, for `doctor` and `--continue`."""
+    parts = []
+    for err in exc.errors()[:3]:
+        where = ".".join(str(x) for x in err.get("loc", ())) or "payload"
+        parts.append(f"{where}: {err.get('msg', 'invalid')}")
+    more = len(exc.errors()) - 3
+    return "; ".join(parts) + (f" (+{more} more)" if more > 0 else "")

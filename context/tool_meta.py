@@ -1,0 +1,186 @@
+"""THE definition of "this tool call changed files, and which" — used by compaction summaries, the
+stale-answer rule, memory ingest, the rewind picker and the benchmarks alike.
+
+A tool result's `meta.changed_files` (ToolMeta) is the answer when the tool set it (ctxagent's own
+edit_file / write_file do, and the loop fills it for shell commands). Otherwise — replayed traffic
+from other agents, older logs — the call itself is read: the edit tools of Claude Code (Edit, Write,
+MultiEdit, NotebookEdit), Codex (apply_patch), SWE-agent / OpenHands (str_replace_editor), ctxagent's
+own, and shell commands whose redirections, `sed -i`, `perl -i` or `tee` write files. A call that
+failed changed nothing.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Iterable
+from typing import Any
+
+from ctxagent.context.events import ToolCallData, ToolResultData
+
+# name -> the argument keys that hold the path it writes (first present wins)
+EDIT_TOOLS: dict[str, tuple[str, ...]] = {
+    "edit_file": ("path",),
+    "write_file": ("path",),
+    "multi_edit": ("path", "file_path"),
+    "create_file": ("path", "file_path"),
+    "delete_file": ("path", "file_path"),
+    "Edit": ("file_path",),
+    "Write": ("file_path",),
+    "MultiEdit": ("file_path",),
+    "NotebookEdit": ("notebook_path",),
+    "str_replace_editor": ("path",),
+    "str_replace_based_edit_tool": ("path",),
+    "edit": ("path", "file_path"),
+}
+READ_ONLY_EDITOR_COMMANDS = frozenset({"view"})  # str_replace_editor's command that changes nothing
+PATCH_TOOLS = frozenset({"apply_patch", "patch"})
+SHELL_TOOLS = frozenset({"shell", "bash", "Bash", "execute_bash", "run_command", "run_shell_command", "terminal"})
+
+_PATCH_FILE = re.compile(r"^\*\*\* (?:Update|Add|Delete) File: (.+?)\s*$|^\+\+\+ (?:b/)?(.+?)\s*$", re.MULTILINE)
+_REDIRECT = re.compile(r"^(?:\d?>>?|&>>?|>\|)(.*)$")
+_NOT_FILES = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty"})
+_SEPARATORS = frozenset({"|", "||", "&&", ";", "&", "(", ")", "{", "}"})
+
+
+def is_edit_tool(name: str) -> bool:
+    """A tool whose purpose is to change files (edits, writes, patches) — not a shell that may."""
+    return name in EDIT_TOOLS or name in PATCH_TOOLS
+
+
+def changed_files_of_call(name: str, arguments: dict[str, Any]) -> list[str]:
+    """Files a call of tool `name` with `arguments` writes, read from the call alone."""
+    args = arguments if isinstance(arguments, dict) else {}
+    if name in EDIT_TOOLS:
+        if name in ("str_replace_editor", "str_replace_based_edit_tool") and args.get("command") in READ_ONLY_EDITOR_COMMANDS:
+            return []
+        for key in EDIT_TOOLS[name]:
+            value = args.get(key)
+            if isinstance(value, str) and value.strip():
+                return [value.strip()]
+        return []
+    if name in PATCH_TOOLS:
+        patch = next((v for k in ("input", "patch", "diff", "content") if isinstance(v := args.get(k), str)), "")
+        return _unique(a or b for a, b in _PATCH_FILE.findall(patch) if (a or b) != "/dev/null")
+    if name in SHELL_TOOLS:
+        command = next((v for k in ("command", "cmd", "script") if isinstance(v := args.get(k), str)), "")
+        return shell_written_files(command)
+    return []
+
+
+def changed_files_of(call: ToolCallData | None, result: ToolResultData) -> list[str]:
+    """Files one call changed: the result's own account if it gave one, else read from the call."""
+    if result.is_error:
+        return []
+    if result.meta.changed_files:
+        return list(result.meta.changed_files)
+    name = call.name if call is not None else result.name
+    args = call.arguments if call is not None else {}
+    found = changed_files_of_call(name, args)
+    if not found and is_edit_tool(name):
+        return list(result.meta.files)  # no call at hand (or an older log): an edit tool names its file under `files`
+    return found
+
+
+def shell_written_files(command: str) -> list[str]:
+    """Files a shell command line writes through `>`/`>>`, `tee`, `sed -i` or `perl -i`.
+
+    A heuristic over the words of the command (heredoc bodies and quoting handled by shlex); it
+    misses files written by programs (python scripts, `git apply`), which only the tool's own
+    report (meta.changed_files) can know."""
+    if not command or not any(tok in command for tok in (">", "tee", "sed", "perl")):
+        return []
+    out: list[str] = []
+    for line in _command_lines(command):
+        try:
+            lexer = shlex.shlex(line, posix=True, punctuation_chars="|&;()<>")
+            lexer.whitespace_split = True
+            words = list(lexer)
+        except ValueError:
+            continue
+        out += _written_by(words)
+    return _unique(out)
+
+
+def _command_lines(command: str) -> list[str]:
+    """The command's lines without heredoc bodies (`cat > f <<EOF … EOF`)."""
+    lines: list[str] = []
+    ending: str | None = None
+    for line in command.splitlines():
+        if ending is not None:
+            if line.strip() == ending:
+                ending = None
+            continue
+        lines.append(line)
+        m = re.search(r"<<-?\s*['\"]?(\w+)['\"]?", line)
+        if m:
+            ending = m.group(1)
+    return lines
+
+
+def _written_by(words: list[str]) -> list[str]:
+    out: list[str] = []
+    i = 0
+    segment: list[str] = []  # words of the current simple command
+    while i < len(words):
+        w = words[i]
+        if w in (">", ">>", ">|") or (w in ("&>", "&>>")):
+            if i + 1 < len(words) and words[i + 1] not in _SEPARATORS and words[i + 1] != "&":
+                out.append(words[i + 1])
+            i += 2
+            continue
+        m = _REDIRECT.match(w)
+        if m and m.group(1) and not m.group(1).startswith("&"):
+            out.append(m.group(1))
+            i += 1
+            continue
+        if w in _SEPARATORS or w == "<":
+            out += _written_by_command(segment)
+            segment = []
+            i += 2 if w == "<" else 1  # `< file` is read, not written
+            continue
+        segment.append(w)
+        i += 1
+    out += _written_by_command(segment)
+    return [f for f in out if f not in _NOT_FILES and not f.startswith("&") and f]
+
+
+def _written_by_command(words: list[str]) -> list[str]:
+    if not words:
+        return []
+    prog = words[0].rsplit("/", 1)[-1]
+    args = words[1:]
+    if prog == "tee":
+        return [a for a in args if not a.startswith("-")]
+    if prog == "sed" and any(a == "-i" or a.startswith("-i") or a == "--in-place" or a.startswith("--in-place=") for a in args):
+        return _files_after_script(args, script_flags=("-e", "--expression", "-f", "--file"))
+    if prog == "perl" and any(a.startswith("-i") or (a.startswith("-") and "i" in a[1:] and not a.startswith("--")) for a in args):
+        return _files_after_script(args, script_flags=("-e", "-E"))
+    return []
+
+
+def _files_after_script(args: list[str], script_flags: tuple[str, ...]) -> list[str]:
+    """sed/perl operands: the script is the first non-option word unless -e/-f gave it."""
+    files: list[str] = []
+    script_given = False
+    skip = False
+    for a in args:
+        if skip:
+            skip = False
+            continue
+        if a in script_flags:
+            script_given, skip = True, True
+            continue
+        if a.startswith("-") and a != "-":
+            if any(a.startswith(f) and a != f for f in script_flags if f.startswith("-") and not f.startswith("--")):
+                script_given = True  # -e'script' glued
+            continue
+        if not script_given:
+            script_given = True  # this word is the script
+            continue
+        files.append(a)
+    return files
+
+
+def _unique(items: Iterable[str]) -> list[str]:
+    return list(dict.fromkeys(x for x in items if x))
