@@ -182,6 +182,7 @@ def run_locomo(path: str | Path, ks: list[int] | tuple[int, ...] = (5, 10, 20), 
         wanted.remove("ctxagent-hybrid")
         unavailable["ctxagent-hybrid"] = f"no embedding model ({INSTALL_HINT})"
     sums: dict[str, dict[int, dict[str, list[float]]]] = {s: {k: {} for k in ks} for s in wanted}
+    per_conv: dict[str, dict[str, dict[int, list[float]]]] = {}  # sample id → strategy → k → hits (cats 1–4)
     latencies: dict[str, list[float]] = {s: [] for s in wanted}
     skipped = 0
     questions = 0
@@ -190,6 +191,7 @@ def run_locomo(path: str | Path, ks: list[int] | tuple[int, ...] = (5, 10, 20), 
         turns = conversation_turns(conv)
         known = {t.dia_id for t in turns}
         retrievers = {name: _retriever(name, turns) for name in wanted}
+        mine = per_conv.setdefault(str(conv.get("sample_id")), {name: {k: [] for k in ks} for name in wanted})
         for qa in conv.get("qa") or []:
             ids = evidence_ids(qa)
             good = [x for x in ids if x in known]
@@ -205,6 +207,8 @@ def run_locomo(path: str | Path, ks: list[int] | tuple[int, ...] = (5, 10, 20), 
                 for k in ks:
                     hit = len(set(got[:k]) & set(good)) / len(good)
                     sums[name][k].setdefault(cat, []).append(hit)
+                    if cat in ("1", "2", "3", "4"):
+                        mine[name][k].append(hit)
     result: dict[str, Any] = {"k": ks, "strategy": {}, "questions": questions, "conversations": len(convs),
                               "sample_ids": [str(c.get("sample_id")) for c in convs], "unavailable": unavailable}
     for name in wanted:
@@ -217,6 +221,9 @@ def run_locomo(path: str | Path, ks: list[int] | tuple[int, ...] = (5, 10, 20), 
             per_k[f"recall@{k}"] = row
         result["strategy"][name] = per_k
     result["latency_ms"] = {name: _percentiles(v) for name, v in latencies.items() if name != "bm25"}
+    result["per_conversation"] = {sid: {name: {f"recall@{k}": round(statistics.fmean(v), 4) if v else 0.0
+                                              for k, v in by_k.items()} for name, by_k in rows.items()}
+                                  for sid, rows in per_conv.items()}
     result["skipped_evidence"] = skipped
     return result
 
@@ -241,6 +248,12 @@ def format_table(result: dict[str, Any]) -> str:
     for name, per_k in result["strategy"].items():
         for key, row in per_k.items():
             lines.append(f"{name:<17} {key.split('@')[1]:>3}  " + "  ".join(f"{row.get(c, 0.0):>7.3f}" for c in cats))
+    per = result.get("per_conversation") or {}
+    if len(per) > 1:
+        k = max(result["k"], key=lambda x: (x <= 10, x))  # recall@10 when asked for, else the largest k below it
+        lines.append(f"per conversation, recall@{k} over categories 1–4: " + "; ".join(
+            f"{sid} " + " ".join(f"{name} {row.get(f'recall@{k}', 0.0):.3f}" for name, row in rows.items())
+            for sid, rows in per.items()))
     for name, lat in result["latency_ms"].items():
         lines.append(f"{name} search latency: p50 {lat['p50']:.2f} ms, p95 {lat['p95']:.2f} ms")
     for name, why in result.get("unavailable", {}).items():
