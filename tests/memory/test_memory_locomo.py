@@ -67,6 +67,8 @@ def test_run_locomo_on_tiny_file(tmp_path: Path) -> None:
     assert ours["recall@1"]["3"] == 0.5  # one of its two evidence turns (the marathon) in the top 1
     assert 0.0 <= r["strategy"]["bm25"]["recall@2"]["all_1_4"] <= 1.0
     assert r["latency_ms"]["ctxagent"]["p95"] >= r["latency_ms"]["ctxagent"]["p50"] >= 0.0
+    # one conversation: its own row is the overall one
+    assert r["per_conversation"]["tiny-1"]["ctxagent"]["recall@2"] == ours["recall@2"]["all_1_4"]
 
 
 def test_bench_locomo_cli_json(tmp_path: Path) -> None:
