@@ -1,18 +1,32 @@
 """`ctxagent memory …`: search, list, add, forget and count the project's memory records.
 
 Operates on `<--project or cwd>/.ctxagent/memory.db` (created on first use). `--json` prints
-machine-readable records; text output is the same compact line the model sees.
+machine-readable records; text output is the same compact line the model sees, with control
+characters stripped (a record may hold any text a repository or a model put there).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
 
+from ctxagent.context.display import strip_controls
 from ctxagent.context.memory.record import LAYERS, TYPES
+
+
+def _say(text: str, file: Any = None) -> None:
+    print(strip_controls(text), file=file or sys.stdout)
+
+
+def _json(value: Any, indent: int | None = None) -> str:
+    """JSON that is safe on a terminal: json escapes C0 controls itself; DEL and C1 (\x9b is a CSI
+    on some terminals) are escaped here — they only ever occur inside strings."""
+    text = json.dumps(value, ensure_ascii=False, indent=indent)
+    return re.sub(r"[\x7f-\x9f]", lambda m: f"\\u{ord(m.group(0)):04x}", text)
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -82,14 +96,15 @@ def _open(args: argparse.Namespace) -> Any:
 
 
 def _print_records(records: list[Any], as_json: bool) -> None:
-    if as_json:
-        print(json.dumps([r.to_dict() for r in records], ensure_ascii=False, indent=1))
+    if as_json:  # JSON escapes control characters itself
+        print(_json([r.to_dict() for r in records], indent=1))
         return
     if not records:
-        print("no records")
+        _say("no records")
     for r in records:
         flags = "" if r.current else f"  (superseded by {r.superseded_by})"
-        print(f"{r.id:>5}  {r.layer:<4}  {r.line()}{flags}")
+        by = f"  [by {r.provenance}]" if r.provenance and r.provenance != "user" else ""
+        _say(f"{r.id:>5}  {r.layer:<4}  {r.line()}{flags}{by}")
 
 
 def _search(args: argparse.Namespace) -> int:
@@ -113,13 +128,13 @@ def _add(args: argparse.Namespace) -> int:
         try:
             rid = store.add(args.text, args.type, layer=args.layer, tags=args.tags, files=args.files, session="cli")
         except CtxagentError as exc:
-            print(f"error: {exc}", file=sys.stderr)
+            _say(f"error: {exc}", sys.stderr)
             return 2
         rec = store.get(rid)
         if args.json:
-            print(json.dumps(rec.to_dict(), ensure_ascii=False))
+            print(_json(rec.to_dict()))
         else:
-            print(f"{'confirmed' if rec.confirmations > 1 else 'added'} {rid}: {rec.line()}")
+            _say(f"{'confirmed' if rec.confirmations > 1 else 'added'} {rid}: {rec.line()}")
     return 0
 
 
@@ -136,11 +151,11 @@ def _stats(args: argparse.Namespace) -> int:
     with _open(args) as store:
         st = store.stats()
     if args.json:
-        print(json.dumps(st, ensure_ascii=False, indent=1))
+        print(_json(st, indent=1))
         return 0
-    print(f"{st['path']}: {st['total']} records ({st['superseded']} superseded, {st['pinned']} pinned constraints, "
-          f"{st['open_todos']} open todos)")
-    print("by type:  " + (", ".join(f"{k} {v}" for k, v in st["by_type"].items()) or "none"))
-    print("by layer: " + (", ".join(f"{k} {v}" for k, v in st["by_layer"].items()) or "none"))
-    print(f"search:   {st['retrieval']}" + (f"; {st['vectors']} records embedded" if st["vectors"] else ""))
+    _say(f"{st['path']}: {st['total']} records ({st['superseded']} superseded, {st['pinned']} pinned constraints, "
+         f"{st['open_todos']} open todos)")
+    _say("by type:  " + (", ".join(f"{k} {v}" for k, v in st["by_type"].items()) or "none"))
+    _say("by layer: " + (", ".join(f"{k} {v}" for k, v in st["by_layer"].items()) or "none"))
+    _say(f"search:   {st['retrieval']}" + (f"; {st['vectors']} records embedded" if st["vectors"] else ""))
     return 0

@@ -13,8 +13,10 @@ from typing import TYPE_CHECKING, Any
 
 from ctxagent.agent.events import PermissionRequest, ToolFinished, ToolStarted
 from ctxagent.agent.providers.base import ToolCallEvent
+from ctxagent.context.ledger import result_facts
 from ctxagent.context.tool_meta import changed_files_of_call
-from ctxagent.tools.base import ToolContext, ToolResult
+from ctxagent.tools.atomic_write import sweep_repository
+from ctxagent.tools.base import ToolContext, ToolResult, malformed_json
 from ctxagent.tools.tests_runner import detect_test_command
 
 if TYPE_CHECKING:
@@ -39,7 +41,12 @@ class ToolCallsMixin:
     _ingest: Callable[[list[Event]], None]
     _safe: Callable[[Callable[[], Any]], Any]
 
+    _temp_files_swept = False
+
     def _run_tools(self, calls: list[ToolCallEvent], turn: int, cancel: threading.Event) -> None:
+        if not self._temp_files_swept:  # a write killed mid-way (SIGKILL) may have left its temp file
+            self._temp_files_swept = True
+            self._safe(lambda: sweep_repository(self.session.root))
         ctx = ToolContext(
             root=self.session.root,
             cancel=cancel,
@@ -47,6 +54,7 @@ class ToolCallsMixin:
             state_dir=self.session.state_dir,
             services={
                 "spill": self.parts.spill,
+                "log": self.log,
                 "memory": self.parts.memory,
                 "summarize": self.parts.summarize,
                 "session": self.session.id,
@@ -59,10 +67,8 @@ class ToolCallsMixin:
             if cancel.is_set():
                 result = ToolResult("cancelled by the user before this tool ran", is_error=True)
             elif call.arguments is None:
-                result = ToolResult(
-                    f"error: the arguments for {call.name} were not a valid JSON object: {call.raw_arguments[:500]!r}",
-                    is_error=True,
-                )
+                result = ToolResult(f"error: invalid arguments for {call.name}: {malformed_json(call.raw_arguments)}",
+                                    is_error=True)
             else:
                 result = self._permitted(call, turn)
                 if result is None:
@@ -74,11 +80,14 @@ class ToolCallsMixin:
 
     def _permitted(self, call: ToolCallEvent, turn: int) -> ToolResult | None:
         """None when the call may run; otherwise the refusal to show the model."""
-        kind = self.parts.registry.permission(call.name)
-        if kind == "read" or self.parts.registry.get(call.name) is None:
+        registry = self.parts.registry
+        kind = registry.permission(call.name)
+        always = registry.must_ask(call.name, call.arguments)  # e.g. memory for every project: no mode covers it
+        if (kind == "read" and not always) or registry.get(call.name) is None:
             return None
         mode = self.session.config.permission_mode
-        allowed = mode == "yolo" or (mode == "auto-edit" and kind == "edit") or call.name in self.allowed_for_session
+        allowed = not always and (
+            mode == "yolo" or (mode == "auto-edit" and kind == "edit") or call.name in self.allowed_for_session)
         if not allowed:
             args = call.arguments or {}
             preview = self._command_preview(call.name, args) if kind == "command" else _edit_preview(call.name, args)
@@ -87,7 +96,7 @@ class ToolCallsMixin:
             if not decision.allow:
                 reason = f" Reason: {decision.reason}" if decision.reason else ""
                 return ToolResult(f"permission denied for {call.name}.{reason}", is_error=True)
-            if decision.remember:
+            if decision.remember and not always:
                 self.allowed_for_session.add(call.name)
         # Shell and test commands can change files too: checkpoint before the first of either.
         if self._turn_checkpoint is None and self.parts.checkpoints is not None:
@@ -108,10 +117,11 @@ class ToolCallsMixin:
     def _append_result(self, call: ToolCallEvent, result: ToolResult, duration_ms: int) -> None:
         # Sanitize before anything is persisted: the spill file must not hold secrets either.
         content = self.log.sanitize(result.content) if self.log.sanitize else result.content
+        facts = result_facts(call.name, call.arguments or {}, content) if not result.is_error else {}
         spill_meta = None
         if call.name != "read_spill":  # a page of a spill is already bounded; spilling it again would loop
             content, spill_meta = self.parts.spill.maybe_spill(content, self.parts.counter, self.session.config.spill_tokens)
-        meta = {k: v for k, v in result.meta.items() if k != "diff" or len(str(v)) < 20000}
+        meta = {k: v for k, v in result.meta.items() if k != "diff" or len(str(v)) < 20000} | facts
         if not result.is_error and "changed_files" not in meta:
             # THE record of what this call changed (context/tool_meta.py), so no reader has to guess later
             changed = changed_files_of_call(call.name, call.arguments or {})
@@ -140,4 +150,7 @@ def _edit_preview(name: str, args: dict[str, Any]) -> str:
     if name == "write_file":
         content = str(args.get("content", ""))
         return f"{args.get('path', '?')} ({len(content.splitlines())} lines)\n{content[:2000]}"
+    if name == "store_memory":
+        where = "for every project (user memory)" if args.get("scope") == "user" else "in this project's memory"
+        return f"remember {where}, as a {args.get('type', 'note')}:\n{str(args.get('content', ''))[:2000]}"
     return str(args)

@@ -4,7 +4,7 @@ Events are immutable once appended. What the builder derives from ONE event — 
 and token count, its pruned preview, its verbatim size — is memoized under (what, event id,
 variant) and checked against the event itself on every hit (identity, else equality), so a different
 log that reuses an id simply recomputes. What it derives from the WHOLE log — view(), the live
-(non-rewound) events, the session pins, the history's verbatim token total, the rendered message
+(non-rewound) events, the session ledger, the history's verbatim token total, the rendered message
 list — is kept as snapshots of a prefix of the log and extended with the new events only; a rewind
 in the new events, or a log that is not an extension of a snapshot, recomputes from scratch.
 
@@ -25,7 +25,8 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from ctxagent.context.history import MESSAGE_KINDS, Event, ViewItem, extend_view, view
-from ctxagent.context.pins import PinCollector, live_events
+from ctxagent.context.ledger import Ledger
+from ctxagent.context.pins import live_events
 from ctxagent.context.request import ToolSpec
 from ctxagent.context.tokens import MESSAGE_OVERHEAD, TokenCounter, count_system, count_tool_spec
 
@@ -61,7 +62,7 @@ class CacheStats:
     renders: int = 0  # messages rendered and counted
     prunes: int = 0  # pruned / capped previews computed and counted
     sizes: int = 0  # verbatim event sizes counted (loss %)
-    log_rebuilds: int = 0  # view / live events / pins recomputed over the whole log
+    log_rebuilds: int = 0  # view / live events / ledger recomputed over the whole log
     log_extends: int = 0  # ... extended with new events only
     render_restarts: int = 0  # message lists rendered from the first item
     render_resumes: int = 0  # ... resumed from a rendered prefix
@@ -75,7 +76,7 @@ class LogState:
     items: list[ViewItem]  # view(events)
     live: list[Event]  # live_events(events)
     live_tokens: int  # verbatim tokens of the live message events (loss % denominator)
-    pins: PinCollector  # session pins folded over `live`
+    ledger: Ledger  # the session ledger (pins, quotes, decisions, files, failures) folded over `live`
 
 
 @dataclass(frozen=True)
@@ -167,7 +168,7 @@ class BuildCache:
 
     # -- log snapshots ----------------------------------------------------------------------------
     def log_state(self, events: list[Event]) -> LogState:
-        """view / live events / pins / verbatim total of `events`, extended from the longest snapshot
+        """view / live events / ledger / verbatim total of `events`, extended from the longest snapshot
         that is a prefix of it."""
         best: LogState | None = None
         for st in self._logs:
@@ -179,12 +180,12 @@ class BuildCache:
         if best is None or any(e.kind == "rewind" for e in tail):
             live = live_events(events)
             state = LogState(list(events), view(events), live,
-                             sum(self.size(e) for e in live if e.kind in MESSAGE_KINDS), PinCollector().feed(live))
+                             sum(self.size(e) for e in live if e.kind in MESSAGE_KINDS), Ledger().feed(live))
             self.stats.log_rebuilds += 1
         else:  # a rewind hides only earlier events: the new ones are live, and extend every fold
             state = LogState(best.events + tail, extend_view(best.items, tail), best.live + tail,
                              best.live_tokens + sum(self.size(e) for e in tail if e.kind in MESSAGE_KINDS),
-                             best.pins.copy().feed(tail))
+                             best.ledger.copy().feed(tail))
             self.stats.log_extends += 1
         self._logs = [state, *(s for s in self._logs if s is not best)][:SNAPSHOTS]
         return state

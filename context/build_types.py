@@ -90,12 +90,13 @@ class Slot:
     spill: dict[str, Any] | None = None
     event_id: int | None = None
     full_tokens: int = 0  # the event's verbatim size (spilled: its original size), for loss %
+    quotes: tuple[str, ...] = ()  # the session ledger's requirement lines from this result (shown when it is cut)
 
     def replaced(self, msg: Message, tokens: int, state: str) -> Slot:
         """This slot showing `msg` instead (slots are shared between builds, so never changed in place).
         Spelled out rather than dataclasses.replace: it runs for every pruned result of every build."""
         return Slot(msg, tokens, self.slice, state, self.turn, self.item_index, self.is_tool_result, self.rank,
-                    self.source, self.spill, self.event_id, self.full_tokens)
+                    self.source, self.spill, self.event_id, self.full_tokens, self.quotes)
 
 
 @dataclass

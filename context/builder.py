@@ -21,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import re
 from typing import Any
 
 from ctxagent.context.build_cache import BuildCache, cache_for
@@ -35,8 +36,9 @@ from ctxagent.context.compact import compaction_record, user_positions
 from ctxagent.context.errors import ContextOverflowError
 from ctxagent.context.events import CompactionData
 from ctxagent.context.history import Event, Summary, ViewItem
+from ctxagent.context.ledger import Ledger, with_quotes
 from ctxagent.context.measure import make_report
-from ctxagent.context.pins import Pin, SessionPins
+from ctxagent.context.memory.text import normalize
 from ctxagent.context.prune import LOW_VALUE, pruned_arguments, pruned_text
 from ctxagent.context.render import assemble, warm_position, with_content
 from ctxagent.context.request import Message, Request, ToolCall
@@ -47,6 +49,8 @@ MAX_RELIEF_ROUNDS = 64  # a safety bound: each round compacts strictly more, so 
 KEEP_RECENT_STEPS = 2  # an in-turn compaction keeps the current turn's last steps verbatim
 MODEL_SUMMARY_ESTIMATE = 800  # tokens a model summary is assumed to take when choosing a range
 PRUNED_CHARS = 2000  # about what a pruned preview holds (the cache's size accounting)
+RECALL_SHARE = 0.3  # of the warm slice at most, for memory recalled for this step (after the session
+# ledger's working-memory block)
 
 
 def request_sha256(body: dict[str, Any]) -> str:
@@ -70,31 +74,51 @@ def _recent_files(events: list[Event], limit: int = 10) -> list[str]:
     return list(dict.fromkeys(files))[:limit]
 
 
-def warm_text_for(inputs: BuildInputs, events: list[Event], pins: list[Pin] | None = None) -> tuple[str, str | None]:
-    """(warm block text, note). `events`: the live events; `pins`: their session pins if already
-    collected. A failing memory hook falls back to the session pins and says so."""
+def warm_text_for(inputs: BuildInputs, events: list[Event], ledger: Ledger | None = None) -> tuple[str, str | None]:
+    """(warm block text, note): the session ledger's working-memory block, then what the memory hook
+    recalls for this step. `events`: the live events; `ledger`: theirs if already folded. A failing
+    memory hook is left out and the note says so."""
     if inputs.warm_override is not None:
         return inputs.warm_override, None
-    query = next((e.user.text for e in reversed(events) if e.kind == "user"), "")
+    ledger = ledger if ledger is not None else Ledger().feed(events)
     max_tokens = inputs.budget.base("warm")
-    note = None
-    if inputs.warm is not None:
-        try:
-            return inputs.warm.warm_block(query, _recent_files(events), inputs.turn, max_tokens, inputs.counter), None
-        except Exception as exc:  # memory trouble must not stop a step
-            note = f"warm provider failed ({type(exc).__name__}: {exc}); used session pins"
-    return SessionPins(events, pins).warm_block(query, [], inputs.turn, max_tokens, inputs.counter), note
+    tail = ledger.tail_block(max_tokens, inputs.counter)  # binding pins first: the whole share if need be
+    if inputs.warm is None:
+        return tail, None
+    query = next((e.user.text for e in reversed(events) if e.kind == "user"), "")
+    room = min(int(max_tokens * RECALL_SHARE), max_tokens - inputs.counter.count(tail))
+    try:
+        recalled = inputs.warm.warm_block(query, _recent_files(events), inputs.turn, room, inputs.counter)
+    except Exception as exc:  # memory trouble must not stop a step
+        return tail, f"memory recall failed ({type(exc).__name__}: {exc}); the session ledger alone was used"
+    return "\n".join(x for x in (tail, _without_repeats(recalled, tail)) if x), None
+
+
+def _without_repeats(block: str, tail: str) -> str:
+    """The recalled block minus lines the ledger already shows (this session's pins are in both)."""
+    if not block or not tail:
+        return block
+    shown = {_bare(line) for line in tail.splitlines()}
+    lines = block.splitlines()
+    kept = [ln for ln in lines if not ln.startswith("- ") or _bare(ln) not in shown]
+    return "" if all(not ln.startswith("- ") for ln in kept) else "\n".join(kept)
+
+
+def _bare(line: str) -> str:
+    """A block line's text without its bullet and [turn N] / [constraint t1] tag."""
+    return normalize(re.sub(r"^-\s*(?:\[[^\]]*\]\s*)?", "", line))
 
 
 def _pruned(slot: Slot, counter: TokenCounter) -> tuple[Message, int]:
-    msg = with_content(slot.msg, pruned_text(slot.source, counter, slot.event_id, slot.spill))
+    preview = pruned_text(slot.source, counter, slot.event_id, slot.spill)
+    msg = with_content(slot.msg, with_quotes(preview, slot.quotes))
     return msg, count_message(msg, counter)
 
 
 def _pruned_memo(slot: Slot, counter: TokenCounter, cache: BuildCache) -> tuple[Message, int]:
     # the preview is a function of the verbatim message (itself memoized per event), the logged text
     # and the spill handle: remember it under those
-    return cache.memo(("pruned", slot.event_id, slot.msg.role), (slot.msg, slot.source, slot.spill),
+    return cache.memo(("pruned", slot.event_id, slot.msg.role), (slot.msg, slot.source, slot.spill, slot.quotes),
                       lambda: _pruned(slot, counter), kind="prunes", chars=PRUNED_CHARS)
 
 
@@ -212,9 +236,9 @@ def _relieve(inputs: BuildInputs, events: list[Event], limit: int, warm: str, no
     for _ in range(MAX_RELIEF_ROUNDS):
         log = cache.log_state([*events, *(Event(eid, CompactionData.KIND, data.to_data())
                                           for eid, data, _ in records)])
-        if inputs.warm_override is None and inputs.warm is None and records:
-            warm, _ = warm_text_for(inputs, log.live, log.pins.pins())  # pins include the summaries' open tasks
-        draft = assemble(list(log.items), inputs, warm, cache)
+        if inputs.warm_override is None and records:
+            warm, _ = warm_text_for(inputs, log.live, log.ledger)  # the ledger holds the summaries' open tasks
+        draft = assemble(list(log.items), inputs, warm, cache, log.ledger)
         enforce_tools_slice(draft, inputs.budget, lambda s: _pruned_memo(s, counter, cache),
                             lambda s: _pruned_call_memo(s, counter, cache))
         _prune(draft, "old", counter, cache, limit)
@@ -263,7 +287,7 @@ def build(inputs: BuildInputs) -> BuildResult:
     events = list(inputs.events)
     notes: list[str] = []
     log = cache.log_state(events)
-    warm, note = warm_text_for(inputs, log.live, log.pins.pins())
+    warm, note = warm_text_for(inputs, log.live, log.ledger)
     if note:
         notes.append(note)
     draft, records, warm = _relieve(inputs, events, limit, warm, notes, cache)

@@ -9,7 +9,8 @@
     ├── HistoryError                   a session log that cannot be read or found
     ├── MemoryStoreError               the SQLite memory store failed
     ├── ToolError                      a tool refused or failed; shown to the model, never raised out of the loop
-    │   └── PathOutsideRepoError       a path that resolves outside the repository root
+    │   ├── PathOutsideRepoError       a path that resolves outside the repository root
+    │   └── PatternTimeoutError        a regular expression or glob ran past its time budget
     └── ProviderError                  the model provider failed (after retries where retrying makes sense)
         ├── AuthError                  401 / 403: bad or missing key (not retried)
         ├── ModelNotFoundError         404 on the model name (not retried)
@@ -60,6 +61,10 @@ class ToolError(CtxagentError):
 
 
 class PathOutsideRepoError(ToolError):
+    pass
+
+
+class PatternTimeoutError(ToolError):
     pass
 
 

@@ -113,6 +113,9 @@ class ToolMeta(_Model):
     exit_code: int | None = None
     tests: dict[str, Any] | None = None
     spill: SpillRef | None = None
+    # requirement lines of a document the call read, taken from the WHOLE output before it was spilled
+    # (context/ledger.py result_facts): the session ledger quotes them once the output is cut from view
+    requirements: list[str] = Field(default_factory=list)
 
     @field_validator("*", mode="wrap")
     @classmethod

@@ -77,9 +77,9 @@ def pruned_text(content: str, counter: TokenCounter, event_id: int | None, spill
     total_lines = content.count("\n") + 1
     files = _files_note(content, "\n".join([*head, *tail])) if cut else ""
     where = f"read_spill handle={spill['handle']}" if spill and spill.get("handle") else (
-        f"the session log, event {event_id}" if event_id is not None else "the session log"
+        f"read_event id={event_id}" if event_id is not None else "the session log"
     )
-    note = f"[pruned from view: {cut} of {total_lines} lines of old tool output cut — original kept in {where}.{files}]"
+    note = f"[pruned from view: {cut} of {total_lines} lines of old tool output cut — the original: {where}.{files}]"
     return "\n".join([*head, note, *tail])
 
 
@@ -107,13 +107,13 @@ def pruned_arguments(arguments: dict[str, Any], event_id: int | None) -> dict[st
     """An old tool call's arguments with every long string value (a Write's content, an Edit's
     old/new text) cut to head and tail. Short values — paths, patterns, commands — stay verbatim."""
     out: dict[str, Any] = {}
-    where = f"event {event_id}" if event_id is not None else "the session log"
+    where = f"read_event id={event_id}" if event_id is not None else "the session log"
     for key, value in arguments.items():
         if isinstance(value, str) and len(value) > ARG_KEEP_CHARS:
             cut = len(value) - ARG_HEAD_CHARS - ARG_TAIL_CHARS
             note = _files_note(value, value[:ARG_HEAD_CHARS] + value[-ARG_TAIL_CHARS:])
             out[key] = (f"{value[:ARG_HEAD_CHARS]}\n[pruned from view: {cut} chars of this argument cut — "
-                        f"original kept in {where}.{note}]\n{value[-ARG_TAIL_CHARS:]}")
+                        f"the original: {where}.{note}]\n{value[-ARG_TAIL_CHARS:]}")
         else:
             out[key] = value
     return out

@@ -19,13 +19,15 @@ from typing import Any
 from ctxagent.context.build_cache import BuildCache, RenderState
 from ctxagent.context.build_types import BuildInputs, Draft, Slot
 from ctxagent.context.history import Event, Summary, ViewItem
+from ctxagent.context.ledger import Ledger, quotes_block, with_quotes
 from ctxagent.context.prune import value_rank
 from ctxagent.context.request import Message, ToolCall
 from ctxagent.context.tokens import REQUEST_OVERHEAD, TokenCounter, count_message
 
 __all__ = ["Draft", "Slot", "assemble", "render", "warm_position", "with_content"]
 
-SUMMARY_HEADER = "[Summary of earlier conversation (events {first}–{last}); the original messages are kept in the session log]"
+SUMMARY_HEADER = ("[Summary of earlier conversation (events {first}–{last}); the original messages are kept in the "
+                  "session log — read_event id=N shows event N]")
 MISSING_RESULT = "[no result recorded for this tool call: it was interrupted or cancelled]"
 
 
@@ -41,20 +43,24 @@ def _spill_meta(ev: Event) -> dict[str, Any] | None:
     return spill.model_dump(mode="json", exclude_none=True) if spill is not None and spill.handle else None
 
 
-def _render_summary(it: Summary, counter: TokenCounter) -> tuple[Message, int]:
-    msg = Message(role="user", content=SUMMARY_HEADER.format(first=it.first_id, last=it.last_id) + "\n" + it.text,
-                  kind="summary", event_id=it.event_id)
+def _render_summary(it: Summary, quoted: str, counter: TokenCounter) -> tuple[Message, int]:
+    text = SUMMARY_HEADER.format(first=it.first_id, last=it.last_id) + "\n" + it.text + (f"\n{quoted}" if quoted else "")
+    msg = Message(role="user", content=text, kind="summary", event_id=it.event_id)
     return msg, count_message(msg, counter)
 
 
-def _render_result(it: Event, answered: bool, counter: TokenCounter) -> tuple[Message, int, int, dict[str, Any] | None]:
-    """(message, tokens, value rank, spill meta) of a tool result; `answered`: its call is right before it."""
+def _render_result(it: Event, answered: bool, quotes: tuple[str, ...],
+                   counter: TokenCounter) -> tuple[Message, int, int, dict[str, Any] | None]:
+    """(message, tokens, value rank, spill meta) of a tool result; `answered`: its call is right before it.
+    A spilled result shows its preview, then the ledger's requirement lines of the part cut away."""
     r = it.tool_result
+    spill = _spill_meta(it)
+    content = with_quotes(r.content, quotes) if spill else r.content
     if answered:
-        msg = Message(role="tool", content=r.content, tool_call_id=r.call_id, name=r.name, is_error=r.is_error, event_id=it.id)
+        msg = Message(role="tool", content=content, tool_call_id=r.call_id, name=r.name, is_error=r.is_error, event_id=it.id)
     else:  # its call is not in view: keep the facts, as a user-side note
-        msg = Message(role="user", content=f"[output of an earlier {r.name or 'tool'} call {r.call_id}]\n{r.content}", event_id=it.id)
-    return msg, count_message(msg, counter), value_rank(r.content, r.name, r.is_error), _spill_meta(it)
+        msg = Message(role="user", content=f"[output of an earlier {r.name or 'tool'} call {r.call_id}]\n{content}", event_id=it.id)
+    return msg, count_message(msg, counter), value_rank(r.content, r.name, r.is_error), spill
 
 
 def _render_assistant(it: Event, counter: TokenCounter) -> tuple[Message, int] | None:
@@ -76,10 +82,14 @@ def _render_missing(call_id: str, name: str, counter: TokenCounter) -> tuple[Mes
     return msg, count_message(msg, counter)
 
 
-def render(items: list[ViewItem], counter: TokenCounter, cache: BuildCache | None = None) -> list[Slot]:
+def render(items: list[ViewItem], counter: TokenCounter, cache: BuildCache | None = None,
+           ledger: Ledger | None = None, summary_quotes_tokens: int = 0) -> list[Slot]:
     """The view's messages as slots. With a cache: resumes from the longest rendered prefix of `items`
-    and renders each remaining event through the per-event memo (the result is the same either way)."""
+    and renders each remaining event through the per-event memo (the result is the same either way).
+    `ledger`: the session ledger, whose quotes go with the results and summaries that cut them
+    (a summary's within `summary_quotes_tokens`)."""
     cache = (cache or BuildCache()).bind(counter)
+    quotes = {q.event_id: q for q in ledger.quotes} if ledger is not None else {}
     memo = cache.memo
     start = cache.render_prefix(items)
     slots: list[Slot] = list(start.slots) if start else []
@@ -97,8 +107,10 @@ def render(items: list[ViewItem], counter: TokenCounter, cache: BuildCache | Non
         it = items[idx]
         if isinstance(it, Summary):
             flush()
-            msg, n = memo(("summary", it.event_id), it, lambda s=it: _render_summary(s, counter),  # type: ignore[misc]
-                          kind="renders", chars=len(it.text))
+            masked = [q for q in quotes.values() if it.first_id <= q.event_id <= it.last_id] if quotes else []
+            quoted = quotes_block(masked, summary_quotes_tokens, counter) if masked else ""
+            msg, n = memo(("summary", it.event_id), (it, quoted), lambda s=it, q=quoted: _render_summary(s, q, counter),  # type: ignore[misc]
+                          kind="renders", chars=len(it.text) + len(quoted))
             slots.append(Slot(msg, n, "hot", "summary", turn, idx, event_id=it.event_id))
             continue
         size = cache.size(it)
@@ -108,12 +120,13 @@ def render(items: list[ViewItem], counter: TokenCounter, cache: BuildCache | Non
             match = next((p for p in pending if p[0] == call_id), None)
             if match is not None:
                 pending.remove(match)
-            msg, n, rank, spill = memo(("result", it.id, match is not None), it,
-                                       lambda e=it, a=match is not None: _render_result(e, a, counter),  # type: ignore[misc]
+            lines = quotes[it.id].lines if it.id in quotes else ()
+            msg, n, rank, spill = memo(("result", it.id, match is not None), (it, lines),
+                                       lambda e=it, a=match is not None, q=lines: _render_result(e, a, q, counter),  # type: ignore[misc]
                                        kind="renders", chars=len(result.content))
             slots.append(Slot(msg, n, "tools", "spilled" if spill else "verbatim", turn, idx,
                               is_tool_result=True, rank=rank, source=result.content,
-                              spill=spill, event_id=it.id, full_tokens=size))
+                              spill=spill, event_id=it.id, full_tokens=size, quotes=lines))
             continue
         flush()
         if it.kind == "user":
@@ -134,10 +147,11 @@ def render(items: list[ViewItem], counter: TokenCounter, cache: BuildCache | Non
     return slots
 
 
-def assemble(items: list[ViewItem], inputs: BuildInputs, warm: str, cache: BuildCache | None = None) -> Draft:
+def assemble(items: list[ViewItem], inputs: BuildInputs, warm: str, cache: BuildCache | None = None,
+             ledger: Ledger | None = None) -> Draft:
     counter = inputs.counter
     cache = (cache or BuildCache()).bind(counter)
-    slots = render(items, counter, cache)
+    slots = render(items, counter, cache, ledger, inputs.budget.base("warm") // 2)
     system_tokens, tool_spec_tokens = cache.fixed_tokens(inputs.system, inputs.tools)
     warm_msg = Message(role="user", content=warm, kind="warm") if warm else None
     warm_tokens = count_message(warm_msg, counter) if warm_msg else 0

@@ -2,9 +2,10 @@
 
 `Sanitizer(secrets)` is callable on any JSON-like value (dicts, lists, strings, numbers) and
 returns a cleaned copy; it is what `SessionLog(sanitize=...)` runs on every event, and what the
-spill store and memory writes should run too. Redaction is by shape (Anthropic, OpenAI, AWS,
-GitHub tokens) and by value (the configured API keys), so a key never reaches a log, a session,
-memory or a spill file.
+spill store and memory writes should run too. Redaction is by shape (`context/secret_shapes.py`, the
+one pattern set: provider keys, private key blocks, URL passwords, secret-named assignments) and by
+value (the configured API keys), so a key never reaches a log, a session, memory or a spill file.
+`redact_secrets` is the shape-only form, for stores that do not know the configured keys.
 """
 
 from __future__ import annotations
@@ -13,26 +14,30 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-REDACTED = "[redacted]"
+from ctxagent.context.secret_shapes import REDACTED, redact_shapes
+
+__all__ = ["IMAGE_STRIPPED", "REDACTED", "Sanitizer", "escape_surrogates", "redact_secrets", "sanitize"]
+
 IMAGE_STRIPPED = "[image:base64-stripped]"
 
 DATA_URI = re.compile(r"data:[\w.+-]+/[\w.+-]+(?:;[\w.+-]+=[\w.+-]+)*;base64,[A-Za-z0-9+/=_-]{200,}")
 
-_B = r"(?<![A-Za-z0-9_\-])"  # a key starts at a token boundary ("task-…" is not an "sk-" key)
-SECRET_PATTERNS: tuple[re.Pattern[str], ...] = (
-    re.compile(_B + r"sk-ant-[A-Za-z0-9_\-]{16,}"),  # Anthropic (api03, admin01, …)
-    re.compile(_B + r"sk-(?:proj|svcacct|admin)-[A-Za-z0-9_\-]{16,}"),  # OpenAI project / service keys
-    re.compile(_B + r"sk-[A-Za-z0-9]{20,}(?:T3BlbkFJ[A-Za-z0-9]{20,})?"),  # OpenAI classic
-    re.compile(r"(?<![A-Z0-9])(?:AKIA|ASIA)[0-9A-Z]{16}(?![A-Z0-9])"),  # AWS access key id
-    re.compile(_B + r"gh[pousr]_[A-Za-z0-9]{30,}"),  # GitHub tokens (ghp_, gho_, ghs_, ghu_, ghr_)
-    re.compile(_B + r"github_pat_[A-Za-z0-9_]{40,}"),  # GitHub fine-grained PAT
-)
-# AWS secret keys have no prefix: recognise them by the name they are assigned to.
-AWS_SECRET = re.compile(
-    r"(?i)(aws_secret_access_key|aws-secret-access-key|secretaccesskey)(\s*[\"']?\s*[:=]\s*[\"']?)([A-Za-z0-9/+=]{40})"
-)
-
 MIN_CONFIGURED_SECRET = 8  # shorter configured values would redact ordinary words
+
+# A lone surrogate cannot be encoded (json, sqlite, a terminal): \udc80-\udcff are bytes that were
+# not UTF-8 (os and `surrogateescape` decode file names so), any other one is broken model text.
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+
+
+def _escape_surrogate(m: re.Match[str]) -> str:
+    code = ord(m.group(0))
+    return f"\\x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else "\ufffd"
+
+
+def escape_surrogates(text: str) -> str:
+    """`text` made encodable: an undecodable byte of a file name shows as `\\xNN` (so the name can be
+    given back, see tools/text.py), any other lone surrogate becomes U+FFFD."""
+    return _SURROGATE.sub(_escape_surrogate, text) if _SURROGATE.search(text) else text
 
 
 class Sanitizer:
@@ -48,11 +53,7 @@ class Sanitizer:
         for secret in self.secrets:
             if secret in out:
                 out = out.replace(secret, REDACTED)
-        for pattern in SECRET_PATTERNS:
-            out = pattern.sub(REDACTED, out)
-        if "ecret" in out or "ECRET" in out:
-            out = AWS_SECRET.sub(lambda m: m.group(1) + m.group(2) + REDACTED, out)
-        return out
+        return redact_shapes(out)
 
     def __call__(self, value: Any) -> Any:
         if isinstance(value, str):
@@ -68,3 +69,8 @@ class Sanitizer:
 
 def sanitize(value: Any, secrets: Iterable[str] | None = None) -> Any:
     return Sanitizer(secrets)(value)
+
+
+def redact_secrets(text: str) -> str:
+    """`text` with every secret of a known shape redacted (no configured values: see Sanitizer)."""
+    return redact_shapes(text) if text else text

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import regex
+from ctxagent.context.bounded_regex import MATCH_SECONDS, BoundedPattern
 from ctxagent.context.errors import ContextError, ToolError
 from ctxagent.context.paths import describe_os_error, ensure_parent, spill_dir
 from ctxagent.context.tokens import TokenCounter
@@ -49,6 +51,36 @@ def _clip_line(line: str, limit: int = MAX_LINE_CHARS, from_end: bool = False) -
     if from_end:
         return f"[{len(line) - limit} chars+]… " + line[-limit:]
     return line[:limit] + f" …[+{len(line) - limit} chars]"
+
+
+def page_text(text: str, label: str, again: str, offset: int = 0, limit: int = 200, grep: str | None = None,
+              max_chars: int = READ_MAX_CHARS, seconds: float = MATCH_SECONDS) -> str:
+    """A page of `text` by lines (`offset` 0-based), or its lines matching `grep` (a regex; an invalid one
+    is matched literally), numbered, within `max_chars`, with the call (`again` + offset=…) that reads on.
+    The grep gets `seconds` of matching (a catastrophic pattern raises PatternTimeoutError, a ToolError).
+    Used by read_spill and read_event, so paging and searching work the same everywhere."""
+    lines = text.split("\n")
+    total = len(lines)
+    offset = max(0, int(offset))
+    limit = max(1, min(int(limit), 2000))
+    if grep:
+        try:
+            pattern = BoundedPattern(grep, seconds=seconds)
+        except ToolError:  # not a valid (or too large a) regex: the literal text
+            pattern = BoundedPattern(regex.escape(grep), seconds=seconds, shown=grep)
+        hits = [(n, line) for n, line in enumerate(lines, 1) if pattern.search(line)]
+        page = _fit([f"{n}: {_clip_line(line, 2000)}" for n, line in hits[offset : offset + limit]], max_chars)
+        head = f"[{label}: {len(hits)} matching lines of {total} for {grep!r}; showing {len(page)} from match {offset}]"
+        body = list(page)
+        if offset + len(page) < len(hits):
+            body.append(f"[… more matches: {again} grep={grep!r} offset={offset + len(page)}]")
+        return "\n".join([head, *body])
+    body = _fit([f"{n}: {_clip_line(line, 2000)}" for n, line in enumerate(lines[offset : offset + limit], offset + 1)], max_chars)
+    end = offset + len(body)
+    head = f"[{label}: lines {offset + 1}–{end} of {total}]" if body else f"[{label}: offset {offset} is past the end ({total} lines)]"
+    if end < total:
+        body.append(f"[… {total - end} more lines: {again} offset={end}]")
+    return "\n".join([head, *body])
 
 
 def _fit_line(line: str, counter: TokenCounter, allowance: int, from_end: bool = False) -> str | None:
@@ -170,33 +202,14 @@ class SpillStore:
         return shown, {"handle": handle, "lines": lines, "tokens": tokens}
 
     def read(
-        self, handle: str, offset: int = 0, limit: int = 200, grep: str | None = None, max_chars: int = READ_MAX_CHARS
+        self, handle: str, offset: int = 0, limit: int = 200, grep: str | None = None, max_chars: int = READ_MAX_CHARS,
+        seconds: float = MATCH_SECONDS,
     ) -> str:
         """Page the spilled text by lines (`offset` 0-based) or grep it (invalid regex → literal match).
 
-        A page stays under `max_chars` so that reading a spill never needs spilling itself.
+        A page stays under `max_chars` so that reading a spill never needs spilling itself. The grep
+        gets `seconds` of matching (a catastrophic pattern raises PatternTimeoutError, a ToolError).
         """
-        text = self.get(handle)
-        lines = text.split("\n")
-        total = len(lines)
-        offset = max(0, int(offset))
-        limit = max(1, min(int(limit), 2000))
         short = handle.strip().lower()[:HANDLE_LEN]
-        if grep:
-            try:
-                pattern = re.compile(grep)
-            except re.error:
-                pattern = re.compile(re.escape(grep))
-            hits = [(n, line) for n, line in enumerate(lines, 1) if pattern.search(line)]
-            page = _fit([f"{n}: {_clip_line(line, 2000)}" for n, line in hits[offset : offset + limit]], max_chars)
-            head = f"[spill {short}: {len(hits)} matching lines of {total} for {grep!r}; showing {len(page)} from match {offset}]"
-            body = list(page)
-            if offset + len(page) < len(hits):
-                body.append(f"[… more matches: read_spill handle={short} grep={grep!r} offset={offset + len(page)}]")
-            return "\n".join([head, *body])
-        body = _fit([f"{n}: {_clip_line(line, 2000)}" for n, line in enumerate(lines[offset : offset + limit], offset + 1)], max_chars)
-        end = offset + len(body)
-        head = f"[spill {short}: lines {offset + 1}–{end} of {total}]" if body else f"[spill {short}: offset {offset} is past the end ({total} lines)]"
-        if end < total:
-            body.append(f"[… {total - end} more lines: read_spill handle={short} offset={end}]")
-        return "\n".join([head, *body])
+        return page_text(self.get(handle), f"spill {short}", f"read_spill handle={short}", offset, limit, grep,
+                         max_chars, seconds)

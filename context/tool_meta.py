@@ -184,3 +184,54 @@ def _files_after_script(args: list[str], script_flags: tuple[str, ...]) -> list[
 
 def _unique(items: Iterable[str]) -> list[str]:
     return list(dict.fromkeys(x for x in items if x))
+
+
+# -- calls that read a document: prose the user expects honoured (specs, issues, READMEs, web pages) --
+DOCUMENT_EXTENSIONS = frozenset({"md", "markdown", "rst", "txt", "adoc", "org", "textile", "mdx"})
+WEB_TOOLS = frozenset({"webfetch", "web_fetch", "fetch", "read_url", "browse", "browser"})
+READ_TOOLS = frozenset({"read_file", "read", "view", "open_file", "cat", "str_replace_editor", "str_replace_based_edit_tool"})
+# an issue tracker or review tool printing an item: `gh issue view 12`, `bd show X`, `jira issue view`, `issues show 11`
+_ISSUE_COMMAND = re.compile(
+    r"(?:^|[\s;&|(])(?:gh|glab|bd|jira|linear|tea|hub|issues?|tk|beads)\s+(?:[\w-]+\s+){0,2}(?:show|view|read|get|cat)\b")
+_SHELL_DOC_READ = re.compile(r"(?:^|[\s;&|(])(?:cat|head|tail|less|more|bat|nl|sed\s+-n\s+\S+)\s+(?:-\S+\s+)*['\"]?([^\s'\"|;&]+)")
+
+
+def _is_document_path(path: str) -> bool:
+    name = path.rsplit("/", 1)[-1]
+    return "." in name and name.rsplit(".", 1)[-1].lower() in DOCUMENT_EXTENSIONS
+
+
+def reads_document(name: str, arguments: dict[str, Any]) -> bool:
+    """Whether a call reads a document (a spec, an issue, a README, a web page) rather than code or data."""
+    args = arguments if isinstance(arguments, dict) else {}
+    lowered = name.lower()
+    if lowered in WEB_TOOLS:
+        return True
+    if lowered in READ_TOOLS:
+        if name in ("str_replace_editor", "str_replace_based_edit_tool") and args.get("command") != "view":
+            return False
+        path = next((v for k in ("path", "file_path", "filename", "file") if isinstance(v := args.get(k), str)), "")
+        return _is_document_path(path)
+    if name in SHELL_TOOLS:
+        command = next((v for k in ("command", "cmd", "script") if isinstance(v := args.get(k), str)), "")
+        if _ISSUE_COMMAND.search(command):
+            return True
+        return any(_is_document_path(m.group(1)) for m in _SHELL_DOC_READ.finditer(command))
+    return False
+
+
+_TEST_COMMAND = re.compile(
+    r"(?:^|[\s;&|(/])(?:pytest|py\.test|tox|nox|unittest|jest|vitest|mocha|rspec|phpunit|ctest)\b"
+    r"|(?:npm|yarn|pnpm|bun)\s+(?:run\s+)?test\b|(?:go|cargo|mix|dotnet|gradle|mvn|make|deno)\s+test\b"
+    r"|python\d?\s+-m\s+(?:pytest|unittest)\b")
+
+
+def is_test_run(name: str, arguments: dict[str, Any]) -> bool:
+    """Whether a call runs the test suite (ctxagent's run_tests, or a shell command that does)."""
+    if name == "run_tests":
+        return True
+    if name not in SHELL_TOOLS:
+        return False
+    args = arguments if isinstance(arguments, dict) else {}
+    command = next((v for k in ("command", "cmd", "script") if isinstance(v := args.get(k), str)), "")
+    return bool(_TEST_COMMAND.search(command))

@@ -19,7 +19,7 @@ from ctxagent.context.calibrator import Calibrator
 from ctxagent.context.spill import SpillStore
 from ctxagent.context.tokens import CachedCounter, get_counter
 from ctxagent.tools import make_registry
-from ctxagent.tools.base import FunctionTool, ToolResult
+from ctxagent.tools.base import FunctionTool, ToolArgs, ToolResult
 
 _real_connect = socket.socket.connect
 _real_connect_ex = socket.socket.connect_ex
@@ -108,11 +108,15 @@ def make_agent(work_repo: Path) -> AgentFactory:
     return make
 
 
-def echo_tool(name: str = "echo", permission: str = "read") -> FunctionTool:
+class EchoArgs(ToolArgs):
+    text: str
+
+
+def echo_tool(name: str = "echo", permission: str = "read") -> FunctionTool[EchoArgs]:
     return FunctionTool(
-        name, "echo the text", {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"], "additionalProperties": False},
+        name, "echo the text", EchoArgs,
         permission,  # type: ignore[arg-type]
-        lambda args, ctx: ToolResult(f"echo: {args['text']}"),
+        lambda args, ctx: ToolResult(f"echo: {args.text}"),
     )
 
 

@@ -38,6 +38,19 @@ def test_body_has_cache_control_on_the_stable_prefix() -> None:
     assert "cache_control" not in body["tools"][0]
     assert body["tools"][1]["cache_control"] == {"type": "ephemeral"}
     assert body["tools"][0]["input_schema"] == TOOLS[0].input_schema
+    # the end of the history is cached too: the last tool result, just before the per-step warm block
+    last_user = body["messages"][-1]["content"]
+    assert last_user[1] == {"type": "tool_result", "tool_use_id": "t2", "content": "no matches", "is_error": True,
+                            "cache_control": {"type": "ephemeral"}}
+    assert "cache_control" not in last_user[2] and sum("cache_control" in b for m in body["messages"] for b in m["content"]) == 1
+
+
+def test_the_history_breakpoint_skips_a_warm_block_before_the_newest_user_message() -> None:
+    p = AnthropicProvider("claude-sonnet-4-5", api_key="k")
+    msgs = [Message("user", "hi"), Message("assistant", "hello"), Message("user", "pins", kind="warm"), Message("user", "next")]
+    body = p.body(Request(system="s", messages=msgs, tools=TOOLS))
+    assert body["messages"][1]["content"][0]["cache_control"] == {"type": "ephemeral"}  # "hello", the history's end
+    assert all("cache_control" not in b for b in body["messages"][2]["content"])
 
 
 def test_tool_results_and_injected_blocks_merge_into_one_user_message() -> None:

@@ -15,13 +15,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from ctxagent.context.bounded_regex import MATCH_SECONDS
 from ctxagent.context.errors import ToolError
-from ctxagent.tools.base import FunctionTool, ToolContext, ToolResult
+from ctxagent.tools.atomic_write import write_atomic
+from ctxagent.tools.base import FunctionTool, ToolArgs, ToolContext, ToolResult
 from ctxagent.tools.paths import (
     cap_text,
     glob_matcher,
     list_repo_files,
-    make_tool,
     quote,
     relative,
     resolve_in_repo,
@@ -36,8 +37,8 @@ from ctxagent.tools.textfile import (
     encode_text,
     sniff_encoding,
     unified_diff,
-    write_atomic,
 )
+from pydantic import Field
 
 MAX_LINES = 2000  # lines returned by one read_file call
 MAX_CHARS = 256 * 1024  # characters returned by one read_file call
@@ -116,16 +117,26 @@ def _scan(fh: BinaryIO, encoding: str, start: int, end: int) -> _Scan:
     return _Scan(shown, total, partial, budget_hit, replaced)
 
 
-def read_file(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
-    start, end = args.get("start_line"), args.get("end_line")
+PATH_DESCRIPTION = "file path relative to the repository root"
+
+
+class ReadFileArgs(ToolArgs):
+    path: str = Field(description=PATH_DESCRIPTION)
+    # the minimum is shown to the model; read_file itself says why (lines are numbered from 1)
+    start_line: int | None = Field(None, description="first line to show (1-based)", json_schema_extra={"minimum": 1})
+    end_line: int | None = Field(None, description="last line to show (inclusive)", json_schema_extra={"minimum": 1})
+
+
+def read_file(args: ReadFileArgs, ctx: ToolContext) -> ToolResult:
+    start, end = args.start_line, args.end_line
     if start is not None and start < 1:
         raise ToolError(f"start_line must be >= 1 (lines are numbered from 1), got {start}")
     if end is not None and end < (start or 1):
         raise ToolError(f"end_line ({end}) must be >= start_line ({start or 1})")
-    path = resolve_in_repo(ctx.root, args["path"])
+    path = resolve_in_repo(ctx.root, args.path)
     shown_name = relative(ctx.root, path)
     if not os.path.lexists(path):
-        raise ToolError(_not_found(ctx, args["path"]))
+        raise ToolError(_not_found(ctx, args.path))
     st = stat_regular_file(path, shown_name)
     with open(path, "rb") as fh:
         sample = fh.read(SNIFF_BYTES)
@@ -172,12 +183,17 @@ def _not_found(ctx: ToolContext, given: str) -> str:
 # --- write_file and edit_file -------------------------------------------------------------------
 
 
-def write_file(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
-    path = resolve_in_repo(ctx.root, args["path"], for_write=True)
+class WriteFileArgs(ToolArgs):
+    path: str = Field(description=PATH_DESCRIPTION)
+    content: str = Field(description="the complete new file content")
+
+
+def write_file(args: WriteFileArgs, ctx: ToolContext) -> ToolResult:
+    path = resolve_in_repo(ctx.root, args.path, for_write=True)
     rel = relative(ctx.root, path)
     if rel == ".":
         raise ToolError("path is the repository root; give a file path")
-    content: str = args["content"]
+    content = args.content
     created = not os.path.lexists(path)
     before, fmt = "", TextFormat()
     if not created:
@@ -204,17 +220,24 @@ def _line_of(text: str, pos: int) -> int:
     return text.count("\n", 0, pos) + 1
 
 
-def edit_file(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
-    old, new = args["old_text"], args["new_text"]
-    replace_all = bool(args.get("replace_all"))
+class EditFileArgs(ToolArgs):
+    path: str = Field(description=PATH_DESCRIPTION)
+    old_text: str = Field(description="the exact text to replace")
+    new_text: str = Field(description="the replacement text")
+    replace_all: bool | None = Field(None, description="replace every occurrence (default false)")
+
+
+def edit_file(args: EditFileArgs, ctx: ToolContext) -> ToolResult:
+    old, new = args.old_text, args.new_text
+    replace_all = bool(args.replace_all)
     if old == "":
         raise ToolError("old_text is empty; give the exact text to replace (to create or overwrite a file use write_file)")
     if old == new:
         raise ToolError("old_text and new_text are identical; nothing to change")
-    path = resolve_in_repo(ctx.root, args["path"], for_write=True)
+    path = resolve_in_repo(ctx.root, args.path, for_write=True)
     rel = relative(ctx.root, path)
     if not os.path.lexists(path):
-        raise ToolError(_not_found(ctx, args["path"]) + " (edit_file changes existing files; use write_file to create one)")
+        raise ToolError(_not_found(ctx, args.path) + " (edit_file changes existing files; use write_file to create one)")
     stat_regular_file(path, rel)
     before, fmt = decode_for_edit(path.read_bytes(), rel)
     if fmt.crlf:  # the model sees LF lines from read_file; match and write in that form
@@ -296,16 +319,21 @@ def _no_match_help(content: str, old: str) -> str:
 # --- list_files ---------------------------------------------------------------------------------
 
 
-def list_files(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
-    given = args.get("path") or "."
+class ListFilesArgs(ToolArgs):
+    path: str | None = Field(None, description="directory relative to the repository root (default: the root)")
+    glob: str | None = Field(None, description="glob filter; without '/' it matches file names at any depth")
+
+
+def list_files(args: ListFilesArgs, ctx: ToolContext) -> ToolResult:
+    given = args.path or "."
     base = resolve_in_repo(ctx.root, given)
     if not base.exists():
         raise ToolError(_not_found(ctx, given))
     base_rel = relative(ctx.root, base)
     files, source = list_repo_files(ctx.root, base)
-    glob = args.get("glob")
+    glob = args.glob
     if glob:
-        match = glob_matcher(glob)
+        match = glob_matcher(glob, float(ctx.config.get("regex_seconds") or MATCH_SECONDS))
         prefix = "" if base_rel == "." else base_rel + "/"
         files = [f for f in files if match(f) or (f.startswith(prefix) and match(f[len(prefix):]))]
     where = "the repository" if base_rel == "." else base_rel
@@ -321,33 +349,22 @@ def list_files(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
 # --- the tools ----------------------------------------------------------------------------------
 
 
-def file_tools() -> list[FunctionTool]:
-    path_prop = {"type": "string", "description": "file path relative to the repository root"}
+def file_tools() -> list[FunctionTool[Any]]:
     return [
-        make_tool("read_file", (
+        FunctionTool("read_file", (
             "Read a text file with numbered lines (\"   12\\t...\"). At most 2,000 lines / 256 KB per call: "
             "page with start_line/end_line. Binary files are described, not shown."),
-            {"path": path_prop,
-             "start_line": {"type": "integer", "minimum": 1, "description": "first line to show (1-based)"},
-             "end_line": {"type": "integer", "minimum": 1, "description": "last line to show (inclusive)"}},
-            ["path"], "read", read_file),
-        make_tool("edit_file", (
+            ReadFileArgs, "read", read_file),
+        FunctionTool("edit_file", (
             "Replace exact text in an existing file and return a unified diff. old_text must match exactly once "
             "(copy it from read_file without line numbers, include enough context) unless replace_all is true."),
-            {"path": path_prop,
-             "old_text": {"type": "string", "description": "the exact text to replace"},
-             "new_text": {"type": "string", "description": "the replacement text"},
-             "replace_all": {"type": "boolean", "description": "replace every occurrence (default false)"}},
-            ["path", "old_text", "new_text"], "edit", edit_file),
-        make_tool("write_file", (
+            EditFileArgs, "edit", edit_file),
+        FunctionTool("write_file", (
             "Create a file or overwrite it with the given content (parent directories are created). "
             "Returns a unified diff against the previous content. Prefer edit_file for small changes."),
-            {"path": path_prop, "content": {"type": "string", "description": "the complete new file content"}},
-            ["path", "content"], "edit", write_file),
-        make_tool("list_files", (
+            WriteFileArgs, "edit", write_file),
+        FunctionTool("list_files", (
             "List files (respecting .gitignore) under a directory, optionally filtered by a glob such as "
             "'*.py' or 'src/**/test_*.py'. At most 500 names are shown."),
-            {"path": {"type": "string", "description": "directory relative to the repository root (default: the root)"},
-             "glob": {"type": "string", "description": "glob filter; without '/' it matches file names at any depth"}},
-            [], "read", list_files),
+            ListFilesArgs, "read", list_files),
     ]

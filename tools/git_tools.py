@@ -1,55 +1,73 @@
-"""git_status and git_diff, through gitpython.
+"""git_status and git_diff: read-only views of the user's repository.
 
-Both run git with options that keep a hostile repository's config from running programs
-(`core.fsmonitor`, external diff drivers, textconv filters) and that print non-ASCII file names as
-they are (`core.quotepath=false`), so Chinese paths stay readable. Output is capped.
+git runs through `context/gitsafe.py` (the one place that builds git commands): no fsmonitor, no
+hooks, no pager, the repository's filter drivers emptied, textconv and external diff drivers off
+for diffs, and no optional locks, so a hostile `.git/config` cannot run a program and the index is
+never rewritten. Non-ASCII file names print as they are (`core.quotepath=false`). Output is capped.
 """
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 from typing import Any
 
-import git
 from ctxagent.context.errors import ToolError
-from ctxagent.tools.base import FunctionTool, ToolContext, ToolResult
-from ctxagent.tools.paths import cap_text, make_tool, repo_root, resolve_in_repo
+from ctxagent.context.gitsafe import DIFF_SAFE_FLAGS, driver_overrides, run_git, toplevel
+from ctxagent.tools.base import FunctionTool, NoArgs, ToolArgs, ToolContext, ToolResult
+from ctxagent.tools.paths import cap_text, repo_root, resolve_in_repo
+from pydantic import Field
 
 MAX_CHARS = 30_000
 MAX_STATUS_ENTRIES = 300
-_SAFE_CONFIG = ["core.fsmonitor=false", "core.quotepath=false", "diff.external=", "color.ui=false"]
+_VIEW_CONFIG = (("core.quotepath", "false"), ("color.ui", "false"))
 
 
-def open_repo(root: Path) -> git.Repo:
-    top = repo_root(root)
-    try:
-        return git.Repo(top, search_parent_directories=True)
-    except (git.InvalidGitRepositoryError, git.NoSuchPathError):
-        raise ToolError(f"not a git repository: {top} (git_status and git_diff need one; "
-                        "list_files and read_file work without git)") from None
+class Repo:
+    """The work tree a read-only view runs in, with the options that keep its config inert."""
+
+    def __init__(self, root: Path):
+        top = toplevel(repo_root(root))
+        if top is None:
+            raise ToolError(f"not a git repository: {repo_root(root)} (git_status and git_diff need one; "
+                            "list_files and read_file work without git)")
+        self.top = top
+        self.config = [*_VIEW_CONFIG, *driver_overrides(top)]
+
+    def git(self, *args: str) -> str:
+        try:
+            proc = run_git(["--literal-pathspecs", *args], cwd=self.top, config=self.config, timeout=120)
+        except OSError as exc:
+            raise ToolError(f"could not run git: {exc}") from None
+        except subprocess.TimeoutExpired:
+            raise ToolError(f"git {args[0]} did not finish in 120 s") from None
+        if proc.returncode != 0:
+            err = proc.stderr.decode("utf-8", "replace").strip()
+            raise ToolError(f"git {args[0]} failed: {err or f'exit code {proc.returncode}'}")
+        return proc.stdout.decode("utf-8", "surrogateescape")  # a name's bytes show as \xNN (tools/text.py)
+
+    def has_commits(self) -> bool:
+        try:
+            return run_git(["rev-parse", "--verify", "-q", "HEAD"], cwd=self.top, config=self.config, timeout=30).returncode == 0
+        except (OSError, subprocess.TimeoutExpired):
+            return False
 
 
-def _git(repo: git.Repo, *args: str) -> str:
-    try:
-        config = [opt for kv in _SAFE_CONFIG for opt in ("-c", kv)]
-        return str(repo.git.execute(["git", *config, "--literal-pathspecs", *args], strip_newline_in_stdout=False))
-    except git.GitCommandError as exc:
-        err = (exc.stderr or "").strip().removeprefix("stderr:").strip(" '\n")
-        raise ToolError(f"git {args[0]} failed: {err or exc}") from None
+def open_repo(root: Path) -> Repo:
+    return Repo(root)
 
 
-def _pathspec(repo: git.Repo, ctx: ToolContext, path: str | None) -> list[str]:
+def _pathspec(repo: Repo, ctx: ToolContext, path: str | None) -> list[str]:
     if not path:
         return []
     resolved = resolve_in_repo(ctx.root, path)
-    work = Path(repo.working_tree_dir or repo_root(ctx.root)).resolve()
-    rel = resolved.relative_to(work).as_posix() if resolved.is_relative_to(work) else str(resolved)
+    rel = resolved.relative_to(repo.top).as_posix() if resolved.is_relative_to(repo.top) else str(resolved)
     return ["--", rel or "."]
 
 
-def git_status(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+def git_status(args: NoArgs, ctx: ToolContext) -> ToolResult:
     repo = open_repo(ctx.root)
-    out = _git(repo, "status", "--porcelain=v1", "-b", "--untracked-files=all")
+    out = repo.git("status", "--porcelain=v1", "-b", "--untracked-files=all", "--ignore-submodules=dirty")
     lines = [ln for ln in out.split("\n") if ln]
     branch = lines[0][3:] if lines and lines[0].startswith("## ") else "(unknown)"
     entries = [ln for ln in lines if not ln.startswith("## ")]
@@ -68,19 +86,24 @@ def git_status(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     return ToolResult(cap_text(text, MAX_CHARS, "use git_diff with path=")[0], meta={"branch": branch, "files": files})
 
 
-def git_diff(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+class GitDiffArgs(ToolArgs):
+    path: str | None = Field(None, description="file or directory to limit the diff to")
+
+
+def git_diff(args: GitDiffArgs, ctx: ToolContext) -> ToolResult:
     repo = open_repo(ctx.root)
-    spec = _pathspec(repo, ctx, args.get("path"))
-    opts = ["--no-color", "--no-ext-diff", "--no-textconv"]
-    if repo.head.is_valid():
-        diff = _git(repo, "diff", "HEAD", *opts, *spec)
-        names = _git(repo, "diff", "HEAD", "--name-only", *spec)
+    spec = _pathspec(repo, ctx, args.path)
+    opts = ["--no-color", *DIFF_SAFE_FLAGS, "--ignore-submodules=dirty"]
+    has_commits = repo.has_commits()
+    if has_commits:
+        diff = repo.git("diff", "HEAD", *opts, *spec)
+        names = repo.git("diff", "HEAD", "--name-only", *opts, *spec)
     else:  # no commit yet: what is staged, then what is not
-        diff = _git(repo, "diff", "--cached", *opts, *spec) + _git(repo, "diff", *opts, *spec)
-        names = _git(repo, "diff", "--cached", "--name-only", *spec) + _git(repo, "diff", "--name-only", *spec)
+        diff = repo.git("diff", "--cached", *opts, *spec) + repo.git("diff", *opts, *spec)
+        names = repo.git("diff", "--cached", "--name-only", *opts, *spec) + repo.git("diff", "--name-only", *opts, *spec)
     files = list(dict.fromkeys(n for n in names.split("\n") if n))
-    untracked = [n for n in _git(repo, "ls-files", "--others", "--exclude-standard", *spec).split("\n") if n]
-    where = f" in {args['path']}" if args.get("path") else ""
+    untracked = [n for n in repo.git("ls-files", "--others", "--exclude-standard", *spec).split("\n") if n]
+    where = f" in {args.path}" if args.path else ""
     parts = []
     if diff.strip():
         parts.append(cap_text(diff, MAX_CHARS, "pass path= to see one file's diff")[0].rstrip("\n"))
@@ -88,16 +111,15 @@ def git_diff(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         shown = ", ".join(untracked[:50]) + (f", ... ({len(untracked) - 50} more)" if len(untracked) > 50 else "")
         parts.append(f"untracked files (new, not in the diff; read_file them): {shown}")
     if not parts:
-        return ToolResult(f"no changes{where} against {'HEAD' if repo.head.is_valid() else 'the empty tree'}",
+        return ToolResult(f"no changes{where} against {'HEAD' if has_commits else 'the empty tree'}",
                           meta={"files": []})
     return ToolResult("\n".join(parts), meta={"files": files, "untracked": untracked})
 
 
-def git_tools() -> list[FunctionTool]:
+def git_tools() -> list[FunctionTool[Any]]:
     return [
-        make_tool("git_status", "Show the git branch and changed, staged and untracked files.", {}, [], "read", git_status),
-        make_tool("git_diff", ("Show the uncommitted changes (staged and unstaged, against HEAD) as a unified diff, "
-                               "optionally for one path; untracked files are listed."),
-                  {"path": {"type": "string", "description": "file or directory to limit the diff to"}},
-                  [], "read", git_diff),
+        FunctionTool("git_status", "Show the git branch and changed, staged and untracked files.", NoArgs, "read", git_status),
+        FunctionTool("git_diff", ("Show the uncommitted changes (staged and unstaged, against HEAD) as a unified diff, "
+                                  "optionally for one path; untracked files are listed."),
+                     GitDiffArgs, "read", git_diff),
     ]

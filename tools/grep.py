@@ -2,15 +2,15 @@
 
 Output is "path:line:text", sorted by path, paths relative to the repository root, capped at
 MAX_MATCHES lines / MAX_CHARS characters with the total count and a hint on how to narrow. The
-pattern is checked with Python's `re` first so the model gets one clear message for a bad regex;
-a pattern Python accepts but ripgrep's engine does not (look-around, backreferences) is run by the
-Python search instead.
+pattern is checked first (`context/bounded_regex.py`, the syntax of Python's `re`) so the model gets
+one clear message for a bad regex; a pattern that ripgrep's engine does not take (look-around,
+backreferences) is run by the Python search instead, within a time budget: a pattern that
+backtracks catastrophically ends the call with an error saying so, it never hangs.
 """
 
 from __future__ import annotations
 
 import io
-import re
 import shutil
 import subprocess
 import sys
@@ -20,17 +20,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ctxagent.context.bounded_regex import MATCH_SECONDS, BoundedPattern
 from ctxagent.context.errors import ToolError
-from ctxagent.tools.base import FunctionTool, ToolContext, ToolResult
+from ctxagent.tools.base import FunctionTool, ToolArgs, ToolContext, ToolResult
 from ctxagent.tools.paths import (
     glob_matcher,
     list_repo_files,
-    make_tool,
     quote,
     relative,
     repo_root,
     resolve_in_repo,
 )
+from pydantic import Field
 
 MAX_MATCHES = 200
 MAX_CHARS = 30_000
@@ -69,20 +70,11 @@ class GrepResult:
         self.chars += len(line) + 1
 
 
-def _compile(pattern: str, ignore_case: bool) -> re.Pattern[str]:
-    try:
-        return re.compile(pattern, re.IGNORECASE if ignore_case else 0)
-    except re.error as exc:
-        where = f" at position {exc.pos}" if exc.pos is not None else ""
-        raise ToolError(f"invalid regular expression {quote(pattern)}: {exc.msg}{where}. "
-                        "Escape special characters such as ( ) [ ] { } . * + ? | \\ to match them literally") from exc
-
-
-def search_python(root: Path, base: Path, regex: re.Pattern[str], glob: str | None,
+def search_python(root: Path, base: Path, regex: BoundedPattern, glob: str | None,
                   cancel: threading.Event | None = None) -> GrepResult:
     files, _ = list_repo_files(root, base)
     if glob:
-        match = glob_matcher(glob)
+        match = glob_matcher(glob, regex.seconds)
         files = [f for f in files if match(f)]
     top = repo_root(root)
     result = GrepResult(engine="python")
@@ -143,9 +135,9 @@ def search_rg(rg: str, root: Path, base: Path, pattern: str, ignore_case: bool, 
                 proc.kill()
                 result.note = "[cancelled: results are incomplete]"
                 break
-            line = raw.decode("utf-8", "replace")
-            path, _, rest = line.partition("\0")
-            num, _, text = rest.partition(":")
+            raw_path, _, raw_rest = raw.partition(b"\0")
+            path = raw_path.decode("utf-8", "surrogateescape")  # a name's bytes, shown as \xNN (tools/text.py)
+            num, _, text = raw_rest.decode("utf-8", "replace").partition(":")
             if num.isdigit():
                 result.add(path, int(num), text)
         err = proc.stderr.read().decode("utf-8", "replace")
@@ -161,18 +153,25 @@ def search_rg(rg: str, root: Path, base: Path, pattern: str, ignore_case: bool, 
     return result
 
 
-def grep(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
-    pattern: str = args["pattern"]
+class GrepArgs(ToolArgs):
+    pattern: str = Field(description="regular expression")
+    path: str | None = Field(None, description="file or directory to search (default: the repository root)")
+    glob: str | None = Field(None, description="only files matching this glob, e.g. '*.py' or 'src/**/*.ts'")
+    ignore_case: bool | None = Field(None, description="case-insensitive search (default false)")
+
+
+def grep(args: GrepArgs, ctx: ToolContext) -> ToolResult:
+    pattern = args.pattern
     if pattern == "":
         raise ToolError("pattern is empty; give a regular expression (e.g. 'def load_config')")
     if "\x00" in pattern:
         raise ToolError("pattern contains a NUL byte")
-    ignore_case = bool(args.get("ignore_case"))
-    glob = args.get("glob") or None
-    regex = _compile(pattern, ignore_case)
-    base = resolve_in_repo(ctx.root, args.get("path") or ".")
+    ignore_case = bool(args.ignore_case)
+    glob = args.glob or None
+    regex = BoundedPattern(pattern, ignore_case=ignore_case, seconds=float(ctx.config.get("regex_seconds") or MATCH_SECONDS))
+    base = resolve_in_repo(ctx.root, args.path or ".")
     if not base.exists():
-        raise ToolError(f"path not found: {quote(args.get('path'))}; use list_files to see what exists")
+        raise ToolError(f"path not found: {quote(args.path)}; use list_files to see what exists")
     engine = ctx.config.get("grep_engine", "auto")
     rg = find_rg() if engine in ("auto", "rg") else None
     if engine == "rg" and rg is None:
@@ -203,14 +202,10 @@ def grep(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     return ToolResult(body, meta=meta)
 
 
-def grep_tools() -> list[FunctionTool]:
+def grep_tools() -> list[FunctionTool[Any]]:
     return [
-        make_tool("grep", (
+        FunctionTool("grep", (
             "Search file contents with a regular expression (ripgrep syntax; .gitignore respected). "
             f"Returns 'path:line:text' lines, at most {MAX_MATCHES} matches, with the total count."),
-            {"pattern": {"type": "string", "description": "regular expression"},
-             "path": {"type": "string", "description": "file or directory to search (default: the repository root)"},
-             "glob": {"type": "string", "description": "only files matching this glob, e.g. '*.py' or 'src/**/*.ts'"},
-             "ignore_case": {"type": "boolean", "description": "case-insensitive search (default false)"}},
-            ["pattern"], "read", grep),
+            GrepArgs, "read", grep),
     ]

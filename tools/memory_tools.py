@@ -9,14 +9,15 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from ctxagent.context.errors import CtxagentError
 from ctxagent.context.history import Event
-from ctxagent.context.memory.record import LAYERS, TYPES, Record
+from ctxagent.context.memory.provenance import MODEL
+from ctxagent.context.memory.record import Record
 from ctxagent.context.memory.store import MemoryStore, project_db_path
 from ctxagent.context.paths import user_state_dir
-from ctxagent.tools.base import FunctionTool, Tool, ToolContext, ToolResult
+from ctxagent.tools.base import FunctionTool, Tool, ToolArgs, ToolContext, ToolResult
+from pydantic import Field
 
 SEARCH_LIMIT_MAX = 50
 SUMMARY_SECTIONS = ("Decisions", "Constraints", "Changes", "Open tasks")
@@ -53,7 +54,7 @@ def format_records(records: list[Record], query: str = "") -> str:
         return f"no memory records match {query!r}" if query else "no memory records"
     lines = [f"{len(records)} record{'s' if len(records) != 1 else ''}:"]
     for r in records:
-        extra = [f"id {r.id}", r.layer]
+        extra = [f"id {r.id}", r.layer] + ([f"by {r.provenance}"] if r.provenance else [])
         if r.superseded_by is not None:
             extra.append(f"superseded by {r.superseded_by}")
         if r.confirmations > 1:
@@ -71,17 +72,36 @@ def search_memory(store: MemoryStore, query: str, layer: str | None = None, type
     return format_records(recs, query), recs
 
 
-def _search_tool(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
-    text, recs = search_memory(store_for(ctx), str(args["query"]), args.get("layer"), args.get("type"),
-                               int(args.get("limit") or 8), bool(args.get("include_superseded", False)))
+# The record types and layers, spelled out for the schema (context/memory/record.py has the tuples;
+# tests/memory checks the two agree).
+RecordType = Literal["decision", "constraint", "change", "todo", "note", "summary", "spill"]
+Layer = Literal["warm", "cold"]
+
+
+class SearchMemoryArgs(ToolArgs):
+    schema_closed = False  # see ToolArgs
+    query: str = Field(description="words, identifiers, file names; English or Chinese")
+    layer: Layer | None = Field(None, description="warm (recent, default: both) or cold (archived)")
+    type: RecordType | None = None
+    limit: int | None = Field(None, description=f"at most this many records (default 8, max {SEARCH_LIMIT_MAX})")
+    include_superseded: bool | None = Field(None, description="also show records replaced by newer ones (history)")
+
+
+def _search_tool(args: SearchMemoryArgs, ctx: ToolContext) -> ToolResult:
+    text, recs = search_memory(store_for(ctx), args.query, args.layer, args.type, args.limit or 8,
+                               bool(args.include_superseded))
     return ToolResult(text, meta={"records": [r.id for r in recs]})
 
 
 # ------------------------------------------------------------------- store_memory
 
 def store_memory(store: MemoryStore, content: str, type: str, layer: str = "warm", tags: list[str] | None = None,
-                 session: str = "", turn: int = 0, files: list[str] | None = None) -> tuple[str, int]:
-    rid = store.add(content, type, layer=layer or "warm", tags=tags or [], session=session, turn=turn, files=files or [])
+                 session: str = "", turn: int = 0, files: list[str] | None = None, *, provenance: str = MODEL,
+                 user_texts: list[str] | None = None) -> tuple[str, int]:
+    """A write by the model (or, with provenance=MCP, another agent): a constraint binds only if the
+    user said it (context/memory/provenance.py)."""
+    rid = store.add(content, type, layer=layer or "warm", tags=tags or [], session=session, turn=turn, files=files or [],
+                    provenance=provenance, user_texts=user_texts)
     rec = store.get(rid)
     assert rec is not None
     if rec.confirmations > 1:
@@ -90,21 +110,33 @@ def store_memory(store: MemoryStore, content: str, type: str, layer: str = "warm
     note = f"; supersedes {', '.join(replaced)}" if replaced else ""
     if not rec.current:
         note = f"; an existing newer record ({rec.superseded_by}) on the same subject stays current"
+    if rec.type == "constraint" and not rec.pinned:
+        note += ("; not pinned: only constraints in the user's own words are shown as binding — "
+                 "it is found by search_memory")
     return f"stored record {rid}: {rec.line()}{note}", rid
 
 
-def _store_tool(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
-    tags = args.get("tags") or []
-    if isinstance(tags, str):
-        tags = [t.strip() for t in tags.split(",") if t.strip()]
-    store = user_store_for(ctx) if args.get("scope") == "user" else store_for(ctx)
-    try:
-        text, rid = store_memory(store, str(args["content"]), str(args["type"]), str(args.get("layer") or "warm"),
-                                 [str(t) for t in tags], str(ctx.services.get("session") or ""),
-                                 int(ctx.services.get("turn") or 0))
-    except CtxagentError as exc:
-        return ToolResult(f"error: {exc}", is_error=True)
-    return ToolResult(text, meta={"record": rid})
+class StoreMemoryArgs(ToolArgs):
+    schema_closed = False  # see ToolArgs
+    content: str = Field(description="one self-contained sentence")
+    type: RecordType
+    layer: Layer | None = None
+    tags: list[str] | None = None
+    scope: Literal["project", "user"] | None = Field(
+        None, description="project (default) or user: a preference that holds in every project")
+
+
+def _store_tool(args: StoreMemoryArgs, ctx: ToolContext) -> ToolResult:
+    project = store_for(ctx)
+    store = user_store_for(ctx) if args.scope == "user" else project
+    text, rid = store_memory(store, args.content, args.type, args.layer or "warm", args.tags or [],
+                             str(ctx.services.get("session") or ""), int(ctx.services.get("turn") or 0),
+                             user_texts=project.user_texts())  # what the user typed is kept per project
+    return ToolResult(text, meta={"record": rid, "scope": args.scope or "project"})
+
+
+def _asks_for_user_scope(args: dict[str, Any]) -> bool:
+    return args.get("scope") == "user"  # a preference for every project: the user says yes each time
 
 
 # -------------------------------------------------------------- summarize_context
@@ -152,54 +184,27 @@ def summarize_context(text: str, max_tokens: int = 500, summarize: Any = None) -
     return summary, "extractive"
 
 
-def _summarize_tool(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
-    summary, method = summarize_context(str(args["text"]), int(args.get("max_tokens") or 500), ctx.services.get("summarize"))
+class SummarizeArgs(ToolArgs):
+    schema_closed = False  # see ToolArgs
+    text: str
+    max_tokens: int | None = Field(None, description="length cap of the summary (default 500)")
+
+
+def _summarize_tool(args: SummarizeArgs, ctx: ToolContext) -> ToolResult:
+    summary, method = summarize_context(args.text, args.max_tokens or 500, ctx.services.get("summarize"))
     return ToolResult(summary, meta={"method": method})
-
-
-# ------------------------------------------------------------------------ schemas
-
-SEARCH_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "query": {"type": "string", "description": "words, identifiers, file names; English or Chinese"},
-        "layer": {"type": "string", "enum": list(LAYERS), "description": "warm (recent, default: both) or cold (archived)"},
-        "type": {"type": "string", "enum": list(TYPES)},
-        "limit": {"type": "integer", "description": f"at most this many records (default 8, max {SEARCH_LIMIT_MAX})"},
-        "include_superseded": {"type": "boolean", "description": "also show records replaced by newer ones (history)"},
-    },
-    "required": ["query"],
-}
-STORE_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "content": {"type": "string", "description": "one self-contained sentence"},
-        "type": {"type": "string", "enum": list(TYPES)},
-        "layer": {"type": "string", "enum": list(LAYERS)},
-        "tags": {"type": "array", "items": {"type": "string"}},
-        "scope": {"type": "string", "enum": ["project", "user"],
-                  "description": "project (default) or user: a preference that holds in every project"},
-    },
-    "required": ["content", "type"],
-}
-SUMMARIZE_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "text": {"type": "string"},
-        "max_tokens": {"type": "integer", "description": "length cap of the summary (default 500)"},
-    },
-    "required": ["text"],
-}
 
 
 def memory_tools() -> list[Tool]:
     return [
         FunctionTool("search_memory", "Search the project's memory (decisions, constraints, changes, todos, notes, "
                      "summaries) by words, identifiers or file names. Superseded records are hidden unless asked.",
-                     SEARCH_SCHEMA, "read", _search_tool),
+                     SearchMemoryArgs, "read", _search_tool),
+        # writing memory changes what later requests say: asked for like an edit (auto in yolo / auto-edit);
+        # the user-wide store is asked for every time
         FunctionTool("store_memory", "Remember something for later turns and sessions: a decision, constraint, "
                      "change, todo or note. A newer decision on the same subject supersedes the older one.",
-                     STORE_SCHEMA, "read", _store_tool),
+                     StoreMemoryArgs, "edit", _store_tool, always_ask=_asks_for_user_scope),
         FunctionTool("summarize_context", "Summarize text into Decisions / Constraints / Changes / Open tasks.",
-                     SUMMARIZE_SCHEMA, "read", _summarize_tool),
+                     SummarizeArgs, "read", _summarize_tool),
     ]

@@ -5,23 +5,22 @@ symlinks (of the file or of any parent directory) that resolve outside the root,
 refused with a message the model can act on. Writes into `.git/` and `.ctxagent/` are refused too.
 
 Also here, because every coding tool needs them: the list of files in the repository (git's view,
-so .gitignore is respected), a glob matcher with `**`, text capping, and `make_tool`, which wraps a
-tool function so that bad arguments and any exception become an error result instead of a raise.
+so .gitignore is respected), a glob matcher with `**`, and text capping.
 """
 
 from __future__ import annotations
 
-import functools
 import os
 import re
 import stat
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
+from ctxagent.context.bounded_regex import MATCH_SECONDS, BoundedPattern
 from ctxagent.context.errors import PathOutsideRepoError, ToolError
-from ctxagent.tools.base import FunctionTool, Permission, ToolContext, ToolResult, validate_args
+from ctxagent.context.gitsafe import run_git
+from ctxagent.tools.text import unescape_name
 
 # Directories the walk fallback never enters; git's own view already leaves them out.
 SKIP_DIRS = frozenset({".git", ".ctxagent", "node_modules", ".venv", "__pycache__"})
@@ -65,6 +64,8 @@ def resolve_in_repo(root: Path, path: str, *, for_write: bool = False) -> Path:
     candidate = Path(text)
     if not candidate.is_absolute():
         candidate = base / candidate
+    if not os.path.lexists(candidate) and unescape_name(text) != text:
+        candidate = Path(base / unescape_name(text))  # a name shown with its non-UTF-8 bytes as \xNN
     try:
         resolved = Path(os.path.realpath(candidate))
     except (OSError, RuntimeError, ValueError) as exc:
@@ -143,10 +144,9 @@ def list_repo_files(root: Path, base: Path | None = None) -> tuple[list[str], st
 
 
 def _git_ls_files(top: Path, rel_base: str) -> list[str] | None:
-    cmd = ["git", "-c", "core.fsmonitor=false", "--literal-pathspecs", "-C", str(top), "ls-files", "--cached", "--others",
-           "--exclude-standard", "-z", "--", rel_base if rel_base else "."]
-    try:
-        proc = subprocess.run(cmd, capture_output=True, timeout=60, stdin=subprocess.DEVNULL)
+    try:  # ls-files reads no file contents: no filter can run; gitsafe turns off the rest
+        proc = run_git(["--literal-pathspecs", "ls-files", "--cached", "--others", "--exclude-standard", "-z", "--",
+                        rel_base if rel_base else "."], cwd=top, timeout=60)
     except (OSError, subprocess.TimeoutExpired):
         return None
     if proc.returncode != 0:
@@ -173,17 +173,19 @@ def _walk_files(top: Path, base: Path) -> list[str]:
     return sorted(out)
 
 
-def glob_matcher(pattern: str) -> Callable[[str], bool]:
+def glob_matcher(pattern: str, seconds: float = MATCH_SECONDS) -> Callable[[str], bool]:
     """A matcher for repository-relative paths. `*` and `?` stay within one path segment, `**`
     spans directories, `{a,b}` alternates. A pattern without `/` matches the file name anywhere
-    (like ripgrep and .gitignore), so `*.py` finds Python files at any depth."""
+    (like ripgrep and .gitignore), so `*.py` finds Python files at any depth. All the calls of one
+    matcher share a time budget (`*a*a*a*a*a*b` on long names backtracks): past it they raise
+    PatternTimeoutError."""
     pat = pattern.strip()
     if pat.startswith("./"):
         pat = pat[2:]
-    regex = re.compile(_glob_to_regex(pat) + r"\Z")
+    bounded = BoundedPattern(_glob_to_regex(pat) + r"\Z", seconds=seconds, what="glob", shown=pattern)
     if "/" in pat:
-        return lambda rel: regex.match(rel) is not None
-    return lambda rel: regex.match(rel.rsplit("/", 1)[-1]) is not None
+        return bounded.match
+    return lambda rel: bounded.match(rel.rsplit("/", 1)[-1])
 
 
 def _glob_to_regex(pat: str) -> str:
@@ -228,7 +230,7 @@ def _glob_to_regex(pat: str) -> str:
     return "".join(out)
 
 
-# --- output and tool plumbing -------------------------------------------------------------------
+# --- output ------------------------------------------------------------------------------------
 
 
 def cap_text(text: str, max_chars: int, hint: str) -> tuple[str, bool]:
@@ -241,30 +243,3 @@ def cap_text(text: str, max_chars: int, hint: str) -> tuple[str, bool]:
     omitted_lines = rest.count("\n")
     note = f"\n[output truncated: {len(rest):,} more characters ({omitted_lines:,} lines) not shown; {hint}]"
     return text[:cut] + note, True
-
-
-def make_tool(
-    name: str,
-    description: str,
-    properties: dict[str, Any],
-    required: list[str],
-    permission: Permission,
-    fn: Callable[[dict[str, Any], ToolContext], ToolResult],
-) -> FunctionTool:
-    """Build a tool whose run() validates its own arguments and never raises: a ToolError becomes
-    its message as an error result; any other exception becomes a named error result."""
-    schema = {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
-
-    @functools.wraps(fn)
-    def guarded(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
-        problem = validate_args(schema, args)
-        if problem:
-            return ToolResult(f"error: invalid arguments for {name}: {problem}", is_error=True)
-        try:
-            return fn(args, ctx)
-        except ToolError as exc:
-            return ToolResult(f"error: {exc}", is_error=True)
-        except Exception as exc:  # a tool never takes the loop down
-            return ToolResult(f"error: {name} failed: {type(exc).__name__}: {exc}", is_error=True)
-
-    return FunctionTool(name=name, description=description, schema=schema, permission=permission, fn=guarded)

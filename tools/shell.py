@@ -27,8 +27,9 @@ from pathlib import Path
 from typing import Any
 
 from ctxagent.context.errors import ToolError
-from ctxagent.tools.base import FunctionTool, ToolContext, ToolResult
-from ctxagent.tools.paths import make_tool, repo_root
+from ctxagent.tools.base import FunctionTool, ToolArgs, ToolContext, ToolResult
+from ctxagent.tools.paths import repo_root
+from pydantic import Field
 
 DEFAULT_TIMEOUT = 120.0
 MAX_TIMEOUT = 600.0
@@ -234,13 +235,18 @@ def resolve_timeout(value: Any, default: float) -> tuple[float, str]:
     return float(value), ""
 
 
-def shell(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
-    command: str = args["command"]
+class ShellArgs(ToolArgs):
+    command: str = Field(description="the bash command line")
+    timeout: float | None = Field(None, description=f"seconds (default {DEFAULT_TIMEOUT:g}, max {MAX_TIMEOUT:g})")
+
+
+def shell(args: ShellArgs, ctx: ToolContext) -> ToolResult:
+    command = args.command
     if not command.strip():
         raise ToolError("command is empty")
     if "\x00" in command:
         raise ToolError("command contains a NUL byte")
-    timeout, note = resolve_timeout(args.get("timeout"), float(ctx.config.get("shell_timeout") or DEFAULT_TIMEOUT))
+    timeout, note = resolve_timeout(args.timeout, float(ctx.config.get("shell_timeout") or DEFAULT_TIMEOUT))
     out = run_command(command, repo_root(ctx.root), timeout=timeout, cancel=ctx.cancel, output_bytes=output_limit(ctx))
     status = describe_outcome(out, timeout)
     body = out.output if out.output.strip() else "(no output)"
@@ -250,13 +256,11 @@ def shell(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     return ToolResult(f"{note}{status}\n{body}", is_error=failed_to_run, meta=meta)
 
 
-def shell_tools() -> list[FunctionTool]:
+def shell_tools() -> list[FunctionTool[Any]]:
     return [
-        make_tool("shell", (
+        FunctionTool("shell", (
             "Run a bash command in the repository root (stdin is empty; no interactive programs). "
             f"Default timeout {DEFAULT_TIMEOUT:g} s, maximum {MAX_TIMEOUT:g} s; on timeout the whole process group is killed. "
             "Long output keeps its head and tail. The result starts with the exit code."),
-            {"command": {"type": "string", "description": "the bash command line"},
-             "timeout": {"type": "number", "description": f"seconds (default {DEFAULT_TIMEOUT:g}, max {MAX_TIMEOUT:g})"}},
-            ["command"], "command", shell),
+            ShellArgs, "command", shell),
     ]

@@ -2,22 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from ctxagent.context.errors import ToolError
+from ctxagent.context.bounded_regex import MATCH_SECONDS
 from ctxagent.context.spill import SpillStore
-from ctxagent.tools.base import FunctionTool, ToolContext, ToolResult
+from ctxagent.tools.base import FunctionTool, ToolArgs, ToolContext, ToolResult
+from pydantic import Field
 
-SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "handle": {"type": "string", "description": "The handle shown in the cut marker (read_spill handle=…)."},
-        "offset": {"type": "integer", "description": "First line to show (0-based), or first match with grep. Default 0."},
-        "limit": {"type": "integer", "description": "How many lines (or matches) to show. Default 200, max 2000."},
-        "grep": {"type": "string", "description": "Regular expression (or literal text) to search for instead of paging."},
-    },
-    "required": ["handle"],
-}
+
+class ReadSpillArgs(ToolArgs):
+    schema_closed = False  # see ToolArgs
+    handle: str = Field(description="The handle shown in the cut marker (read_spill handle=…).")
+    offset: int | None = Field(None, description="First line to show (0-based), or first match with grep. Default 0.")
+    limit: int | None = Field(None, description="How many lines (or matches) to show. Default 200, max 2000.")
+    grep: str | None = Field(None, description="Regular expression (or literal text) to search for instead of paging.")
+
 
 DESCRIPTION = (
     "Read a large tool output that was cut to head and tail in the conversation. Page through it by "
@@ -32,21 +29,14 @@ def _store(ctx: ToolContext) -> SpillStore:
     return SpillStore.for_root(ctx.root)
 
 
-def run_read_spill(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
-    try:
-        text = _store(ctx).read(
-            str(args["handle"]),
-            offset=int(args.get("offset") or 0),
-            limit=int(args.get("limit") or 200),
-            grep=args.get("grep") or None,
-        )
-    except ToolError as exc:
-        return ToolResult(f"error: {exc}", is_error=True)
-    return ToolResult(text, meta={"spill_handle": str(args["handle"])})
+def run_read_spill(args: ReadSpillArgs, ctx: ToolContext) -> ToolResult:
+    text = _store(ctx).read(args.handle, offset=args.offset or 0, limit=args.limit or 200, grep=args.grep or None,
+                            seconds=float(ctx.config.get("regex_seconds") or MATCH_SECONDS))
+    return ToolResult(text, meta={"spill_handle": args.handle})
 
 
-def make_read_spill_tool() -> FunctionTool:
-    return FunctionTool(name="read_spill", description=DESCRIPTION, schema=SCHEMA, permission="read", fn=run_read_spill)
+def make_read_spill_tool() -> FunctionTool[ReadSpillArgs]:
+    return FunctionTool("read_spill", DESCRIPTION, ReadSpillArgs, "read", run_read_spill)
 
 
 READ_SPILL = make_read_spill_tool()

@@ -16,9 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from ctxagent.context.errors import ToolError
-from ctxagent.tools.base import FunctionTool, ToolContext, ToolResult
-from ctxagent.tools.paths import make_tool, repo_root
+from ctxagent.tools.base import FunctionTool, ToolArgs, ToolContext, ToolResult
+from ctxagent.tools.paths import repo_root
 from ctxagent.tools.shell import describe_outcome, output_limit, resolve_timeout, run_command
+from pydantic import Field
 
 DEFAULT_TIMEOUT = 600.0
 _NPM_PLACEHOLDER = "no test specified"
@@ -182,9 +183,14 @@ def summary_line(counts: dict[str, int], found: bool, exit_code: int | None, sta
 # --- the tool -----------------------------------------------------------------------------------
 
 
-def run_tests(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+class RunTestsArgs(ToolArgs):
+    command: str | None = Field(None, description="test command to run instead of the detected one, "
+                               "e.g. 'pytest tests/test_api.py -x'")
+
+
+def run_tests(args: RunTestsArgs, ctx: ToolContext) -> ToolResult:
     root = repo_root(ctx.root)
-    command = (args.get("command") or "").strip() or str(ctx.config.get("test_command") or "").strip()
+    command = (args.command or "").strip() or str(ctx.config.get("test_command") or "").strip()
     if not command:
         command = detect_test_command(root) or ""
     if not command:
@@ -206,12 +212,10 @@ def run_tests(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     return ToolResult(f"{head}\n{note}$ {command}\n{body}", is_error=failed_to_run, meta=meta)
 
 
-def run_tests_tools() -> list[FunctionTool]:
+def run_tests_tools() -> list[FunctionTool[Any]]:
     return [
-        make_tool("run_tests", (
+        FunctionTool("run_tests", (
             "Run the project's tests (detected: pytest, npm test, go test ./..., cargo test; or the configured "
             "test_command; or the given command). The first line is a summary like 'tests: 3 passed, 1 failed (exit 1)'."),
-            {"command": {"type": "string", "description": "test command to run instead of the detected one, "
-                         "e.g. 'pytest tests/test_api.py -x'"}},
-            [], "command", run_tests),
+            RunTestsArgs, "command", run_tests),
     ]

@@ -2,7 +2,7 @@
 
 A file is decoded so that writing it back changes only what was edited: a UTF-8 BOM or a UTF-16
 encoding is kept, CRLF line endings are kept (the model works in LF, as read_file shows it), and
-bytes that are not valid UTF-8 survive as surrogate escapes. Writes replace the file atomically.
+bytes that are not valid UTF-8 survive as surrogate escapes. (Writes: tools/atomic_write.py.)
 """
 
 from __future__ import annotations
@@ -10,10 +10,7 @@ from __future__ import annotations
 import codecs
 import difflib
 import mimetypes
-import os
-import shutil
 from dataclasses import dataclass
-from pathlib import Path
 
 from ctxagent.context.errors import ToolError
 from ctxagent.tools.paths import quote
@@ -92,20 +89,6 @@ def encode_text(text: str, fmt: TextFormat) -> bytes:
     except UnicodeEncodeError:  # e.g. a lone surrogate sent by the model: keep the rest intact
         body = text.encode(fmt.encoding, "replace")
     return fmt.bom + body
-
-
-def write_atomic(path: Path, data: bytes) -> None:
-    """Replace `path` with `data` so that a crash leaves either the old or the new file, never half."""
-    tmp = path.with_name(f".{path.name}.ctxagent-tmp-{os.getpid()}")
-    try:
-        with open(tmp, "wb") as fh:
-            fh.write(data)
-        if path.exists():
-            shutil.copymode(path, tmp)
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
 
 
 # --- diffs and changed ranges --------------------------------------------------------------------

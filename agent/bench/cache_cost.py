@@ -164,11 +164,10 @@ class Breakpoints:
                 "cache_control" in t for t in body.get("tools") or []):
             marks.append(stable)
         wire = body.get("messages") or []
-        ends = wire_group_ends(request.messages)
-        for w, wm in enumerate(wire):
-            content = wm.get("content")
-            if isinstance(content, list) and any(isinstance(b, dict) and "cache_control" in b for b in content):
-                marks.append(stable + (ends[w] if len(ends) == len(wire) else len(request.messages)))
+        if any(isinstance(b, dict) and "cache_control" in b for wm in wire for b in wm.get("content") or []):
+            # the provider marks the end of the history: the block just before the working-memory block
+            warm = next((i for i, m in enumerate(request.messages) if m.kind == "warm"), len(request.messages))
+            marks.append(stable + warm)
         return marks
 
     def with_last_message(self, request: Request) -> list[int]:

@@ -54,6 +54,7 @@ from ctxagent.agent.bench.replay_setup import (
 )
 from ctxagent.agent.bench.replay_stats import StrategyStats
 from ctxagent.agent.bench.requirements import LineTracker
+from ctxagent.context.ledger import result_facts
 
 
 def _memory_for(tmp: Path, session: str) -> tuple[Any, Any]:
@@ -136,6 +137,12 @@ def _append(sev: SourceEvent, logs: dict[str, Lane], ref: Lane, spill: Any, engi
     for lane in logs.values():
         data = sev.data
         if lane.name == "ctxagent" and sev.kind == "tool_result":
+            # as the product's loop does: facts from the whole output first, then the spill
+            call = next((c for e in reversed(lane.events) if e.kind == "assistant" for c in e.assistant.tool_calls
+                         if c.id == data.get("call_id")), None)
+            facts = result_facts(call.name, call.arguments, str(data.get("content", ""))) if call is not None else {}
+            if facts:
+                data = {**data, "meta": {**(data.get("meta") or {}), **facts}}
             shown, meta = spill.maybe_spill(str(data.get("content", "")), engine.counter, SPILL_TOKENS)
             if meta is not None:
                 data = {**data, "content": shown, "spill": meta}

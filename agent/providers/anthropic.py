@@ -3,7 +3,8 @@
 Neutral → wire: role "tool" messages become `tool_result` blocks in a user message; consecutive
 user-side messages (user text, tool results, injected warm/summary blocks) merge into one user
 message, tool_result blocks first; assistant tool calls become `tool_use` blocks. The stable prefix
-(system block and the last tool schema) carries `cache_control: {"type": "ephemeral"}`.
+(system block and the last tool schema) and the end of the history (the block before the per-step
+working-memory block) carry `cache_control: {"type": "ephemeral"}`.
 
 The SDK's own retries are off (`max_retries=0`): `agent/retry.py` retries, visibly. A stream that
 breaks after text arrived yields that text first and then raises StreamError, so the caller keeps it.
@@ -88,6 +89,30 @@ def wire_messages(messages: list[Message]) -> list[dict[str, Any]]:
     return merged
 
 
+def _mark_history_end(wire: list[dict[str, Any]], messages: list[Message]) -> None:
+    """Put a cache breakpoint on the last block of the history — before the per-step working-memory
+    block, which changes every step and would otherwise end every cached prefix. The next request
+    extends this history, so it reads it from the cache and pays only for what is new."""
+    warm = next((m.content for m in messages if m.kind == "warm" and m.content.strip()), None)
+    target: tuple[int, int] | None = None
+    for wi, wm in enumerate(wire):
+        for bi, block in enumerate(wm["content"]):
+            if warm is not None and block.get("type") == "text" and block.get("text") == warm:
+                if bi > 0:
+                    target = (wi, bi - 1)
+                elif wi > 0:
+                    target = (wi - 1, len(wire[wi - 1]["content"]) - 1)
+                else:
+                    target = None
+                break
+            target = (wi, bi)
+        else:
+            continue
+        break
+    if target is not None:
+        wire[target[0]]["content"][target[1]]["cache_control"] = dict(EPHEMERAL)
+
+
 class AnthropicProvider:
     name = "anthropic"
 
@@ -107,6 +132,7 @@ class AnthropicProvider:
         if request.system:
             body["system"] = [{"type": "text", "text": request.system, "cache_control": dict(EPHEMERAL)}]
         body["messages"] = wire_messages(request.messages)
+        _mark_history_end(body["messages"], request.messages)
         if request.tools:
             tools = [{"name": t.name, "description": t.description, "input_schema": t.input_schema}
                      for t in request.tools]

@@ -1,16 +1,19 @@
 """Rule-based memory writes from session-log events — no model call.
 
     user text            → pinned `constraint` per constraint sentence, `decision` per decision
-                           sentence, `todo` per "TODO: …" / "- [ ] …" line
+                           sentence, `todo` per "TODO: …" / "- [ ] …" line; the text itself is kept
+                           (store.record_user_text) to tell later what the user said
     assistant text       → `decision` per decision sentence, `todo` per TODO line
     a call that changed files (context/tool_meta.py) → `change` per file (line ranges from meta["lines"])
     run_tests            → `note` with the pass / fail counts from meta["tests"]
     user / assistant     → also a cold `turn` record of the words, with neighbouring turns as context
                            and the event's time (see turns.py)
     compaction summary   → one record per bullet of Decisions / Constraints / Changes / Open tasks,
-                           plus the whole summary as a cold `summary`
+                           plus the whole summary as a cold `summary`; its constraints are pinned
+                           only where they restate the user (provenance.py)
 
-Every record carries its source event id (provenance back to the exact log line). An event is
+Every record carries its source event id (provenance back to the exact log line) and who wrote it
+(`provenance`: user, assistant, tool or summary). An event is
 ingested once per session: the `ingested` table remembers it, in the same transaction as the
 marking, so a re-run (or a second process) adds nothing twice.
 """
@@ -24,6 +27,7 @@ from ctxagent.context.events import ToolResultData
 from ctxagent.context.history import Event
 from ctxagent.context.memory.detect import detect_constraints, detect_decisions, detect_todos
 from ctxagent.context.memory.embed import BACKFILL_BATCH
+from ctxagent.context.memory.provenance import ASSISTANT, SUMMARY, TOOL, USER
 from ctxagent.context.memory.turns import write_turn
 from ctxagent.context.tool_meta import changed_files_of
 
@@ -92,6 +96,8 @@ def _records_for(store: MemoryStore, ev: Event, session: str, turn: int) -> list
     out: list[int] = []
     if ev.kind == "user":
         text = str(d.get("text") or "")
+        store.record_user_text(session, ev.id, turn, text)
+        common["provenance"] = USER
         constraints = detect_constraints(text)
         for s in constraints:
             out.append(store.add(s, "constraint", pinned=True, context=text if len(text) < 2000 else "", **common))
@@ -101,6 +107,7 @@ def _records_for(store: MemoryStore, ev: Event, session: str, turn: int) -> list
         for s in detect_todos(text):
             out.append(store.add(s, "todo", status="open", **common))
     elif ev.kind == "assistant":
+        common["provenance"] = ASSISTANT
         text = str(d.get("text") or "")
         for s in detect_decisions(text):
             out.append(store.add(s, "decision", importance=0.6, **common))
@@ -109,7 +116,7 @@ def _records_for(store: MemoryStore, ev: Event, session: str, turn: int) -> list
     if ev.kind in ("user", "assistant") and (rid := write_turn(store, ev, session, turn)) is not None:
         out.append(rid)
     if ev.kind == "tool_result":
-        out.extend(_tool_records(store, ev.tool_result, common))
+        out.extend(_tool_records(store, ev.tool_result, {**common, "provenance": TOOL}))
     elif ev.kind == "compaction":
         out.extend(_compaction_records(store, ev, session, turn))
     return out
@@ -190,7 +197,8 @@ def _compaction_records(store: MemoryStore, ev: Event, session: str, turn: int) 
         item = raw_item[prefix.end():] if prefix else raw_item
         m = prefix or _TURN_NOTE.search(item)
         item_turn = next((int(g) for g in m.groups() if g), start_turn) if m else start_turn
-        kw: dict[str, Any] = {"session": session, "turn": min(item_turn, turn) if turn else item_turn, "source_events": sources}
+        kw: dict[str, Any] = {"session": session, "turn": min(item_turn, turn) if turn else item_turn, "source_events": sources,
+                              "provenance": SUMMARY}
         if type_ == "change":
             files = re.findall(r"[\w./-]+\.[A-Za-z0-9]{1,6}\b", item)
             out.append(store.add(item, "change", files=files[:5], **kw))
@@ -199,5 +207,5 @@ def _compaction_records(store: MemoryStore, ev: Event, session: str, turn: int) 
         else:
             out.append(store.add(item, type_, **kw))
     out.append(store.add(summary, "summary", layer="cold", merge=False, context=f"compaction of events {first_id}-{c.last_id}",
-                         session=session, turn=turn, source_events=sources))
+                         session=session, turn=turn, source_events=sources, provenance=SUMMARY))
     return out

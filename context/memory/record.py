@@ -14,7 +14,7 @@ TODO_STATUSES = ("open", "done")
 
 COLUMNS = (
     "id, layer, type, content, tags, files, session, turn, last_turn, created_at, updated_at, confirmations, "
-    "importance, superseded_by, source_events, pinned, status, context"
+    "importance, superseded_by, source_events, pinned, status, context, provenance"
 )
 
 
@@ -38,6 +38,7 @@ class Record:
     pinned: bool = False
     status: str | None = None
     context: str = ""
+    provenance: str = ""  # who wrote it: user, model, mcp, assistant, summary, tool (context/memory/provenance.py)
     score: float | None = None  # search rank (higher is better); None outside search
 
     @property
@@ -62,10 +63,11 @@ class Record:
     @staticmethod
     def from_row(row: sqlite3.Row | tuple[Any, ...], score: float | None = None) -> Record:
         (rid, layer, type_, content, tags, files, session, turn, last_turn, created, updated, conf, importance, sup,
-         sources, pinned, status, context) = tuple(row)[:18]
+         sources, pinned, status, context, provenance) = tuple(row)[:19]
         return Record(
             id=int(rid), type=type_, content=content, layer=layer, tags=json.loads(tags), files=json.loads(files),
             session=session, turn=int(turn), last_turn=int(last_turn), created_at=float(created), updated_at=float(updated),
             confirmations=int(conf), importance=float(importance), superseded_by=sup,
-            source_events=json.loads(sources), pinned=bool(pinned), status=status, context=context, score=score,
+            source_events=json.loads(sources), pinned=bool(pinned), status=status, context=context,
+            provenance=provenance, score=score,
         )

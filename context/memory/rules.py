@@ -13,14 +13,20 @@ when they share subject terms — key terms minus the verbs of deciding and forb
 - constraint: pinned and long-lived, so the bar is higher: ≥ 2 shared subject terms covering ≥ 2/3
   of the shorter one ("don't modify config files" and "never modify the tests" do not collide).
 The newer one (higher turn; same turn: the later write) stays current and the older one gets
-`superseded_by`. Explicit `MemoryStore.supersede(old, new)` needs no shared subject.
+`superseded_by` — except that a record the user did not write never replaces a constraint the user
+wrote (`may_supersede`; provenance.py). Explicit `MemoryStore.supersede(old, new)` needs no shared subject.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
+from ctxagent.context.memory.provenance import USER
 from ctxagent.context.memory.text import key_terms, normalize
+
+if TYPE_CHECKING:
+    from ctxagent.context.memory.record import Record
 
 MERGE_JACCARD = 0.8
 
@@ -66,3 +72,8 @@ def same_subject(
             return True
         return shared >= 1 and bool(set(new_files) & set(old_files))
     return shared >= 2 and ratio >= 2 / 3
+
+
+def may_supersede(new: Record, old: Record) -> bool:
+    """Injected text must not lift the user's constraints: only the user replaces what the user bound."""
+    return not (old.type == "constraint" and old.provenance == USER and new.provenance != USER)

@@ -67,7 +67,25 @@ MIGRATIONS: list[str] = [
     CREATE INDEX records_type_status ON records(type, status);
     INSERT OR REPLACE INTO meta (key, value) VALUES ('term_df_backfill', 'pending');
     """,
-    # 3: one embedding per record, for hybrid search when the optional embedding model is installed
+    # 3: who wrote each record (context/memory/provenance.py), and what the user typed, which decides
+    #    whether a constraint written by anyone else may be pinned. Constraints pinned before this
+    #    stay pinned only where the user's words show: a /remember, `memory add`, or a sentence of
+    #    the user text kept as the record's context; the rest become ordinary (unpinned) records.
+    """
+    ALTER TABLE records ADD COLUMN provenance TEXT NOT NULL DEFAULT '';
+    CREATE TABLE user_texts (
+        id       INTEGER PRIMARY KEY,
+        session  TEXT NOT NULL,
+        event_id INTEGER NOT NULL,
+        turn     INTEGER NOT NULL DEFAULT 0,
+        text     TEXT NOT NULL,
+        UNIQUE (session, event_id)
+    );
+    UPDATE records SET provenance = 'user' WHERE type = 'constraint' AND pinned = 1 AND (
+        session = 'cli' OR tags LIKE '%"remember"%' OR (context != '' AND instr(lower(context), lower(content)) > 0));
+    UPDATE records SET pinned = 0 WHERE type = 'constraint' AND pinned = 1 AND provenance = '';
+    """,
+    # 4: one embedding per record, for hybrid search when the optional embedding model is installed
     #    (`ctxagent[embeddings]`, see embed.py). Derived data: written lazily, rebuilt when the model changes.
     """
     CREATE TABLE record_vectors (

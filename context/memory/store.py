@@ -9,7 +9,6 @@ once without losing a write. Nothing is deleted except by `forget`.
 from __future__ import annotations
 
 import json
-import re
 import sqlite3
 import threading
 import time
@@ -20,6 +19,7 @@ from typing import Any
 
 from ctxagent.context.errors import MemoryStoreError
 from ctxagent.context.history import Event
+from ctxagent.context.memory import provenance as provenance_rules
 from ctxagent.context.memory import rules
 from ctxagent.context.memory.dbfile import create_private, sqlite_problem
 from ctxagent.context.memory.embed import (
@@ -48,22 +48,18 @@ from ctxagent.context.paths import (
     project_state_dir,
     user_state_dir,
 )
+from ctxagent.context.sanitize import escape_surrogates, redact_secrets
 
 DEFAULT_DEGRADE_AFTER_TURNS = 20
 BUSY_TIMEOUT_MS = 30_000
+USER_TEXT_CHARS = 20_000  # of one user turn, kept for matching
+USER_TEXTS_KEPT = 500  # user turns a constraint is matched against
 DEFAULT_IMPORTANCE = {"constraint": 0.9, "decision": 0.8, "todo": 0.7, "change": 0.5, "note": 0.4, "summary": 0.3, "spill": 0.2,
                       "turn": 0.2}
 
-# Never persist a key, even when a user pastes one into a sentence we would remember.
-_SECRET = re.compile(
-    r"(sk-ant-[A-Za-z0-9_\-]{10,}|sk-[A-Za-z0-9_\-]{16,}|AKIA[0-9A-Z]{16}|gh[pousr]_[A-Za-z0-9]{20,}|"
-    r"xox[abpr]-[A-Za-z0-9\-]{10,}|(?i:bearer)\s+[A-Za-z0-9._\-]{16,}|"
-    r"(?i:(?:api[_-]?key|secret|password|token)\s*[=:]\s*)\S{6,})"
-)
-
-
-def redact(text: str) -> str:
-    return _SECRET.sub("[redacted]", text)
+def _clean(text: str) -> str:
+    """What may be stored: no secret of a known shape, nothing sqlite cannot encode."""
+    return redact_secrets(escape_surrogates(text))
 
 
 def project_db_path(root: str | Path) -> Path:
@@ -161,13 +157,21 @@ class MemoryStore:
     def add(self, content: str, type: str = "note", *, layer: str = "warm", tags: Sequence[str] = (),
             files: Sequence[str] = (), session: str = "", turn: int = 0, importance: float | None = None,
             pinned: bool | None = None, status: str | None = None, source_events: Sequence[int] = (),
-            context: str = "", merge: bool = True, supersede: bool = True, said_at: float | None = None) -> int:
+            context: str = "", merge: bool = True, supersede: bool = True, provenance: str = provenance_rules.USER,
+            user_texts: Sequence[str] | None = None, said_at: float | None = None) -> int:
         """Write a record and return its id — the id of the existing record when it merges into one.
 
-        Constraints are pinned and todos open unless said otherwise. See `rules` for merge and supersede.
-        `said_at` (epoch seconds) is when its source was said, kept as `created_at`; default: now.
+        `provenance` says who wrote it (this API is the user's — the CLI, /remember — unless a caller
+        says otherwise). Constraints are pinned and todos open unless said otherwise, but a
+        constraint not written by the user is pinned only if it matches what the user typed
+        (`user_texts`, default: this store's record of the user's turns) — see provenance.py.
+        See `rules` for merge and supersede. `said_at` (epoch seconds) is when its source was said,
+        kept as `created_at`; default: now.
         """
-        content = redact(" ".join(str(content).split()) if "\n" not in str(content) else str(content).strip())
+        if provenance not in provenance_rules.PROVENANCES:
+            raise MemoryStoreError(f"unknown provenance {provenance!r}")
+        content = _clean(" ".join(str(content).split()) if "\n" not in str(content) else str(content).strip())
+        context = _clean(str(context))
         if not content:
             raise MemoryStoreError("a memory record needs content")
         if type not in TYPES:
@@ -176,24 +180,33 @@ class MemoryStore:
             raise MemoryStoreError(f"unknown layer {layer!r}; expected one of {', '.join(LAYERS)}")
         if status is not None and status not in TODO_STATUSES:
             raise MemoryStoreError(f"unknown status {status!r}; expected one of {', '.join(TODO_STATUSES)}")
-        files = [norm_path(f) for f in files if f]
-        tags = [str(t) for t in tags if str(t).strip()]
+        files = [norm_path(escape_surrogates(f)) for f in files if f]
+        tags = [_clean(str(t)) for t in tags if str(t).strip()]
+        wants_pin = type == "constraint" if pinned is None else bool(pinned)
+        if wants_pin and provenance != provenance_rules.USER:
+            heard = self.user_texts() if user_texts is None else user_texts
+            wants_pin = provenance_rules.said_by_user(content, heard)
         with self._write() as conn:
             if merge:
                 existing = self._find_duplicate(conn, content, type)
                 if existing is not None:
                     self._merge_into(conn, existing, tags, files, session, turn, source_events)
+                    if provenance == provenance_rules.USER and existing.provenance != provenance_rules.USER:
+                        # the user said it too: it is theirs now, and binds like anything they said
+                        conn.execute("UPDATE records SET provenance = ?, pinned = ? WHERE id = ?",
+                                     (provenance, int(existing.pinned or wants_pin), existing.id))
                     return existing.id
             now = time.time()
             cur = conn.execute(
                 "INSERT INTO records (layer, type, content, tags, files, session, turn, last_turn, created_at, "
-                "updated_at, confirmations, importance, superseded_by, source_events, pinned, status, context, norm) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, NULL, ?, ?, ?, ?, ?)",
+                "updated_at, confirmations, importance, superseded_by, source_events, pinned, status, context, norm, "
+                "provenance) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, NULL, ?, ?, ?, ?, ?, ?)",
                 (layer, type, content, json.dumps(tags, ensure_ascii=False), json.dumps(files, ensure_ascii=False),
                  session, int(turn), int(turn), now if not said_at else float(said_at), now,
                  DEFAULT_IMPORTANCE[type] if importance is None else float(importance),
-                 json.dumps([int(e) for e in source_events]), int(type == "constraint" if pinned is None else pinned),
-                 status if status is not None else ("open" if type == "todo" else None), redact(context), normalize(content)),
+                 json.dumps([int(e) for e in source_events]), int(wants_pin),
+                 status if status is not None else ("open" if type == "todo" else None), context, normalize(content),
+                 provenance),
             )
             rid = int(cur.lastrowid or 0)
             conn.execute(
@@ -264,6 +277,8 @@ class MemoryStore:
             seen.add(old.id)
             if not rules.same_subject(new.type, new.content, old.content, new.files, old.files):
                 continue
+            if not rules.may_supersede(new, old):
+                continue  # e.g. the model's constraint never replaces one the user wrote
             # Turns order statements within a session; across sessions the later write is newer.
             newer = (old.last_turn, old.id) <= (new.last_turn, new.id) if old.session == new.session else old.id < new.id
             if newer:
@@ -281,7 +296,7 @@ class MemoryStore:
             rec = self._get(conn, id)
             if rec is None:
                 raise MemoryStoreError(f"no memory record {id}")
-            context = redact(f"{rec.context} {text}".strip())
+            context = _clean(f"{rec.context} {text}".strip())
             before = _record_terms(rec.content, rec.tags, rec.files, rec.context)
             conn.execute("UPDATE records SET context = ?, updated_at = ? WHERE id = ?", (context, time.time(), id))
             conn.execute("UPDATE records_fts SET context = ? WHERE rowid = ?", (index_text(context), id))
@@ -340,6 +355,19 @@ class MemoryStore:
                     (session, limit),
                 )
             return int(cur.rowcount)
+
+    def record_user_text(self, session: str, event_id: int, turn: int, text: str) -> None:
+        """Keep what the user typed in a turn: a constraint written by anyone else binds only if it
+        matches one of these (provenance.said_by_user)."""
+        with self._write() as conn:
+            conn.execute("INSERT OR IGNORE INTO user_texts (session, event_id, turn, text) VALUES (?, ?, ?, ?)",
+                         (session, int(event_id), int(turn), _clean(str(text))[:USER_TEXT_CHARS]))
+
+    def user_texts(self, limit: int = USER_TEXTS_KEPT) -> list[str]:
+        """The user's most recent turns (any session), newest first."""
+        with self._lock:
+            rows = self.conn.execute("SELECT text FROM user_texts ORDER BY id DESC LIMIT ?", (int(limit),)).fetchall()
+        return [str(r[0]) for r in rows]
 
     def ingest(self, events: Iterable[Event], session: str) -> list[int]:
         """Rule-based writes from log events (no model call); idempotent per (session, event id)."""

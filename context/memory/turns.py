@@ -20,6 +20,7 @@ import time
 from typing import TYPE_CHECKING
 
 from ctxagent.context.history import Event
+from ctxagent.context.memory.provenance import ASSISTANT, USER
 
 if TYPE_CHECKING:
     from ctxagent.context.memory.store import MemoryStore
@@ -70,7 +71,8 @@ def write_turn(store: MemoryStore, ev: Event, session: str, turn: int) -> int | 
     context = _tail(prev[1], NEIGHBOUR_CHARS) if prev else ""
     tags = [ev.kind, day_of(ev.ts)]
     rid = store.add(content, TURN_TYPE, layer="cold", tags=tags, session=session, turn=turn, source_events=[ev.id],
-                    context=context, merge=False, supersede=False, said_at=ev.ts or None)
+                    context=context, merge=False, supersede=False, said_at=ev.ts or None,
+                    provenance=USER if ev.kind == "user" else ASSISTANT)
     if prev is not None:
         store.extend_context(prev[0], _head(text, NEIGHBOUR_CHARS))
     return rid

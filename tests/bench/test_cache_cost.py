@@ -98,10 +98,12 @@ def test_breakpoints_follow_the_product_provider() -> None:
     msgs = [Message("user", "hi"), Message("assistant", "", tool_calls=[ToolCall("c1", "read_file", {"path": "a.py"})]),
             Message("tool", "x = 1", tool_call_id="c1", name="read_file"), Message("user", "more")]
     req = Request("You are an agent.", msgs, tools)
-    # the provider marks the system block and the last tool: the stable prefix (overhead, system, 2 tools)
-    assert bp.product(req) == [4]
+    # the provider marks the stable prefix (overhead, system, 2 tools) and the end of the history
+    assert bp.product(req) == [4, 8]
     assert bp.with_last_message(req) == [4, 8]
-    assert bp.product(Request("", msgs, [])) == []  # nothing marked, nothing cached
+    warm = Request("You are an agent.", [*msgs[:3], Message("user", "pins", kind="warm")], tools)
+    assert bp.product(warm) == [4, 7]  # ... which ends before the per-step warm block
+    assert bp.product(Request("", msgs, [])) == [6]  # no stable prefix: only the history end is marked
 
 
 def test_wire_groups_mirror_the_anthropic_wire_format() -> None:

@@ -246,7 +246,8 @@ def test_warm_provider_and_override() -> None:
     assert "PostgreSQL" in res.warm_text
     query, files, turn, max_tokens = mem.calls[0]
     assert query == "Thanks. Now run the tests." and "app.py" in files and turn == 2
-    assert max_tokens == Budget(32_000).base("warm")
+    warm_share = Budget(32_000).base("warm")  # the ledger's block first, then up to 30 % for recall
+    assert max_tokens == min(int(warm_share * 0.3), warm_share - counter().count(res.warm_text.split("\n<context-memory>")[0]))
     over = run(log, warm=mem, warm_override="exact warm text")
     assert over.warm_text == "exact warm text" and len(mem.calls) == 1
 
@@ -255,7 +256,7 @@ def test_warm_provider_and_override() -> None:
             raise RuntimeError("db locked")
 
     res = run(log, warm=Broken())
-    assert "Never modify config files" in res.warm_text and any("warm provider failed" in n for n in res.report.notes)
+    assert "Never modify config files" in res.warm_text and any("memory recall failed" in n for n in res.report.notes)
 
 
 def test_full_and_window_baselines() -> None:

@@ -36,7 +36,7 @@ def test_pruned_text_keeps_head_tail_and_says_where() -> None:
     content = numbered_lines(1000)
     out = pruned_text(content, C, 42)
     assert out.startswith("00000 output") and out.rstrip().endswith(content.splitlines()[-1])
-    assert "original kept in the session log, event 42" in out
+    assert "the original: read_event id=42" in out
     assert C.count(out) < 400
     spilled = pruned_text(content, C, 7, {"handle": "abc123abc123"})
     assert "read_spill handle=abc123abc123" in spilled

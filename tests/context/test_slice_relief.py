@@ -135,7 +135,7 @@ def test_long_call_arguments_are_cut_and_short_ones_kept() -> None:
     content = "header\n" + "x = 1\n" * 300 + "import helpers/util.py  # 中文注释 配置.toml\n" + "y = 2\n" * 300
     args = pruned_arguments({"path": "src/app.py", "content": content, "mode": "w"}, 7)
     assert args["path"] == "src/app.py" and args["mode"] == "w"
-    assert len(args["content"]) < 1000 and "original kept in event 7" in args["content"]
+    assert len(args["content"]) < 1000 and "the original: read_event id=7" in args["content"]
     assert "util.py" in args["content"] and "配置.toml" in args["content"]  # the cut part's file names
     log, _ = long_turn(0)
     for i in range(30):

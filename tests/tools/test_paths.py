@@ -8,12 +8,11 @@ from pathlib import Path
 
 import pytest
 from ctxagent.context.errors import PathOutsideRepoError, ToolError
-from ctxagent.tools.base import ToolContext, ToolResult
+from ctxagent.tools.base import FunctionTool, ToolArgs, ToolContext, ToolResult
 from ctxagent.tools.paths import (
     cap_text,
     glob_matcher,
     list_repo_files,
-    make_tool,
     relative,
     resolve_in_repo,
     stat_regular_file,
@@ -192,21 +191,24 @@ def test_cap_text_says_what_was_cut() -> None:
     assert same == "short" and not cut
 
 
-def test_make_tool_turns_bad_args_and_exceptions_into_errors(tmp_path: Path) -> None:
-    def boom(args: dict, ctx: ToolContext) -> ToolResult:
-        if args["n"] == 1:
+def test_function_tool_turns_bad_args_and_exceptions_into_errors(tmp_path: Path) -> None:
+    class BoomArgs(ToolArgs):
+        n: int
+
+    def boom(args: BoomArgs, ctx: ToolContext) -> ToolResult:
+        if args.n == 1:
             raise ToolError("refused for a reason")
         raise RuntimeError("kaputt")
 
-    tool = make_tool("boom", "d", {"n": {"type": "integer"}}, ["n"], "read", boom)
+    tool = FunctionTool("boom", "d", BoomArgs, "read", boom)
     assert tool.schema == {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"],
                            "additionalProperties": False}
     ctx = ToolContext(root=tmp_path)
     r = tool.run({"n": "x"}, ctx)
-    assert r.is_error and "must be integer" in r.content
+    assert r.is_error and r.content == "error: invalid arguments for boom: argument 'n' must be integer, got str"
     r = tool.run({"n": 1}, ctx)
     assert r.is_error and r.content == "error: refused for a reason"
     r = tool.run({"n": 2}, ctx)
     assert r.is_error and "RuntimeError: kaputt" in r.content
-    r = tool.run([1], ctx)  # type: ignore[arg-type]
+    r = tool.run([1], ctx)
     assert r.is_error and "JSON object" in r.content
