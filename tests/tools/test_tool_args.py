@@ -50,7 +50,7 @@ def test_schema_literals_agree_with_the_record_module() -> None:
     ("shell", {"command": "true", "timeout": "10"}, "argument 'timeout' must be number, got str"),
     ("shell", {"command": "true", "timeout": False}, "argument 'timeout' must be number, got bool"),
     ("store_memory", {"content": "x", "type": "opinion"},
-     "argument 'type' must be one of ['decision', 'constraint', 'change', 'todo', 'note', 'summary', 'spill']"),
+     "argument 'type' must be one of ['decision', 'constraint', 'change', 'todo', 'note', 'summary', 'spill', 'turn']"),
     ("store_memory", {"content": "x", "type": "note", "tags": ["a", 3]}, "argument 'tags[1]' must be string, got int"),
     ("store_memory", {"content": "x", "type": "note", "tags": "a,b"}, "argument 'tags' must be array, got str"),
     ("grep", ["x"], "arguments must be a JSON object, got list"),
