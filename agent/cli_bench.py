@@ -175,9 +175,9 @@ def tokens_text_all(results: list[dict[str, Any]], tokens_text: Any) -> str:
 
 
 def add_parser(subparsers: Any) -> None:
-    p = subparsers.add_parser("bench", help="benchmarks on real agent traffic (replay, tokens, perf, locomo, all)")
+    p = subparsers.add_parser("bench", help="benchmarks on real agent traffic (`ctxagent bench --help` lists them)")
     sub = p.add_subparsers(dest="bench_command", metavar="BENCH")
-    p.set_defaults(func=lambda a: (p.print_help(), 2)[1])
+    p.set_defaults(func=lambda a: (p.print_help(sys.stderr), 2)[1])
 
     def common(q: argparse.ArgumentParser, source: bool = True) -> None:
         if source:
@@ -218,8 +218,8 @@ def add_parser(subparsers: Any) -> None:
     a = sub.add_parser("all", help="every benchmark with default settings (Markdown tables; JSON with --out)")
     common(a, source=False)
     a.add_argument("--limit", type=int, help="at most K runs per source")
-    a.add_argument("--skip-perf", action="store_true")
-    a.add_argument("--skip-locomo", action="store_true")
+    a.add_argument("--skip-perf", action="store_true", help="leave out the performance benchmark (the slowest)")
+    a.add_argument("--skip-locomo", action="store_true", help="leave out the LoCoMo memory-retrieval benchmark")
     a.set_defaults(func=run_all)
 
     # benchmarks that other parts own register themselves when their module is there
@@ -230,3 +230,5 @@ def add_parser(subparsers: Any) -> None:
             continue
         if hasattr(mod, "add_parser"):
             mod.add_parser(sub)
+    p.description = (f"Benchmarks on real agent traffic: {', '.join(sub.choices)}. Data: --data, else "
+                     "$CTXAGENT_BENCH_DATA, else ../shared/bench beside the repository.")

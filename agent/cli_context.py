@@ -8,8 +8,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ctxagent.agent.cli import plural
 from ctxagent.agent.config import load_config
 from ctxagent.agent.session import find_repo_root, list_sessions, open_session, resolve_session
+from ctxagent.context.display import strip_controls
 from ctxagent.context.errors import CtxagentError
 from ctxagent.context.history import SessionLog
 from ctxagent.context.monitor import format_report_table
@@ -35,6 +37,29 @@ def _guard(fn):  # noqa: ANN001, ANN202
     return run
 
 
+def _compaction_text(data: dict[str, Any]) -> str:
+    method = f" ({data.get('method')})" if data.get("method") else ""
+    return f"compacted events {data.get('first_id')}–{data.get('last_id')}{method}"
+
+
+def _outside_compactions(log: SessionLog) -> tuple[list[list[str]], list[str]]:
+    """Compactions not made by a step's own build (/compact, auto-compact, `ctxagent compact`):
+    per report, the ones just before it; and the ones after the last step."""
+    per_report: list[list[str]] = []
+    pending: list[str] = []
+    for e in log.events:
+        if e.kind == "compaction":
+            pending.append(_compaction_text(e.data))
+        elif e.kind == "context_report":
+            own = (e.data.get("report") or {}).get("compacted")
+            if own:  # the build's own compaction is in the report's actions already
+                own_text = f"compacted events {own[0]}–{own[1]}"
+                pending = [p for p in pending if not p.startswith(own_text)]
+            per_report.append(pending)
+            pending = []
+    return per_report, pending
+
+
 @_guard
 def cmd_report(args: argparse.Namespace) -> int:
     log = _load(args, None if args.last else args.session)
@@ -42,8 +67,12 @@ def cmd_report(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps([r.to_dict() for r in reports], ensure_ascii=False, indent=2))
         return 0
-    print(f"session {log.session_id} — {len(reports)} steps")
-    print(format_report_table(reports))
+    extra, after = _outside_compactions(log)
+    turns = len(log.of_kind("user"))
+    print(strip_controls(f"session {log.session_id} — {plural(len(reports), 'step')} in {plural(turns, 'turn')}"))
+    print(format_report_table(reports, extra_actions=extra))
+    if after:
+        print(f"after the last step: {', '.join(after)}")
     return 0
 
 
@@ -114,39 +143,51 @@ def cmd_config(args: argparse.Namespace) -> int:
 
 @_guard
 def cmd_sessions(args: argparse.Namespace) -> int:
-    for path in list_sessions(_root(args)):
+    root = _root(args)
+    paths = list_sessions(root)
+    if not paths:
+        print(f"no sessions yet in {root} (start one with `ctxagent` or `ctxagent -p \"...\"`)")
+        return 0
+    for path in paths:
         log = SessionLog.load(path)
         first = next((e.data.get("text", "") for e in log.events if e.kind == "user"), "")
-        print(f"{log.session_id}  {len(log.events):5d} events  {str(first).splitlines()[0][:60] if first else ''}")
+        steps = len(log.of_kind("context_report"))
+        turns = len(log.of_kind("user"))
+        line = str(first).splitlines()[0][:60] if str(first).strip() else ""
+        print(strip_controls(f"{log.session_id}  {plural(turns, 'turn'):>9}  {plural(steps, 'step'):>9}  {line}"))
     return 0
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("report", help="per-step context table for a session")
-    p.add_argument("session", nargs="?", help="session id (default: the latest)")
+    p = sub.add_parser("report", help="per-step context table for a session",
+                       description="One row per step (one model request): tokens, usage of the window, whether the "
+                       "system prompt stayed in, loss, and what the engine did (spill, prune, compact).")
+    p.add_argument("session", nargs="?", help="session id or id prefix (default: the latest)")
     p.add_argument("--last", action="store_true", help="the latest session")
-    p.add_argument("--json", action="store_true")
-    p.add_argument("--cwd")
+    p.add_argument("--json", action="store_true", help="print the reports as JSON")
+    p.add_argument("--cwd", help="repository whose sessions to read (default: the current directory)")
     p.set_defaults(func=cmd_report)
 
-    p = sub.add_parser("inspect", help="the exact request the model received at a step")
-    p.add_argument("session")
-    p.add_argument("--step", type=int, required=True)
-    p.add_argument("--json", action="store_true")
-    p.add_argument("--cwd")
+    p = sub.add_parser("inspect", help="the exact request the model received at a step",
+                       description="Rebuild a step's request from the session log and check it against the sha256 "
+                       "of what was sent (exit 1 when it differs).")
+    p.add_argument("session", help="session id or id prefix")
+    p.add_argument("--step", type=int, required=True, help="the step number (as in `ctxagent report`)")
+    p.add_argument("--json", action="store_true", help="print the request, masks and report as JSON")
+    p.add_argument("--cwd", help="repository whose sessions to read (default: the current directory)")
     p.set_defaults(func=cmd_inspect)
 
     p = sub.add_parser("compact", help="compact a session now (the originals stay in the log)")
-    p.add_argument("session", nargs="?")
+    p.add_argument("session", nargs="?", help="session id or id prefix (default: the latest)")
     p.add_argument("--focus", help="what the summary should keep in particular")
-    p.add_argument("--model")
-    p.add_argument("--cwd")
+    p.add_argument("--model", help="model for the summary (default: the session's)")
+    p.add_argument("--cwd", help="repository whose sessions to read (default: the current directory)")
     p.set_defaults(func=cmd_compact)
 
     p = sub.add_parser("config", help="print the effective configuration (keys redacted)")
-    p.add_argument("--cwd")
+    p.add_argument("--cwd", help="repository whose .ctxagent/config.toml to include (default: the current directory)")
     p.set_defaults(func=cmd_config)
 
     p = sub.add_parser("sessions", help="list this repository's sessions")
-    p.add_argument("--cwd")
+    p.add_argument("--cwd", help="repository whose sessions to list (default: the current directory)")
     p.set_defaults(func=cmd_sessions)

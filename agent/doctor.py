@@ -12,8 +12,10 @@ import sqlite3
 import sys
 from pathlib import Path
 
+from ctxagent.agent.cli import plural
 from ctxagent.agent.config import load_config
 from ctxagent.agent.session import find_repo_root, resolve_session
+from ctxagent.context.display import strip_controls
 from ctxagent.context.errors import CtxagentError
 from ctxagent.context.history import Event, SessionLog, view
 from ctxagent.context.report import ContextReport
@@ -23,18 +25,23 @@ _BASE64 = re.compile(r"[A-Za-z0-9+/=]{400,}")
 
 
 def check_model(root: Path) -> Check:
+    from ctxagent.agent.factory import resolve_model
+    from ctxagent.agent.providers.registry import lifecycle_problem
+
     try:
         cfg = load_config(root, {})
+        label, info = resolve_model(cfg)  # a key alone picks the default; a retired model is refused
     except CtxagentError as exc:
-        return ("warn", "configuration", f"{exc}")
-    if not cfg.model:
-        return ("warn", "model", "no model configured: set CTXAGENT_MODEL or model = \"...\" in .ctxagent/config.toml")
-    provider = cfg.model.split(":", 1)[0]
-    if provider == "anthropic" and not cfg.anthropic_api_key and not cfg.base_url:
-        return ("warn", "model", f"{cfg.model} needs ANTHROPIC_API_KEY")
+        return ("warn", "model", f"{exc}")
+    provider = label.split(":", 1)[0]
+    if provider == "anthropic" and not cfg.anthropic_api_key and not (cfg.base_url or cfg.anthropic_base_url):
+        return ("warn", "model", f"{label} needs ANTHROPIC_API_KEY")
     if provider == "openai" and not cfg.openai_api_key and not (cfg.base_url or cfg.openai_base_url):
-        return ("warn", "model", f"{cfg.model} needs OPENAI_API_KEY (or --base-url for a local server)")
-    return ("ok", "model", cfg.model)
+        return ("warn", "model", f"{label} needs OPENAI_API_KEY (or --base-url for a local server)")
+    problem = lifecycle_problem(info, label)
+    if problem is not None:
+        return ("warn", "model", problem[1])
+    return ("ok", "model", label if cfg.model else f"{label} (what your API key starts with; set CTXAGENT_MODEL for another)")
 
 
 def check_tokenizer() -> Check:
@@ -73,21 +80,22 @@ def check_session(log: SessionLog) -> list[Check]:
         out.append(("warn", "token use", "no context report in this session yet"))
     missing = len(assistants) - len(reports)
     out.append(
-        ("ok", "per-step trimming", f"a context report for each of {len(reports)} steps")
+        ("ok", "per-step trimming", f"a context report for each of {plural(len(reports), 'step')}" if len(reports) != 1
+         else "a context report for the one step")
         if missing <= 0
-        else ("warn", "per-step trimming", f"{missing} model calls without a context report — the context was not rebuilt before every step")
+        else ("warn", "per-step trimming", f"{plural(missing, 'model call')} without a context report — the context was not rebuilt before every step")
     )
     big = _large_objects(events)
     out.append(
         ("ok", "large objects in history", "no base64 blobs or JSON over 20k chars in the visible history")
         if not big
-        else ("warn", "large objects in history", f"{len(big)} visible events hold base64 or huge JSON (ids {big[:10]}); they should have been spilled")
+        else ("warn", "large objects in history", f"{plural(len(big), 'visible event')} with base64 or huge JSON (ids {big[:10]}); they should have been spilled")
     )
     out.append(_check_compactions(events))
     if log.skipped_lines:
-        out.append(("warn", "log integrity", f"{log.skipped_lines} torn or corrupt line(s) skipped on load"))
+        out.append(("warn", "log integrity", f"{plural(log.skipped_lines, 'torn or corrupt line')} skipped on load"))
     else:
-        out.append(("ok", "log integrity", f"{len(events)} events, no torn lines"))
+        out.append(("ok", "log integrity", f"{plural(len(events), 'event')}, no torn lines"))
     return out
 
 
@@ -110,7 +118,7 @@ def _check_compactions(events: list[Event]) -> Check:
     lost = [c.id for c in comps if not all(i in by_id for i in range(int(c.data["first_id"]), int(c.data["last_id"]) + 1))]
     if lost:
         return ("warn", "compactions", f"compactions {lost} mask events missing from the log: they cannot be rewound")
-    return ("ok", "compactions", f"{len(comps)} compaction(s); every masked original is still in the log and can be rewound")
+    return ("ok", "compactions", f"{plural(len(comps), 'compaction')}; every masked original is still in the log and can be rewound")
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
@@ -126,14 +134,16 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         print(json.dumps([{"status": s, "check": t, "detail": d} for s, t, d in checks], ensure_ascii=False, indent=2))
     else:
         for status, title, detail in checks:
-            print(f"[{status:4}] {title}: {detail}")
+            print(strip_controls(f"[{status:4}] {title}: {detail}"))
     sys.stdout.flush()
     return 0 if all(s == "ok" for s, _, _ in checks) else 1
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("doctor", help="check set-up and a session's context health")
+    p = sub.add_parser("doctor", help="check set-up and a session's context health",
+                       description="Check the model set-up, the offline tokenizer, the memory database and a "
+                       "session's context health; exit 1 when any check warns.")
     p.add_argument("session", nargs="?", help="session id (default: the latest)")
-    p.add_argument("--json", action="store_true")
-    p.add_argument("--cwd")
+    p.add_argument("--json", action="store_true", help="print the checks as JSON")
+    p.add_argument("--cwd", help="repository to check (default: the current directory)")
     p.set_defaults(func=cmd_doctor)

@@ -10,15 +10,19 @@ from pathlib import Path
 from ctxagent.agent.config import Config
 from ctxagent.agent.events import AgentEvent, Notice
 from ctxagent.agent.loop import Agent, AgentParts, Approver
+from ctxagent.agent.providers import catalogue
 from ctxagent.agent.providers.base import Provider, TextDelta
 from ctxagent.agent.providers.registry import (
     ModelInfo,
     cheaper_sibling,
+    lifecycle_problem,
     make_provider,
     model_info,
     parse_model_name,
+    start_model,
 )
 from ctxagent.agent.session import Session
+from ctxagent.agent.setup_help import no_model_message
 from ctxagent.context.budget import Budget
 from ctxagent.context.calibrator import Calibrator
 from ctxagent.context.errors import ConfigError, CtxagentError, ToolError
@@ -78,22 +82,45 @@ def instructions_file(root: Path, name: str) -> str | None:
     return text
 
 
+def default_model(config: Config) -> str | None:
+    """The model a key alone starts with: Anthropic's when ANTHROPIC_API_KEY is set (it wins when
+    both keys are), else OpenAI's; None with a generic --base-url (a local server names its own models)."""
+    if config.base_url:
+        return None
+    for provider, key in (("anthropic", config.anthropic_api_key), ("openai", config.openai_api_key)):
+        if key and start_model(provider):
+            return f"{provider}:{start_model(provider)}"
+    return None
+
+
+def key_and_base_url(config: Config, provider: str) -> tuple[str | None, str | None]:
+    if provider == "anthropic":
+        return config.anthropic_api_key, config.base_url or config.anthropic_base_url
+    if provider == "openai":
+        return config.openai_api_key, config.base_url or config.openai_base_url
+    return None, None
+
+
 def resolve_model(config: Config) -> tuple[str, ModelInfo]:
-    if not config.model:
-        raise ConfigError(
-            "no model configured: set CTXAGENT_MODEL (e.g. anthropic:claude-sonnet-4-5 or openai:gpt-5-mini) "
-            "or pass --model; for a local OpenAI-compatible server add --base-url http://127.0.0.1:11434"
-        )
-    provider, model = parse_model_name(config.model)
-    return f"{provider}:{model}", model_info(provider, model, default_window=config.default_window)
+    """`provider:model` and what is known of it: the registry, overridden by the provider's cached
+    catalogue. A retired model is refused (ConfigError naming the replacement); a deprecated one is
+    returned, and `lifecycle_problem(info, label)` says what to warn."""
+    name = config.model or default_model(config)
+    if not name:
+        raise ConfigError(no_model_message())
+    provider, model = parse_model_name(name)
+    label = f"{provider}:{model}"
+    listed = catalogue.load(provider, key_and_base_url(config, provider)[1]).models if provider != "scripted" else {}
+    info = model_info(provider, model, default_window=config.default_window, catalogue=listed)
+    problem = lifecycle_problem(info, label)
+    if problem is not None and problem[0] == "retired":
+        raise ConfigError(problem[1])
+    return label, info
 
 
 def _provider_for(config: Config, label: str, max_tokens: int) -> Provider:
     provider, _ = parse_model_name(label)
-    if provider == "anthropic":
-        key, base = config.anthropic_api_key, config.base_url or config.anthropic_base_url
-    else:
-        key, base = config.openai_api_key, config.base_url or config.openai_base_url
+    key, base = key_and_base_url(config, provider)
     return make_provider(label, api_key=key, base_url=base, max_tokens=max_tokens)
 
 
@@ -167,6 +194,9 @@ def create_agent(
 ) -> Agent:
     config = session.config
     label, info = resolve_model(config)
+    problem = lifecycle_problem(info, label)
+    if problem is not None and on_event is not None:
+        on_event(Notice(problem[1], "warning"))  # deprecated: still served, but say so at the start
     window = config.window or info.window
     max_output = config.max_output_tokens or min(info.max_output, 8192, max(1024, window // 8))
     provider = _provider_for(config, label, max_output)

@@ -1,6 +1,6 @@
 """The script format shared by the loopback model server and the in-process `scripted:` model.
 
-A script is a JSON list of turns (or `{"turns": [...]}`); request N gets turn N:
+A script is a JSON list of turns (or `{"turns": [...], "models": [...]}`); request N gets turn N:
 
     {"text": "...", "tool_calls": [{"name": "...", "arguments": {...}, "id"?: "...", "raw_arguments"?: "..."}],
      "usage": {"input_tokens": n, "output_tokens": n, "cache_read": n, "cache_write": n},
@@ -21,6 +21,15 @@ model that emits invalid JSON). A turn may instead be a fault, which consumes it
 
 Everything is deterministic: tool call ids come from the request and call numbers, and input tokens
 not given by the script are computed from the request body (its JSON length // 4).
+
+"models" (optional) is the catalogue served at GET /v1/models (and /v1/models/ID) in the wire
+format of the client that asks (Anthropic when the request carries `anthropic-version`):
+
+    {"id": "claude-sonnet-5-5", "display_name"?: "...", "max_input_tokens"?: n, "max_tokens"?: n,
+     "lifecycle"?: "active" | "deprecated" | "retired", "retires_at"?: "YYYY-MM-DD"}
+
+Anthropic lists active and deprecated models (retired ones when asked for); OpenAI lists the
+models that are not retired, a `retires_at` becoming its `shutdown_date`.
 """
 
 from __future__ import annotations
@@ -35,6 +44,7 @@ from typing import Any
 from ctxagent.context.errors import ConfigError
 
 FAULTS = ("429", "500", "529", "404", "401", "context_length", "reset", "cut", "malformed_sse")
+LIFECYCLES = ("active", "deprecated", "retired")
 
 # Keys accepted in a turn's "usage", mapped to the neutral names (Anthropic and OpenAI spellings too).
 _USAGE_KEYS = {
@@ -123,22 +133,67 @@ def _parse_turn(index: int, raw: Any) -> Turn:
     )
 
 
-def load_script(script: str | Path | list[Any] | dict[str, Any]) -> list[Turn]:
-    """Parse a script given as a path to a JSON file, or as already-parsed JSON."""
-    data: Any = script
-    if isinstance(script, (str, Path)):
-        path = Path(script)
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except FileNotFoundError as e:
-            raise ConfigError(f"script not found: {path}") from e
-        except json.JSONDecodeError as e:
-            raise ConfigError(f"script {path} is not valid JSON: {e}") from e
+@dataclass(frozen=True)
+class ScriptedModel:
+    """One entry of the served model catalogue (neutral; scripted_wire shapes it per provider)."""
+
+    id: str
+    display_name: str = ""
+    max_input_tokens: int | None = None
+    max_tokens: int | None = None
+    lifecycle: str = "active"
+    retires_at: str | None = None  # "YYYY-MM-DD"
+
+
+def _parse_model(index: int, raw: Any) -> ScriptedModel:
+    where = f"script models[{index}]"
+    if not isinstance(raw, dict) or not isinstance(raw.get("id"), str) or not raw["id"]:
+        raise ConfigError(f"{where}: needs a string 'id'")
+    lifecycle = str(raw.get("lifecycle", "active"))
+    if lifecycle not in LIFECYCLES:
+        raise ConfigError(f"{where}: lifecycle must be one of {', '.join(LIFECYCLES)}")
+    for key in ("max_input_tokens", "max_tokens"):
+        if raw.get(key) is not None and not isinstance(raw[key], int):
+            raise ConfigError(f"{where}: {key} must be an integer")
+    retires = raw.get("retires_at")
+    if retires is not None and not isinstance(retires, str):
+        raise ConfigError(f"{where}: retires_at must be a date string YYYY-MM-DD")
+    return ScriptedModel(id=raw["id"], display_name=str(raw.get("display_name") or ""),
+                         max_input_tokens=raw.get("max_input_tokens"), max_tokens=raw.get("max_tokens"),
+                         lifecycle=lifecycle, retires_at=retires)
+
+
+def _read(script: str | Path | list[Any] | dict[str, Any]) -> Any:
+    if not isinstance(script, (str, Path)):
+        return script
+    path = Path(script)
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as e:
+        raise ConfigError(f"script not found: {path}") from e
+    except (OSError, UnicodeDecodeError) as e:
+        raise ConfigError(f"cannot read script {path}: {e}") from e
+    except json.JSONDecodeError as e:
+        raise ConfigError(f"script {path} is not valid JSON: {e}") from e
+
+
+def load_script_and_models(script: str | Path | list[Any] | dict[str, Any]) -> tuple[list[Turn], list[ScriptedModel]]:
+    """Turns and the model catalogue of a script (a path to a JSON file, or already-parsed JSON)."""
+    data = _read(script)
+    models: Any = []
     if isinstance(data, dict) and "turns" in data:
+        models = data.get("models") or []
         data = data["turns"]
     if not isinstance(data, list):
-        raise ConfigError("a script is a JSON list of turns")
-    return [_parse_turn(i, t) for i, t in enumerate(data)]
+        raise ConfigError("a script is a JSON list of turns, or {\"turns\": [...], \"models\": [...]}")
+    if not isinstance(models, list):
+        raise ConfigError("a script's 'models' is a list of {\"id\": ...} objects")
+    return [_parse_turn(i, t) for i, t in enumerate(data)], [_parse_model(i, m) for i, m in enumerate(models)]
+
+
+def load_script(script: str | Path | list[Any] | dict[str, Any]) -> list[Turn]:
+    """Parse a script given as a path to a JSON file, or as already-parsed JSON."""
+    return load_script_and_models(script)[0]
 
 
 def estimate_input_tokens(body: Any) -> int:

@@ -5,9 +5,11 @@
 
     POST /v1/messages            Anthropic wire format, JSON or SSE (`"stream": true`)
     POST /v1/chat/completions    OpenAI wire format, JSON or SSE (`"stream": true`)
+    GET  /v1/models[/ID]         the script's model catalogue, in the asking SDK's format
 
-Request N (counted across both endpoints) gets turn N of the script (format and faults:
-`scripted_script.py`). The real SDKs talk to it unmodified; tests use `ScriptedServer` in a thread.
+Request N (counted across both POST endpoints) gets turn N of the script (format and faults:
+`scripted_script.py`). Catalogue reads consume no turn and are not recorded. The real SDKs talk to
+it unmodified; tests use `ScriptedServer` in a thread.
 """
 
 from __future__ import annotations
@@ -22,13 +24,16 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, BinaryIO
+from urllib.parse import parse_qs, unquote, urlsplit
 
+from ctxagent.agent import scripted_script
 from ctxagent.agent import scripted_wire as wire
 from ctxagent.agent.scripted_script import (
     EXHAUSTED_MESSAGE,
+    ScriptedModel,
     Turn,
     estimate_input_tokens,
-    load_script,
+    load_script_and_models,
     turn_usage,
 )
 
@@ -50,10 +55,12 @@ class _Chunked:
 
 
 class _ScriptState:
-    def __init__(self, turns: list[Turn], record: Path | None):
+    def __init__(self, turns: list[Turn], record: Path | None, models: list[ScriptedModel] | None = None):
         self.turns = turns
+        self.models = models or []
         self.record = record
         self.requests: list[dict[str, Any]] = []  # {"path", "body"} as received, for tests
+        self.catalogue_requests: list[str] = []  # GET /v1/models paths (with query), for tests
         self.next_index = 0
         self.lock = threading.Lock()
 
@@ -123,10 +130,28 @@ class _Handler(BaseHTTPRequestHandler):
     # ------------------------------------------------------------ routes
 
     def do_GET(self) -> None:  # noqa: N802 - stdlib naming
-        if self.path.split("?")[0] in ("/", "/health"):
+        url = urlsplit(self.path)
+        if url.path in ("/", "/health"):
             self._send_json(200, {"ok": True, "turns": len(self.state.turns), "served": self.state.next_index})
+        elif url.path.rstrip("/").endswith("/models") or "/models/" in url.path:
+            self._serve_models(url.path, parse_qs(url.query))
         else:
             self._send_json(404, {"error": {"message": f"no route GET {self.path}", "type": "not_found"}})
+
+    def _serve_models(self, path: str, query: dict[str, list[str]]) -> None:
+        with self.state.lock:
+            self.state.catalogue_requests.append(self.path)
+        fmt = wire.ANTHROPIC if self.headers.get("anthropic-version") else wire.OPENAI
+        head, _, model_id = path.partition("/models/")
+        if not model_id:
+            self._send_json(200, wire.models_page(fmt, self.state.models, query))
+            return
+        model_id = unquote(model_id.strip("/"))
+        found = next((m for m in self.state.models if m.id == model_id), None)
+        if found is None or (fmt == wire.OPENAI and found.lifecycle == "retired"):
+            self._send_json(*wire.model_not_found(fmt, model_id))
+        else:
+            self._send_json(200, wire.model_entry(fmt, found))
 
     def do_POST(self) -> None:  # noqa: N802 - stdlib naming
         path = self.path.split("?")[0]
@@ -226,8 +251,8 @@ class ScriptedServer:
 
     def __init__(self, script: str | Path | list[Any] | dict[str, Any], record: str | Path | None = None,
                  host: str = "127.0.0.1", port: int = 0):
-        self.turns = load_script(script)
-        self.state = _ScriptState(self.turns, Path(record) if record is not None else None)
+        self.turns, self.models = load_script_and_models(script)
+        self.state = _ScriptState(self.turns, Path(record) if record is not None else None, self.models)
         self.host = host
         self.port = port
         self.base_url = ""
@@ -236,8 +261,13 @@ class ScriptedServer:
 
     @property
     def requests(self) -> list[dict[str, Any]]:
-        """Every request received so far: {"path", "body"}."""
+        """Every model request received so far: {"path", "body"}."""
         return list(self.state.requests)
+
+    @property
+    def catalogue_requests(self) -> list[str]:
+        """Every GET of the model catalogue so far (path and query)."""
+        return list(self.state.catalogue_requests)
 
     def bind(self) -> str:
         """Bind the socket (no serving yet) and return the base URL."""
@@ -278,8 +308,11 @@ class ScriptedServer:
         self.stop()
 
 
+SCRIPT_HELP = (__doc__ or "").split("\n\n", 1)[1] + "\nThe script format\n\n" + (scripted_script.__doc__ or "").split("\n\n", 1)[1]
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("script", help="JSON list of turns (see `ctxagent.agent.scripted_script`)")
+    p.add_argument("script", help="a JSON file: a list of turns, or {\"turns\": [...], \"models\": [...]} (format below)")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=0, help="port (default 0: any free port)")
     p.add_argument("--record", metavar="FILE", help="append one JSON line per request: {path, body}")
@@ -311,7 +344,8 @@ def serve(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="ctxagent scripted-server", description="loopback scripted model server")
+    p = argparse.ArgumentParser(prog="ctxagent scripted-server", description="loopback scripted model server",
+                                epilog=SCRIPT_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_arguments(p)
     return serve(p.parse_args(argv))
 

@@ -1,4 +1,5 @@
-"""Wire shapes the loopback model server speaks: Anthropic Messages and OpenAI Chat Completions.
+"""Wire shapes the loopback model server speaks: Anthropic Messages and OpenAI Chat Completions,
+and both providers' model catalogues.
 
 Pure functions from a scripted `Turn` to response bodies, SSE events and error bodies, shaped
 exactly as the official SDKs parse them. The HTTP side (and the faults that break the transport)
@@ -13,6 +14,7 @@ from typing import Any
 
 from ctxagent.agent.scripted_script import (
     CONTEXT_LENGTH_MESSAGE,
+    ScriptedModel,
     Turn,
     call_id,
     chunk_text,
@@ -216,3 +218,52 @@ def openai_chunks(turn: Turn, n: int, model: str, usage: dict[str, int], *,
     if include_usage:
         yield {"id": f"chatcmpl-scripted-{n:04d}", "object": "chat.completion.chunk", "created": CREATED,
                "model": model, "choices": [], "usage": _openai_usage(usage)}
+
+
+# ---------------------------------------------------------------- the model catalogue (GET /v1/models)
+
+
+def _anthropic_model(m: ScriptedModel) -> dict[str, Any]:
+    retires = f"{m.retires_at}T00:00:00Z" if m.retires_at else None
+    return {
+        "type": "model", "id": m.id, "display_name": m.display_name or m.id,
+        "created_at": "2026-01-01T00:00:00Z", "lifecycle": m.lifecycle,
+        "max_input_tokens": m.max_input_tokens, "max_tokens": m.max_tokens,
+        "deprecated_at": "2026-01-01T00:00:00Z" if m.lifecycle != "active" else None,
+        "retires_at": retires,
+    }
+
+
+def _openai_model(m: ScriptedModel) -> dict[str, Any]:
+    out: dict[str, Any] = {"id": m.id, "object": "model", "created": CREATED, "owned_by": "scripted"}
+    if m.retires_at:
+        out["shutdown_date"] = m.retires_at
+    return out
+
+
+def models_page(fmt: str, models: list[ScriptedModel], query: dict[str, list[str]]) -> dict[str, Any]:
+    """The list response. Anthropic: lifecycle filter (active + deprecated unless asked) and
+    cursor paging by `limit` / `after_id`; OpenAI: every model not retired, one page."""
+    if fmt == OPENAI:
+        return {"object": "list", "data": [_openai_model(m) for m in models if m.lifecycle != "retired"]}
+    wanted = set(query.get("lifecycle", []) + query.get("lifecycle[]", [])) or {"active", "deprecated"}
+    chosen = [m for m in models if m.lifecycle in wanted]
+    after = (query.get("after_id") or [""])[0]
+    if after:
+        ids = [m.id for m in chosen]
+        chosen = chosen[ids.index(after) + 1:] if after in ids else []
+    try:
+        limit = max(1, min(1000, int((query.get("limit") or ["20"])[0])))
+    except ValueError:
+        limit = 20
+    page = chosen[:limit]
+    return {"data": [_anthropic_model(m) for m in page], "has_more": len(chosen) > limit,
+            "first_id": page[0].id if page else None, "last_id": page[-1].id if page else None}
+
+
+def model_entry(fmt: str, model: ScriptedModel) -> dict[str, Any]:
+    return _anthropic_model(model) if fmt == ANTHROPIC else _openai_model(model)
+
+
+def model_not_found(fmt: str, model_id: str) -> tuple[int, dict[str, Any]]:
+    return error_response(fmt, "404", model=model_id, tokens=0)

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import io
+import os
 import secrets
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ctxagent.agent.config import Config
 from ctxagent.context.errors import HistoryError, StateDirError
@@ -70,8 +74,53 @@ class Session:
         return self.log.session_id
 
 
+class PendingSessionLog(SessionLog):
+    """A new session's log that reaches the disk with its first user message.
+
+    Until then its events (session_start, system_prompt, ...) are kept in memory, so a start that
+    fails (a config error, the set-up screen, a quit before typing) leaves no empty session behind.
+    It is a SessionLog in every other way; `pending` says whether the file exists yet.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._fh = io.StringIO()  # SessionLog.append writes here until the first user message
+
+    @property
+    def pending(self) -> bool:
+        return isinstance(self._fh, io.StringIO)
+
+    def append(self, kind: Any, expect_id: int | None = None, **data: Any):  # noqa: ANN201 - SessionLog's Event
+        ev = super().append(kind, expect_id, **data)
+        if self.pending and ev.kind == "user":
+            self._materialize()
+        return ev
+
+    def _materialize(self) -> None:
+        buffered = self._fh.getvalue()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.lock()  # the write lock comes with the file
+        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o600)
+        fh = os.fdopen(fd, "a", encoding="utf-8")
+        fh.write(buffered)
+        fh.flush()
+        self._fh = fh
+
+    def sync(self) -> None:
+        if not self.pending:
+            super().sync()
+
+    def close(self) -> None:
+        if self.pending:
+            return  # nothing worth keeping was said: no file
+        super().close()
+
+
 def open_session(root: Path, config: Config, resume: str | None = None, *, parent: str | None = None) -> Session:
-    """A new session, or the one `resume` names ("" = the latest)."""
+    """A new session, or the one `resume` names ("" = the latest).
+
+    A new session's log is a PendingSessionLog: its file is created by the first user message.
+    """
     root = root.resolve()
     state = ensure_state_dir(root)
     try:
@@ -83,7 +132,14 @@ def open_session(root: Path, config: Config, resume: str | None = None, *, paren
         if resume is not None:
             log = SessionLog.load(resolve_session(root, resume), sanitize=sanitize)
         else:
-            log = SessionLog.create(sessions_dir(root), new_session_id(), sanitize=sanitize)
+            session_id = new_session_id()
+            path = sessions_dir(root) / f"{session_id}.jsonl"
+            if path.exists():
+                raise HistoryError(f"session {session_id} already exists at {path}")
+            # The file comes with the first message; whether it can be written is known now, so a
+            # read-only `.ctxagent/` is a clear error at the start, not mid-turn. (Nothing is left.)
+            tempfile.TemporaryFile(dir=path.parent).close()
+            log = PendingSessionLog(path=path, session_id=session_id, sanitize=sanitize)
             log.append("session_start", session=log.session_id, model=config.model or "", cwd=str(root), parent=parent)
     except OSError as exc:  # a read-only `.ctxagent/`, a full disk
         raise StateDirError(f"cannot write the session log in {state / 'sessions'}: {describe_os_error(exc)}") from exc

@@ -1,4 +1,4 @@
-"""Breakpoints and the per-round report: red flags, advice, and seed 000's table made real.
+"""Breakpoints and the per-step report: red flags, advice, and seed 000's table made real.
 
 Thresholds are on `usage_pct` (calibrated, reserve included): ≥ 75 % → "compress",
 ≥ 90 % → "new_session" (configurable).
@@ -63,11 +63,17 @@ def _status(r: ContextReport) -> str:
     return "ok"
 
 
-def format_report_table(reports: Iterable[ContextReport | dict[str, Any]], title: str | None = None) -> str:
-    """The per-round table for `ctxagent report`: round, tokens, usage %, system prompt, actions, status.
+LOSS_EXPLAINED = ("loss: the share of the conversation's tokens the model did not see word for word at that "
+                  "step (pruned, spilled or summarized); the originals stay in the log.")
 
-    A round is one build (one model call). Breakpoint rounds (usage at or over the thresholds) are
-    called out below the table with the advice.
+
+def format_report_table(reports: Iterable[ContextReport | dict[str, Any]], title: str | None = None,
+                        extra_actions: Sequence[Sequence[str]] | None = None) -> str:
+    """The per-step table for `ctxagent report`: step, tokens, usage %, system prompt, loss, actions, status.
+
+    A step is one build (one model request), numbered across the session. `extra_actions[i]` adds
+    to row i's actions what happened before that step outside a build (a /compact, say).
+    Breakpoint steps (usage at or over the thresholds) are called out below the table with the advice.
     """
     rows = [_as_report(r) for r in reports]
     if not rows:
@@ -77,18 +83,20 @@ def format_report_table(reports: Iterable[ContextReport | dict[str, Any]], title
     if title:
         lines.append(title)
     lines.append(f"window {first.window:,} tokens · strategy {first.strategy} · calibration ×{rows[-1].calibration_ratio:.2f}")
-    header = ("round", "turn", "tokens", "usage", "system", "loss", "actions", "status")
+    header = ("step", "turn", "tokens", "usage", "system", "loss", "actions", "status")
     table = [header]
-    for n, r in enumerate(rows, 1):
+    for i, r in enumerate(rows):
+        extra = list(extra_actions[i]) if extra_actions and i < len(extra_actions) else []
+        actions = ", ".join([*extra, *([actions_text(r)] if actions_text(r) != "-" else [])]) or "-"
         table.append(
             (
-                str(n),
+                str(r.step or i + 1),
                 str(r.turn),
                 f"{r.calibrated_total:,}",
                 f"{r.usage_pct:.1f}%",
                 "in window" if r.system_in_window else "LOST",
                 f"{r.loss_pct:.0f}%",
-                actions_text(r),
+                actions,
                 _status(r),
             )
         )
@@ -99,17 +107,22 @@ def format_report_table(reports: Iterable[ContextReport | dict[str, Any]], title
         lines.append(" | ".join(cells).rstrip())
         if i == 0:
             lines.append("-+-".join("-" * w for w in widths))
+    lines.append(LOSS_EXPLAINED)
     lines.append("")
-    warn = [n for n, r in enumerate(rows, 1) if r.advice == "compress"]
-    crit = [n for n, r in enumerate(rows, 1) if r.advice == "new_session"]
+    warn = [str(r.step or n) for n, r in enumerate(rows, 1) if r.advice == "compress"]
+    crit = [str(r.step or n) for n, r in enumerate(rows, 1) if r.advice == "new_session"]
     if warn or crit:
         if warn:
-            lines.append(f"breakpoint (≥ compress threshold) at round(s) {', '.join(map(str, warn))}: advice — compact now (/compact)")
+            lines.append(f"breakpoint (≥ compress threshold) at {_steps(warn)}: advice — compact now (/compact)")
         if crit:
-            lines.append(f"critical (≥ new-session threshold) at round(s) {', '.join(map(str, crit))}: advice — start a new session (/new)")
+            lines.append(f"critical (≥ new-session threshold) at {_steps(crit)}: advice — start a new session (/new)")
     else:
         lines.append("context usage stayed within the safe range")
-    flagged = [(n, f) for n, r in enumerate(rows, 1) for f in r.red_flags]
+    flagged = [(r.step or n, f) for n, r in enumerate(rows, 1) for f in r.red_flags]
     for n, flag in flagged[-10:]:
-        lines.append(f"red flag at round {n}: {flag}")
+        lines.append(f"red flag at step {n}: {flag}")
     return "\n".join(lines)
+
+
+def _steps(numbers: list[str]) -> str:
+    return ("step " if len(numbers) == 1 else "steps ") + ", ".join(numbers)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import socket
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -77,7 +77,9 @@ AgentFactory = Callable[..., tuple[Agent, list[AgentEvent], ScriptedProvider]]
 
 
 @pytest.fixture
-def make_agent(work_repo: Path) -> AgentFactory:
+def make_agent(work_repo: Path) -> Iterator[AgentFactory]:
+    made: list[Agent] = []
+
     def make(
         script: list[dict[str, Any]],
         *,
@@ -103,9 +105,13 @@ def make_agent(work_repo: Path) -> AgentFactory:
             summarize=summarize,
         )
         events: list[AgentEvent] = []
-        return Agent(session, parts, on_event=events.append, approver=approver), events, provider
+        agent = Agent(session, parts, on_event=events.append, approver=approver)
+        made.append(agent)
+        return agent, events, provider
 
-    return make
+    yield make
+    for agent in made:
+        agent.session.log.close()  # the file handle and the session lock
 
 
 class EchoArgs(ToolArgs):

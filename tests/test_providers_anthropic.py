@@ -30,10 +30,10 @@ def conversation() -> list[Message]:
 
 
 def test_body_has_cache_control_on_the_stable_prefix() -> None:
-    p = AnthropicProvider("claude-sonnet-4-5", api_key="k", max_tokens=4000)
+    p = AnthropicProvider("claude-sonnet-5-5", api_key="k", max_tokens=4000)
     body = p.body(Request(system="You are ctxagent.", messages=conversation(), tools=TOOLS, max_tokens=8192))
     assert list(body) == ["model", "max_tokens", "system", "messages", "tools", "stream"]
-    assert body["model"] == "claude-sonnet-4-5" and body["max_tokens"] == 4000 and body["stream"] is True
+    assert body["model"] == "claude-sonnet-5-5" and body["max_tokens"] == 4000 and body["stream"] is True
     assert body["system"] == [{"type": "text", "text": "You are ctxagent.", "cache_control": {"type": "ephemeral"}}]
     assert "cache_control" not in body["tools"][0]
     assert body["tools"][1]["cache_control"] == {"type": "ephemeral"}
@@ -46,7 +46,7 @@ def test_body_has_cache_control_on_the_stable_prefix() -> None:
 
 
 def test_the_history_breakpoint_skips_a_warm_block_before_the_newest_user_message() -> None:
-    p = AnthropicProvider("claude-sonnet-4-5", api_key="k")
+    p = AnthropicProvider("claude-sonnet-5-5", api_key="k")
     msgs = [Message("user", "hi"), Message("assistant", "hello"), Message("user", "pins", kind="warm"), Message("user", "next")]
     body = p.body(Request(system="s", messages=msgs, tools=TOOLS))
     assert body["messages"][1]["content"][0]["cache_control"] == {"type": "ephemeral"}  # "hello", the history's end

@@ -53,7 +53,7 @@ def test_wire_messages_system_first_tools_after_their_call_then_user_text() -> N
 
 def test_body_uses_max_completion_tokens_for_openai_and_max_tokens_for_local_servers() -> None:
     req = Request(system="s", messages=[Message("user", "hi")], tools=TOOLS, max_tokens=5000)
-    official = OpenAIProvider("gpt-5-mini", api_key="k").body(req)
+    official = OpenAIProvider("gpt-5.4-mini", api_key="k").body(req)
     assert official["max_completion_tokens"] == 5000 and "max_tokens" not in official
     assert official["stream"] is True and official["stream_options"] == {"include_usage": True}
     assert official["tools"] == [{"type": "function", "function": {
@@ -69,7 +69,7 @@ def test_streams_text_tool_calls_and_cached_usage() -> None:
         "usage": {"input_tokens": 300, "output_tokens": 40, "cache_read": 700}}]
     req = Request(system="sys", messages=conversation(), tools=TOOLS)
     with ScriptedServer(script) as srv:
-        p = OpenAIProvider("gpt-5-mini", api_key="sk-test", base_url=srv.base_url)
+        p = OpenAIProvider("gpt-5.4-mini", api_key="sk-test", base_url=srv.base_url)
         events = list(p.stream(req))
         sent = srv.requests[0]
     assert sent["path"] == "/v1/chat/completions"
@@ -119,7 +119,7 @@ def test_errors_map_and_never_echo_the_key() -> None:
 
 def test_make_provider_allows_no_key_with_a_custom_base_url() -> None:
     with pytest.raises(ConfigError, match="set OPENAI_API_KEY"):
-        make_provider("openai:gpt-5-mini", api_key=None, base_url=None)
+        make_provider("openai:gpt-5.4-mini", api_key=None, base_url=None)
     with ScriptedServer([{"text": "local model says hi"}]) as srv:
         p = make_provider("openai:qwen2.5-coder:7b", api_key=None, base_url=srv.base_url)
         assert isinstance(p, OpenAIProvider) and p.model == "qwen2.5-coder:7b"

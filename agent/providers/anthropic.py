@@ -8,6 +8,8 @@ working-memory block) carry `cache_control: {"type": "ephemeral"}`.
 
 The SDK's own retries are off (`max_retries=0`): `agent/retry.py` retries, visibly. A stream that
 breaks after text arrived yields that text first and then raises StreamError, so the caller keeps it.
+A response over the size cap (`response_cap.py`) is cut, kept and marked, ending with
+Stop("response_cap").
 """
 
 from __future__ import annotations
@@ -19,7 +21,16 @@ from typing import Any
 
 import anthropic
 import httpx2
+from ctxagent.agent.providers import response_cap
 from ctxagent.agent.providers.base import Stop, StreamEvent, TextDelta, ToolCallEvent, Usage
+from ctxagent.agent.providers.response_cap import (
+    MAX_RESPONSE_CHARS,
+    RESPONSE_CAP_STOP,
+    TextBudget,
+    capped_http_client,
+    cut_mark,
+    is_too_large,
+)
 from ctxagent.agent.providers.wire_errors import classify_exception
 from ctxagent.context.errors import ProviderError, StreamError
 from ctxagent.context.request import Message, Request
@@ -117,13 +128,18 @@ class AnthropicProvider:
     name = "anthropic"
 
     def __init__(self, model: str, api_key: str, base_url: str | None = None, max_tokens: int | None = None,
-                 *, timeout: float = 600.0, streaming: bool = True):
+                 *, timeout: float = 600.0, streaming: bool = True,
+                 max_response_chars: int | None = None, max_response_bytes: int | None = None):
         self.model = model
         self.max_tokens = max_tokens
         self.streaming = streaming
         self.base_url = base_url or DEFAULT_BASE_URL
+        # None: the caps in response_cap.py, read now (so a test can lower them for one provider)
+        self.max_response_chars = max_response_chars or response_cap.MAX_RESPONSE_CHARS
+        self.max_response_bytes = max_response_bytes or response_cap.MAX_RESPONSE_BYTES
         # The key is passed explicitly so the SDK never falls back to profile files or other env vars.
-        self._client = anthropic.Anthropic(api_key=api_key, base_url=self.base_url, max_retries=0, timeout=timeout)
+        self._client = anthropic.Anthropic(api_key=api_key, base_url=self.base_url, max_retries=0, timeout=timeout,
+                                           http_client=capped_http_client(anthropic, self.max_response_bytes))
 
     def body(self, request: Request) -> dict[str, Any]:
         """The kwargs of `messages.create`, which is also the JSON body on the wire."""
@@ -152,12 +168,14 @@ class AnthropicProvider:
         try:
             response = self._client.messages.create(**body)
         except Exception as e:
+            if is_too_large(e):  # a whole non-streamed body over the byte cap: nothing to keep
+                raise ProviderError(f"the response from anthropic:{self.model} was too large to read") from e
             mapped = self._map(e)
             if mapped is None:
                 raise
             raise mapped from e
         if not self.streaming:
-            yield from _message_events(response)
+            yield from _message_events(response, self.max_response_chars)
             return
         yield from self._stream_events(response, cancel)
 
@@ -166,6 +184,7 @@ class AnthropicProvider:
         stop_reason: str | None = None
         finished = False
         tool: dict[str, Any] | None = None  # the tool_use block being streamed
+        budget = TextBudget(self.max_response_chars)
         events = iter(stream)
         try:
             while True:
@@ -179,11 +198,15 @@ class AnthropicProvider:
                 except StopIteration:
                     break
                 except Exception as e:
+                    if is_too_large(e):
+                        yield from _cut(budget, usage, cut_mark(self.max_response_bytes, "bytes"))
+                        return
                     mapped = self._map(e, started=True)
                     if mapped is None:
                         raise
                     raise mapped from e
                 kind = ev.type
+                over = False
                 if kind == "message_start":
                     _take_usage(usage, ev.message.usage)
                 elif kind == "content_block_start":
@@ -191,14 +214,22 @@ class AnthropicProvider:
                     if block.type == "tool_use":
                         tool = {"id": block.id, "name": block.name, "json": []}
                     elif block.type == "text" and block.text:
-                        yield TextDelta(block.text)
+                        kept, over = budget.clip(block.text)
+                        if kept:
+                            yield TextDelta(kept)
                 elif kind == "content_block_delta":
                     delta = ev.delta
                     if delta.type == "text_delta" and delta.text:
-                        yield TextDelta(delta.text)
+                        kept, over = budget.clip(delta.text)
+                        if kept:
+                            yield TextDelta(kept)
                     elif delta.type == "input_json_delta" and tool is not None:
+                        _, over = budget.clip(delta.partial_json)
                         tool["json"].append(delta.partial_json)
-                elif kind == "content_block_stop":
+                if over:  # a half-received tool call is dropped: its arguments are cut
+                    yield from _cut(budget, usage)
+                    return
+                if kind == "content_block_stop":
                     if tool is not None:
                         yield _tool_event(tool["id"], tool["name"], "".join(tool["json"]))
                         tool = None
@@ -213,6 +244,12 @@ class AnthropicProvider:
             raise StreamError(f"the stream from anthropic:{self.model} ended before message_stop (connection cut?)")
         yield _usage(usage)
         yield Stop(stop_reason or "end_turn")
+
+
+def _cut(budget: TextBudget, usage: dict[str, int], mark: str = "") -> Iterator[StreamEvent]:
+    yield TextDelta(mark or cut_mark(budget.limit))
+    yield _usage(usage)
+    yield Stop(RESPONSE_CAP_STOP)
 
 
 def _take_usage(acc: dict[str, int], u: Any) -> None:
@@ -242,16 +279,25 @@ def _tool_event(call_id: str, name: str, raw: str) -> ToolCallEvent:
     return ToolCallEvent(id=call_id, name=name, arguments=args if isinstance(args, dict) else None, raw_arguments=raw)
 
 
-def _message_events(message: Any) -> Iterator[StreamEvent]:
+def _message_events(message: Any, max_chars: int = MAX_RESPONSE_CHARS) -> Iterator[StreamEvent]:
     """Events of a non-streamed Message (streaming=False)."""
-    for block in message.content:
-        if block.type == "text" and block.text:
-            yield TextDelta(block.text)
-        elif block.type == "tool_use":
-            raw = json.dumps(block.input, ensure_ascii=False)
-            yield ToolCallEvent(id=block.id, name=block.name,
-                                arguments=block.input if isinstance(block.input, dict) else None, raw_arguments=raw)
+    budget = TextBudget(max_chars)
     acc = {"input": 0, "output": 0, "cache_read": 0, "cache_write": 0}
     _take_usage(acc, message.usage)
+    for block in message.content:
+        if block.type == "text" and block.text:
+            kept, over = budget.clip(block.text)
+            if kept:
+                yield TextDelta(kept)
+            if over:
+                yield from _cut(budget, acc)
+                return
+        elif block.type == "tool_use":
+            raw = json.dumps(block.input, ensure_ascii=False)
+            if budget.clip(raw)[1]:
+                yield from _cut(budget, acc)
+                return
+            yield ToolCallEvent(id=block.id, name=block.name,
+                                arguments=block.input if isinstance(block.input, dict) else None, raw_arguments=raw)
     yield _usage(acc)
     yield Stop(message.stop_reason or "end_turn")

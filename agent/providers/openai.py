@@ -8,7 +8,8 @@ user-side text of the same group follows the tool messages, merged into one user
 
 Usage: `prompt_tokens` is the whole prompt; the cached part (prompt_tokens_details.cached_tokens) is
 reported as `cache_read` and subtracted from `input_tokens`, so `Usage.prompt_tokens` equals the
-reported prompt_tokens.
+reported prompt_tokens. A response over the size cap (`response_cap.py`) is cut, kept and marked,
+ending with Stop("response_cap").
 """
 
 from __future__ import annotations
@@ -21,7 +22,16 @@ from urllib.parse import urlsplit, urlunsplit
 
 import httpx2
 import openai
+from ctxagent.agent.providers import response_cap
 from ctxagent.agent.providers.base import Stop, StreamEvent, TextDelta, ToolCallEvent, Usage
+from ctxagent.agent.providers.response_cap import (
+    MAX_RESPONSE_CHARS,
+    RESPONSE_CAP_STOP,
+    TextBudget,
+    capped_http_client,
+    cut_mark,
+    is_too_large,
+)
 from ctxagent.agent.providers.wire_errors import classify_exception
 from ctxagent.context.errors import ProviderError, StreamError
 from ctxagent.context.request import Message, Request
@@ -79,13 +89,18 @@ class OpenAIProvider:
     name = "openai"
 
     def __init__(self, model: str, api_key: str, base_url: str | None = None, max_tokens: int | None = None,
-                 *, timeout: float = 600.0, streaming: bool = True):
+                 *, timeout: float = 600.0, streaming: bool = True,
+                 max_response_chars: int | None = None, max_response_bytes: int | None = None):
         self.model = model
         self.max_tokens = max_tokens
         self.streaming = streaming
         self.custom_server = bool(base_url)
         self.base_url = normalize_base_url(base_url)
-        self._client = openai.OpenAI(api_key=api_key, base_url=self.base_url, max_retries=0, timeout=timeout)
+        # None: the caps in response_cap.py, read now (so a test can lower them for one provider)
+        self.max_response_chars = max_response_chars or response_cap.MAX_RESPONSE_CHARS
+        self.max_response_bytes = max_response_bytes or response_cap.MAX_RESPONSE_BYTES
+        self._client = openai.OpenAI(api_key=api_key, base_url=self.base_url, max_retries=0, timeout=timeout,
+                                     http_client=capped_http_client(openai, self.max_response_bytes))
 
     def body(self, request: Request) -> dict[str, Any]:
         """The kwargs of `chat.completions.create`, which is also the JSON body on the wire."""
@@ -118,10 +133,12 @@ class OpenAIProvider:
         try:
             response = self._client.chat.completions.create(**body)
         except Exception as e:
+            if is_too_large(e):  # a whole non-streamed body over the byte cap: nothing to keep
+                raise ProviderError(f"the response from openai:{self.model} was too large to read") from e
             self._raise_mapped(e)
             raise  # unreachable: _raise_mapped always raises
         if not self.streaming:
-            yield from _completion_events(response)
+            yield from _completion_events(response, self.max_response_chars)
             return
         yield from self._stream_events(response, cancel)
 
@@ -129,6 +146,7 @@ class OpenAIProvider:
         calls: dict[int, dict[str, Any]] = {}
         finish: str | None = None
         usage = Usage()
+        budget = TextBudget(self.max_response_chars)
         events = iter(stream)
         try:
             while True:
@@ -141,14 +159,21 @@ class OpenAIProvider:
                 except StopIteration:
                     break
                 except Exception as e:
+                    if is_too_large(e):
+                        # tool calls are complete only at the finish: a cut drops them
+                        yield from _cut(budget, usage, cut_mark(self.max_response_bytes, "bytes"))
+                        return
                     self._raise_mapped(e, started=True)
                 if getattr(chunk, "usage", None) is not None:
                     usage = _usage(chunk.usage)
+                over = False
                 for choice in chunk.choices or []:
                     delta = choice.delta
                     if delta is not None:
                         if delta.content:
-                            yield TextDelta(delta.content)
+                            kept, over = budget.clip(delta.content)
+                            if kept:
+                                yield TextDelta(kept)
                         for tc in delta.tool_calls or []:
                             slot = calls.setdefault(tc.index if tc.index is not None else len(calls),
                                                     {"id": "", "name": "", "args": []})
@@ -158,9 +183,13 @@ class OpenAIProvider:
                                 if tc.function.name:
                                     slot["name"] += tc.function.name
                                 if tc.function.arguments:
+                                    over = budget.clip(tc.function.arguments)[1] or over
                                     slot["args"].append(tc.function.arguments)
                     if choice.finish_reason:
                         finish = choice.finish_reason
+                if over:
+                    yield from _cut(budget, usage)
+                    return
         finally:
             stream.close()
         if finish is None:
@@ -168,6 +197,12 @@ class OpenAIProvider:
         yield from _calls_events(calls)
         yield usage
         yield Stop(_FINISH.get(finish, finish))
+
+
+def _cut(budget: TextBudget, usage: Usage, mark: str = "") -> Iterator[StreamEvent]:
+    yield TextDelta(mark or cut_mark(budget.limit))
+    yield usage
+    yield Stop(RESPONSE_CAP_STOP)
 
 
 def _calls_events(calls: dict[int, dict[str, Any]]) -> Iterator[ToolCallEvent]:
@@ -196,16 +231,26 @@ def _usage(u: Any) -> Usage:
                  cache_read=cached)
 
 
-def _completion_events(completion: Any) -> Iterator[StreamEvent]:
+def _completion_events(completion: Any, max_chars: int = MAX_RESPONSE_CHARS) -> Iterator[StreamEvent]:
     """Events of a non-streamed chat.completion (streaming=False)."""
     choice = completion.choices[0] if completion.choices else None
+    usage = _usage(completion.usage) if completion.usage is not None else Usage()
+    budget = TextBudget(max_chars)
     if choice is not None:
         message = choice.message
         if message.content:
-            yield TextDelta(message.content)
+            kept, over = budget.clip(message.content)
+            yield TextDelta(kept)
+            if over:
+                yield from _cut(budget, usage)
+                return
         for i, tc in enumerate(message.tool_calls or []):
             fn = getattr(tc, "function", None)
-            yield _tool_event(tc.id or f"call_{i}", getattr(fn, "name", "") or "", getattr(fn, "arguments", "") or "")
-    yield _usage(completion.usage) if completion.usage is not None else Usage()
+            raw = getattr(fn, "arguments", "") or ""
+            if budget.clip(raw)[1]:
+                yield from _cut(budget, usage)
+                return
+            yield _tool_event(tc.id or f"call_{i}", getattr(fn, "name", "") or "", raw)
+    yield usage
     finish = choice.finish_reason if choice is not None else None
     yield Stop(_FINISH.get(finish or "stop", finish or "end_turn"))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -39,3 +40,12 @@ def repo(tmp_path: Path) -> Path:
     (root / "README.md").write_text("# demo\nstashed line\n", encoding="utf-8")
     git(root, "stash", "-q")
     return root
+
+
+@pytest.fixture(autouse=True)
+def _close_logs() -> Iterator[None]:
+    yield
+    from cp_helpers import OPEN_LOGS
+
+    while OPEN_LOGS:
+        OPEN_LOGS.pop().close()

@@ -90,9 +90,13 @@ class FakeLoop:
             self.cps.mark_turn_end(self.log.session_id, self.turn, self.files)
 
 
+OPEN_LOGS: list[SessionLog] = []  # closed after each test (tests/checkpoints/conftest.py)
+
+
 def make_loop(root: Path, session_id: str = "20250101-000000-abc123") -> FakeLoop:
     state = root / ".ctxagent"
     log = SessionLog.create(state / "sessions", session_id)
+    OPEN_LOGS.append(log)
     log.append("session_start", session=session_id, model="test:model", cwd=str(root))
     return FakeLoop(root=root, log=log, cps=Checkpoints(root, state))
 

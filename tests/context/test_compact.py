@@ -63,7 +63,7 @@ def test_validation() -> None:
     assert problem is None and text is not None and text.startswith("Decisions:")
     assert "missing section" in normalize_summary("Decisions:\n- x", [])[1]
     assert "out of order" in normalize_summary(ok.replace("Decisions:", "Open tasks:", 1).replace("Open tasks:\n- none", "Decisions:\n- none"), [])[1]
-    assert "db.py" not in (normalize_summary(ok, ["db.py", "src/cache.py"])[0] or "") or True
+    assert normalize_summary(ok, ["db.py", "src/cache.py"])[0] is None  # a changed file missing: rejected
     assert "cache.py" in normalize_summary(ok, ["db.py", "src/cache.py"])[1]
     md = "## Decisions\n- a\n## Constraints\n- none\n## Changes\n- src/db.py: x\n## Open tasks\nnone"
     assert normalize_summary(md, ["src/db.py"])[1] is None

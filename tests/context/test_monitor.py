@@ -49,14 +49,18 @@ def test_format_report_table() -> None:
     lines = table.splitlines()
     assert lines[0] == "session abc" and "window 100,000" in lines[1] and "×1.10" in lines[1]
     header = lines[2]
-    for col in ("round", "turn", "tokens", "usage", "system", "loss", "actions", "status"):
+    for col in ("step", "turn", "tokens", "usage", "system", "loss", "actions", "status"):
         assert col in header
+    assert "round" not in table
     assert "12.0%" in lines[4] and "ok" in lines[4]
     assert "spilled 1, pruned 2" in lines[5] and "WARN" in lines[5]
     assert "compacted 1–9 (extractive)" in lines[6] and "CRITICAL" in lines[6]
-    assert any("round(s) 2" in line and "/compact" in line for line in lines)
-    assert any("round(s) 3" in line and "/new" in line for line in lines)
-    assert any("red flag at round 3" in line for line in lines)
+    assert any("at step 2:" in line and "/compact" in line for line in lines)
+    assert any("at step 3:" in line and "/new" in line for line in lines)
+    assert any("red flag at step 3" in line for line in lines)
+    assert any(line.startswith("loss: the share of the conversation") for line in lines)
+    extra = format_report_table(reports, extra_actions=[[], ["compacted events 0–4 (model)"], []]).splitlines()
+    assert "compacted events 0–4 (model), spilled 1, pruned 2" in extra[4]
     assert format_report_table([]) == "no context reports in this session"
     calm = format_report_table([_rep(1, 10.0)])
     assert "safe range" in calm

@@ -10,7 +10,7 @@ def _session(repo: Path, scripted_server, ctxagent_run, turns: int = 3) -> str:
     srv = scripted_server([{"text": f"answer {i}. We decided to use SQLite.", "tool_calls": [{"name": "read_file", "arguments": {"path": "calc.py"}}]} if i % 2 == 0 else {"text": f"done {i}"} for i in range(turns * 2)])
     session = None
     for t in range(turns):
-        args = ["-p", f"turn {t}: never edit AGENTS.md", "--model", "openai:gpt-5-mini", "--base-url", srv.url, "--output", "json"]
+        args = ["-p", f"turn {t}: never edit AGENTS.md", "--model", "openai:gpt-5.4-mini", "--base-url", srv.url, "--output", "json"]
         if session:
             args += ["--resume", session]
         out = ctxagent_run(repo, *args)
@@ -29,7 +29,7 @@ def test_report_doctor_compact_config(repo: Path, scripted_server, ctxagent_run,
     table = ctxagent_run(repo, "report", session)
     assert table.returncode == 0 and "in window" in table.stdout
 
-    doc = ctxagent_run(repo, "doctor", session, "--json", env={"CTXAGENT_MODEL": "openai:gpt-5-mini"})
+    doc = ctxagent_run(repo, "doctor", session, "--json", env={"CTXAGENT_MODEL": "openai:gpt-5.4-mini"})
     checks = {c["check"]: c for c in json.loads(doc.stdout)}
     assert checks["per-step trimming"]["status"] == "ok"
     assert checks["offline tokenizer"]["status"] == "ok"
@@ -37,7 +37,7 @@ def test_report_doctor_compact_config(repo: Path, scripted_server, ctxagent_run,
     assert checks["log integrity"]["status"] == "ok"
 
     before = read_session(repo, session)
-    comp = ctxagent_run(repo, "compact", session, "--focus", "keep the SQLite decision", env={"CTXAGENT_MODEL": "openai:gpt-5-mini", "OPENAI_BASE_URL": "http://127.0.0.1:9"})
+    comp = ctxagent_run(repo, "compact", session, "--focus", "keep the SQLite decision", env={"CTXAGENT_MODEL": "openai:gpt-5.4-mini", "OPENAI_BASE_URL": "http://127.0.0.1:9"})
     assert comp.returncode == 0, comp.stderr
     assert "originals kept" in comp.stdout
     after = read_session(repo, session)

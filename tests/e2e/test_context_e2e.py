@@ -18,7 +18,7 @@ from ctxagent.tools.base import ToolContext
 from ctxagent.tools.spill_tool import make_read_spill_tool
 
 WINDOW = 32_000
-MODEL = "anthropic:claude-sonnet-4-5"
+MODEL = "anthropic:claude-sonnet-5-5"
 
 
 def _big_log(repo: Path) -> None:

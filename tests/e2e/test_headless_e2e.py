@@ -32,7 +32,7 @@ def _tool_use_ids_anthropic(body: dict[str, Any]) -> list[str]:
     return ids
 
 
-@pytest.mark.parametrize("model", ["anthropic:claude-sonnet-4-5", "openai:gpt-5-mini"])
+@pytest.mark.parametrize("model", ["anthropic:claude-sonnet-5-5", "openai:gpt-5.4-mini"])
 def test_read_edit_test_session(repo: Path, scripted_server, ctxagent_run, read_session, model: str) -> None:
     srv = scripted_server(FIX_SCRIPT)
     out = ctxagent_run(repo, "-p", "fix add()", "--model", model, "--base-url", srv.url, "--yes", "--output", "json")
@@ -81,11 +81,11 @@ def test_text_output_and_continue(repo: Path, scripted_server, ctxagent_run) -> 
         {"text": "There are two Python files."},
         {"text": "You asked about files before; still two."},
     ])
-    out = ctxagent_run(repo, "-p", "what files are here?", "--model", "anthropic:claude-sonnet-4-5", "--base-url", srv.url)
+    out = ctxagent_run(repo, "-p", "what files are here?", "--model", "anthropic:claude-sonnet-5-5", "--base-url", srv.url)
     assert out.returncode == 0, out.stderr
-    assert "There are two Python files." in out.stdout
-    assert "▸ list_files" in out.stdout
-    again = ctxagent_run(repo, "-p", "and now?", "--continue", "--model", "anthropic:claude-sonnet-4-5", "--base-url", srv.url, "--output", "json")
+    assert out.stdout == "There are two Python files.\n"  # the answer, and only the answer
+    assert "Looking." in out.stderr and "▸ list_files" in out.stderr  # progress goes to stderr
+    again = ctxagent_run(repo, "-p", "and now?", "--continue", "--model", "anthropic:claude-sonnet-5-5", "--base-url", srv.url, "--output", "json")
     assert again.returncode == 0, again.stderr
     res = json.loads(again.stdout)
     assert res["steps"] == 1
@@ -99,17 +99,23 @@ def test_headless_without_yes_refuses_edits(repo: Path, scripted_server, ctxagen
         {"tool_calls": [{"name": "write_file", "arguments": {"path": "new.txt", "content": "x"}}]},
         {"text": "I could not write the file."},
     ])
-    out = ctxagent_run(repo, "-p", "make new.txt", "--model", "openai:gpt-5-mini", "--base-url", srv.url, "--output", "json")
-    assert out.returncode == 0, out.stderr
+    out = ctxagent_run(repo, "-p", "make new.txt", "--model", "openai:gpt-5.4-mini", "--base-url", srv.url, "--output", "json")
+    assert out.returncode == 6, out.stderr  # the turn ended, but what was asked was refused
     assert not (repo / "new.txt").exists()
     tool_msg = next(m for m in srv.requests()[-1]["body"]["messages"] if m["role"] == "tool")
     assert "permission denied" in tool_msg["content"] and "--yes" in tool_msg["content"]
+    result = json.loads(out.stdout)
+    assert result["stop_reason"] == "end_turn"
+    assert result["refused"] == [{"tool": "write_file", "permission": "edit", "target": "new.txt"}]
+    assert out.stderr.count("refused write_file new.txt") == 1 and "--yes" in out.stderr
 
 
 def test_no_model_is_a_clear_config_error(repo: Path, ctxagent_run) -> None:
-    out = ctxagent_run(repo, "-p", "hi")
+    out = ctxagent_run(repo, "-p", "hi", env={"ANTHROPIC_API_KEY": "", "OPENAI_API_KEY": ""})
     assert out.returncode == 2
-    assert "CTXAGENT_MODEL" in out.stderr
+    assert "ANTHROPIC_API_KEY or OPENAI_API_KEY" in out.stderr and "--model" in out.stderr
+    assert out.stderr.count("no model configured") == 1 and out.stdout == ""
+    assert not list((repo / ".ctxagent" / "sessions").glob("*.jsonl"))  # a failed start leaves no session
 
 
 def test_version(repo: Path, ctxagent_run) -> None:

@@ -17,7 +17,7 @@ def test_exit_codes_partial_text_and_resume(repo: Path, scripted_server, ctxagen
         {"fault": "context_length"},
         {"text": "All good now."},
     ])
-    base = ["--model", "anthropic:claude-sonnet-4-5", "--base-url", srv.url, "--output", "json"]
+    base = ["--model", "anthropic:claude-sonnet-5-5", "--base-url", srv.url, "--output", "json"]
 
     auth = ctxagent_run(repo, "-p", "hello", *base)
     assert auth.returncode == 3, auth.stderr
@@ -31,10 +31,12 @@ def test_exit_codes_partial_text_and_resume(repo: Path, scripted_server, ctxagen
     last = [e for e in read_session(repo, res["session"]) if e["kind"] == "assistant"][-1]["data"]
     assert last["partial"] is True and last["text"] == "Half of the ans"
 
-    # a context-length 400 forces a compaction and one retry; a second one in a row is an error
+    # a context-length 400 forces a compaction and one retry; a second one in a row means the
+    # context cannot fit: exit 4, said once
     too_long = ctxagent_run(repo, "-p", "and again", "--continue", *base)
-    assert too_long.returncode == 1, too_long.stderr
+    assert too_long.returncode == 4, too_long.stderr
     assert json.loads(too_long.stdout)["error"]["type"] == "ContextLengthError"
+    assert too_long.stderr.count("ctxagent: the prompt is too long") == 1
     comp = [e for e in read_session(repo, res["session"]) if e["kind"] == "compaction"][-1]["data"]
     assert comp["method"] == "model" and "retry the greeting" in comp["summary"]
 

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 BIN = Path(sys.executable).with_name("ctxagent")
-MODEL = "openai:gpt-5-mini"
+MODEL = "openai:gpt-5.4-mini"
 OPENAI_KEY = "sk-test-user-key-0000000000000000000000"
 
 

@@ -17,7 +17,7 @@ from ctxagent.agent.scripted_server import ScriptedServer
 from ctxagent.context.history import SessionLog
 
 BIN = Path(sys.executable).with_name("ctxagent")
-MODEL = "openai:gpt-5-mini"
+MODEL = "openai:gpt-5.4-mini"
 KILLS = 20
 
 

@@ -110,7 +110,7 @@ def test_headless_session_over_non_utf8_names(repo: Path) -> None:
     ]
     env = {**os.environ, "ANTHROPIC_API_KEY": "sk-ant-test-key-0000000000000000"}
     with ScriptedServer(script) as srv:
-        out = subprocess.run([str(BIN), "-p", "look at the files", "--model", "anthropic:claude-sonnet-4-5",
+        out = subprocess.run([str(BIN), "-p", "look at the files", "--model", "anthropic:claude-sonnet-5-5",
                               "--base-url", srv.base_url, "--yes", "--output", "json"],
                              cwd=repo, env=env, capture_output=True, text=True, timeout=120)
         requests = srv.requests

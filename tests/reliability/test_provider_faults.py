@@ -32,7 +32,7 @@ RECOVERED = {"text": "recovered answer 已恢复"}
 
 PROVIDERS: dict[str, Callable[[str], Provider]] = {
     "anthropic": lambda url: AnthropicProvider("claude-haiku-4-5", api_key="sk-ant-test", base_url=url),
-    "openai": lambda url: OpenAIProvider("gpt-5-mini", api_key="sk-test", base_url=url),
+    "openai": lambda url: OpenAIProvider("gpt-5.4-mini", api_key="sk-test", base_url=url),
 }
 
 

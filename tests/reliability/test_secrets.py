@@ -46,7 +46,7 @@ def test_no_key_reaches_any_state_file(tmp_path: Path, _isolated_home: Path) -> 
     with ScriptedServer(script) as srv:
         url = srv.base_url
         out = subprocess.run(
-            [str(BIN), "-p", f"check creds; never print {OPENAI_KEY}", "--model", "anthropic:claude-sonnet-4-5", "--base-url", url, "--yes", "--output", "json"],
+            [str(BIN), "-p", f"check creds; never print {OPENAI_KEY}", "--model", "anthropic:claude-sonnet-5-5", "--base-url", url, "--yes", "--output", "json"],
             cwd=repo, env=env, capture_output=True, text=True, timeout=120,
         )
     assert out.returncode == 0, out.stderr

@@ -69,7 +69,7 @@ def test_read_only_state_dir_is_a_clear_error(repo: Path, servers) -> None:
     run_cli(repo, "memory", "stats")  # an existing state folder, as ctxagent made it
     (repo / ".ctxagent" / "sessions").mkdir()
     srv = servers([{"text": "hi"}])
-    out = _run_readonly(repo / ".ctxagent", repo, "-p", "hi", "--model", "openai:gpt-5-mini", "--base-url", srv.base_url)
+    out = _run_readonly(repo / ".ctxagent", repo, "-p", "hi", "--model", "openai:gpt-5.4-mini", "--base-url", srv.base_url)
     no_traceback(out)
     assert out.returncode == 2, out.stderr
     assert "cannot write the session log" in out.stderr and ("read-only" in out.stderr or "permission denied" in out.stderr)
@@ -77,7 +77,7 @@ def test_read_only_state_dir_is_a_clear_error(repo: Path, servers) -> None:
 
 def test_read_only_repository_is_a_clear_error(repo: Path, servers) -> None:
     srv = servers([{"text": "hi"}])
-    out = _run_readonly(repo, repo, "-p", "hi", "--model", "openai:gpt-5-mini", "--base-url", srv.base_url)
+    out = _run_readonly(repo, repo, "-p", "hi", "--model", "openai:gpt-5.4-mini", "--base-url", srv.base_url)
     no_traceback(out)
     assert out.returncode == 2, out.stderr
     assert "cannot create ctxagent's state folder" in out.stderr
@@ -147,7 +147,7 @@ def test_memory_stats_in_a_fresh_repository_keeps_git_status_clean(repo: Path) -
 ])
 def test_bad_config_values_name_the_file_and_the_key(repo: Path, text: str, key: str) -> None:
     path = repo_config(repo, text)
-    out = run_cli(repo, "-p", "hi", "--model", "openai:gpt-5-mini", "--base-url", "http://127.0.0.1:9")
+    out = run_cli(repo, "-p", "hi", "--model", "openai:gpt-5.4-mini", "--base-url", "http://127.0.0.1:9")
     no_traceback(out)
     assert out.returncode == 2
     assert str(path) in out.stderr and f"{key}:" in out.stderr, out.stderr
