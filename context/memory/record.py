@@ -11,7 +11,8 @@ LAYERS = ("warm", "cold")
 # Not a layer one writes to: records written in turns a /rewind took back. Kept (listed, with their
 # history), never searched or recalled; a repeat after the rewind makes one current again.
 RETIRED = "retired"
-TYPES = ("decision", "constraint", "change", "todo", "note", "summary", "spill")
+# `turn`: a conversational turn kept verbatim (cold, searchable, never in the warm block) — see turns.py
+TYPES = ("decision", "constraint", "change", "todo", "note", "summary", "spill", "turn")
 TODO_STATUSES = ("open", "done")
 
 COLUMNS = (

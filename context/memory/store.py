@@ -22,6 +22,15 @@ from ctxagent.context.history import Event
 from ctxagent.context.memory import provenance as provenance_rules
 from ctxagent.context.memory import rules
 from ctxagent.context.memory.dbfile import create_private, sqlite_problem
+from ctxagent.context.memory.embed import (
+    BACKFILL_BATCH,
+    Embedder,
+    VectorIndex,
+    describe,
+    detect,
+    embed_pending,
+)
+from ctxagent.context.memory.hybrid import hybrid_search
 from ctxagent.context.memory.record import COLUMNS, LAYERS, RETIRED, TODO_STATUSES, TYPES, Record
 from ctxagent.context.memory.schema import SCHEMA_VERSION, migrate
 from ctxagent.context.memory.search import list_records, norm_path, search_records
@@ -45,7 +54,8 @@ DEFAULT_DEGRADE_AFTER_TURNS = 20
 BUSY_TIMEOUT_MS = 30_000
 USER_TEXT_CHARS = 20_000  # of one user turn, kept for matching
 USER_TEXTS_KEPT = 500  # user turns a constraint is matched against
-DEFAULT_IMPORTANCE = {"constraint": 0.9, "decision": 0.8, "todo": 0.7, "change": 0.5, "note": 0.4, "summary": 0.3, "spill": 0.2}
+DEFAULT_IMPORTANCE = {"constraint": 0.9, "decision": 0.8, "todo": 0.7, "change": 0.5, "note": 0.4, "summary": 0.3, "spill": 0.2,
+                      "turn": 0.2}
 
 def _clean(text: str) -> str:
     """What may be stored: no secret of a known shape, nothing sqlite cannot encode."""
@@ -60,19 +70,23 @@ class MemoryStore:
     """Typed memory records in SQLite. Thread-safe; several processes may share the file."""
 
     def __init__(self, conn: sqlite3.Connection, path: Path | None, *, synonyms: Synonyms | None = None,
-                 degrade_after_turns: int = DEFAULT_DEGRADE_AFTER_TURNS, scope: str = "project"):
+                 degrade_after_turns: int = DEFAULT_DEGRADE_AFTER_TURNS, scope: str = "project",
+                 embeddings: bool = True):
         self.conn = conn
         self.path = path
         self.synonyms = synonyms or Synonyms()
         self.degrade_after_turns = degrade_after_turns
         self.scope = scope
         self._lock = threading.RLock()
+        self._embeddings = embeddings  # False: BM25 alone even when an embedding model is installed
+        self._vectors: VectorIndex | None = None
 
     # ----------------------------------------------------------------- opening
 
     @classmethod
     def open(cls, path: str | Path, *, synonyms: Iterable[Iterable[str]] | None = None,
-             degrade_after_turns: int = DEFAULT_DEGRADE_AFTER_TURNS, scope: str = "project") -> MemoryStore:
+             degrade_after_turns: int = DEFAULT_DEGRADE_AFTER_TURNS, scope: str = "project",
+             embeddings: bool = True) -> MemoryStore:
         """Open (creating and migrating) the database at `path`; ":memory:" for a throwaway one.
 
         Extra synonym groups come from `synonyms` and from `synonyms = [[...], ...]` in a
@@ -99,7 +113,8 @@ class MemoryStore:
         except sqlite3.Error as exc:
             conn.close()
             raise MemoryStoreError(f"cannot open memory database {path}: {sqlite_problem(exc)}") from exc
-        return cls(conn, db_path, synonyms=Synonyms(groups), degrade_after_turns=degrade_after_turns, scope=scope)
+        return cls(conn, db_path, synonyms=Synonyms(groups), degrade_after_turns=degrade_after_turns, scope=scope,
+                   embeddings=embeddings)
 
     @classmethod
     def open_project(cls, root: str | Path, **kw: Any) -> MemoryStore:
@@ -143,14 +158,15 @@ class MemoryStore:
             files: Sequence[str] = (), session: str = "", turn: int = 0, importance: float | None = None,
             pinned: bool | None = None, status: str | None = None, source_events: Sequence[int] = (),
             context: str = "", merge: bool = True, supersede: bool = True, provenance: str = provenance_rules.USER,
-            user_texts: Sequence[str] | None = None) -> int:
+            user_texts: Sequence[str] | None = None, said_at: float | None = None) -> int:
         """Write a record and return its id — the id of the existing record when it merges into one.
 
         `provenance` says who wrote it (this API is the user's — the CLI, /remember — unless a caller
         says otherwise). Constraints are pinned and todos open unless said otherwise, but a
         constraint not written by the user is pinned only if it matches what the user typed
         (`user_texts`, default: this store's record of the user's turns) — see provenance.py.
-        See `rules` for merge and supersede.
+        See `rules` for merge and supersede. `said_at` (epoch seconds) is when its source was said,
+        kept as `created_at`; default: now.
         """
         if provenance not in provenance_rules.PROVENANCES:
             raise MemoryStoreError(f"unknown provenance {provenance!r}")
@@ -186,7 +202,7 @@ class MemoryStore:
                 "updated_at, confirmations, importance, superseded_by, source_events, pinned, status, context, norm, "
                 "provenance) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, NULL, ?, ?, ?, ?, ?, ?)",
                 (layer, type, content, json.dumps(tags, ensure_ascii=False), json.dumps(files, ensure_ascii=False),
-                 session, int(turn), int(turn), now, now,
+                 session, int(turn), int(turn), now if not said_at else float(said_at), now,
                  DEFAULT_IMPORTANCE[type] if importance is None else float(importance),
                  json.dumps([int(e) for e in source_events]), int(wants_pin),
                  status if status is not None else ("open" if type == "todo" else None), context, normalize(content),
@@ -274,6 +290,21 @@ class MemoryStore:
             else:  # an older statement arriving late (e.g. from a compaction summary) is born superseded
                 conn.execute("UPDATE records SET superseded_by = ? WHERE id = ?", (old.id, rid))
                 return
+
+    def extend_context(self, id: int, text: str) -> None:
+        """Append `text` to a record's searchable context (e.g. the reply that followed a turn)."""
+        text = " ".join(str(text).split())
+        if not text:
+            return
+        with self._write() as conn:
+            rec = self._get(conn, id)
+            if rec is None:
+                raise MemoryStoreError(f"no memory record {id}")
+            context = _clean(f"{rec.context} {text}".strip())
+            before = _record_terms(rec.content, rec.tags, rec.files, rec.context)
+            conn.execute("UPDATE records SET context = ?, updated_at = ? WHERE id = ?", (context, time.time(), id))
+            conn.execute("UPDATE records_fts SET context = ? WHERE rowid = ?", (index_text(context), id))
+            _bump_df(conn, _record_terms(rec.content, rec.tags, rec.files, context) - before, +1)
 
     def supersede(self, old_id: int, new_id: int) -> None:
         """Mark `old_id` as replaced by `new_id` (explicit: no shared subject needed)."""
@@ -376,9 +407,44 @@ class MemoryStore:
         with self._lock:
             return self._get(self.conn, id)
 
+    @property
+    def embedder(self) -> Embedder | None:
+        """The embedding model hybrid search uses (loaded on first use), or None: BM25 alone."""
+        return detect() if self._embeddings else None
+
+    @property
+    def retrieval(self) -> str:
+        return describe(self.embedder) if self._embeddings else "BM25 (embeddings off for this store)"
+
+    def embed_new(self, limit: int | None = None, session: str | None = None) -> int:
+        """Give records without a vector one (newest first; `session`'s only when given); 0 without an
+        embedding model. Never raises: a record left without a vector is still found by BM25, and a
+        later search back-fills it."""
+        emb = self.embedder
+        if emb is None:
+            return 0
+        try:
+            return embed_pending(self, emb, limit, session)
+        except Exception:
+            return 0
+
     def search(self, query: str, layer: str | None = None, type: str | Sequence[str] | None = None,
                file: str | None = None, turns: tuple[int, int] | None = None, limit: int = 8,
-               include_superseded: bool = False) -> list[Record]:
+               include_superseded: bool = False, semantic: bool = True) -> list[Record]:
+        """Records matching `query`, best first: BM25, fused with embedding similarity when a model is
+        installed and `semantic` (see hybrid.py)."""
+        emb = self.embedder if semantic else None
+        if emb is not None:
+            self.embed_new(BACKFILL_BATCH)
+            try:
+                with self._lock:
+                    if self._vectors is None or self._vectors.model != emb.name:
+                        self._vectors = VectorIndex(emb.name, emb.dim)
+                    return hybrid_search(self.conn, self._vectors, emb, query, synonyms=self.synonyms, layer=layer,
+                                         type_=type, file=file, turns=turns, limit=limit,
+                                         include_superseded=include_superseded)
+            except Exception:  # the model failed on this query: the lexical answer is still a good one
+                pass
         with self._lock:
             return search_records(self.conn, query, synonyms=self.synonyms, layer=layer, type_=type, file=file,
                                   turns=turns, limit=limit, include_superseded=include_superseded)
@@ -418,6 +484,8 @@ class MemoryStore:
                 "pinned": int(q("SELECT COUNT(*) FROM records WHERE pinned = 1 AND superseded_by IS NULL").fetchone()[0]),
                 "open_todos": int(q("SELECT COUNT(*) FROM records WHERE type = 'todo' AND status = 'open' AND superseded_by IS NULL").fetchone()[0]),
                 "ingested_events": int(q("SELECT COUNT(*) FROM ingested").fetchone()[0]),
+                "retrieval": self.retrieval,
+                "vectors": int(q("SELECT COUNT(*) FROM record_vectors").fetchone()[0]),
                 "bytes": self.path.stat().st_size if self.path and self.path.exists() else 0,
             }
 
