@@ -92,11 +92,20 @@ def check_session(log: SessionLog) -> list[Check]:
         else ("warn", "large objects in history", f"{plural(len(big), 'visible event')} with base64 or huge JSON (ids {big[:10]}); they should have been spilled")
     )
     out.append(_check_compactions(events))
-    if log.skipped_lines:
-        out.append(("warn", "log integrity", f"{plural(log.skipped_lines, 'torn or corrupt line')} skipped on load"))
+    if log.skipped:
+        kept = sum(1 for s in log.skipped if s.placeholder)
+        what = [f"line {s.line}: {s.problem}" for s in log.skipped[:MAX_SKIPPED_SHOWN]]
+        more = len(log.skipped) - len(what)
+        detail = (f"{plural(len(log.skipped), 'log line')} could not be used ({kept} with wrong fields kept as "
+                  f"placeholders, {len(log.skipped) - kept} torn or not an event): " + "; ".join(what)
+                  + (f"; and {more} more" if more > 0 else ""))
+        out.append(("warn", "log integrity", detail))
     else:
         out.append(("ok", "log integrity", f"{plural(len(events), 'event')}, no torn lines"))
     return out
+
+
+MAX_SKIPPED_SHOWN = 5
 
 
 def _large_objects(events: list[Event]) -> list[int]:
