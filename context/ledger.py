@@ -46,6 +46,8 @@ MAX_FILES_SHOWN = 30
 MAX_FAILURES_SHOWN = 10
 MAX_DECISIONS_KEPT = 40
 MAX_QUOTE_LINES = 60  # per document read
+MAX_FILES_NAMED = 40  # in one summary's "files read or changed" line
+PATH_ARGS = ("path", "file_path", "notebook_path", "filename", "file")  # a call's arguments that name a file
 
 
 @dataclass(frozen=True)
@@ -89,6 +91,7 @@ class Ledger(PinCollector):
         self.decisions: list[Pin] = []  # live decisions, oldest first
         self.changed: dict[str, list[int]] = {}  # file -> turns it changed in
         self.failing: tuple[int, tuple[str, ...]] | None = None  # (event id, lines) of the newest failing run
+        self.touched: list[tuple[int, str]] = []  # (result event id, file) for every file a call read or changed
         self._calls: dict[str, ToolCallData] = {}  # the newest step's calls, to read its results
 
     def copy(self) -> Ledger:
@@ -96,7 +99,7 @@ class Ledger(PinCollector):
         out.constraints, out.tasks, out.turn = dict(self.constraints), dict(self.tasks), self.turn
         out.quotes, out.quoted, out.decisions = list(self.quotes), set(self.quoted), list(self.decisions)
         out.changed = {f: list(t) for f, t in self.changed.items()}
-        out.failing, out._calls = self.failing, dict(self._calls)
+        out.failing, out._calls, out.touched = self.failing, dict(self._calls), list(self.touched)
         return out
 
     def feed(self, live: Iterable[Event]) -> Ledger:
@@ -124,10 +127,13 @@ class Ledger(PinCollector):
     def _result(self, ev: Event) -> None:
         result = ev.tool_result
         call = self._calls.get(result.call_id)
-        for f in changed_files_of(call, result):
+        changed = changed_files_of(call, result)
+        for f in changed:
             turns = self.changed.setdefault(f, [])
             if self.turn not in turns:
                 turns.append(self.turn)
+        named = [v for k in PATH_ARGS if call is not None and isinstance(v := call.arguments.get(k), str) and v.strip()]
+        self.touched += [(ev.id, f) for f in dict.fromkeys([*named, *changed])]
         if result.is_error:
             return
         failures = failing_tests(result.content)
@@ -224,6 +230,22 @@ def with_quotes(shown: str, lines: tuple[str, ...]) -> str:
     if not missing:
         return shown
     return "\n".join([shown, QUOTES_HEAD, *(f"- {ln}" for ln in missing), "]"])
+
+
+def files_line(touched: list[tuple[int, str]], first_id: int, last_id: int) -> str:
+    """The files calls read or changed inside a summarized range, with the event that shows each
+    (read_event): where to look again, which a summary of decisions and changes does not say."""
+    seen: dict[str, int] = {}
+    for event_id, path in touched:
+        if first_id <= event_id <= last_id:
+            seen.pop(path, None)  # ordered by the newest touch: the list keeps the latest files
+            seen[path] = event_id
+    if not seen:
+        return ""
+    items = list(seen.items())[-MAX_FILES_NAMED:]
+    more = len(seen) - len(items)
+    return ("Files read or changed in the summarized part (read_event id=N shows one): "
+            + ", ".join(f"{path} (event {eid})" for path, eid in items) + (f"; and {more} more" if more > 0 else ""))
 
 
 def quotes_block(quotes: list[Quote], max_tokens: int, counter: TokenCounter) -> str:

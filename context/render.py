@@ -19,7 +19,7 @@ from typing import Any
 from ctxagent.context.build_cache import BuildCache, RenderState
 from ctxagent.context.build_types import BuildInputs, Draft, Slot
 from ctxagent.context.history import Event, Summary, ViewItem
-from ctxagent.context.ledger import Ledger, quotes_block, with_quotes
+from ctxagent.context.ledger import Ledger, files_line, quotes_block, with_quotes
 from ctxagent.context.prune import value_rank
 from ctxagent.context.request import Message, ToolCall
 from ctxagent.context.tokens import REQUEST_OVERHEAD, TokenCounter, count_message
@@ -109,6 +109,8 @@ def render(items: list[ViewItem], counter: TokenCounter, cache: BuildCache | Non
             flush()
             masked = [q for q in quotes.values() if it.first_id <= q.event_id <= it.last_id] if quotes else []
             quoted = quotes_block(masked, summary_quotes_tokens, counter) if masked else ""
+            files = files_line(ledger.touched, it.first_id, it.last_id) if ledger is not None else ""
+            quoted = "\n".join(x for x in (files, quoted) if x)
             msg, n = memo(("summary", it.event_id), (it, quoted), lambda s=it, q=quoted: _render_summary(s, q, counter),  # type: ignore[misc]
                           kind="renders", chars=len(it.text) + len(quoted))
             slots.append(Slot(msg, n, "hot", "summary", turn, idx, event_id=it.event_id))

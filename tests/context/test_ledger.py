@@ -3,8 +3,10 @@ requirements survive pruning, spilling and compaction of the messages they came 
 
 from __future__ import annotations
 
+import re
+
 from ctxagent.context.builder import build
-from ctxagent.context.ledger import QUOTES_HEAD, Ledger, result_facts
+from ctxagent.context.ledger import MAX_FILES_NAMED, QUOTES_HEAD, Ledger, files_line, result_facts
 from ctxagent.context.memory.detect import detect_requirements, failing_tests
 
 from .ctx_helpers import Log, counter, inputs
@@ -95,3 +97,17 @@ def test_quotes_of_a_compacted_document_go_into_the_summary() -> None:
     again = build(inputs(log, window=12_000, max_output=1024))
     summary = next(m.content for m in again.request.messages if m.kind == "summary")
     assert "Requirements quoted from documents" in summary and "不要修改数据库模式" in summary
+    # the files read and changed in the compacted part are named, with the event that shows each
+    assert "Files read or changed in the summarized part" in summary
+    edit_event = next(e.id for e in log.events if e.kind == "tool_result" and e.tool_result.meta.changed_files)
+    assert f"lib/export.ex (event {edit_event})" in summary and "lib/n0.ex (event" in summary
+
+
+def test_the_files_line_names_each_file_once_at_its_newest_event_and_caps_the_list() -> None:
+    touched = [(5, "a.py"), (7, "b.py"), (9, "a.py"), (300, "late.py")] + [(10 + i, f"m{i}.py") for i in range(50)]
+    touched.append((70, "b.py"))
+    line = files_line(touched, 1, 100)
+    assert "late.py" not in line and "b.py (event 70)" in line and "b.py (event 7)" not in line
+    assert line.count(".py (event") == MAX_FILES_NAMED and "and 12 more" in line
+    assert not re.search(r"\ba\.py", line)  # the oldest touched files are the ones left out
+    assert files_line(touched, 100, 200) == ""
