@@ -27,8 +27,17 @@ from ctxagent.agent.events import (
     TurnFinished,
     TurnStarted,
 )
-from ctxagent.agent.providers.base import Provider, Stop, TextDelta, ToolCallEvent, Usage
+from ctxagent.agent.providers.base import (
+    Provider,
+    ServerCompaction,
+    ServerEdits,
+    Stop,
+    TextDelta,
+    ToolCallEvent,
+    Usage,
+)
 from ctxagent.agent.retry import stream_with_retry
+from ctxagent.agent.server_context import ServerContextMixin, seen_reports
 from ctxagent.agent.session import Session
 from ctxagent.agent.tool_calls import ToolCallsMixin
 from ctxagent.context.budget import Budget
@@ -88,7 +97,7 @@ class AgentParts:
     tool_config: dict[str, Any] = field(default_factory=dict)
 
 
-class Agent(ToolCallsMixin):
+class Agent(ToolCallsMixin, ServerContextMixin):
     def __init__(
         self,
         session: Session,
@@ -106,9 +115,9 @@ class Agent(ToolCallsMixin):
         self._turn_files: set[str] = set()
         self._turn_no = self._current_turn()  # the running turn, stamped on its steps' events
         self._build_cache = BuildCache()  # per-event build work kept across steps: a step costs O(new content)
-        self.reports: list[ContextReport] = [
+        self.reports: list[ContextReport] = seen_reports(session.log.events, [
             ContextReport.from_dict(e.context_report.report) for e in session.log.of_kind("context_report")
-        ]
+        ], (session.config.compress_at, session.config.new_session_at))
         self._record_system_prompt()
         self._answer_dangling_calls()
 
@@ -298,6 +307,9 @@ class Agent(ToolCallsMixin):
         stop = "end_turn"
         partial = False
         provider = self.parts.provider
+        edits: ServerEdits | None = None  # the server's own context management, when asked for
+        compaction: ServerCompaction | None = None
+        count = self._server_count(step, result.request, result.report.calibrated_total)
 
         def on_retry(message: str) -> None:
             self._notice(message, "warning")
@@ -313,6 +325,10 @@ class Agent(ToolCallsMixin):
                     usage = ev
                 elif isinstance(ev, Stop):
                     stop = ev.reason
+                elif isinstance(ev, ServerEdits):
+                    edits = ev
+                elif isinstance(ev, ServerCompaction):
+                    compaction = ev
                 if cancel.is_set():
                     stop, partial = "cancelled", bool(texts) or bool(calls)
                     calls = []  # a cancelled step runs no tools
@@ -330,6 +346,7 @@ class Agent(ToolCallsMixin):
         usage_data = UsageData(input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
                                cache_read=usage.cache_read, cache_write=usage.cache_write)
         usage_d = usage_data.to_data()
+        server = self._server_outcome(step, result.request, result.report.total, edits, compaction, usage, count)
         ev = self.log.append(AssistantData(
             text=text,
             tool_calls=[ToolCallData(id=c.id, name=c.name, arguments=c.arguments if c.arguments is not None else {"_raw": c.raw_arguments})
@@ -339,10 +356,9 @@ class Agent(ToolCallsMixin):
             step=step,
             turn=self._turn_no,
             partial=partial,
+            server=server,
         ))
         self._ingest([ev])
-        if usage.prompt_tokens and result.report.total:
-            self.parts.calibrator.update(result.report.total, usage.prompt_tokens)
         self.on_event(AssistantDone(step, text, len(calls), usage_d, partial))
         return Agent._Outcome(text=text, calls=calls, error=stop == "stream_error")
 
