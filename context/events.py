@@ -102,7 +102,7 @@ class AppliedEditData(_Model):
     type: str
     cleared_tool_uses: int = 0
     cleared_input_tokens: int = 0
-    cleared_thinking_turns: int = 0
+    cleared_thinking_turns: int | None = None  # clear_thinking_20251015 only
 
 
 class ServerContextData(_Model):

@@ -70,7 +70,7 @@ def applied_edits(report: Any) -> tuple[AppliedEditData, ...]:
             type=str(getattr(e, "type", "")),
             cleared_tool_uses=int(getattr(e, "cleared_tool_uses", 0) or 0),
             cleared_input_tokens=int(getattr(e, "cleared_input_tokens", 0) or 0),
-            cleared_thinking_turns=int(getattr(e, "cleared_thinking_turns", 0) or 0)))
+            cleared_thinking_turns=getattr(e, "cleared_thinking_turns", None)))
     return tuple(out)
 
 

@@ -225,3 +225,33 @@ def test_an_altered_compaction_block_is_refused(server_agent) -> None:
                               Message("user", "go on")], [], server_edits=server_edits_for("anthropic-compact", WINDOW))
         with pytest.raises(BadRequestError, match="compaction block was altered"):
             list(provider.stream(req))
+
+
+def test_the_console_script_runs_anthropic_clear(repo: Path, scripted_server, ctxagent_run, read_session) -> None:
+    """`ctxagent -p --strategy anthropic-clear` through the real console script and a server subprocess."""
+    names = []
+    for k in range(24):
+        name = f"chapter_{k:02d}.txt"
+        (repo / name).write_text(" ".join(WORDS[(k + i) % len(WORDS)] for i in range(240)) + f"\n章节 {k}\n")
+        names.append(name)
+    script = [{"text": f"Reading {n}.", "tool_calls": [{"name": "read_file", "arguments": {"path": n}}]} for n in names]
+    srv = scripted_server([*script, {"text": "Read them all."}])
+    out = ctxagent_run(repo, "-p", "read every chapter", "--model", f"anthropic:{MODEL}", "--base-url", srv.url,
+                       "--window", "12000", "--strategy", "anthropic-clear", "--yes", "--output", "json")
+    assert out.returncode == 0, out.stderr
+    session = json.loads(out.stdout)["session"]
+    events = read_session(repo, session)
+    requests = srv.requests()
+    assert len(requests) == len(script) + 1
+    assert all(r["body"]["context_management"]["edits"][0]["trigger"]["value"] == 9000 for r in requests)
+    edited = [r for r in requests if r["server"]["applied_edits"]]
+    assert edited, "the history never passed the trigger: the test proves nothing"
+    steps = [e["data"] for e in events if e["kind"] == "assistant"]
+    assert [s["server"].get("applied_edits", []) for s in steps] == [r["server"]["applied_edits"] for r in requests]
+    assert [s["server"]["seen_tokens"] for s in steps] == [r["server"]["seen_tokens"] for r in requests]
+    reports = [e["data"] for e in events if e["kind"] == "context_report"]
+    assert all(r["report"]["strategy"] == "anthropic-clear" and r["build"]["strategy"] == "anthropic-clear" for r in reports)
+    # inspect rebuilds the last step, context_management included, to the body the server received
+    shown = ctxagent_run(repo, "inspect", session, "--step", str(len(reports)), "--json")
+    assert shown.returncode == 0, shown.stdout + shown.stderr  # exit 1: the rebuilt request differs
+    assert json.loads(shown.stdout)["request"] == requests[-1]["body"]
