@@ -165,13 +165,14 @@ class ClearPlan:
 
 def plan_clear(uses: Sequence[ToolUse], prompt_tokens: int, edit: ClearToolUses) -> ClearPlan | None:
     """Which tool uses clear_tool_uses clears in a prompt of `prompt_tokens`; None when it does not fire
-    (at or under the trigger, nothing older than the last `keep`, or less than `clear_at_least` freed)."""
+    (at or under the trigger, nothing older than the last `keep`, or less than `clear_at_least` freed).
+    Without clear_at_least every older result goes, even one shorter than the placeholder."""
     if prompt_tokens <= edit.trigger:
         return None
     older = list(uses[: max(0, len(uses) - edit.keep)])
     chosen = [u for u in older if u.name not in edit.exclude_tools]
     freed = sum(max(0, u.result_tokens) + (max(0, u.input_tokens) if edit.clear_tool_inputs else 0) for u in chosen)
-    if not chosen or freed <= 0 or (edit.clear_at_least is not None and freed < edit.clear_at_least):
+    if not chosen or (edit.clear_at_least is not None and freed < edit.clear_at_least):
         return None
     return ClearPlan(frozenset(u.id for u in chosen), freed)
 
