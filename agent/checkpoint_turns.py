@@ -46,7 +46,8 @@ class TurnInfo:
         if not self.files_changed:
             return "no file changes"
         n = len(self.files_changed)
-        return f"{n} file{'s' if n != 1 else ''} changed, +{self.insertions} -{self.deletions}"
+        changed = f"{n} file{'s' if n != 1 else ''} changed"
+        return f"{changed}, +{self.insertions} -{self.deletions}" if self.diffstat else changed  # no diffstat: from the log alone
 
 
 def first_line(text: str) -> str:
@@ -96,8 +97,8 @@ def list_turns(shadow: ShadowRepo, log: SessionLog, positions: list[tuple[int, s
             stats = diffstat(shadow, own, end)
             files = sorted({s.path for s in stats} | set(reported))
         infos.append(TurnInfo(
-            turn=int(u.data.get("turn", 0)), event_id=u.id, time=u.ts,
-            first_line=first_line(str(u.data.get("text", ""))), checkpoint=target,
+            turn=u.user.turn, event_id=u.id, time=u.ts,
+            first_line=first_line(u.user.text), checkpoint=target,
             own_checkpoint=own is not None, files_changed=files, diffstat=stats,
             visible=u.id not in hidden,
         ))

@@ -29,12 +29,14 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from ctxagent.agent.checkpoint_turns import FileStat, TurnInfo, hidden_by_rewinds, list_turns
+from ctxagent.agent.session_ops import RewindMode, find_user_turn
 from ctxagent.agent.shadow_git import CheckpointError, ShadowRepo, TreeEntry
 from ctxagent.agent.worktree_files import prune_empty_dirs, remove_path, write_entry
 from ctxagent.context.errors import CtxagentError
+from ctxagent.context.events import CheckpointData, SessionStartData
 from ctxagent.context.history import Event, SessionLog
 from ctxagent.context.paths import describe_os_error, ensure_parent
 
@@ -43,7 +45,6 @@ try:
 except ImportError:  # not on POSIX: the thread lock alone
     fcntl = None  # type: ignore[assignment]
 
-RewindMode = Literal["both", "conversation", "code"]
 ConfirmOverwrite = Callable[[list[str]], bool]
 
 __all__ = [
@@ -71,6 +72,8 @@ class RewindResult:
     checkpoint: str | None = None  # the snapshot the code was restored to
     backup_commit: str | None = None  # the tree just before the code rewind (undo point)
     rewind_event_id: int | None = None
+    memory_retired: int = 0  # memory records of the rewound turns, no longer recalled
+    warnings: list[str] = field(default_factory=list)  # what could not be done (the rest was)
 
 
 _REF_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
@@ -209,8 +212,8 @@ class Checkpoints:
         """
         best: dict[str, int] = {}
         for e in log.events:
-            if e.kind == "checkpoint" and e.data.get("commit"):
-                commit = str(e.data["commit"])
+            if e.kind == "checkpoint" and e.as_(CheckpointData).commit:
+                commit = e.as_(CheckpointData).commit
                 if self.shadow.resolve(commit) is not None:
                     best[commit] = min(best.get(commit, e.id), e.id)
         if (self.shadow.git_dir / "HEAD").exists():
@@ -233,14 +236,7 @@ class Checkpoints:
 
     def find_turn(self, log: SessionLog, turn: int) -> Event:
         """The user event of `turn`: the newest visible one, else the newest hidden one."""
-        hidden = hidden_by_rewinds(log.events)
-        candidates = [e for e in log.events if e.kind == "user" and int(e.data.get("turn", -1)) == int(turn)]
-        visible = [e for e in candidates if e.id not in hidden]
-        if visible:
-            return visible[-1]
-        if candidates:
-            return candidates[-1]
-        raise CheckpointError(f"session {log.session_id} has no turn {turn}")
+        return find_user_turn(log, turn)
 
     def checkpoint_for(self, log: SessionLog, user_event_id: int) -> str | None:
         """The snapshot that holds the code as it was when the user event was sent."""
@@ -259,26 +255,11 @@ class Checkpoints:
 
     def rewind(self, log: SessionLog, turn: int, mode: RewindMode = "both",
                confirm_overwrite: ConfirmOverwrite | None = None) -> RewindResult:
-        """Go back to just before `turn`: the code, the conversation, or both.
+        """Go back to just before `turn` with these checkpoints (see `session_ops.rewind`, the one
+        rewind; this form rewinds no memory)."""
+        from ctxagent.agent.session_ops import rewind
 
-        Files whose current content differs from what the agent last left (changed outside the
-        agent) are overwritten or deleted only if `confirm_overwrite(paths)` returns True; with no
-        callback they are skipped. Ignored files are never touched.
-        """
-        if mode not in ("both", "conversation", "code"):
-            raise ValueError(f"rewind mode must be both, conversation or code, not {mode!r}")
-        user_event = self.find_turn(log, turn)
-        result = RewindResult()
-        if mode in ("both", "code"):
-            target = self.checkpoint_for(log, user_event.id)
-            if target is not None:
-                self.restore(log.session_id, target, confirm_overwrite, result)
-        if mode in ("both", "conversation"):
-            ev = log.append("rewind", to_id=user_event.id)
-            log.sync()
-            result.conversation_to_id = user_event.id
-            result.rewind_event_id = ev.id
-        return result
+        return rewind(log, turn, mode, checkpoints=self, confirm_overwrite=confirm_overwrite)
 
     def restore(self, session_id: str, target: str, confirm_overwrite: ConfirmOverwrite | None = None,
                 result: RewindResult | None = None) -> RewindResult:
@@ -353,8 +334,9 @@ def checkpoints_for_log(log: SessionLog, default_root: Path | None = None) -> Ch
     if folder.name == "sessions" and folder.parent.name == ".ctxagent":
         return Checkpoints(folder.parent.parent, folder.parent)
     for e in log.events:
-        if e.kind == "session_start" and e.data.get("cwd") and Path(str(e.data["cwd"])).is_dir():
-            return Checkpoints(Path(str(e.data["cwd"])))
+        cwd = e.as_(SessionStartData).cwd if e.kind == "session_start" else ""
+        if cwd and Path(cwd).is_dir():
+            return Checkpoints(Path(cwd))
     return Checkpoints(default_root or Path.cwd())
 
 

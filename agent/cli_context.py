@@ -13,6 +13,7 @@ from ctxagent.agent.config import load_config
 from ctxagent.agent.session import find_repo_root, list_sessions, open_session, resolve_session
 from ctxagent.context.display import strip_controls
 from ctxagent.context.errors import CtxagentError
+from ctxagent.context.events import CompactionData, SessionStartData
 from ctxagent.context.history import SessionLog
 from ctxagent.context.monitor import format_report_table
 from ctxagent.context.report import ContextReport
@@ -37,9 +38,9 @@ def _guard(fn):  # noqa: ANN001, ANN202
     return run
 
 
-def _compaction_text(data: dict[str, Any]) -> str:
-    method = f" ({data.get('method')})" if data.get("method") else ""
-    return f"compacted events {data.get('first_id')}–{data.get('last_id')}{method}"
+def _compaction_text(c: CompactionData) -> str:
+    method = f" ({c.method})" if c.method else ""
+    return f"compacted events {c.first_id}–{c.last_id}{method}"
 
 
 def _outside_compactions(log: SessionLog) -> tuple[list[list[str]], list[str]]:
@@ -49,9 +50,9 @@ def _outside_compactions(log: SessionLog) -> tuple[list[list[str]], list[str]]:
     pending: list[str] = []
     for e in log.events:
         if e.kind == "compaction":
-            pending.append(_compaction_text(e.data))
+            pending.append(_compaction_text(e.compaction))
         elif e.kind == "context_report":
-            own = (e.data.get("report") or {}).get("compacted")
+            own = e.context_report.report.get("compacted")
             if own:  # the build's own compaction is in the report's actions already
                 own_text = f"compacted events {own[0]}–{own[1]}"
                 pending = [p for p in pending if not p.startswith(own_text)]
@@ -63,7 +64,7 @@ def _outside_compactions(log: SessionLog) -> tuple[list[list[str]], list[str]]:
 @_guard
 def cmd_report(args: argparse.Namespace) -> int:
     log = _load(args, None if args.last else args.session)
-    reports = [ContextReport.from_dict(e.data["report"]) for e in log.of_kind("context_report")]
+    reports = [ContextReport.from_dict(e.context_report.report) for e in log.of_kind("context_report")]
     if args.json:
         print(json.dumps([r.to_dict() for r in reports], ensure_ascii=False, indent=2))
         return 0
@@ -123,8 +124,8 @@ def cmd_compact(args: argparse.Namespace) -> int:
 
 def _session_model(path: Path) -> str | None:
     for e in SessionLog.load(path).events:
-        if e.kind == "session_start" and e.data.get("model"):
-            return str(e.data["model"])
+        if e.kind == "session_start" and e.as_(SessionStartData).model:
+            return e.as_(SessionStartData).model
     return None
 
 
@@ -150,7 +151,7 @@ def cmd_sessions(args: argparse.Namespace) -> int:
         return 0
     for path in paths:
         log = SessionLog.load(path)
-        first = next((e.data.get("text", "") for e in log.events if e.kind == "user"), "")
+        first = next((e.user.text for e in log.events if e.kind == "user"), "")
         steps = len(log.of_kind("context_report"))
         turns = len(log.of_kind("user"))
         line = str(first).splitlines()[0][:60] if str(first).strip() else ""

@@ -157,4 +157,5 @@ def _stats(args: argparse.Namespace) -> int:
          f"{st['open_todos']} open todos)")
     _say("by type:  " + (", ".join(f"{k} {v}" for k, v in st["by_type"].items()) or "none"))
     _say("by layer: " + (", ".join(f"{k} {v}" for k, v in st["by_layer"].items()) or "none"))
+    _say(f"search:   {st['retrieval']}" + (f"; {st['vectors']} records embedded" if st["vectors"] else ""))
     return 0

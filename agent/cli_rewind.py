@@ -1,7 +1,9 @@
 """`ctxagent rewind SESSION --to TURN [--code|--conversation|--both]` — /rewind without the TUI.
 
-Headless there is nobody to ask, so files changed outside the agent since its last turn are
-skipped (and listed) unless `--force`. `--list` prints the turns the picker would show.
+The same operation as the app's /rewind (`agent/session_ops.rewind`): code, conversation, and the
+memory records of the rewound turns retired. Headless there is nobody to ask, so files changed
+outside the agent since its last turn are skipped (and listed) unless `--force`. `--list` prints the
+turns the picker would show.
 """
 
 from __future__ import annotations
@@ -17,7 +19,9 @@ from ctxagent.context.errors import CtxagentError
 from ctxagent.context.history import SessionLog
 
 if TYPE_CHECKING:
-    from ctxagent.agent.checkpoints import RewindMode, TurnInfo
+    from ctxagent.agent.checkpoints import TurnInfo
+    from ctxagent.agent.session_ops import RewindMode
+    from ctxagent.context.memory.store import MemoryStore
 
 
 def add_parser(sub: Any) -> None:
@@ -68,11 +72,22 @@ def _print_turns(log: SessionLog, infos: list[TurnInfo]) -> None:
             print(f"              {s.status} {s.path}  {counts}")
 
 
+def _memory_stores(cps_state_dir: Path) -> list[MemoryStore]:
+    """The stores the session may have written to — only those that exist (a rewind creates none)."""
+    from ctxagent.context.memory.store import MemoryStore
+    from ctxagent.context.paths import user_state_dir
+
+    paths = [(cps_state_dir / "memory.db", "project"), (user_state_dir() / "memory.db", "user")]
+    return [MemoryStore.open(p, scope=scope) for p, scope in paths if p.is_file()]
+
+
 def cmd_rewind(args: argparse.Namespace) -> int:
     # Imported here so that building the top-level parser stays cheap.
     from ctxagent.agent.checkpoints import checkpoints_for_log
     from ctxagent.agent.session import resolve_session
+    from ctxagent.agent.session_ops import rewind
 
+    stores: list[MemoryStore] = []
     try:
         root = _root(args)
         log = SessionLog.load(resolve_session(root, args.session))
@@ -90,8 +105,11 @@ def cmd_rewind(args: argparse.Namespace) -> int:
                 return 2
             mode: RewindMode = args.mode or "both"
             confirm = (lambda _paths: True) if args.force else None
-            result = cps.rewind(log, args.to_turn, mode, confirm)
+            stores = _memory_stores(cps.state_dir) if mode != "code" else []
+            result = rewind(log, args.to_turn, mode, checkpoints=cps, memory=stores, confirm_overwrite=confirm)
         finally:
+            for store in stores:
+                store.close()
             cps.close()
             log.close()
     except CtxagentError as exc:
@@ -103,7 +121,8 @@ def cmd_rewind(args: argparse.Namespace) -> int:
             "files_restored": result.files_restored, "files_deleted": result.files_deleted,
             "skipped": result.skipped, "changed_outside": result.changed_outside,
             "conversation_to_id": result.conversation_to_id, "checkpoint": result.checkpoint,
-            "backup_commit": result.backup_commit,
+            "backup_commit": result.backup_commit, "memory_retired": result.memory_retired,
+            "warnings": result.warnings,
         }, ensure_ascii=False, indent=2))
         return 0
     print(f"session {log.session_id}: rewound to before turn {args.to_turn} ({mode})")
@@ -122,5 +141,9 @@ def cmd_rewind(args: argparse.Namespace) -> int:
             if result.backup_commit:
                 print(f"  the tree before this rewind is kept as shadow commit {result.backup_commit[:12]}")
     if result.conversation_to_id is not None:
-        print(f"conversation: events from #{result.conversation_to_id} on are hidden (still in the log)")
+        print(f"conversation: turn {args.to_turn} and everything after it are hidden (still in the log)")
+        n = result.memory_retired
+        print(f"memory: {n} record{'s' if n != 1 else ''} written in those turns no longer recalled (kept, retired)")
+    for warning in result.warnings:
+        sys.stderr.write(f"ctxagent rewind: {warning}\n")
     return 0

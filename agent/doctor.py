@@ -68,7 +68,7 @@ def check_memory_db(root: Path) -> Check:
 
 def check_session(log: SessionLog) -> list[Check]:
     events = log.events
-    reports = [ContextReport.from_dict(e.data["report"]) for e in events if e.kind == "context_report"]
+    reports = [ContextReport.from_dict(e.context_report.report) for e in events if e.kind == "context_report"]
     assistants = [e for e in events if e.kind == "assistant"]
     out: list[Check] = []
     if reports:
@@ -92,11 +92,20 @@ def check_session(log: SessionLog) -> list[Check]:
         else ("warn", "large objects in history", f"{plural(len(big), 'visible event')} with base64 or huge JSON (ids {big[:10]}); they should have been spilled")
     )
     out.append(_check_compactions(events))
-    if log.skipped_lines:
-        out.append(("warn", "log integrity", f"{plural(log.skipped_lines, 'torn or corrupt line')} skipped on load"))
+    if log.skipped:
+        kept = sum(1 for s in log.skipped if s.placeholder)
+        what = [f"line {s.line}: {s.problem}" for s in log.skipped[:MAX_SKIPPED_SHOWN]]
+        more = len(log.skipped) - len(what)
+        detail = (f"{plural(len(log.skipped), 'log line')} could not be used ({kept} with wrong fields kept as "
+                  f"placeholders, {len(log.skipped) - kept} torn or not an event): " + "; ".join(what)
+                  + (f"; and {more} more" if more > 0 else ""))
+        out.append(("warn", "log integrity", detail))
     else:
         out.append(("ok", "log integrity", f"{plural(len(events), 'event')}, no torn lines"))
     return out
+
+
+MAX_SKIPPED_SHOWN = 5
 
 
 def _large_objects(events: list[Event]) -> list[int]:
@@ -104,7 +113,7 @@ def _large_objects(events: list[Event]) -> list[int]:
     for item in view(events):
         if not isinstance(item, Event):
             continue
-        text = str(item.data.get("content") or item.data.get("text") or "")
+        text = item.tool_result.content if item.kind == "tool_result" else item.user.text if item.kind == "user" else item.assistant.text
         if _BASE64.search(text) or (len(text) > 20_000 and text.lstrip()[:1] in "{["):
             ids.append(item.id)
     return ids
@@ -115,7 +124,7 @@ def _check_compactions(events: list[Event]) -> Check:
     if not comps:
         return ("ok", "compactions", "none in this session")
     by_id = {e.id: e for e in events}
-    lost = [c.id for c in comps if not all(i in by_id for i in range(int(c.data["first_id"]), int(c.data["last_id"]) + 1))]
+    lost = [c.id for c in comps if not all(i in by_id for i in range(c.compaction.first_id, c.compaction.last_id + 1))]
     if lost:
         return ("warn", "compactions", f"compactions {lost} mask events missing from the log: they cannot be rewound")
     return ("ok", "compactions", f"{plural(len(comps), 'compaction')}; every masked original is still in the log and can be rewound")

@@ -75,6 +75,10 @@ class CompactionDone:
     method: str  # "model" | "extractive"
     tokens_before: int
     tokens_after: int
+    summary: str = ""  # what now stands in for the range
+    messages: int = 0  # user, assistant and tool messages the summary replaces (kept in the log)
+    first_turn: int = 0  # the user turns whose messages it covers (0: none starts in the range)
+    last_turn: int = 0
 
 
 @dataclass(frozen=True)

@@ -213,7 +213,7 @@ def _stop_reason(loop_stop: str, this_run: list[Any]) -> str:
     if loop_stop != "end_turn":
         return loop_stop
     last = next((e for e in reversed(this_run) if e.kind == "assistant"), None)
-    reason = str(last.data.get("stop_reason", "")) if last is not None else ""
+    reason = (last.assistant.stop_reason or "") if last is not None else ""
     return reason if reason in CUT_STOPS else loop_stop
 
 
@@ -236,8 +236,9 @@ def _json_result(agent: Any, done: Any, error: dict[str, Any] | None, stop: str,
     usage = {"input_tokens": 0, "output_tokens": 0, "cache_read": 0, "cache_write": 0}
     for e in turn_events:
         if e.kind == "assistant":
+            step_usage = e.assistant.usage.to_data()
             for k in usage:
-                usage[k] += int(e.data.get("usage", {}).get(k, 0) or 0)
+                usage[k] += int(step_usage.get(k, 0))
     result: dict[str, Any] = {
         "session": agent.session.id,
         "result": log.sanitize(done.text) if log.sanitize else done.text,  # as logged: keys redacted

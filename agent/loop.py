@@ -39,6 +39,7 @@ from ctxagent.agent.providers.base import (
 from ctxagent.agent.retry import stream_with_retry
 from ctxagent.agent.server_context import ServerContextMixin, seen_reports
 from ctxagent.agent.session import Session
+from ctxagent.agent.session_ops import SessionOpsMixin, compaction_done
 from ctxagent.agent.tool_calls import ToolCallsMixin
 from ctxagent.context.budget import Budget
 from ctxagent.context.build_cache import BuildCache
@@ -97,7 +98,7 @@ class AgentParts:
     tool_config: dict[str, Any] = field(default_factory=dict)
 
 
-class Agent(ToolCallsMixin, ServerContextMixin):
+class Agent(ToolCallsMixin, SessionOpsMixin, ServerContextMixin):
     def __init__(
         self,
         session: Session,
@@ -115,6 +116,9 @@ class Agent(ToolCallsMixin, ServerContextMixin):
         self._turn_files: set[str] = set()
         self._turn_no = self._current_turn()  # the running turn, stamped on its steps' events
         self._build_cache = BuildCache()  # per-event build work kept across steps: a step costs O(new content)
+        # the last request built (sent, or only previewed after /compact, /rewind, a resume): /context shows it
+        self.last_build: BuildResult | None = None
+        self.last_build_sent = False
         self.reports: list[ContextReport] = seen_reports(session.log.events, [
             ContextReport.from_dict(e.context_report.report) for e in session.log.of_kind("context_report")
         ], (session.config.compress_at, session.config.new_session_at))
@@ -136,7 +140,21 @@ class Agent(ToolCallsMixin, ServerContextMixin):
         return len(self.reports)
 
     def run_turn(self, text: str, cancel: threading.Event | None = None) -> TurnFinished:
-        cancel = cancel or threading.Event()
+        """A user message: files it mentions as `@path` are attached first (agent/user_tools.py), then
+        the steps run until the model stops calling tools."""
+        from ctxagent.agent.user_tools import mentioned_files
+
+        mentions = [("read_file", {"path": p}) for p in mentioned_files(self.session.root, text)]
+        return self._turn(text, cancel or threading.Event(), mentions, ask_model=True)
+
+    def run_command(self, command: str, cancel: threading.Event | None = None) -> TurnFinished:
+        """`!command` from the prompt: a turn with one shell call (asked like the agent's own) and no model call."""
+        return self._turn(f"!{command}", cancel or threading.Event(), [("shell", {"command": command})], ask_model=False)
+
+    def _turn(self, text: str, cancel: threading.Event, direct: list[tuple[str, dict[str, Any]]], *,
+              ask_model: bool) -> TurnFinished:
+        from ctxagent.agent.user_tools import direct_calls, log_direct_calls
+
         turn = self._next_turn()
         self._turn_no = turn
         user_ev = self.log.append(UserData(text=text, turn=turn))
@@ -146,7 +164,11 @@ class Agent(ToolCallsMixin, ServerContextMixin):
         self._turn_checkpoint = None  # taken before the turn's first file-changing tool
         self._turn_files = set()
         try:
-            while True:
+            if direct:
+                calls = direct_calls(turn, direct)
+                log_direct_calls(self, calls, turn)
+                self._run_tools(calls, turn, cancel)
+            while ask_model:
                 if cancel.is_set():
                     stop = "cancelled"
                     break
@@ -193,7 +215,7 @@ class Agent(ToolCallsMixin, ServerContextMixin):
         self.log.sync()
         report = self.preview()
         after = self.parts.calibrator.apply(report.total) if report else 0
-        done = CompactionDone(record.first_id, record.last_id, record.method, before, after)
+        done = compaction_done(self.log, record, before, after)
         self.on_event(done)
         return done
 
@@ -204,6 +226,7 @@ class Agent(ToolCallsMixin, ServerContextMixin):
             result = self._build(self.step + 1, self._current_turn(), "", allow_compaction=False)
         except ContextOverflowError:
             return None
+        self.last_build, self.last_build_sent = result, False
         self.on_event(ContextBuilt(result.report.step, result.report))
         return result.report
 
@@ -275,7 +298,7 @@ class Agent(ToolCallsMixin, ServerContextMixin):
             c = planned.data
             ev = self.log.append(c, expect_id=planned.event_id)
             self._ingest([ev])
-            self.on_event(CompactionDone(c.first_id, c.last_id, c.method, 0, result.report.total))
+            self.on_event(compaction_done(self.log, c, 0, result.report.total))
         body = self.parts.provider.body(result.request)
         self.log.append(ContextReportData(
             step=step,
@@ -287,8 +310,8 @@ class Agent(ToolCallsMixin, ServerContextMixin):
             build=self._build_params(),
         ))
         self.reports.append(result.report)
+        self.last_build, self.last_build_sent = result, True
         self.on_event(ContextBuilt(step, result.report))
-        self._current_request = result
 
     def _build_params(self) -> BuildParams:
         """Every scalar the builder used, so `ctxagent inspect` can rebuild this step exactly."""

@@ -80,7 +80,12 @@ class _ScriptState:
             self.requests.append(entry)
             if self.record is not None:
                 with self.record.open("a", encoding="utf-8") as f:
-                    f.write(json.dumps(entry, ensure_ascii=False) + "\n")
+                    line = json.dumps(entry, ensure_ascii=False)
+                    try:
+                        line.encode("utf-8")
+                    except UnicodeEncodeError:  # a lone surrogate the client sent: keep it, escaped
+                        line = json.dumps(entry, ensure_ascii=True)
+                    f.write(line + "\n")
                     f.flush()
             index = self.next_index
             self.next_index += 1
@@ -103,7 +108,7 @@ class _Handler(BaseHTTPRequestHandler):
     # ------------------------------------------------------------ plumbing
 
     def _send_json(self, status: int, body: dict[str, Any], headers: dict[str, str] | None = None) -> None:
-        data = json.dumps(body, ensure_ascii=False).encode()
+        data = json.dumps(body, ensure_ascii=True).encode()  # escapes encode whatever the script holds
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))

@@ -176,7 +176,9 @@ def anthropic_events(turn: Turn, n: int, model: str, usage: dict[str, int], *, t
 
 
 def sse_event(name: str | None, data: dict[str, Any] | str) -> bytes:
-    payload = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False)
+    # JSON escapes for non-ASCII, as the real APIs send them: a lone surrogate in a scripted reply
+    # (a model's broken text) stays encodable and reaches the client as `\udce9`
+    payload = data if isinstance(data, str) else json.dumps(data, ensure_ascii=True)
     head = f"event: {name}\n" if name else ""
     return f"{head}data: {payload}\n\n".encode()
 

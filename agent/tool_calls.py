@@ -72,6 +72,7 @@ class ToolCallsMixin:
             else:
                 result = self._permitted(call, turn)
                 if result is None:
+                    started = time.monotonic()  # the time the user took to decide is not the tool's
                     result = self.parts.registry.run(call.name, call.arguments, ctx)
                     if self.parts.registry.permission(call.name) != "read" and not result.is_error:
                         changed = result.meta.get("changed_files") or changed_files_of_call(call.name, call.arguments)

@@ -189,6 +189,7 @@ class AssistantData(Payload):
     turn: int | None = None
     partial: bool = False
     server: ServerContextData | None = None  # the provider's own context management, when it acted
+    direct: bool = False  # the user's own @file / !command calls (agent/user_tools.py): no model call, no usage
 
 
 class ToolResultData(Payload):

@@ -15,6 +15,8 @@ DEFAULT_THRESHOLDS = (0.75, 0.90)
 TOOL_SHARE_FLAG = 0.50  # tool results > 50 % of the prompt
 MAX_VISIBLE_MESSAGES = 50
 SINGLE_RESULT_FLAG = 0.25  # one tool result > 25 % of the window
+SLICE_OVER_FLAG = 5.0  # a slice holding ≥ 5× its share of the window
+FLAGGED_SLICES = ("system", "warm", "tools")  # hot is meant to take what the others leave
 
 
 def advice_for(usage_pct: float, thresholds: Sequence[float] = DEFAULT_THRESHOLDS) -> str:
@@ -27,9 +29,16 @@ def advice_for(usage_pct: float, thresholds: Sequence[float] = DEFAULT_THRESHOLD
 
 
 def red_flags(
-    *, total: int, tool_result_tokens: int, largest_tool_result: int, messages: int, window: int
+    *, total: int, tool_result_tokens: int, largest_tool_result: int, messages: int, window: int,
+    used: dict[str, int] | None = None, shares: dict[str, int] | None = None,
 ) -> list[str]:
+    """Warnings for a build. `used` / `shares`: tokens per slice and each slice's share of the window
+    (Budget.base), to flag a slice far over its share."""
     flags: list[str] = []
+    for name in FLAGGED_SLICES:
+        have, share = int((used or {}).get(name, 0)), int((shares or {}).get(name, 0))
+        if share > 0 and have >= SLICE_OVER_FLAG * share:
+            flags.append(f"the {name} slice holds {have / share:.1f}× its budget ({have:,} of {share:,} tokens)")
     if total > 0 and tool_result_tokens > TOOL_SHARE_FLAG * total:
         flags.append(f"tool results are {100 * tool_result_tokens / total:.0f}% of the prompt (> 50%)")
     if messages > MAX_VISIBLE_MESSAGES:

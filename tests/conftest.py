@@ -54,6 +54,8 @@ socket.socket.connect_ex = _guarded_connect_ex  # type: ignore[method-assign]
 def _isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
     home = tmp_path_factory.mktemp("ctxhome")
     monkeypatch.setenv("CTXAGENT_HOME", str(home))
+    # memory search is BM25 alone unless a test asks for the optional embedding model (test_memory_hybrid.py)
+    monkeypatch.setenv("CTXAGENT_EMBEDDINGS", "off")
     for var in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_BASE_URL", "CTXAGENT_MODEL"):
         monkeypatch.delenv(var, raising=False)
     return home

@@ -74,7 +74,7 @@ def search_memory(store: MemoryStore, query: str, layer: str | None = None, type
 
 # The record types and layers, spelled out for the schema (context/memory/record.py has the tuples;
 # tests/memory checks the two agree).
-RecordType = Literal["decision", "constraint", "change", "todo", "note", "summary", "spill"]
+RecordType = Literal["decision", "constraint", "change", "todo", "note", "summary", "spill", "turn"]
 Layer = Literal["warm", "cold"]
 
 

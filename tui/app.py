@@ -1,389 +1,214 @@
-"""The ctxagent Textual app: chat, usage gauge, status line, breakpoint and permission prompts.
+"""The ctxagent Textual app: a session screen (tui/session_screen.py) as its default screen, the
+set-up screen when no model is usable, and the keys that work everywhere.
 
-The agent turn runs in a thread worker (`@work(thread=True, exclusive=True)`); its events reach the
-UI as typed messages (tui/messages.py) through the thread-safe `post_message`, and permission
-requests block only the worker while a modal asks the user. Slash-command handlers live in
-tui/slash.py (a mixin), so this file is the layout and the event flow.
+Start-up is built for a usable prompt at once: the first frame shows the session screen with the
+input focused (keys typed early land in it); the agent — provider, tokenizer, memory, checkpoints —
+is built on a worker thread after that frame, and a message sent before it is ready waits for it.
 """
 
 from __future__ import annotations
 
 import argparse
-import threading
+import time
 from collections.abc import Callable
-from pathlib import Path
-from typing import Any
+from functools import partial
+from typing import TYPE_CHECKING, Any
 
-from ctxagent.agent.events import AgentEvent, PermissionDecision, PermissionRequest
-from ctxagent.context.report import ContextReport
-from ctxagent.tui.chat import AssistantMessage, ChatLog, NoticeLine, ToolPanel, UserMessage
-from ctxagent.tui.commands import COMMANDS, parse_slash, unescape
-from ctxagent.tui.gauge import UsageGauge
-from ctxagent.tui.messages import (
-    Compacted,
-    ContextMeasured,
-    NoticePosted,
-    ReplyDone,
-    StepBegan,
-    TextStreamed,
-    ToolBegan,
-    ToolEnded,
-    TurnBegan,
-    TurnEnded,
-    to_message,
-)
-from ctxagent.tui.modals import BreakpointBar, BreakpointModal, PermissionModal
-from ctxagent.tui.prompt import ChatInput
-from ctxagent.tui.setup_screen import LocalServer, SetupScreen
-from ctxagent.tui.slash import SlashCommandsMixin
-from ctxagent.tui.status import StatusLine
-from ctxagent.tui.transcript import cost_usd, transcript_widgets, usage_totals
-from textual import work
-from textual.app import App, ComposeResult, SystemCommand
+from ctxagent.tui.messages import SetupNeeded
+from ctxagent.tui.session_screen import AgentFactory, SessionScreen
+from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
 
-AgentFactory = Callable[..., Any]  # (session, on_event=, approver=) -> Agent
-_RANK = {"ok": 0, "compress": 1, "full": 2}
-_ADVICE_LEVEL = {"ok": "ok", "compress": "compress", "new_session": "full"}
+if TYPE_CHECKING:
+    from ctxagent.agent.config import Config
+    from ctxagent.agent.demo import Demo
+    from ctxagent.agent.loop import Agent
+    from ctxagent.agent.session import Session
+    from ctxagent.tui.setup_screen import LocalServer, SetupChoice
+
+CTRL_C_AGAIN_S = 2.0  # a second Ctrl+C within this time quits
 
 
-class CtxApp(SlashCommandsMixin, App[int]):
-    CSS_PATH = "app.tcss"
+class CtxApp(App[int]):
     TITLE = "ctxagent"
     BINDINGS = [
-        Binding("escape", "interrupt", "Interrupt", show=True),
-        Binding("ctrl+k", "breakpoint('compact')", "Compact now", show=False, priority=True),
-        Binding("ctrl+l", "breakpoint('later')", "Later", show=False, priority=True),
-        Binding("ctrl+q", "quit", "Quit", show=True, priority=True),
+        Binding("ctrl+q", "quit", "Quit", show=False, priority=True),
+        Binding("ctrl+c", "ctrl_c", "Interrupt · clear · quit", show=False, priority=True),
     ]
 
     def __init__(
         self,
-        session: Any = None,
+        session: Session | None = None,
         make_agent: AgentFactory | None = None,
         *,
         label: str = "",
-        setup_problem: str = "",
-        local_server: LocalServer | None = None,
-        open_session_fn: Callable[..., Any] | None = None,
         initial_input: str = "",
+        open_session: Callable[..., Session] | None = None,
+        reload_config: Callable[[], Config] | None = None,
+        local_server: LocalServer | None = None,
+        probe: bool = True,
     ) -> None:
         super().__init__()
+        self.reload_config = reload_config
         self.session = session
         self.make_agent = make_agent
         self.label = label
-        self.setup_problem = setup_problem
-        self.local_server = local_server
-        self.open_session_fn = open_session_fn
         self.initial_input = initial_input
-        self.agent: Any = None
-        self.cancel = threading.Event()
-        self.busy = False
-        self._level = "ok"
-        self._assistant: AssistantMessage | None = None
-        self._pending: list[tuple[str, str | None]] = []  # actions deferred until the turn ends
-        self._stopping = False
+        self.open_session = open_session
+        self.local_server = local_server
+        self.probe = probe
+        self.demo: Demo | None = None
+        self._ctrl_c_armed = 0.0  # when a Ctrl+C that did nothing else asked for a second one
+        self._armed_by_interrupt = False
 
-    # -- layout ---------------------------------------------------------------------------------
-    def compose(self) -> ComposeResult:
-        yield ChatLog(id="chat")
-        yield BreakpointBar(id="breakpoint")
-        yield ChatInput(id="input")
-        yield UsageGauge(id="gauge")
-        yield StatusLine(id="status")
-
-    @property
-    def chat(self) -> ChatLog:
-        return self.query_one("#chat", ChatLog)
-
-    @property
-    def gauge(self) -> UsageGauge:
-        return self.query_one("#gauge", UsageGauge)
-
-    @property
-    def status(self) -> StatusLine:
-        return self.query_one("#status", StatusLine)
-
-    @property
-    def bar(self) -> BreakpointBar:
-        return self.query_one("#breakpoint", BreakpointBar)
+    # -- screens ----------------------------------------------------------------------------------
+    def get_default_screen(self) -> Screen[Any]:
+        if self.session is None or self.make_agent is None:
+            return Screen()
+        return SessionScreen(self.session, self.make_agent, label=self.label, initial_input=self.initial_input,
+                             open_session=self.open_session, reload_config=self.reload_config)
 
     def on_mount(self) -> None:
-        self.status.set(label=self.label)
-        if self.session is None or self.make_agent is None or self.setup_problem:
-            self.push_screen(SetupScreen(self.setup_problem, self.local_server), self._after_setup)
-            return
-        self.attach(self.session)
-        self._focus_input()
+        if self.session is None or self.make_agent is None:
+            self.ask_for_setup("no session")
 
-    def _focus_input(self) -> None:
-        box = self.query_one("#input", ChatInput)
-        if self.initial_input and not box.value:
-            box.value = self.initial_input
-            box.cursor_position = len(self.initial_input)
-            self.chat.mount(NoticeLine("A request is typed in for you — press Enter to send it, or write your own."))
-        box.focus()
+    @property
+    def session_screen(self) -> SessionScreen:
+        """The session's screen (the bottom of the stack, under any modal)."""
+        for screen in reversed(self.screen_stack):
+            if isinstance(screen, SessionScreen):
+                return screen
+        raise LookupError("no session screen")
 
-    def _after_setup(self, choice: tuple[str, str] | None) -> None:
-        if choice is None or self.session is None or self.make_agent is None:
-            self.exit(2)
-            return
-        model, base_url = choice
-        self.session.config.model = model
-        self.session.config.base_url = base_url
-        self.setup_problem = ""
-        try:
-            self.attach(self.session)
-        except Exception as exc:  # still not usable: say why, on the setup screen again
-            self.push_screen(SetupScreen(str(exc), self.local_server), self._after_setup)
-            return
-        self._focus_input()
+    @property
+    def agent(self) -> Agent | None:
+        return self.session_screen.agent
 
-    def attach(self, session: Any) -> None:
-        """Make `session` current: a fresh agent, its history rendered, gauge and status restored."""
-        assert self.make_agent is not None
-        self.session = session
-        self.agent = self.make_agent(session, on_event=self.on_agent_event, approver=self.approve)
-        self.chat.remove_children()
-        self.chat.mount_all(transcript_widgets(session.log.events))
-        self.gauge.reset()
-        reports: list[ContextReport] = list(getattr(self.agent, "reports", []) or [])
-        if reports:
-            self.gauge.history = [float(r.usage_pct) for r in reports[:-1]]
-            self.gauge.update_report(reports[-1])
-            self._level = self._level_of(reports[-1])
-        else:
-            self._level = "ok"
-        self.bar.hide()
-        if session.log.events and session.log.events[-1].kind in ("rewind", "compaction"):
-            self._preview_worker()  # the last report predates the rewind: measure what the next step will send
-        totals = usage_totals(session.log.events)
-        label = str(getattr(getattr(self.agent, "parts", None), "model_label", "") or session.config.model or "?")
-        self.status.set(
-            model=label, session=str(session.id), tokens_in=totals.input_tokens, tokens_out=totals.output_tokens,
-            cost=cost_usd(label, totals), activity="idle",
-            calibration=float(getattr(getattr(getattr(self.agent, "parts", None), "calibrator", None), "ratio", 1.0)),
-        )
+    def get_system_commands(self, screen: Screen[Any]) -> Any:
+        from ctxagent.tui.commands import COMMANDS
+        from ctxagent.tui.slash import run_slash
 
-    @work(thread=True, exclusive=True, group="preview")
-    def _preview_worker(self) -> None:
-        preview = getattr(self.agent, "preview", None)
-        if callable(preview):
-            preview()  # emits ContextBuilt, which updates the gauge like any step
-
-    def get_system_commands(self, screen: Screen) -> Any:
         yield from super().get_system_commands(screen)
         for cmd in COMMANDS:
-            yield SystemCommand(f"/{cmd.name}", cmd.help, lambda c=cmd: self.run_slash(f"/{c.name}"))
+            yield SystemCommand(f"/{cmd.name}", cmd.help, partial(self._palette_slash, run_slash, cmd.name))
 
-    # -- input ----------------------------------------------------------------------------------
-    def on_input_submitted(self, event: ChatInput.Submitted) -> None:
-        if not isinstance(event.input, ChatInput):
-            return
-        text = event.value
-        event.input.value = ""
-        if not text.strip():
-            return
-        event.input.remember(text)
-        if parse_slash(text) is not None:
-            self.run_slash(text)
-            return
-        self.send(unescape(text))
-
-    def send(self, text: str) -> None:
-        if self.agent is None:
-            self.notify("No model is configured yet.", severity="error")
-            return
-        if self.busy:
-            self.notify("A turn is running — wait for it or press Esc to interrupt.", severity="warning")
-            return
-        self.busy = True
-        self.cancel = threading.Event()
-        self.chat.mount(UserMessage(text, self._next_turn()))
-        self.status.set(activity="thinking")
-        self._turn_worker(text)
-
-    def _next_turn(self) -> int:
-        return int(self.session.log.turn) + 1 if self.session is not None else 1
-
-    @work(thread=True, exclusive=True, group="agent")
-    def _turn_worker(self, text: str) -> None:
+    def _palette_slash(self, run: Callable[[SessionScreen, str], None], name: str) -> None:
         try:
-            self.agent.run_turn(text, self.cancel)
-        except Exception as exc:  # the loop reports its own errors; this is a bug guard, not flow
-            self.post_message(NoticePosted(_notice(f"{type(exc).__name__}: {exc}", "error")))
-            self.post_message(TurnEnded(_turn_finished(self._next_turn(), "error")))
+            run(self.session_screen, f"/{name}")
+        except LookupError:
+            self.notify("Set up a model first.", severity="warning")
 
-    def on_agent_event(self, ev: AgentEvent) -> None:
-        """Called on the worker thread by the agent: hop to the UI thread as a typed message."""
-        if not self._stopping:
-            self.post_message(to_message(ev))
+    # -- set-up -------------------------------------------------------------------------------------
+    def on_setup_needed(self, message: SetupNeeded) -> None:
+        self.ask_for_setup(message.problem)
 
-    def approve(self, request: PermissionRequest) -> PermissionDecision:
-        """Called on the worker thread: show the modal, block this thread (never the UI) for the answer."""
-        answered = threading.Event()
-        box: list[PermissionDecision] = []
+    def ask_for_setup(self, problem: str) -> None:
+        """No usable model: look for a local server (off the UI thread), then show the set-up screen."""
+        def job() -> None:
+            from ctxagent.tui.setup_screen import probe_local_server
 
-        def done(decision: PermissionDecision | None) -> None:
-            box.append(decision or PermissionDecision(allow=False, reason="no answer"))
-            answered.set()
+            local = self.local_server or (probe_local_server() if self.probe else None)
+            self.call_from_thread(self._show_setup, problem, local)
 
-        self.call_from_thread(self.push_screen, PermissionModal(request), done)
-        while not answered.wait(0.1):
-            if self._stopping:
-                return PermissionDecision(allow=False, reason="ctxagent is closing")
-        return box[0]
+        self.run_worker(job, thread=True, group="setup", name="probe")
 
-    def action_interrupt(self) -> None:
-        if self.busy and not self.cancel.is_set():
-            self.cancel.set()
-            self.status.set(activity="interrupting…")
-            self.chat.mount(NoticeLine("interrupting — the turn stops at the next safe point", "warning"))
-        elif self.bar.shown:
-            self.bar.choose("later")
+    def _show_setup(self, problem: str, local: LocalServer | None) -> None:
+        from ctxagent.tui.setup_screen import SetupScreen
 
-    # -- agent events ---------------------------------------------------------------------------
-    def on_turn_began(self, message: TurnBegan) -> None:
-        self.status.set(activity=f"turn {message.event.turn}")
+        self.push_screen(SetupScreen(problem, local), self._after_setup)
 
-    def on_step_began(self, message: StepBegan) -> None:
-        self._assistant = None
-        self.status.set(activity=f"step {message.event.step}")
-
-    def on_context_measured(self, message: ContextMeasured) -> None:
-        report = message.event.report
-        self.gauge.update_report(report)
-        self.status.set(calibration=float(report.calibration_ratio))
-        self._check_breakpoint(report)
-
-    async def on_text_streamed(self, message: TextStreamed) -> None:
-        if self._assistant is None:
-            self._assistant = AssistantMessage()
-            await self.chat.mount(self._assistant)
-        await self._assistant.write(message.event.text)
-
-    async def on_reply_done(self, message: ReplyDone) -> None:
-        ev = message.event
-        if self._assistant is not None:
-            await self._assistant.finish(ev.text + (" …[interrupted]" if ev.partial else "") if ev.text else None)
-        self._assistant = None
-        label = self.status.info.model
-        inp, out = int(ev.usage.get("input_tokens", 0)), int(ev.usage.get("output_tokens", 0))
-        self.status.add_usage(inp, out, cost_usd(label, ev.usage))
-
-    def on_tool_began(self, message: ToolBegan) -> None:
-        ev = message.event
-        self.chat.mount(ToolPanel(ev.call_id, ev.name, dict(ev.arguments)))
-        self.status.set(activity=f"tool: {ev.name}")
-
-    def on_tool_ended(self, message: ToolEnded) -> None:
-        ev = message.event
-        panel = self.chat.panel(ev.call_id)
-        if panel is None:
-            panel = ToolPanel(ev.call_id, ev.name, {})
-            self.chat.mount(panel)
-        panel.finish(ev.content, ev.is_error, ev.duration_ms, ev.meta)
-
-    def on_notice_posted(self, message: NoticePosted) -> None:
-        self.chat.mount(NoticeLine(message.event.message, message.event.level))
-
-    def on_compacted(self, message: Compacted) -> None:
-        ev = message.event
-        saved = f": {ev.tokens_before:,} → {ev.tokens_after:,} tokens" if ev.tokens_before else ""
-        self.chat.mount(NoticeLine(f"compacted events {ev.first_id}–{ev.last_id} ({ev.method}){saved}; originals kept in the log"))
-
-    def on_turn_ended(self, message: TurnEnded) -> None:
-        ev = message.event
-        self.busy = False
-        self._assistant = None
-        self.status.set(activity="idle")
-        if ev.stop_reason == "cancelled":
-            self.chat.mount(NoticeLine(f"turn {ev.turn} interrupted after {ev.steps} step(s); the log is consistent", "warning"))
-        elif ev.stop_reason == "max_steps":
-            self.chat.mount(NoticeLine(f"turn {ev.turn} stopped at the step limit", "warning"))
-        pending, self._pending = self._pending, []
-        for action, arg in pending:
-            self.session_action(action, arg)
-
-    # -- breakpoints ----------------------------------------------------------------------------
-    def _level_of(self, report: ContextReport) -> str:
-        """The higher of the engine's advice and the gauge's own reading at the configured thresholds:
-        the prompt must agree with what the gauge shows."""
-        cfg = getattr(self.session, "config", None)
-        warn = 100.0 * float(getattr(cfg, "compress_at", 0.75) or 0.75)
-        full = 100.0 * float(getattr(cfg, "new_session_at", 0.90) or 0.90)
-        pct = float(report.usage_pct)
-        by_pct = "full" if pct >= full else "compress" if pct >= warn else "ok"
-        by_advice = _ADVICE_LEVEL.get(report.advice, "ok")
-        return by_pct if _RANK[by_pct] >= _RANK[by_advice] else by_advice
-
-    def _check_breakpoint(self, report: ContextReport) -> None:
-        level, previous = self._level_of(report), self._level
-        self._level = level
-        if level == "ok":
-            self.bar.hide()
-        if _RANK[level] <= _RANK[previous]:
+    def _after_setup(self, choice: SetupChoice | None) -> None:
+        if choice is None:
+            self.exit(2)
             return
-        if level == "full":
-            self.bar.hide()
-            self.push_screen(BreakpointModal(float(report.usage_pct)), self._after_full_prompt)
-        elif bool(getattr(self.session.config, "auto_compact", False)):
-            self.chat.mount(NoticeLine(f"context at {report.usage_pct:.0f}% — auto-compacting (auto_compact is on)", "warning"))
-            self.session_action("compact", None)
-        else:
-            self.bar.show(float(report.usage_pct))
-
-    def _after_full_prompt(self, choice: str | None) -> None:
-        if choice == "compact":
-            self.session_action("compact", None)
-        elif choice == "new_session":
-            self.session_action("new_session", None)
-
-    def on_breakpoint_bar_chosen(self, message: BreakpointBar.Chosen) -> None:
-        if message.choice == "compact":
-            self.session_action("compact", None)
-
-    def action_breakpoint(self, choice: str) -> None:
-        if self.bar.shown:
-            self.bar.choose(choice)
-
-    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action == "breakpoint":
-            return self.is_mounted and bool(self.query("#breakpoint")) and self.bar.shown
-        return True
-
-    def session_action(self, action: str, arg: str | None) -> None:
-        """Run a session action now, or when the running turn ends (the agent is not re-entrant)."""
-        if self.busy:
-            self._pending.append((action, arg))
-            self.notify(f"{action.replace('_', ' ')} will run when this turn ends")
+        if choice.kind == "demo":
+            self._start_demo()
             return
-        if action == "compact":
-            self.start_compact(arg)
-        elif action == "new_session":
-            self.start_new_session(with_summary=True)
+        screen = self.session_screen
+        screen.session.config.model = choice.model
+        screen.session.config.base_url = choice.base_url
+        screen.build_agent()
+
+    def _start_demo(self) -> None:
+        """The set-up screen's demo button: the same scripted demo as `ctxagent demo`, in this app."""
+        screen = self.session_screen if any(isinstance(s, SessionScreen) for s in self.screen_stack) else None
+
+        def job() -> None:
+            from ctxagent.agent.config import load_config
+            from ctxagent.agent.demo import prepare_demo
+            from ctxagent.agent.session import open_session
+
+            demo = prepare_demo()
+            session = open_session(demo.repo, load_config(demo.repo, demo.flags))
+            if screen is None:
+                self.call_from_thread(self._show_demo, demo, session, None)
+                return
+            agent = screen.new_agent(session)
+            self.call_from_thread(self._show_demo, demo, session, agent)
+
+        self.run_worker(job, thread=True, group="setup", name="demo")
+
+    def _show_demo(self, demo: Demo, session: Session, agent: Agent | None) -> None:
+        from ctxagent.agent.demo import DEMO_LABEL, DEMO_PROMPT
+
+        self.demo = demo
+        self.session = session
+        if agent is None:  # no session screen yet (the app opened without a session)
+            if self.make_agent is None:
+                from ctxagent.agent.factory import create_agent
+
+                self.make_agent = create_agent
+            self.push_screen(SessionScreen(session, self.make_agent, label=DEMO_LABEL, initial_input=DEMO_PROMPT,
+                                           open_session=self.open_session))
+            return
+        screen = self.session_screen
+        screen.label = DEMO_LABEL
+        screen.switch_session(session, agent)
+        screen.offer_input(DEMO_PROMPT)
+
+    # -- keys that work everywhere --------------------------------------------------------------------
+    def action_ctrl_c(self) -> None:
+        """First press: interrupt the running turn, else clear the input; with nothing to do, or right
+        after an interrupt, it asks for a second press — which quits. After an interrupt the second
+        press counts from when the turn actually stopped (it may take a moment), not from the first."""
+        now = time.monotonic()
+        if self._ctrl_c_armed and now - self._armed_since() < CTRL_C_AGAIN_S:
+            self.action_quit_now()
+            return
+        done = self.screen.ctrl_c() if isinstance(self.screen, SessionScreen) else ""
+        if done == "cleared":
+            self._ctrl_c_armed = 0.0
+            return
+        self._ctrl_c_armed = now
+        self._armed_by_interrupt = done == "interrupted"
+        self.notify("Press Ctrl+C again to quit.", timeout=CTRL_C_AGAIN_S)
+
+    def _armed_since(self) -> float:
+        if not self._armed_by_interrupt or not isinstance(self.screen, SessionScreen):
+            return self._ctrl_c_armed
+        screen = self.screen
+        if screen.busy:  # the interrupted turn is still stopping: the second press is still meant
+            return time.monotonic()
+        return max(self._ctrl_c_armed, screen.turn_ended_at)
 
     async def action_quit(self) -> None:
-        self._stopping = True
-        self.cancel.set()
+        self.action_quit_now()
+
+    def action_quit_now(self) -> None:
+        for screen in self.screen_stack:
+            if isinstance(screen, SessionScreen):
+                screen.stopping = True
+                screen.cancel.set()
         self.exit(0)
 
-
-def _notice(message: str, level: str) -> Any:
-    from ctxagent.agent.events import Notice
-
-    return Notice(message, level)
-
-
-def _turn_finished(turn: int, stop: str) -> Any:
-    from ctxagent.agent.events import TurnFinished
-
-    return TurnFinished(turn=turn, stop_reason=stop, text="", steps=0)
+    def on_unmount(self) -> None:
+        if self.demo is not None:
+            self.demo.stop()
 
 
 def run_app(args: argparse.Namespace) -> int:
-    """`ctxagent` (and --resume / --continue): build the session and agent from the CLI args, run the app."""
+    """`ctxagent` (and --resume / --continue, demo): build the session from the CLI args, run the app."""
     from ctxagent.tui.launch import launch
 
     return launch(
@@ -392,7 +217,3 @@ def run_app(args: argparse.Namespace) -> int:
         initial_input=getattr(args, "initial_input", "") or "",
         probe=getattr(args, "probe", True),
     )
-
-
-def default_cwd(args: argparse.Namespace) -> Path:
-    return Path(getattr(args, "cwd", None) or ".").resolve()

@@ -1,8 +1,10 @@
-"""The chat log: user messages, streamed assistant Markdown, one collapsible panel per tool call.
+"""The chat log: user messages, streamed assistant Markdown, one collapsible panel per tool call,
+and the summary a compaction made.
 
 A tool panel's title carries the status (pending / running / ok / error) and the duration, so the
 log reads at a glance collapsed; expanded it shows the arguments, an output preview, and for edits
-a syntax-highlighted diff.
+a syntax-highlighted diff. Everything shown here comes from outside (model, tools, user) and goes
+through tui/safe.py: never parsed as markup, control sequences stripped.
 """
 
 from __future__ import annotations
@@ -10,9 +12,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ctxagent.context.display import strip_controls
+from ctxagent.tui.safe import markup_safe, plain
 from rich.syntax import Syntax
 from rich.text import Text
-from textual.containers import VerticalScroll
 from textual.widgets import Collapsible, Markdown, Static
 from textual.widgets.markdown import MarkdownStream
 
@@ -50,7 +53,7 @@ class UserMessage(Static):
         label.append("you ", style="bold")
         if turn is not None:
             label.append(f"#{turn} ", style="dim")
-        label.append(text)
+        label.append_text(plain(text))
         super().__init__(label)
         self.text = text
 
@@ -63,11 +66,13 @@ class AssistantMessage(Markdown):
     """
 
     def __init__(self, text: str = "") -> None:
+        text = strip_controls(text)
         super().__init__(text)
         self.text = text
         self._stream: MarkdownStream | None = None
 
     async def write(self, delta: str) -> None:
+        delta = strip_controls(delta)  # a sequence split across deltas loses its ESC: harmless text remains
         self.text += delta
         if self._stream is None:
             self._stream = Markdown.get_stream(self)
@@ -77,6 +82,7 @@ class AssistantMessage(Markdown):
         if self._stream is not None:
             await self._stream.stop()
             self._stream = None
+        final_text = strip_controls(final_text) if final_text is not None else None
         if final_text is not None and final_text != self.text:
             self.text = final_text
             await self.update(final_text)
@@ -105,7 +111,9 @@ class ToolPanel(Collapsible):
         super().__init__(self._args, self._output, title=self._title_text(), collapsed=True)
 
     def _args_text(self) -> Text:
-        return Text(json.dumps(self.arguments, ensure_ascii=False, indent=1), overflow="fold")
+        text = plain(json.dumps(self.arguments, ensure_ascii=False, indent=1))
+        text.overflow = "fold"
+        return text
 
     def _title_text(self) -> str:
         parts = [f"{STATUS_ICON.get(self.status, '?')} {self.tool_name}"]
@@ -118,7 +126,7 @@ class ToolPanel(Collapsible):
         spill = self.meta.get("spill")
         if spill:
             parts.append("spilled")
-        return " · ".join(parts)
+        return markup_safe(" · ".join(parts))
 
     def set_status(self, status: str) -> None:
         self.status = status
@@ -133,9 +141,11 @@ class ToolPanel(Collapsible):
         self.title = self._title_text()
         diff = self.meta.get("diff")
         if isinstance(diff, str) and diff.strip():
-            self._output.update(Syntax(diff, "diff", theme="ansi_dark", word_wrap=True))
+            self._output.update(Syntax(strip_controls(diff), "diff", theme="ansi_dark", word_wrap=True))
         else:
-            self._output.update(Text(preview(content), overflow="fold"))
+            text = plain(preview(content))
+            text.overflow = "fold"
+            self._output.update(text)
 
 
 class NoticeLine(Static):
@@ -147,23 +157,22 @@ class NoticeLine(Static):
 
     def __init__(self, message: str, level: str = "info") -> None:
         icon = {"warning": "⚠ ", "error": "✗ "}.get(level, "· ")
-        super().__init__(Text(icon + message), classes=f"-{level}")
+        super().__init__(plain(icon + message), classes=f"-{level}")
         self.message = message
         self.level = level
 
 
-class ChatLog(VerticalScroll):
-    """The scrolling transcript; stays anchored to the bottom while new content arrives."""
+class SummaryPanel(Collapsible):
+    """A compaction's summary in the chat: what now stands in for older turns (the originals stay in
+    the log, /rewind brings them back). Open when just made, so the user reads what was kept."""
 
     DEFAULT_CSS = """
-    ChatLog { height: 1fr; padding: 0 1; }
+    SummaryPanel { margin: 0; padding: 0; border: none; background: $panel; }
+    SummaryPanel .summary-text { padding: 0 1; }
     """
 
-    def on_mount(self) -> None:
-        self.anchor()
-
-    def panel(self, call_id: str) -> ToolPanel | None:
-        for p in self.query(ToolPanel):
-            if p.call_id == call_id:
-                return p
-        return None
+    def __init__(self, title: str, summary: str, *, collapsed: bool = True) -> None:
+        self.summary = summary
+        body = plain(summary or "(empty summary)")
+        body.overflow = "fold"
+        super().__init__(Static(body, classes="summary-text"), title=markup_safe(title), collapsed=collapsed)

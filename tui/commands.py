@@ -1,14 +1,13 @@
 """The one registry of slash commands: parsing, completion, help, and the input suggester.
 
 The same registry feeds the input box (`/co` + Tab → `/compact`), the command palette
-(`App.get_system_commands`) and `/help`, so a command exists in exactly one place.
+(`App.get_system_commands`) and `/help`, so a command exists in exactly one place; what each one
+does is in tui/slash.py (one handler per name here, checked by a test).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-
-from textual.suggester import Suggester
 
 
 @dataclass(frozen=True)
@@ -86,8 +85,12 @@ def help_text() -> str:
         usage = f"/{c.name} {c.args}".strip()
         rows.append(f"| `{usage}` | {c.help} |")
     keys = (
-        "\n\n**Keys**: Enter send · Esc interrupt the running turn · ↑/↓ input history · "
-        "Tab complete a command · Ctrl+P command palette · Ctrl+Q quit"
+        "\n\n**In the input**: `@path` attaches a file of the repository (Tab completes it) · "
+        "`!command` runs a shell command (asks first, like the agent's own commands) · "
+        "`//text` sends text starting with a slash.\n\n"
+        "**Keys**: Enter send · Shift+Enter, Ctrl+J or \\ then Enter: new line · Esc interrupt the running turn · "
+        "Ctrl+C clear the input / interrupt, twice to quit · ↑/↓ input history · Tab complete · "
+        "Ctrl+P command palette · Ctrl+Q quit"
     )
     return "\n".join(rows) + keys
 
@@ -96,14 +99,3 @@ def unescape(text: str) -> str:
     """`//etc/hosts is odd` is sent to the model as `/etc/hosts is odd`."""
     s = text.strip()
     return s[1:] if s.startswith("//") else text
-
-
-class SlashSuggester(Suggester):
-    """Greys in the rest of the first matching command while the user types `/co…`."""
-
-    def __init__(self) -> None:
-        super().__init__(use_cache=False, case_sensitive=True)
-
-    async def get_suggestion(self, value: str) -> str | None:
-        matches = complete(value)
-        return matches[0] if matches else None

@@ -1,15 +1,24 @@
-"""`/context`: what fills the window — per-slice tokens and budget, what is in each slice, red flags,
-and the spill / prune / compact history of the session, read from the session log.
+"""`/context`: what fills the window, read from the last request the agent actually built.
+
+One unit throughout — tokens as the provider counts them (the local tokenizer's count times the
+calibration ratio learned from the provider's replies) — and the rows add up: the four slices make
+the prompt, prompt + reserve + free make the window, and the percentages are of the window. What is
+in each slice is read from the request itself (its messages, the warm block, its tool results), and
+the history of spill / prune / compact / rewind from the session log, in the user's words.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
-from ctxagent.context.history import Event, Summary, view
-from ctxagent.context.report import SLICES, ContextReport
-from ctxagent.tui.gauge import GLYPH, STYLE, human_tokens, slice_tokens, usage_level
+from ctxagent.context.events import SpillRef
+from ctxagent.context.history import Event
+from ctxagent.context.monitor import DEFAULT_THRESHOLDS, advice_for
+from ctxagent.context.report import ContextReport
+from ctxagent.tui.gauge import GLYPH, LEVEL_STYLE, STYLE, human_tokens, slice_tokens
+from ctxagent.tui.safe import one_line, plain
 from rich.console import Group
 from rich.table import Table
 from rich.text import Text
@@ -19,96 +28,205 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Footer, Static
 
+if TYPE_CHECKING:
+    from ctxagent.context.builder import BuildResult
 
-def _first_line(text: str, width: int = 60) -> str:
-    line = (text or "").strip().splitlines()[0] if (text or "").strip() else ""
-    return line if len(line) <= width else line[: width - 1] + "…"
+PROMPT_SLICES = ("system", "hot", "warm", "tools")
+WHAT = {  # one short phrase: the table stays one line a row at 80 columns
+    "system": "system prompt, AGENTS.md",
+    "hot": "the conversation",
+    "warm": "working memory",
+    "tools": "tool schemas + results",
+    "reserve": "kept for the reply",
+    "free": "unused",
+}
 
 
-def describe_slices(report: ContextReport | None, events: Iterable[Event]) -> dict[str, list[str]]:
-    """A few human lines per slice saying what the latest build put there."""
-    evs = list(events)
-    items = view(evs)
-    out: dict[str, list[str]] = {s: [] for s in SLICES}
-    out["system"].append("system prompt, project instructions (AGENTS.md / CLAUDE.md), tool schemas")
-    users = [e for e in items if isinstance(e, Event) and e.kind == "user"]
-    assistants = [e for e in items if isinstance(e, Event) and e.kind == "assistant"]
-    summaries = [e for e in items if isinstance(e, Summary)]
-    tools = [e for e in items if isinstance(e, Event) and e.kind == "tool_result"]
-    if users:
-        turns = [int(e.data.get("turn", 0)) for e in users]
-        out["hot"].append(f"{len(users)} user and {len(assistants)} assistant messages, turns {min(turns)}–{max(turns)}")
-        out["hot"].append(f"latest: “{_first_line(str(users[-1].data.get('text', '')))}”")
-    for s in summaries:
-        out["hot"].append(f"summary of events {s.first_id}–{s.last_id} ({s.method})")
+@dataclass(frozen=True)
+class ContextSnapshot:
+    """What /context shows: the agent's last build (`sent` False: built after /compact, /rewind or a
+    resume, not sent yet), each slice's share of the window, and the session log for the history."""
+
+    build: BuildResult | None
+    sent: bool = True
+    shares: dict[str, int] = field(default_factory=dict)  # Budget.base per slice
+    tokenizer: str = ""
+    events: list[Event] = field(default_factory=list)
+    thresholds: tuple[float, float] = DEFAULT_THRESHOLDS
+
+    @property
+    def report(self) -> ContextReport | None:
+        return self.build.report if self.build is not None else None
+
+
+@dataclass(frozen=True)
+class Row:
+    name: str
+    tokens: int
+    share: int | None  # the slice's share of the window (None: not a budgeted slice)
+
+    def over(self) -> float:
+        return self.tokens / self.share if self.share else 0.0
+
+
+def slice_rows(report: ContextReport, shares: dict[str, int]) -> list[Row]:
+    """Rows in the provider's unit (the gauge's `slice_tokens`): the slices (their sum is the
+    calibrated prompt), the reserve and the free rest (their sum with the prompt is the window)."""
+    tokens = slice_tokens(report)
+    rows = [Row(n, tokens[n], shares.get(n) or report.budget.get(n)) for n in PROMPT_SLICES]
+    return [*rows, Row("reserve", tokens["reserve"], None), Row("free", tokens["free"], None)]
+
+
+def slice_table(report: ContextReport, shares: dict[str, int], thresholds: tuple[float, float]) -> Table:
+    table = Table(expand=True, show_edge=False)
+    table.add_column("slice")
+    table.add_column("tokens", justify="right")
+    table.add_column("of window", justify="right")
+    table.add_column("budget", justify="right")
+    table.add_column("what", no_wrap=True, overflow="ellipsis")
+    window = max(1, int(report.window))
+    rows = slice_rows(report, shares)
+    for i, row in enumerate(rows):
+        budget = Text(human_tokens(row.share) if row.share else "—")
+        over = row.over()
+        if over >= 5:
+            budget = Text(f"⚑ {over:.1f}× over {human_tokens(row.share or 0)}", style="bold red")
+        elif over > 1:
+            budget = Text(f"over {human_tokens(row.share or 0)}", style="yellow")
+        table.add_row(Text(f"{GLYPH[row.name]} {row.name}", style=STYLE[row.name]), f"{row.tokens:,}",
+                      f"{100 * row.tokens / window:.1f}%", budget, Text(WHAT[row.name], style="dim"),
+                      end_section=i == len(PROMPT_SLICES) - 1)
+    level = advice_for(report.usage_pct, thresholds)
+    table.add_row(Text("in use", style="bold"), f"{report.calibrated_total + rows[-2].tokens:,}",
+                  Text(f"{report.usage_pct:.1f}%", style=LEVEL_STYLE[level]), "",
+                  Text("prompt + reserve", style="dim"))
+    table.add_row(Text("window", style="bold"), f"{report.window:,}", "100%", "", "")
+    return table
+
+
+def unit_note(report: ContextReport, tokenizer: str) -> Text:
+    local = f"the local count (tokenizer: {tokenizer})" if tokenizer else "the local count"
+    ratio = float(report.calibration_ratio or 1.0)
+    if abs(ratio - 1.0) < 1e-9:
+        how = f"Tokens as counted here: {local}; no provider counts seen yet to calibrate it."
+    else:
+        how = (f"Tokens as the provider counts them: {local} × {ratio:.2f}, the ratio learned from the "
+               "provider's replies.")
+    return Text(how + " Budget: the slice's share of the window; a slice's unused share goes to the "
+                "conversation.", style="dim")
+
+
+def _n(count: int, word: str, many: str | None = None) -> str:
+    return f"{count} {word if count == 1 else (many or word + 's')}"
+
+
+def _turns_of(events: list[Event], first_id: int, last_id: int) -> list[int]:
+    return [e.user.turn for e in events if e.kind == "user" and first_id <= e.id <= last_id]
+
+
+def _turn_span(turns: list[int]) -> str:
+    if not turns:
+        return "steps of the current turn"
+    return f"turn {turns[0]}" if min(turns) == max(turns) else f"turns {min(turns)}–{max(turns)}"
+
+
+def _spill_words(spill: SpillRef) -> str:
+    lines = (spill.model_extra or {}).get("lines")
+    size = f"{int(lines):,} lines" if isinstance(lines, int) else f"{spill.tokens:,} tokens" if spill.tokens else "its output"
+    return f"{size} kept on disk, the model saw head and tail (read_spill pages it)"
+
+
+def describe_request(build: BuildResult, events: list[Event]) -> dict[str, list[str]]:
+    """A few lines per slice saying what this request holds."""
+    req = build.request
+    out: dict[str, list[str]] = {name: [] for name in (*PROMPT_SLICES, "reserve")}
+    instructions = [line.split("(", 1)[1].rstrip(")") for line in req.system.splitlines()
+                    if line.startswith("# Project instructions (")]
+    out["system"].append("ctxagent's system prompt" + (f" and {', '.join(instructions)}" if instructions else
+                                                        "; no AGENTS.md / CLAUDE.md in this repository"))
+    users = [m for m in req.messages if m.role == "user" and m.kind == "message"]
+    replies = [m for m in req.messages if m.role == "assistant"]
+    summaries = [m for m in req.messages if m.kind == "summary"]
+    by_id = {e.id: e for e in events}
+    turns = [by_id[m.event_id].user.turn for m in users if m.event_id in by_id and by_id[m.event_id].kind == "user"]
+    if users or replies:
+        span = f", {_turn_span(turns)}" if turns else ""
+        out["hot"].append(f"{_n(len(users), 'message')} from you and {_n(len(replies), 'reply', 'replies')}{span}")
+        if users:
+            out["hot"].append(f"latest: “{one_line(users[-1].content, 70)}”")
+    for m in summaries:
+        comp = by_id.get(m.event_id or -1)
+        if comp is not None and comp.kind == "compaction":
+            record = comp.compaction
+            covered = _turns_of(events, record.first_id, record.last_id)
+            how = "a model summary" if record.method == "model" else "a summary extracted without a model"
+            out["hot"].append(f"{how} of {_turn_span(covered)} (the originals are in the log; /rewind brings them back)")
     if not out["hot"]:
         out["hot"].append("empty")
-    warm_text = ""
-    for e in reversed(evs):
-        if e.kind == "context_report":
-            warm_text = str(e.data.get("warm") or "")
-            break
-    warm_lines = [ln.strip() for ln in warm_text.splitlines() if ln.strip()]
-    out["warm"].extend(_first_line(ln, 70) for ln in warm_lines[:8])
-    if len(warm_lines) > 8:
-        out["warm"].append(f"… {len(warm_lines) - 8} more lines")
-    if not warm_lines:
-        out["warm"].append("nothing recalled in the latest build")
-    for e in tools[-8:]:
-        size = len(str(e.data.get("content", "")))
-        flag = " (spilled)" if e.data.get("spill") else ""
-        err = " error" if e.data.get("is_error") else ""
-        out["tools"].append(f"{e.data.get('name', '?')}{err}: {size} chars{flag}")
-    if len(tools) > 8:
-        out["tools"].insert(0, f"{len(tools)} tool results; the latest 8:")
-    if not tools:
-        out["tools"].append("tool schemas only")
-    if report is not None:
-        out["reserve"].append(f"room for the reply: {human_tokens(slice_tokens(report)['reserve'])} tokens")
+    warm = [ln.strip()[2:] for ln in build.warm_text.splitlines() if ln.strip().startswith("- ")]  # one record a line
+    out["warm"] += [one_line(ln, 90) for ln in warm[:8]]
+    if len(warm) > 8:
+        out["warm"].append(f"… and {len(warm) - 8} more lines")
+    if not warm:
+        out["warm"].append("nothing recalled for this request")
+    results = [m for m in req.messages if m.role == "tool"]
+    spilled, pruned = set(build.spilled_ids), set(build.pruned_ids)
+    out["tools"].append(f"{_n(len(req.tools), 'tool schema')}; {_n(len(results), 'tool result')}"
+                        + (f", {len([m for m in results if m.event_id in spilled])} of them spill previews" if spilled else "")
+                        + (f", {len([m for m in results if m.event_id in pruned])} cut to head and tail" if pruned else ""))
+    for m in results[-6:]:
+        state = " (spill preview)" if m.event_id in spilled else " (cut to head and tail)" if m.event_id in pruned else ""
+        error = " — failed" if m.is_error else ""
+        out["tools"].append(f"{m.name or '?'}{error}{state}: {one_line(m.content, 60)}")
+    out["reserve"].append(f"the reply may use up to {req.max_tokens:,} tokens")
     return out
 
 
-def compression_history(events: Iterable[Event]) -> list[str]:
-    """One line per spill / prune / compaction / rewind, oldest first."""
+def history_lines(events: Iterable[Event]) -> list[str]:
+    """One line per spill, prune, compaction and rewind of the session, oldest first."""
+    evs = list(events)
     lines: list[str] = []
     last: tuple[int, int] = (0, 0)
-    for e in events:
-        if e.kind == "context_report":
-            rep: dict[str, Any] = e.data.get("report") or {}
-            spilled, pruned = int(rep.get("spilled", 0)), int(rep.get("pruned", 0))
-            if (spilled, pruned) != last and (spilled or pruned):
-                lines.append(f"step {rep.get('step', '?')}: {spilled} spilled, {pruned} pruned tool results")
+    turn = 0
+    for e in evs:
+        if e.kind == "user":
+            turn = e.user.turn or turn
+        elif e.kind == "context_report":
+            rep = e.context_report.report
+            spilled, pruned = int(rep.get("spilled", 0) or 0), int(rep.get("pruned", 0) or 0)
+            if (spilled, pruned) != last and pruned:
+                lines.append(f"step {rep.get('step', '?')}: {pruned} older tool result{'s' if pruned != 1 else ''} "
+                             "cut to head and tail")
             last = (spilled, pruned)
         elif e.kind == "compaction":
-            lines.append(
-                f"compaction #{e.id}: events {e.data.get('first_id')}–{e.data.get('last_id')} summarized "
-                f"({e.data.get('method', '?')}{', focus: ' + str(e.data['focus']) if e.data.get('focus') else ''})"
-            )
+            record = e.compaction
+            covered = _turns_of(evs, record.first_id, record.last_id)
+            how = "by the model" if record.method == "model" else "without a model (extracted)"
+            focus = f", focus “{one_line(record.focus, 40)}”" if record.focus else ""
+            seeded = " (carried over from the previous session)" if (record.model_extra or {}).get("seeded_from") else ""
+            lines.append(f"{_turn_span(covered)} summarized {how}{focus}{seeded}")
         elif e.kind == "rewind":
-            lines.append(f"rewind #{e.id}: events from {e.data.get('to_id')} hidden (still in the log)")
-        elif e.kind == "tool_result" and e.data.get("spill"):
-            lines.append(f"spilled: {e.data.get('name', '?')} output → {_first_line(str(e.data.get('spill')), 50)}")
-    return lines or ["nothing spilled, pruned or compacted yet"]
+            back = e.rewind
+            by_turn: object = back.turn
+            if by_turn is None:
+                target = next((x for x in evs if x.id == back.to_id and x.kind == "user"), None)
+                by_turn = target.user.turn if target is not None else "?"
+            lines.append(f"rewound to before turn {by_turn}: it and later turns hidden (kept in the log)")
+        elif e.kind == "tool_result" and e.tool_result.spill_ref is not None:
+            result = e.tool_result
+            lines.append(f"turn {turn} · {result.name or '?'}: {_spill_words(result.spill_ref)}")
+    return lines or ["nothing spilled, cut, summarized or rewound yet"]
 
 
-def slice_table(report: ContextReport) -> Table:
-    table = Table(title=f"step {report.step} · turn {report.turn} · window {human_tokens(report.window)}", expand=True)
-    table.add_column("slice")
-    table.add_column("used", justify="right")
-    table.add_column("budget", justify="right")
-    table.add_column("of window", justify="right")
-    tokens = slice_tokens(report)
-    for name in (*SLICES, "free"):
-        used = tokens[name]
-        budget = report.budget.get(name)
-        share = 100.0 * used / report.window if report.window else 0.0
-        table.add_row(Text(GLYPH[name] + " " + name, style=STYLE[name]), human_tokens(used),
-                      human_tokens(budget) if budget is not None else "—", f"{share:.1f}%")
-    level = usage_level(report.usage_pct)
-    style = {"ok": "green", "compress": "yellow", "full": "bold red"}[level]
-    table.add_row(Text("total", style="bold"), human_tokens(report.calibrated_total), "",
-                  Text(f"{report.usage_pct:.1f}%", style=style))
-    return table
+def facts_line(report: ContextReport) -> Text:
+    shown = 100.0 - float(report.loss_pct)
+    oldest = f"turn {report.oldest_visible_turn}" if report.oldest_visible_turn else "none"
+    return Text(
+        f"oldest turn sent word for word: {oldest} · system prompt included: "
+        f"{'yes' if report.system_in_window else 'NO'} · {shown:.0f}% of the conversation so far is sent word for "
+        f"word (the rest: tool output cut or spilled, turns summarized)",
+        style="dim",
+    )
 
 
 class ContextScreen(ModalScreen[None]):
@@ -118,39 +236,40 @@ class ContextScreen(ModalScreen[None]):
     """
     BINDINGS = [Binding("escape,q", "app.pop_screen", "Back")]
 
-    def __init__(self, report: ContextReport | None, events: Iterable[Event]) -> None:
+    def __init__(self, snapshot: ContextSnapshot) -> None:
         super().__init__()
-        self.report = report
-        self.events = list(events)
+        self.snapshot = snapshot
 
     def compose(self) -> ComposeResult:
         with VerticalScroll():
             yield Static(self._body(), id="context-body")
         yield Footer()
 
-    def _body(self) -> Group | Text:
-        parts: list[Any] = [Text("Context window", style="bold")]
-        if self.report is None:
-            parts.append(Text("No context has been built yet: send a message first.", style="dim"))
-        else:
-            r = self.report
-            parts.append(slice_table(r))
-            parts.append(Text(
-                f"calibration ×{r.calibration_ratio:.2f} · {r.messages} messages · oldest visible turn "
-                f"{r.oldest_visible_turn} · system prompt in window: {'yes' if r.system_in_window else 'NO'} · "
-                f"not verbatim: {r.loss_pct:.0f}% · advice: {r.advice}",
-                style="dim",
-            ))
-        parts.append(Text("\nWhat is in each slice", style="bold"))
-        for name, lines in describe_slices(self.report, self.events).items():
+    def _body(self) -> Group:
+        snap = self.snapshot
+        report = snap.report
+        parts: list[Any] = []
+        if report is None:
+            parts.append(Text("Context window", style="bold"))
+            parts.append(Text("No request has been built yet: send a message first.", style="dim"))
+            return Group(*parts)
+        which = f"the last request sent (step {report.step})" if snap.sent else "the next request (built, not sent yet)"
+        parts.append(Text(f"Context window — {which}, turn {report.turn}", style="bold"))
+        parts.append(slice_table(report, snap.shares, snap.thresholds))
+        parts.append(unit_note(report, snap.tokenizer))
+        parts.append(facts_line(report))
+        parts.append(Text("\nWhat is in it", style="bold"))
+        assert snap.build is not None
+        for name, lines in describe_request(snap.build, snap.events).items():
             parts.append(Text(f"{GLYPH[name]} {name}", style=STYLE[name]))
-            for ln in lines:
-                parts.append(Text(f"   {ln}"))
+            for line in lines:
+                parts.append(plain(f"   {line}"))
         parts.append(Text("\nRed flags", style="bold"))
-        flags = self.report.red_flags if self.report else []
-        for f in flags or ["none"]:
-            parts.append(Text(f"   ⚑ {f}" if flags else "   none", style="bold red" if flags else "dim"))
-        parts.append(Text("\nSpill / prune / compact history", style="bold"))
-        for ln in compression_history(self.events):
-            parts.append(Text(f"   {ln}"))
+        for flag in report.red_flags or []:
+            parts.append(plain(f"   ⚑ {flag}", style="bold red"))
+        if not report.red_flags:
+            parts.append(Text("   none", style="dim"))
+        parts.append(Text("\nWhat was spilled, cut, summarized or rewound", style="bold"))
+        for line in history_lines(snap.events):
+            parts.append(plain(f"   {line}"))
         return Group(*parts)

@@ -2,12 +2,15 @@
 
 The bar's filled length is the report's calibrated `usage_pct` (what the provider will count), split
 among the slices in proportion to what the build put in each. The percentage is coloured at the
-75 % and 90 % breakpoints, and also says it in words and glyphs so that with NO_COLOR a full window
-still never looks healthy. A sparkline shows usage per step of the session.
+breakpoints — the engine's rule (`context.monitor.advice_for`, at the session's configured
+thresholds, 75 % and 90 % by default), the same rule that raises the app's prompts — and also says
+it in words and glyphs so that with NO_COLOR a full window still never looks healthy. A sparkline
+shows usage per step of the session.
 """
 
 from __future__ import annotations
 
+from ctxagent.context.monitor import DEFAULT_THRESHOLDS, advice_for
 from ctxagent.context.report import ContextReport
 from rich.text import Text
 from textual.reactive import reactive
@@ -25,28 +28,30 @@ STYLE = {
     "reserve": "#808080",
     "free": "#3a3a3a",
 }
-LEVEL_STYLE = {"ok": "bold green", "compress": "bold black on yellow", "full": "bold white on red"}
-LEVEL_WORD = {"ok": "", "compress": " ▲ compact soon", "full": " ■ FULL"}
+# Levels are the engine's advice: "ok" | "compress" | "new_session".
+LEVEL_STYLE = {"ok": "bold green", "compress": "bold black on yellow", "new_session": "bold white on red"}
+LEVEL_WORD = {"ok": "", "compress": " ▲ compact soon", "new_session": " ■ FULL"}
 SPARK = "▁▂▃▄▅▆▇█"
 
-WARN_PCT = 75.0
-FULL_PCT = 90.0
 
-
-def usage_level(pct: float) -> str:
-    """"ok" below 75 %, "compress" from 75 %, "full" from 90 %."""
-    if pct >= FULL_PCT:
-        return "full"
-    if pct >= WARN_PCT:
-        return "compress"
-    return "ok"
+def usage_level(pct: float, thresholds: tuple[float, float] = DEFAULT_THRESHOLDS) -> str:
+    """The breakpoint level of a usage percentage (the engine's rule, see `advice_for`)."""
+    return advice_for(pct, thresholds)
 
 
 def slice_tokens(report: ContextReport) -> dict[str, int]:
-    """Tokens per segment; the reserve is what the build set aside (its budget when unreported)."""
-    out = {s: max(0, int(report.used.get(s, 0))) for s in ("system", "hot", "warm", "tools")}
+    """Tokens per segment in one unit, the provider's: the slices' local counts scaled by the
+    calibration so they add up to the calibrated prompt exactly (largest remainder), the reserve the
+    build set aside, and the free rest — the three add up to the window. /context shows the same."""
+    prompt = ("system", "hot", "warm", "tools")
+    raw = {s: max(0, int(report.used.get(s, 0))) for s in prompt}
+    total, whole = int(report.calibrated_total), sum(raw.values())
+    exact = {s: (raw[s] * total / whole if whole else 0.0) for s in prompt}
+    out = {s: int(exact[s]) for s in prompt}
+    for s in sorted(prompt, key=lambda x: exact[x] - out[x], reverse=True)[: max(0, total - sum(out.values()))]:
+        out[s] += 1
     out["reserve"] = max(0, int(report.used.get("reserve") or report.budget.get("reserve", 0)))
-    out["free"] = max(0, int(report.window) - sum(out.values()))
+    out["free"] = max(0, int(report.window) - total - out["reserve"])
     return out
 
 
@@ -127,6 +132,7 @@ class UsageGauge(Widget):
 
     report: reactive[ContextReport | None] = reactive(None, layout=False)
     history: reactive[list[float]] = reactive(list, always_update=True)
+    thresholds: reactive[tuple[float, float]] = reactive(DEFAULT_THRESHOLDS)  # the session's compress_at, new_session_at
 
     def update_report(self, report: ContextReport) -> None:
         """Show a new build; append its usage to the per-step sparkline."""
@@ -139,17 +145,24 @@ class UsageGauge(Widget):
 
     @property
     def level(self) -> str:
-        return usage_level(self.report.usage_pct) if self.report else "ok"
+        return usage_level(self.report.usage_pct, self.thresholds) if self.report else "ok"
 
     def watch_report(self, report: ContextReport | None) -> None:
-        for lvl in ("ok", "compress", "full"):
-            self.set_class(report is not None and usage_level(report.usage_pct) == lvl, f"-{lvl}")
+        self._set_level_class()
+
+    def watch_thresholds(self, thresholds: tuple[float, float]) -> None:
+        self._set_level_class()
+
+    def _set_level_class(self) -> None:
+        level = self.level
+        for lvl in LEVEL_STYLE:
+            self.set_class(self.report is not None and level == lvl, f"-{lvl}")
 
     def render(self) -> Text:
         width = max(20, self.size.width or 80)
         report = self.report
         pct = float(report.usage_pct) if report else 0.0
-        level = usage_level(pct)
+        level = self.level
         spark_w = min(16, max(0, width // 6))
         label = f" {pct:3.0f}%{LEVEL_WORD[level]} "
         bar_w = max(10, width - 5 - len(label) - spark_w - 1)

@@ -7,14 +7,19 @@ twice) because it is the one destructive thing the UI offers.
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
+from ctxagent.context.memory.record import RETIRED
+from ctxagent.tui.safe import plain
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Footer, Input, Static
+
+if TYPE_CHECKING:
+    from ctxagent.context.memory.record import Record
 
 
 class MemoryLike(Protocol):
@@ -23,13 +28,13 @@ class MemoryLike(Protocol):
     def forget(self, record_id: int) -> Any: ...
 
 
-def record_row(rec: Any) -> tuple[str, str, str, str]:
-    content = " ".join(str(getattr(rec, "content", "")).split())
-    if getattr(rec, "pinned", False):
+def record_row(rec: Record) -> tuple[str, str, str, Text]:
+    """(id, type, turn, content) — the content as plain Text: a record may hold anything, `[/]` included."""
+    content = " ".join(rec.content.split())
+    if rec.pinned:
         content = "📌 " + content
-    superseded = getattr(rec, "superseded_by", None)
-    kind = str(getattr(rec, "type", "?")) + (" (old)" if superseded else "")
-    return (str(getattr(rec, "id", "?")), kind, f"t{getattr(rec, 'turn', 0)}", content)
+    kind = rec.type + (" (rewound)" if rec.layer == RETIRED else " (old)" if rec.superseded_by is not None else "")
+    return (str(rec.id), kind, f"t{rec.turn}", plain(content))
 
 
 class MemoryScreen(ModalScreen[None]):
@@ -86,12 +91,12 @@ class MemoryScreen(ModalScreen[None]):
         try:
             records = self._records()
         except Exception as exc:  # a bad FTS query must not close the screen
-            status.update(Text(f"search failed: {exc}", style="red"))
+            status.update(plain(f"search failed: {exc}", style="red"))
             return
         for rec in records:
             table.add_row(*record_row(rec), key=str(getattr(rec, "id", "")))
         what = f"matching “{self.query_text}”" if self.query_text.strip() else "latest"
-        status.update(f"{len(records)} records {what} · d twice: forget · / search · Esc back")
+        status.update(plain(f"{len(records)} records {what} · d twice: forget · / search · Esc back"))
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         event.stop()

@@ -1,90 +1,66 @@
-"""Typed Textual messages carrying agent events from the worker thread into the UI.
+"""The messages that carry work done on worker threads into the UI thread.
 
-The agent calls `on_event(ev)` on its own thread; `to_message(ev)` wraps the event in the matching
-Message and `App.post_message` (thread-safe) queues it, so widgets are only ever touched on the UI
-thread, in the order the agent emitted the events.
+The agent calls `on_event(ev)` on its own thread; the session screen wraps the event in an
+`AgentUpdate` and `post_message` (thread-safe) queues it, so widgets are only ever touched on the UI
+thread, in the order the agent emitted the events. Session actions run on threads too (they may
+call the model or touch files) and end with one `ActionFinished`.
 """
 
 from __future__ import annotations
 
-from ctxagent.agent.events import (
-    AgentEvent,
-    AssistantDelta,
-    AssistantDone,
-    CompactionDone,
-    ContextBuilt,
-    Notice,
-    StepStarted,
-    ToolFinished,
-    ToolStarted,
-    TurnFinished,
-    TurnStarted,
-)
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
 from textual.message import Message
 
+if TYPE_CHECKING:
+    from ctxagent.agent.events import AgentEvent
+    from ctxagent.agent.loop import Agent
+    from ctxagent.agent.session import Session
 
-class AgentMessage(Message):
-    """Base of the agent-event messages; `event` is the agent's own frozen dataclass."""
 
-    def __init__(self, event: object) -> None:
+class AgentUpdate(Message):
+    """One agent event (ctxagent.agent.events): the screen renders it by its type."""
+
+    def __init__(self, event: AgentEvent) -> None:
         super().__init__()
         self.event = event
 
 
-class TurnBegan(AgentMessage):
-    event: TurnStarted
+class AgentReady(Message):
+    """The agent for a session was built on a worker thread — or could not be (`problem`)."""
+
+    def __init__(self, session: Session, agent: Agent | None, problem: str = "") -> None:
+        super().__init__()
+        self.session = session
+        self.agent = agent
+        self.problem = problem
 
 
-class StepBegan(AgentMessage):
-    event: StepStarted
+class SetupNeeded(Message):
+    """No usable model for the session: the app shows the set-up screen."""
+
+    def __init__(self, problem: str) -> None:
+        super().__init__()
+        self.problem = problem
 
 
-class ContextMeasured(AgentMessage):
-    event: ContextBuilt
+@dataclass(frozen=True)
+class Outcome:
+    """How a session action ended: a line for the chat, and what the screen must redo."""
+
+    ok: bool
+    detail: str = ""  # a notice for the chat ("" for none)
+    rerender: bool = False  # the conversation changed (a rewind): render the transcript again
+    session: Session | None = None  # switch to this session (new session, resume) …
+    agent: Agent | None = None  # … with this agent, built on the worker
+    restore_input: str = ""  # text to put back in the input box (a rewound user message)
+    then: Callable[[], None] | None = None  # run on the UI thread after (e.g. open a screen the work prepared)
 
 
-class TextStreamed(AgentMessage):
-    event: AssistantDelta
-
-
-class ReplyDone(AgentMessage):
-    event: AssistantDone
-
-
-class ToolBegan(AgentMessage):
-    event: ToolStarted
-
-
-class ToolEnded(AgentMessage):
-    event: ToolFinished
-
-
-class NoticePosted(AgentMessage):
-    event: Notice
-
-
-class Compacted(AgentMessage):
-    event: CompactionDone
-
-
-class TurnEnded(AgentMessage):
-    event: TurnFinished
-
-
-_MESSAGE_FOR: dict[type, type[AgentMessage]] = {
-    TurnStarted: TurnBegan,
-    StepStarted: StepBegan,
-    ContextBuilt: ContextMeasured,
-    AssistantDelta: TextStreamed,
-    AssistantDone: ReplyDone,
-    ToolStarted: ToolBegan,
-    ToolFinished: ToolEnded,
-    Notice: NoticePosted,
-    CompactionDone: Compacted,
-    TurnFinished: TurnEnded,
-}
-
-
-def to_message(ev: AgentEvent | object) -> AgentMessage:
-    """The typed message for an agent event (an unknown event type becomes a plain AgentMessage)."""
-    return _MESSAGE_FOR.get(type(ev), AgentMessage)(ev)
+class ActionFinished(Message):
+    def __init__(self, name: str, outcome: Outcome) -> None:
+        super().__init__()
+        self.name = name
+        self.outcome = outcome

@@ -1,13 +1,18 @@
-"""Breakpoint prompts (75 %: a non-blocking bar; 90 %: a modal) and the permission modal.
+"""Breakpoint prompts (compress: a non-blocking bar; new session: a modal) and the permission modal.
 
-All keyboard-driven: every button has a one-key shortcut shown on it.
+All keyboard-driven: every button has a one-key shortcut shown on it. The bar's keys (Ctrl+O,
+Ctrl+L) are ones the input box does not use, so it never takes a key from what is being typed. The
+permission box shows what the agent wants to run with every control character made visible.
 """
 
 from __future__ import annotations
 
 from ctxagent.agent.events import PermissionDecision, PermissionRequest
+from ctxagent.context.display import show_controls
+from ctxagent.tui.safe import judged, plain
 from rich.syntax import Syntax
 from rich.text import Text
+from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
@@ -27,7 +32,7 @@ MODAL_CSS = """
 
 
 class BreakpointBar(Horizontal):
-    """Shown when usage crosses 75 %: [Compact now] [Later]. Never blocks typing."""
+    """Shown when usage crosses the compress breakpoint: [Compact now ^O] [Later ^L]. Never blocks typing."""
 
     DEFAULT_CSS = """
     BreakpointBar { height: auto; display: none; background: $warning 20%; padding: 0 1; }
@@ -43,7 +48,7 @@ class BreakpointBar(Horizontal):
 
     def compose(self) -> ComposeResult:
         yield Label("", id="bp-text")
-        yield Button("Compact now ^K", id="bp-compact", variant="warning", compact=True)
+        yield Button("Compact now ^O", id="bp-compact", variant="warning", compact=True)
         yield Button("Later ^L", id="bp-later", compact=True)
 
     @property
@@ -69,7 +74,7 @@ class BreakpointBar(Horizontal):
 
 
 class BreakpointModal(ModalScreen[str]):
-    """Crossing 90 %: "new_session" (with summary) | "compact" | "continue"."""
+    """Crossing the new-session breakpoint: "new_session" (with summary) | "compact" | "continue"."""
 
     DEFAULT_CSS = MODAL_CSS.format(name="BreakpointModal")
     BINDINGS = [
@@ -123,7 +128,7 @@ class PermissionModal(ModalScreen[PermissionDecision]):
         req = self.request
         what = "edit a file" if req.permission == "edit" else "run a command"
         with Vertical():
-            yield Static(Text(f"The agent wants to {what}: {req.tool}", style="bold"))
+            yield Static(plain(f"The agent wants to {what}: {req.tool}", style="bold"))
             with VerticalScroll(id="perm-preview"):
                 yield Static(self._preview(), id="perm-preview-body")
             yield Input(placeholder="reason for denying (optional, sent to the model) — Enter denies", id="perm-reason")
@@ -136,12 +141,14 @@ class PermissionModal(ModalScreen[PermissionDecision]):
         self.query_one("#allow_once", Button).focus()
 
     def _preview(self) -> Syntax | Text:
-        text = self.request.preview or ""
+        """What is asked, every control character visible (an ESC in a command could hide part of it)."""
+        text = show_controls(self.request.preview or "")
         if self.request.permission == "edit" and text.strip():
             return Syntax(text, "diff", theme="ansi_dark", word_wrap=True)
         if self.request.permission == "command":
-            return Syntax(text or str(self.request.arguments.get("command", "")), "bash", theme="ansi_dark", word_wrap=True)
-        return Text(text or str(self.request.arguments))
+            command = text or show_controls(str(self.request.arguments.get("command", "")))
+            return Syntax(command, "bash", theme="ansi_dark", word_wrap=True)
+        return judged(text or str(self.request.arguments))
 
     def _reason(self) -> str:
         return self.query_one("#perm-reason", Input).value.strip()
@@ -163,3 +170,46 @@ class PermissionModal(ModalScreen[PermissionDecision]):
 
     def action_deny(self) -> None:
         self.dismiss(PermissionDecision(allow=False, reason=self._reason()))
+
+
+class TrustModal(ModalScreen[bool]):
+    """Asked once per repository whose own config sets security-relevant keys (agent/trust.py):
+    True to trust it (those keys apply from now on), False to keep them ignored. Only Ctrl+T trusts —
+    letters typed ahead, meant for the prompt, must never answer this."""
+
+    DEFAULT_CSS = MODAL_CSS.format(name="TrustModal") + """
+    TrustModal #trust-text { height: auto; max-height: 20; }
+    """
+    BINDINGS = [
+        Binding("ctrl+t", "answer(True)", "Trust this repository"),
+        Binding("escape", "answer(False)", "Keep them ignored"),
+    ]
+
+    def __init__(self, description: str) -> None:
+        super().__init__()
+        self.description = description
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Static(Text("This repository's .ctxagent/config.toml asks for more than ctxagent gives an "
+                              "untrusted repository.", style="bold"))
+            with VerticalScroll(id="trust-text"):
+                yield Static(plain(self.description))
+            yield Static(Text("Trust it only if you wrote these settings or checked them. You are asked once; "
+                              "`ctxagent trust` / `ctxagent trust --revoke` change it later.", style="dim"))
+            with Horizontal():
+                for button in (Button(Text("Trust this repository ^T"), id="trust", variant="warning"),
+                               Button(Text("Keep them ignored (Esc)"), id="ignore", variant="primary")):
+                    button.can_focus = False  # an Enter typed ahead for the prompt must not press one
+                    yield button
+
+    def on_key(self, event: events.Key) -> None:
+        if event.is_printable:  # type-ahead meant for the prompt answers nothing here
+            event.stop()
+            event.prevent_default()
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        self.dismiss(event.button.id == "trust")
+
+    def action_answer(self, trust: bool) -> None:
+        self.dismiss(trust)

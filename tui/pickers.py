@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 
 from ctxagent.tui.modals import MODAL_CSS
+from ctxagent.tui.safe import one_line, plain
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -27,9 +28,9 @@ class ConfirmModal(ModalScreen[bool]):
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Static(Text(self.question, style="bold"))
+            yield Static(plain(self.question, style="bold"))
             if self.detail:
-                yield Static(Text(self.detail))
+                yield Static(plain(self.detail))
             with Horizontal():
                 yield Button(r"\[Y]es", id="yes", variant="warning")
                 yield Button(r"\[N]o", id="no")
@@ -68,7 +69,7 @@ def describe_session(path: Path) -> str:
         with path.open(encoding="utf-8", errors="replace") as fh:
             for i, line in enumerate(fh):
                 if '"kind": "user"' in line:
-                    first = str(json.loads(line).get("data", {}).get("text", "")).strip().splitlines()[0][:60]
+                    first = one_line(json.loads(line).get("data", {}).get("text", ""), 60)
                     break
                 if i > 400:
                     break
@@ -97,7 +98,7 @@ class SessionPicker(ModalScreen[str | None]):
         with Vertical():
             yield Static(Text("Resume a session (newest first)", style="bold"))
             options = [
-                Option(describe_session(p) + ("  ← current" if p.stem == self.current else ""), id=p.stem)
+                Option(plain(describe_session(p) + ("  ← current" if p.stem == self.current else "")), id=p.stem)
                 for p in self.sessions
             ]
             yield OptionList(*options, id="session-list")

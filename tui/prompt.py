@@ -1,14 +1,29 @@
-"""The input box: slash-command completion (Tab / →) and input history (↑ / ↓)."""
+"""The input box: multi-line, Enter sends, slash-command and `@file` completion, input history.
+
+Enter sends; Shift+Enter, Ctrl+J, or a backslash before Enter start a new line (terminals without
+the kitty keyboard protocol send Shift+Enter as a plain Enter, so the last two always work). A
+bracketed paste arrives whole, newlines included. Tab completes `/co…` to a command and `@src/ap…`
+to a file of the repository; → accepts the greyed-in suggestion. ↑/↓ walk the input history from
+the first / last line of the box.
+"""
 
 from __future__ import annotations
 
-from ctxagent.tui.commands import SlashSuggester, complete
+import re
+from collections.abc import Callable
+
+from ctxagent.tui.commands import complete
+from textual import events
 from textual.binding import Binding
-from textual.widgets import Input
+from textual.message import Message
+from textual.widgets import TextArea
+
+MENTION_AT_END = re.compile(r"(?:^|\s)@([^\s@]*)$")
+MAX_FILE_MATCHES = 200
 
 
 class InputHistory:
-    """Submitted lines, oldest first; ↑/↓ walk them and keep the draft being typed."""
+    """Submitted inputs, oldest first; ↑/↓ walk them and keep the draft being typed."""
 
     def __init__(self, entries: list[str] | None = None, limit: int = 500) -> None:
         self.entries: list[str] = list(entries or [])
@@ -43,51 +58,136 @@ class InputHistory:
         return self.entries[self._pos]
 
 
-class ChatInput(Input):
+def common_prefix(words: list[str]) -> str:
+    common = words[0] if words else ""
+    for w in words[1:]:
+        while not w.startswith(common):
+            common = common[:-1]
+    return common
+
+
+def file_matches(prefix: str, files: list[str]) -> list[str]:
+    """Repository files for `@prefix`: those starting with it; if none does, those containing it."""
+    low = prefix.lower()
+    starts = [f for f in files if f.lower().startswith(low)]
+    inside = [f for f in files if low in f.lower()] if low and not starts else []
+    return (starts or inside)[:MAX_FILE_MATCHES]
+
+
+class ChatInput(TextArea):
+    """The prompt. Posts `ChatInput.Submitted` on Enter; the screen clears it after taking the text."""
+
+    DEFAULT_CSS = """
+    ChatInput { height: auto; min-height: 3; max-height: 10; }
+    """
     BINDINGS = [
         Binding("up", "history_older", "Older input", show=False),
         Binding("down", "history_newer", "Newer input", show=False),
-        Binding("tab", "complete", "Complete command", show=False),
+        Binding("tab", "complete", "Complete", show=False),
     ]
+    PLACEHOLDER = "Ask for a change · / commands · @file attaches · !cmd runs · Shift+Enter or Ctrl+J: new line"
 
-    def __init__(self, **kwargs: object) -> None:
-        super().__init__(
-            placeholder="Ask for a change · / for commands · Esc interrupts",
-            suggester=SlashSuggester(),
-            **kwargs,  # type: ignore[arg-type]
-        )
-        self.history = InputHistory()
+    class Submitted(Message):
+        def __init__(self, chat_input: ChatInput, text: str) -> None:
+            super().__init__()
+            self.chat_input = chat_input
+            self.text = text
 
-    def _set(self, value: str) -> None:
-        self.value = value
-        self.cursor_position = len(value)
+        @property
+        def control(self) -> ChatInput:
+            return self.chat_input
+
+    def __init__(self, *, files: Callable[[], list[str]] | None = None, id: str | None = None) -> None:
+        super().__init__(placeholder=self.PLACEHOLDER, id=id, soft_wrap=True, show_line_numbers=False,
+                         highlight_cursor_line=False, compact=False)
+        self.past = InputHistory()  # not `history`: TextArea keeps its undo history there
+        self.files = files  # the repository's files, for @ completion (None: no completion)
+        self._file_cache: list[str] | None = None
+
+    # -- the text as one value ----------------------------------------------------------------
+    @property
+    def value(self) -> str:
+        return self.text
+
+    @value.setter
+    def value(self, text: str) -> None:
+        self.load_text(text)
+        self.move_cursor(self.document.end)
+
+    def remember(self, text: str) -> None:
+        self.past.add(text)
+
+    # -- keys -----------------------------------------------------------------------------------
+    async def _on_key(self, event: events.Key) -> None:
+        if event.key == "enter":
+            event.stop()
+            event.prevent_default()
+            row, col = self.cursor_location
+            if col > 0 and self.document[row][col - 1] == "\\":  # "\" + Enter: a new line, as in a shell
+                self.replace("\n", (row, col - 1), (row, col))
+                return
+            self.post_message(self.Submitted(self, self.text))
+            return
+        if event.key in ("shift+enter", "ctrl+j"):
+            event.stop()
+            event.prevent_default()
+            self.insert("\n")
+            return
+        await super()._on_key(event)
 
     def action_history_older(self) -> None:
-        line = self.history.older(self.value)
-        if line is not None:
-            self._set(line)
+        if self.cursor_location[0] > 0:
+            self.action_cursor_up()
+            return
+        text = self.past.older(self.text)
+        if text is not None:
+            self.value = text
 
     def action_history_newer(self) -> None:
-        line = self.history.newer()
-        if line is not None:
-            self._set(line)
+        if self.cursor_location[0] < self.document.line_count - 1:
+            self.action_cursor_down()
+            return
+        text = self.past.newer()
+        if text is not None:
+            self.value = text
+
+    # -- completion -----------------------------------------------------------------------------
+    def _before_cursor(self) -> str:
+        return self.get_text_range((0, 0), self.cursor_location)
+
+    def _repo_files(self) -> list[str]:
+        if self._file_cache is None:
+            try:
+                self._file_cache = list(self.files()) if self.files is not None else []
+            except Exception:  # completion is a convenience: a repository we cannot list completes nothing
+                self._file_cache = []
+        return self._file_cache
+
+    def candidates(self) -> tuple[str, list[str]]:
+        """(what is being completed, its completions): a slash command at the start, or an @file."""
+        before = self._before_cursor()
+        if before.startswith(("/", "／")) and "\n" not in before and " " not in before:
+            return before, complete(before)
+        m = MENTION_AT_END.search(before)
+        if m and self.files is not None:
+            return m.group(1), file_matches(m.group(1), self._repo_files())
+        return "", []
+
+    def update_suggestion(self) -> None:
+        typed, matches = self.candidates()
+        first = matches[0] if matches else ""
+        self.suggestion = first[len(typed):] if first.startswith(typed) and self.cursor_location == self.document.end else ""
 
     def action_complete(self) -> None:
-        """Complete to the first matching command, or to the common prefix of several."""
-        matches = complete(self.value)
+        """Complete to the only match, or the common prefix of several (a toast lists them)."""
+        typed, matches = self.candidates()
         if not matches:
             return
-        if len(matches) == 1:
-            self._set(matches[0] + " ")
-            return
-        common = matches[0]
-        for m in matches[1:]:
-            while not m.startswith(common):
-                common = common[:-1]
-        if len(common) > len(self.value.strip()):
-            self._set(common)
+        is_command = typed.startswith(("/", "／"))
+        target = matches[0] + (" " if is_command else "") if len(matches) == 1 else common_prefix(matches)
+        if len(matches) == 1 or (target.startswith(typed) and len(target) > len(typed)):
+            row, col = self.cursor_location
+            self.replace(target, (row, col - len(typed)), (row, col))  # what was typed becomes the match
         else:
-            self.app.notify("  ".join(matches), title="commands", timeout=3)
-
-    def remember(self, line: str) -> None:
-        self.history.add(line)
+            shown = "  ".join(matches[:12]) + (f"  … {len(matches) - 12} more" if len(matches) > 12 else "")
+            self.app.notify(shown, title="commands" if is_command else "files", timeout=3, markup=False)

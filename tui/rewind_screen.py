@@ -1,7 +1,6 @@
 """`/rewind`: pick a user turn, then code and conversation / conversation only / code only.
 
-The picker only chooses; the app calls the checkpoint API (`Checkpoints.rewind`) with the choice.
-Turn rows are duck-typed `TurnInfo`s: turn, event_id, time, first_line, files, diffstat, commit.
+The picker only chooses; the session screen runs the rewind (agent/session_ops.py) with the choice.
 """
 
 from __future__ import annotations
@@ -10,6 +9,8 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from ctxagent.agent.checkpoint_turns import TurnInfo
+from ctxagent.tui.safe import one_line, plain
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -36,23 +37,12 @@ def _when(ts: Any) -> str:
 MESSAGE_CHARS = 40  # so the files and diffstat columns stay on screen at 80 columns
 
 
-def _clip(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def turn_row(info: Any) -> tuple[str, str, str, str, str]:
-    """(turn, time, first line, files, diffstat) for a checkpoint TurnInfo or a log-only TurnRow."""
-    files = list(getattr(info, "files_changed", None) or getattr(info, "files", None) or [])
+def turn_row(info: TurnInfo) -> tuple[str, str, Text, Text, str]:
+    """(turn, time, first line, files, diffstat) — message and files as plain Text (never markup)."""
+    files = info.files_changed
     shown = ", ".join(files[:2]) + (f" +{len(files) - 2}" if len(files) > 2 else "")
-    summary = getattr(info, "diffstat_summary", None)
-    diffstat = summary() if callable(summary) else str(getattr(info, "diffstat", "") or "")
-    return (
-        str(getattr(info, "turn", "?")),
-        _when(getattr(info, "time", "")),
-        _clip(str(getattr(info, "first_line", "")), MESSAGE_CHARS),
-        shown or "—",
-        diffstat,
-    )
+    return (str(info.turn), _when(info.time), plain(one_line(info.first_line, MESSAGE_CHARS)), plain(shown or "—"),
+            info.diffstat_summary())
 
 
 class RewindScreen(ModalScreen[RewindChoice | None]):
@@ -70,7 +60,7 @@ class RewindScreen(ModalScreen[RewindChoice | None]):
         Binding("o", "choose('code')", "Code only"),
     ]
 
-    def __init__(self, turns: list[Any], has_code: bool = True) -> None:
+    def __init__(self, turns: list[TurnInfo], has_code: bool = True) -> None:
         super().__init__()
         self.turns = list(turns)
         self.has_code = has_code
@@ -93,7 +83,7 @@ class RewindScreen(ModalScreen[RewindChoice | None]):
         table = self.query_one(DataTable)
         table.add_columns("turn", "time", "message", "files", "diff")
         for info in self.turns:
-            table.add_row(*turn_row(info), key=str(getattr(info, "turn", "")))
+            table.add_row(*turn_row(info), key=str(info.turn))
         if self.turns:
             table.move_cursor(row=len(self.turns) - 1)
         else:

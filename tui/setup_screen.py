@@ -1,5 +1,6 @@
-"""The setup screen shown when no usable model is configured: exactly what to set, plus a quick
-loopback probe for a local OpenAI-compatible server (Ollama's default port 11434).
+"""The set-up screen shown when no usable model is configured: exactly what to set, a quick
+loopback probe for a local OpenAI-compatible server (Ollama's default port 11434), and a button
+that runs the scripted demo instead.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass
 
+from ctxagent.tui.safe import plain
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -55,26 +57,24 @@ def _ollama_models(data: object) -> list[str]:
 
 
 def setup_instructions(problem: str = "") -> str:
-    lines = []
-    if problem:
-        lines.append(f"Problem: {problem}\n")
-    lines += [
-        "ctxagent needs a model. Set ONE of these, then run `ctxagent` again:",
-        "",
-        "  Anthropic:   export ANTHROPIC_API_KEY=sk-ant-…",
-        "               (optional) export CTXAGENT_MODEL=anthropic:claude-sonnet-4-5",
-        "  OpenAI:      export OPENAI_API_KEY=sk-…",
-        "               (optional) export CTXAGENT_MODEL=openai:gpt-5-mini",
-        "  Local server (Ollama, vLLM, llama.cpp, LM Studio):",
-        "               ctxagent --model openai:MODEL --base-url http://127.0.0.1:11434/v1",
-        "",
-        "Or put `model = \"…\"` in .ctxagent/config.toml. No key yet? Try `ctxagent demo`.",
-    ]
-    return "\n".join(lines)
+    """What to set, said once for the app and the command line (agent/setup_help.py)."""
+    from ctxagent.agent.setup_help import setup_text
+
+    lines = [f"Problem: {problem}", ""] if problem else []
+    return "\n".join(lines) + setup_text()
 
 
-class SetupScreen(Screen[tuple[str, str] | None]):
-    """Dismisses with (model, base_url) when the user picks a detected local server, else None."""
+@dataclass(frozen=True)
+class SetupChoice:
+    """What the set-up screen was left with: "local" (model, base_url of a detected server) or "demo"."""
+
+    kind: str
+    model: str = ""
+    base_url: str = ""
+
+
+class SetupScreen(Screen[SetupChoice | None]):
+    """Dismisses with a SetupChoice (use the detected local server, or run the demo), or None to quit."""
 
     DEFAULT_CSS = """
     SetupScreen { align: center middle; }
@@ -82,39 +82,54 @@ class SetupScreen(Screen[tuple[str, str] | None]):
     SetupScreen Horizontal { height: auto; margin-top: 1; }
     SetupScreen Button { margin-right: 1; }
     """
-    BINDINGS = [Binding("q,escape", "quit_setup", "Quit"), Binding("u", "use_local", "Use local server")]
+    BINDINGS = [
+        Binding("u", "use_local", "Use local server"),
+        Binding("d", "demo", "Run the demo"),
+        Binding("q", "quit_setup", "Quit"),
+    ]
 
     def __init__(self, problem: str = "", local: LocalServer | None = None) -> None:
         super().__init__()
         self.problem = problem
         self.local = local
 
+    @property
+    def has_local(self) -> bool:
+        return self.local is not None and bool(self.local.models)
+
     def compose(self) -> ComposeResult:
         with Vertical():
             yield Static(Text("Set up a model", style="bold"))
-            yield Static(setup_instructions(self.problem), id="setup-text")
+            yield Static(plain(setup_instructions(self.problem)), id="setup-text")
             if self.local is not None:
                 models = ", ".join(self.local.models[:5]) or "no models pulled yet"
-                yield Static(Text(f"\nFound a local OpenAI-compatible server at {self.local.base_url} ({models}).",
-                                  style="bold green"), id="setup-local")
+                yield Static(plain(f"\nFound a local OpenAI-compatible server at {self.local.base_url} ({models}).",
+                                   style="bold green"), id="setup-local")
             else:
                 yield Static(Text(f"\nNo local server answered on {OLLAMA_HOST}:{OLLAMA_PORT}.", style="dim"),
                              id="setup-local")
             with Horizontal():
-                if self.local is not None and self.local.models:
-                    yield Button(rf"\[U]se {self.local.models[0]}", id="use-local", variant="success")
-                yield Button(r"\[Q]uit", id="quit")
+                if self.has_local:
+                    assert self.local is not None
+                    yield Button(Text(f"[U]se {self.local.models[0]}"), id="use-local", variant="success")
+                yield Button(Text("[D]emo: try it with a scripted model"), id="demo", variant="primary")
+                yield Button(Text("[Q]uit"), id="quit")
         yield Footer()
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "use_local":  # no key for a server that did not answer
+            return self.has_local
+        return True
+
     def on_button_pressed(self, event: Button.Pressed) -> None:
-        if event.button.id == "use-local":
-            self.action_use_local()
-        else:
-            self.action_quit_setup()
+        {"use-local": self.action_use_local, "demo": self.action_demo}.get(str(event.button.id), self.action_quit_setup)()
 
     def action_use_local(self) -> None:
         if self.local is not None and self.local.models:
-            self.dismiss((f"openai:{self.local.models[0]}", self.local.base_url))
+            self.dismiss(SetupChoice("local", f"openai:{self.local.models[0]}", self.local.base_url))
+
+    def action_demo(self) -> None:
+        self.dismiss(SetupChoice("demo"))
 
     def action_quit_setup(self) -> None:
         self.dismiss(None)

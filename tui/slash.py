@@ -1,322 +1,246 @@
-"""Slash-command handlers for the app (a mixin of CtxApp): one `cmd_<name>(arg)` per registry entry.
+"""What each slash command does: one small function per command of the registry (tui/commands.py).
 
-Anything that may call the model or touch files (compact, new session with summary, rewind) runs in
-a thread worker with the app marked busy, so the UI never blocks and turns never interleave.
+A handler takes the session screen and the argument text. Anything that may call the model or
+touch files (compact, rewind, new session, resume, model switch) runs as a session action on a
+worker thread (`SessionScreen.start_action`); the operations themselves live in agent/.
 """
 
 from __future__ import annotations
 
-import threading
-from dataclasses import replace
-from typing import Any
+from collections.abc import Callable
+from functools import partial
+from typing import TYPE_CHECKING
 
-from ctxagent.context.report import ContextReport
 from ctxagent.tui.chat import NoticeLine
 from ctxagent.tui.commands import help_text, parse_slash
-from ctxagent.tui.context_screen import ContextScreen
-from ctxagent.tui.memory_screen import MemoryScreen
-from ctxagent.tui.pickers import ConfirmModal, InfoModal, SessionPicker
-from ctxagent.tui.prompt import ChatInput
-from ctxagent.tui.rewind_screen import RewindChoice, RewindScreen
-from ctxagent.tui.session_ops import (
-    remember,
-    rewind_conversation,
-    seed_new_session,
-    session_summary,
-    user_turns,
-)
-from ctxagent.tui.transcript import cost_markdown
-from textual import work
-from textual.message import Message
+from ctxagent.tui.messages import Outcome
+
+if TYPE_CHECKING:
+    from ctxagent.tui.rewind_screen import RewindChoice
+    from ctxagent.tui.session_screen import SessionScreen
+
+Handler = Callable[["SessionScreen", str], None]
+HANDLERS: dict[str, Handler] = {}
+NEED_NO_AGENT = {"help", "quit", "clear", "cost"}
 
 
-class ActionFinished(Message):
-    """A worker-run session action ended; `reattach` re-renders the chat from the log."""
+def handles(name: str) -> Callable[[Handler], Handler]:
+    def register(fn: Handler) -> Handler:
+        HANDLERS[name] = fn
+        return fn
 
-    def __init__(self, action: str, ok: bool, detail: str = "", reattach: Any = None, restore_input: str = "") -> None:
-        super().__init__()
-        self.action = action
-        self.ok = ok
-        self.detail = detail
-        self.reattach = reattach  # a Session to attach, or True for the current one
-        self.restore_input = restore_input
+    return register
 
 
-def estimate_after_compaction(report: ContextReport, tokens_after: int) -> ContextReport:
-    """The gauge's view right after /compact, until the next build measures it exactly."""
-    ratio = report.calibration_ratio or 1.0
-    raw_after = tokens_after / ratio
-    used = dict(report.used)
-    movable = used.get("hot", 0) + used.get("tools", 0)
-    fixed = report.total - movable
-    factor = max(0.0, raw_after - fixed) / movable if movable else 1.0
-    used["hot"] = int(used.get("hot", 0) * factor)
-    used["tools"] = int(used.get("tools", 0) * factor)
-    reserve = int(report.used.get("reserve") or report.budget.get("reserve", 0))
-    pct = 100.0 * (tokens_after + reserve) / report.window if report.window else 0.0
-    advice = "new_session" if pct >= 90 else "compress" if pct >= 75 else "ok"
-    return replace(report, used=used, total=int(raw_after), calibrated_total=int(tokens_after), usage_pct=pct,
-                   advice=advice, notes=[*report.notes, "estimated after /compact"])
+def run_slash(screen: SessionScreen, text: str) -> None:
+    parsed = parse_slash(text)
+    if parsed is None:
+        return
+    if parsed.command is None:
+        screen.say(f"unknown command /{parsed.name} — /help lists them", "error")
+        return
+    if screen.agent is None and parsed.command.name not in NEED_NO_AGENT:
+        screen.say("The model is not ready yet.", "warning")
+        return
+    HANDLERS[parsed.command.name](screen, parsed.arg)
 
 
-class SlashCommandsMixin:
-    """Needs the CtxApp attributes: session, agent, busy, chat, gauge, status, make_agent, ..."""
+# -- simple ones --------------------------------------------------------------------------------
 
-    session: Any
-    agent: Any
-    busy: bool
-    open_session_fn: Any
+@handles("help")
+def show_help(screen: SessionScreen, arg: str) -> None:
+    from ctxagent.tui.pickers import InfoModal
 
-    def run_slash(self, text: str) -> None:
-        parsed = parse_slash(text)
-        app: Any = self
-        if parsed is None:
-            return
-        if parsed.command is None:
-            app.notify(f"unknown command /{parsed.name} — /help lists them", severity="error")
-            return
-        if app.agent is None and parsed.command.name not in ("help", "quit"):
-            app.notify("No model is configured yet.", severity="error")
-            return
-        getattr(self, f"cmd_{parsed.command.name}")(parsed.arg)
+    screen.app.push_screen(InfoModal("## Slash commands\n\n" + help_text()))
 
-    # -- simple ones ------------------------------------------------------------------------------
-    def cmd_help(self, arg: str) -> None:
-        self.push_screen(InfoModal("## Slash commands\n\n" + help_text()))  # type: ignore[attr-defined]
 
-    def cmd_quit(self, arg: str) -> None:
-        self.run_action("quit")  # type: ignore[attr-defined]
+@handles("quit")
+def quit_app(screen: SessionScreen, arg: str) -> None:
+    screen.stopping = True
+    screen.cancel.set()
+    screen.app.exit(0)
 
-    def cmd_cost(self, arg: str) -> None:
-        label = self.status.info.model  # type: ignore[attr-defined]
-        self.push_screen(InfoModal(cost_markdown(label, self.session.log.events)))  # type: ignore[attr-defined]
 
-    def cmd_context(self, arg: str) -> None:
-        report = getattr(self.agent, "last_report", None) or self.gauge.report  # type: ignore[attr-defined]
-        self.push_screen(ContextScreen(report, self.session.log.events))  # type: ignore[attr-defined]
+@handles("cost")
+def show_cost(screen: SessionScreen, arg: str) -> None:
+    from ctxagent.tui.pickers import InfoModal
+    from ctxagent.tui.transcript import cost_markdown
 
-    def cmd_memory(self, arg: str) -> None:
-        store = getattr(getattr(self.agent, "parts", None), "memory", None)
-        self.push_screen(MemoryScreen(store, arg))  # type: ignore[attr-defined]
+    screen.app.push_screen(InfoModal(cost_markdown(screen.status.info.model, screen.session.log.events)))
 
-    def cmd_remember(self, arg: str) -> None:
-        app: Any = self
-        if not arg.strip():
-            app.notify("usage: /remember TEXT — e.g. /remember never edit generated files", severity="warning")
-            return
-        store = getattr(getattr(self.agent, "parts", None), "memory", None)
+
+@handles("clear")
+def clear(screen: SessionScreen, arg: str) -> None:
+    screen.chat.remove_children()
+    screen.chat.mount(NoticeLine("view cleared — the session log keeps everything (/rewind, /resume, /context)"))
+
+
+@handles("memory")
+def memory(screen: SessionScreen, arg: str) -> None:
+    from ctxagent.tui.memory_screen import MemoryScreen
+
+    assert screen.agent is not None
+    screen.app.push_screen(MemoryScreen(screen.agent.memory, arg))
+
+
+@handles("remember")
+def remember(screen: SessionScreen, arg: str) -> None:
+    if not arg.strip():
+        screen.say("usage: /remember TEXT — e.g. /remember never edit generated files", "warning")
+        return
+    assert screen.agent is not None
+    try:
+        screen.agent.remember(arg)
+    except Exception as exc:  # memory is a side system: the pin is in the log regardless
+        screen.say(f"memory store: {exc}", "warning")
+    screen.chat.mount(NoticeLine(f"📌 pinned: {arg.strip()}"))
+
+
+@handles("context")
+def context(screen: SessionScreen, arg: str) -> None:
+    """The last request the agent built; measure the next one first when there is none yet (a resume)."""
+    agent = screen.agent
+    assert agent is not None
+    if agent.last_build is None:
+        def work() -> Outcome:
+            agent.preview()  # None when even the relieved history cannot fit: the screen says so
+            return Outcome(True, then=partial(_show_context, screen))
+
+        screen.start_action("measure", work, activity="measuring")
+        return
+    _show_context(screen)
+
+
+def _show_context(screen: SessionScreen) -> None:
+    from ctxagent.tui.context_screen import ContextScreen, ContextSnapshot
+
+    agent = screen.agent
+    assert agent is not None
+    cfg = screen.session.config
+    budget = agent.parts.budget
+    screen.app.push_screen(ContextScreen(ContextSnapshot(
+        build=agent.last_build, sent=agent.last_build_sent, shares={s: budget.base(s) for s in budget.fractions},
+        tokenizer=agent.parts.tokenizer, events=list(screen.session.log.events),
+        thresholds=(float(cfg.compress_at), float(cfg.new_session_at)),
+    )))
+
+
+# -- the model ----------------------------------------------------------------------------------
+
+@handles("model")
+def model(screen: SessionScreen, arg: str) -> None:
+    name = arg.strip()
+    if not name:
+        screen.say(f"model: {screen.status.info.model} — switch with /model provider:name")
+        return
+    from ctxagent.agent.session_ops import switch_model
+
+    old = screen.agent
+
+    def work() -> Outcome:
         try:
-            remember(self.session.log, arg, store)
-        except Exception as exc:  # memory is a side system: the pin is in the log regardless
-            app.notify(f"memory store: {exc}", severity="warning")
-        app.chat.mount(NoticeLine(f"📌 pinned: {arg.strip()}"))
-
-    def cmd_clear(self, arg: str) -> None:
-        app: Any = self
-        app.chat.remove_children()
-        app.chat.mount(NoticeLine("view cleared — the session log keeps everything (/rewind, /resume, /context)"))
-
-    def cmd_model(self, arg: str) -> None:
-        app: Any = self
-        current = app.status.info.model
-        if not arg.strip():
-            app.notify(f"model: {current} — switch with /model provider:name", title="model")
-            return
-        if app.busy:
-            app.notify("wait for the turn to end before switching models", severity="warning")
-            return
-        old = self.session.config.model
-        self.session.config.model = arg.strip()
-        try:
-            app.agent = app.make_agent(self.session, on_event=app.on_agent_event, approver=app.approve)
+            agent = switch_model(screen.session, name, screen.new_agent, carry_from=old)
         except Exception as exc:
-            self.session.config.model = old
-            app.notify(f"cannot switch to {arg.strip()}: {exc}", severity="error")
-            return
-        label = str(getattr(app.agent.parts, "model_label", arg.strip()))
-        app.status.set(model=label)
-        app.chat.mount(NoticeLine(f"model: {label}"))
+            return Outcome(False, f"cannot switch to {name}: {exc} — still on {screen.status.info.model}")
+        return Outcome(True, f"model: {agent.model_label}", agent=agent)
 
-    # -- compaction -----------------------------------------------------------------------------
-    def cmd_compact(self, arg: str) -> None:
-        self.session_action("compact", arg or None)  # type: ignore[attr-defined]
+    screen.start_action("model switch", work, activity="switching model")
 
-    def start_compact(self, focus: str | None) -> None:
-        app: Any = self
-        app.busy = True
-        app.status.set(activity="compacting")
-        self._compact_worker(focus)
 
-    @work(thread=True, exclusive=True, group="agent")
-    def _compact_worker(self, focus: str | None) -> None:
-        app: Any = self
-        before = app.agent.last_report
-        try:
-            done = app.agent.compact(focus)
-        except Exception as exc:
-            app.post_message(ActionFinished("compact", False, f"compaction failed: {type(exc).__name__}: {exc}"))
-            return
-        detail = ""
-        if done is not None and before is not None and app.agent.last_report is before:
-            detail = "estimate"
-            app.post_message(GaugeEstimate(estimate_after_compaction(before, int(done.tokens_after))))
-        app.post_message(ActionFinished("compact", done is not None, detail))
+# -- compaction and sessions --------------------------------------------------------------------
 
-    def on_gauge_estimate(self, message: GaugeEstimate) -> None:
-        gauge = self.gauge  # type: ignore[attr-defined]
-        if gauge.report is None or gauge.report.usage_pct > message.report.usage_pct:
-            gauge.update_report(message.report)
-            self._level = self._level_of(message.report)  # type: ignore[attr-defined]
-            if self._level == "ok":  # type: ignore[attr-defined]
-                self.bar.hide()  # type: ignore[attr-defined]
+@handles("compact")
+def compact(screen: SessionScreen, arg: str) -> None:
+    agent = screen.agent
+    assert agent is not None
+    focus = arg.strip() or None
+    screen.start_action("compact", lambda: Outcome(agent.compact(focus) is not None), activity="compacting")
 
-    # -- sessions ---------------------------------------------------------------------------------
-    def cmd_new(self, arg: str) -> None:
-        if self.busy:
-            self._pending.append(("new_session", None))  # type: ignore[attr-defined]
-            return
-        self.start_new_session(with_summary=arg.strip().lower() in ("summary", "seed", "--summary"))
 
-    def _open(self, **kwargs: Any) -> Any:
-        fn = self.open_session_fn
-        if fn is None:
-            from ctxagent.agent.session import open_session as fn
-        return fn(self.session.root, self.session.config, **kwargs)
+@handles("new")
+def new(screen: SessionScreen, arg: str) -> None:
+    new_session(screen, with_summary=arg.strip().lower() in ("summary", "seed", "--summary"))
 
-    def start_new_session(self, with_summary: bool) -> None:
-        app: Any = self
-        app.busy = True
-        app.status.set(activity="new session")
-        self._new_session_worker(with_summary)
 
-    @work(thread=True, exclusive=True, group="agent")
-    def _new_session_worker(self, with_summary: bool) -> None:
-        app: Any = self
-        old = self.session
-        try:
-            new = self._open(parent=old.id)
-            if with_summary:
-                summarize = getattr(getattr(app.agent, "parts", None), "summarize", None)
-                summary, method = session_summary(old.log.events, summarize)
-                seed_new_session(new.log, old.log, summary, method)
-            old.log.sync()
-        except Exception as exc:
-            app.post_message(ActionFinished("new session", False, f"{type(exc).__name__}: {exc}"))
-            return
+def new_session(screen: SessionScreen, with_summary: bool) -> None:
+    agent = screen.agent
+    assert agent is not None
+    old_id = screen.session.id
+
+    def work() -> Outcome:
+        new = agent.new_session(with_summary, screen.open_session)
+        new_agent = screen.new_agent(new)
         what = "with a summary of" if with_summary else "after"
-        app.post_message(ActionFinished("new session", True, f"new session {new.id} {what} {old.id}", reattach=new))
+        return Outcome(True, f"new session {new.id} {what} {old_id}", session=new, agent=new_agent)
 
-    def cmd_resume(self, arg: str) -> None:
-        from ctxagent.agent.session import list_sessions
+    screen.start_action("new session", work, activity="new session")
 
-        app: Any = self
-        if app.busy:
-            app.notify("wait for the turn to end first", severity="warning")
-            return
-        sessions = list_sessions(self.session.root)
-        app.push_screen(SessionPicker(sessions, str(self.session.id)), self._after_resume_pick)
 
-    def _after_resume_pick(self, session_id: str | None) -> None:
-        app: Any = self
-        if not session_id or session_id == str(self.session.id):
-            return
-        try:
-            new = self._open(resume=session_id)
-        except Exception as exc:
-            app.notify(f"cannot resume {session_id}: {exc}", severity="error")
-            return
-        app.attach(new)
-        app.chat.mount(NoticeLine(f"resumed session {session_id}"))
+@handles("resume")
+def resume(screen: SessionScreen, arg: str) -> None:
+    from ctxagent.agent.session import list_sessions
+    from ctxagent.tui.pickers import SessionPicker
 
-    # -- rewind -------------------------------------------------------------------------------------
-    def _checkpoints(self) -> Any:
-        return getattr(getattr(self.agent, "parts", None), "checkpoints", None)
+    if screen.busy:
+        screen.say("wait for the turn to end first", "warning")
+        return
+    screen.app.push_screen(SessionPicker(list_sessions(screen.session.root), str(screen.session.id)),
+                           partial(_resume_picked, screen))
 
-    def cmd_rewind(self, arg: str) -> None:
-        app: Any = self
-        if app.busy:
-            app.notify("wait for the turn to end (or Esc) before rewinding", severity="warning")
-            return
-        cps = self._checkpoints()
-        try:
-            turns = cps.turns(self.session.log) if cps is not None else user_turns(self.session.log)
-        except Exception as exc:
-            app.notify(f"checkpoints unavailable ({exc}); conversation rewind only", severity="warning")
-            cps, turns = None, user_turns(self.session.log)
-        self._rewind_has_code = cps is not None
-        app.push_screen(RewindScreen(turns, has_code=cps is not None), self._after_rewind_pick)
 
-    def _after_rewind_pick(self, choice: RewindChoice | None) -> None:
-        if choice is None:
-            return
-        app: Any = self
-        app.busy = True
-        app.status.set(activity="rewinding")
-        self._rewind_worker(choice)
+def _resume_picked(screen: SessionScreen, session_id: str | None) -> None:
+    if not session_id or session_id == str(screen.session.id):
+        return
+    open_session = screen.open_session
+    if open_session is None:
+        from ctxagent.agent.session import open_session
+    root, config = screen.session.root, screen.session.config
 
-    @work(thread=True, exclusive=True, group="agent")
-    def _rewind_worker(self, choice: RewindChoice) -> None:
-        app: Any = self
-        log = self.session.log
-        text = next((str(e.data.get("text", "")) for e in log.events
-                     if e.kind == "user" and int(e.data.get("turn", -1)) == choice.turn), "")
-        try:
-            cps = self._checkpoints() if getattr(self, "_rewind_has_code", False) else None
-            if cps is not None:
-                result = cps.rewind(log, choice.turn, mode=choice.mode, confirm_overwrite=self._confirm_blocking)
-                detail = _describe_rewind(result, choice)
-            else:
-                rewind_conversation(log, choice.turn)
-                detail = f"conversation rewound to before turn {choice.turn}"
-        except Exception as exc:
-            app.post_message(ActionFinished("rewind", False, f"rewind failed: {type(exc).__name__}: {exc}"))
-            return
+    def work() -> Outcome:
+        new = open_session(root, config, resume=session_id)
+        agent = screen.new_agent(new)
+        return Outcome(True, f"resumed session {session_id}", session=new, agent=agent)
+
+    screen.start_action("resume", work, activity="resuming")
+
+
+# -- rewind ---------------------------------------------------------------------------------------
+
+@handles("rewind")
+def rewind(screen: SessionScreen, arg: str) -> None:
+    from ctxagent.tui.rewind_screen import RewindScreen
+
+    agent = screen.agent
+    assert agent is not None
+    if screen.busy:
+        screen.say("wait for the turn to end (or Esc) before rewinding", "warning")
+        return
+
+    def work() -> Outcome:
+        menu = agent.rewind_menu()  # reads the shadow repository: off the UI thread
+
+        def pick() -> None:
+            if menu.note and menu.turns:
+                screen.say(f"{menu.note}; conversation rewind only", "warning")
+            screen.app.push_screen(RewindScreen(menu.turns, has_code=menu.has_code), partial(_rewind_picked, screen))
+
+        return Outcome(True, then=pick)
+
+    screen.start_action("rewind", work, activity="reading checkpoints")
+
+
+def _rewind_picked(screen: SessionScreen, choice: RewindChoice | None) -> None:
+    from ctxagent.agent.session_ops import describe_rewind, find_user_turn
+
+    if choice is None:
+        return
+    agent = screen.agent
+    assert agent is not None
+
+    def work() -> Outcome:
+        text = find_user_turn(screen.session.log, choice.turn).user.text
+        result = agent.rewind(choice.turn, choice.mode, screen.bridge.confirm_overwrite)
         restore = text if choice.mode in ("both", "conversation") else ""
-        app.post_message(ActionFinished("rewind", True, detail, reattach=True, restore_input=restore))
+        return Outcome(True, describe_rewind(result, choice.turn, choice.mode), rerender=True, restore_input=restore)
 
-    def _confirm_blocking(self, *args: Any, **kwargs: Any) -> bool:
-        """For the checkpoint API, on the worker thread: ask before overwriting files changed outside."""
-        app: Any = self
-        files = [str(a) for a in args if isinstance(a, str)] + [str(x) for a in args if isinstance(a, (list, tuple)) for x in a]
-        answered = threading.Event()
-        box: list[bool] = []
-
-        def done(yes: bool | None) -> None:
-            box.append(bool(yes))
-            answered.set()
-
-        app.call_from_thread(app.push_screen, ConfirmModal(
-            "Overwrite files changed outside the agent since that turn?", "\n".join(files[:20])), done)
-        answered.wait()
-        return box[0]
-
-    def on_action_finished(self, message: ActionFinished) -> None:
-        app: Any = self
-        app.busy = False
-        app.status.set(activity="idle")
-        if message.reattach is not None:
-            app.attach(self.session if message.reattach is True else message.reattach)
-        if message.detail and message.detail != "estimate":
-            app.chat.mount(NoticeLine(message.detail, "info" if message.ok else "error"))
-        if message.restore_input:
-            box = app.query_one("#input", ChatInput)
-            box.value = message.restore_input
-            box.cursor_position = len(message.restore_input)
-        pending, app._pending = app._pending, []
-        for action, arg in pending:
-            app.session_action(action, arg)
-
-
-class GaugeEstimate(Message):
-    def __init__(self, report: ContextReport) -> None:
-        super().__init__()
-        self.report = report
-
-
-def _describe_rewind(result: Any, choice: RewindChoice) -> str:
-    parts = [f"rewound to before turn {choice.turn} ({choice.mode})"]
-    for attr in ("files_restored", "files_deleted", "skipped"):
-        files = getattr(result, attr, None)
-        if files:
-            parts.append(f"{attr.removeprefix('files_')}: {', '.join(map(str, list(files)[:6]))}")
-    return "; ".join(parts)
+    screen.start_action("rewind", work, activity="rewinding")

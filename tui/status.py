@@ -1,4 +1,5 @@
-"""The status line: model, session id, tokens in/out, cost, calibration ratio, and what runs now."""
+"""The status line: model, the whole session id (what --resume takes), tokens in/out, cost,
+calibration ratio, a mark when permissions are off or relaxed, and what runs now."""
 
 from __future__ import annotations
 
@@ -20,6 +21,14 @@ class StatusInfo:
     calibration: float = 1.0
     activity: str = "idle"  # "idle" | "thinking" | "tool: read_file" | ...
     label: str = ""  # e.g. "scripted demo"
+    permissions: str = "ask"  # the permission mode: "ask" | "auto-edit" | "yolo"
+
+
+# Marks for relaxed permission modes: always visible, because nothing else says edits run unasked.
+PERMISSION_MARK = {
+    "yolo": ("⚠ YOLO: never asks", "bold white on red"),
+    "auto-edit": ("auto-edit: edits unasked", "bold black on yellow"),
+}
 
 
 def short_model(label: str, width: int = 28) -> str:
@@ -32,18 +41,38 @@ def short_model(label: str, width: int = 28) -> str:
 
 
 def format_status(info: StatusInfo, width: int = 80) -> Text:
-    t = Text()
+    """One line. When it does not fit, the least needed parts go first (calibration, cost, tokens,
+    the label), then the model's name is shortened — never the session id, the permission mark or
+    what runs now."""
+    busy = info.activity != "idle"
+    parts: list[tuple[str, str, int]] = []  # (text, style, priority: higher is kept longer)
+    parts.append((("◐ " if busy else "● ") + info.activity, "bold yellow" if busy else "dim", 9))
     if info.label:
-        t.append(f" {info.label} ", style="bold black on magenta")
-        t.append(" ")
-    t.append(short_model(info.model), style="bold")
+        parts.append((f" {info.label} ", "bold black on magenta", 6))
+    mark = PERMISSION_MARK.get(info.permissions)
+    if mark:
+        parts.append((f" {mark[0]} ", mark[1], 10))
+    parts.append(("{model}", "bold", 8))
     if info.session:
-        t.append(f" · {info.session[:12]}", style="dim")
-    t.append(f" · ↑{human_tokens(info.tokens_in)} ↓{human_tokens(info.tokens_out)}")
-    t.append(" · " + (f"${info.cost:.4f}" if info.cost is not None else "$—"))
-    t.append(f" · cal ×{info.calibration:.2f}", style="dim")
-    style = "bold yellow" if info.activity != "idle" else "dim"
-    t.append(f" · {info.activity}", style=style)
+        parts.append((info.session, "dim", 10))
+    parts.append((f"↑{human_tokens(info.tokens_in)} ↓{human_tokens(info.tokens_out)}", "", 5))
+    parts.append(((f"${info.cost:.4f}" if info.cost is not None else "$—"), "", 4))
+    parts.append((f"cal ×{info.calibration:.2f}", "dim", 3))
+    model_min = 12
+
+    def length(items: list[tuple[str, str, int]], model_width: int) -> int:
+        return sum(model_width if text == "{model}" else len(text) for text, _, _ in items) + 3 * (len(items) - 1)
+
+    full_model = len(short_model(info.model, 200))
+    while length(parts, full_model) > width and any(p < 8 for _, _, p in parts):
+        lowest = min(p for _, _, p in parts)
+        parts = [x for x in parts if x[2] != lowest]
+    model_width = max(model_min, min(full_model, width - length(parts, 0)))
+    t = Text()
+    for i, (text, style, _) in enumerate(parts):
+        if i:
+            t.append(" · ", style="dim")
+        t.append(short_model(info.model, model_width) if text == "{model}" else text, style=style)
     t.truncate(width)
     return t
 

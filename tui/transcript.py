@@ -7,9 +7,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ctxagent.context.history import Event, Summary, view
-from ctxagent.tui.chat import AssistantMessage, ToolPanel, UserMessage
+from ctxagent.tui.chat import AssistantMessage, SummaryPanel, ToolPanel, UserMessage
 from textual.widget import Widget
-from textual.widgets import Collapsible, Static
 
 
 def transcript_widgets(events: Iterable[Event]) -> list[Widget]:
@@ -18,28 +17,30 @@ def transcript_widgets(events: Iterable[Event]) -> list[Widget]:
     panels: dict[str, ToolPanel] = {}
     for item in view(list(events)):
         if isinstance(item, Summary):
-            out.append(Collapsible(Static(item.text), title=f"≡ summary of events {item.first_id}–{item.last_id} ({item.method})"))
+            how = "model summary" if item.method == "model" else "summary extracted without a model"
+            out.append(SummaryPanel(f"≡ earlier turns, as a {how} (the originals are in the log)", item.text))
             continue
-        d = item.data
         if item.kind == "user":
-            out.append(UserMessage(str(d.get("text", "")), int(d.get("turn", 0)) or None))
+            out.append(UserMessage(item.user.text, item.user.turn or None))
         elif item.kind == "assistant":
-            if str(d.get("text", "")).strip():
-                out.append(AssistantMessage(str(d["text"])))
-            for call in d.get("tool_calls") or []:
-                panel = ToolPanel(str(call.get("id", "")), str(call.get("name", "?")), dict(call.get("arguments") or {}),
-                                  status="pending")
+            said = item.assistant
+            if said.text.strip():
+                out.append(AssistantMessage(said.text))
+            for call in said.tool_calls:
+                panel = ToolPanel(call.id, call.name, dict(call.arguments), status="pending")
+                panel.collapsed = not (said.direct and call.name == "shell")  # a !command stays open, as it ran
                 panels[panel.call_id] = panel
                 out.append(panel)
         elif item.kind == "tool_result":
-            panel = panels.get(str(d.get("call_id", "")))
+            result = item.tool_result
+            panel = panels.get(result.call_id)
             if panel is None:
-                panel = ToolPanel(str(d.get("call_id", "")), str(d.get("name", "?")), {})
+                panel = ToolPanel(result.call_id, result.name or "?", {})
                 out.append(panel)
-            meta: dict[str, Any] = dict(d.get("meta") or {})
-            if d.get("spill"):
-                meta["spill"] = d["spill"]
-            panel.finish(str(d.get("content", "")), bool(d.get("is_error")), int(d.get("duration_ms", 0)), meta)
+            meta: dict[str, Any] = result.meta.to_data()
+            if result.spill_ref is not None:
+                meta["spill"] = result.spill_ref.to_data()
+            panel.finish(result.content, result.is_error, result.duration_ms, meta)
     return out
 
 
@@ -56,14 +57,10 @@ def usage_totals(events: Iterable[Event]) -> UsageTotals:
     """Provider-reported usage over every model call in the log (masked or not: it was paid for)."""
     i = o = cr = cw = n = 0
     for e in events:
-        if e.kind != "assistant":
+        if e.kind != "assistant" or e.assistant.direct:  # direct: the user's @file / !command, no model call
             continue
-        u = e.data.get("usage") or {}
-        i += int(u.get("input_tokens", 0))
-        o += int(u.get("output_tokens", 0))
-        cr += int(u.get("cache_read", 0))
-        cw += int(u.get("cache_write", 0))
-        n += 1
+        u = e.assistant.usage
+        i, o, cr, cw, n = i + u.input_tokens, o + u.output_tokens, cr + u.cache_read, cw + u.cache_write, n + 1
     return UsageTotals(i, o, cr, cw, n)
 
 

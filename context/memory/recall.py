@@ -53,7 +53,9 @@ class MemoryRecall:
         relevant: list[Record] = []
         q = " ".join([query or "", *(f for f in files or [])]).strip()
         if q:
-            relevant = self.store.search(q, layer="warm", type=RELEVANT_TYPES, limit=self.top_k + len(chosen))
+            # lexical only: a nearest vector always exists, so similarity alone would fill the block with
+            # weak matches every step; the search tool is where semantic recall pays
+            relevant = self.store.search(q, layer="warm", type=RELEVANT_TYPES, limit=self.top_k + len(chosen), semantic=False)
         for f in files or []:
             relevant += self.store.list(file=f, layer="warm", include_superseded=False, newest_first=True, limit=3)
         extra: list[Record] = []

@@ -8,7 +8,11 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 LAYERS = ("warm", "cold")
-TYPES = ("decision", "constraint", "change", "todo", "note", "summary", "spill")
+# Not a layer one writes to: records written in turns a /rewind took back. Kept (listed, with their
+# history), never searched or recalled; a repeat after the rewind makes one current again.
+RETIRED = "retired"
+# `turn`: a conversational turn kept verbatim (cold, searchable, never in the warm block) — see turns.py
+TYPES = ("decision", "constraint", "change", "todo", "note", "summary", "spill", "turn")
 TODO_STATUSES = ("open", "done")
 
 COLUMNS = (
@@ -42,7 +46,7 @@ class Record:
 
     @property
     def current(self) -> bool:
-        return self.superseded_by is None
+        return self.superseded_by is None and self.layer != RETIRED
 
     def line(self) -> str:
         """The compact form used in the warm block and tool output: "[constraint t1] ..."."""

@@ -85,6 +85,16 @@ MIGRATIONS: list[str] = [
         session = 'cli' OR tags LIKE '%"remember"%' OR (context != '' AND instr(lower(context), lower(content)) > 0));
     UPDATE records SET pinned = 0 WHERE type = 'constraint' AND pinned = 1 AND provenance = '';
     """,
+    # 4: one embedding per record, for hybrid search when the optional embedding model is installed
+    #    (`ctxagent[embeddings]`, see embed.py). Derived data: written lazily, rebuilt when the model changes.
+    """
+    CREATE TABLE record_vectors (
+        seq       INTEGER PRIMARY KEY AUTOINCREMENT,         -- grows on every write: readers top up by it
+        record_id INTEGER NOT NULL UNIQUE REFERENCES records(id) ON DELETE CASCADE,
+        model     TEXT NOT NULL,
+        vec       BLOB NOT NULL                              -- float32, L2-normalized
+    );
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

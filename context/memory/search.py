@@ -1,7 +1,9 @@
 """Full-text search over memory records: FTS5 BM25 on pre-tokenized text, with filters.
 
-Columns are weighted (content 1.0, files 0.8, tags 0.5, surrounding context 0.3), so a record that
-*says* the query outranks one that merely sits next to it. Ties break on newer turn, then newer id,
+Columns are weighted (content 1.0, files 0.8, tags 0.5, surrounding context 0.5), so a record that
+*says* the query outranks one that merely sits next to it — while a reply is still found by the
+question before it (a turn's context is its neighbouring turns; 0.5 rather than 0.3 was chosen on
+LoCoMo conv-26 and conv-30). Ties break on newer turn, then newer id,
 so the same database state always gives the same order.
 """
 
@@ -11,10 +13,10 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
-from ctxagent.context.memory.record import COLUMNS, Record
+from ctxagent.context.memory.record import COLUMNS, RETIRED, Record
 from ctxagent.context.memory.text import Synonyms, match_of, query_units, stem
 
-WEIGHTS = (1.0, 0.5, 0.8, 0.3)  # content, tags, files, context — the order of records_fts columns
+WEIGHTS = (1.0, 0.5, 0.8, 0.5)  # content, tags, files, context — the order of records_fts columns
 
 
 def norm_path(path: str) -> str:
@@ -36,8 +38,10 @@ def _filters(
 ) -> tuple[list[str], list[Any]]:
     where: list[str] = []
     params: list[Any] = []
-    if not include_superseded:
+    if not include_superseded:  # what is no longer true: replaced by a newer record, or taken back by a rewind
         where.append("r.superseded_by IS NULL")
+        where.append("r.layer != ?")
+        params.append(RETIRED)
     if layer:
         where.append("r.layer = ?")
         params.append(layer)

@@ -22,57 +22,66 @@ from ctxagent.context.history import Event
 from ctxagent.context.memory import provenance as provenance_rules
 from ctxagent.context.memory import rules
 from ctxagent.context.memory.dbfile import create_private, sqlite_problem
-from ctxagent.context.memory.record import COLUMNS, LAYERS, TODO_STATUSES, TYPES, Record
+from ctxagent.context.memory.embed import (
+    BACKFILL_BATCH,
+    Embedder,
+    VectorIndex,
+    describe,
+    detect,
+    embed_pending,
+)
+from ctxagent.context.memory.hybrid import hybrid_search
+from ctxagent.context.memory.lifecycle import RecordLifecycle, stored_text
+from ctxagent.context.memory.record import COLUMNS, LAYERS, RETIRED, TODO_STATUSES, TYPES, Record
 from ctxagent.context.memory.schema import SCHEMA_VERSION, migrate
 from ctxagent.context.memory.search import list_records, norm_path, search_records
+from ctxagent.context.memory.term_df import backfill_term_df, bump_df, record_terms
 from ctxagent.context.memory.text import (
     Synonyms,
     config_synonyms,
     index_text,
     normalize,
     query_units,
-    stem,
-    terms,
 )
 from ctxagent.context.paths import (
     ensure_state_dir,
     project_state_dir,
     user_state_dir,
 )
-from ctxagent.context.sanitize import escape_surrogates, redact_secrets
+from ctxagent.context.sanitize import escape_surrogates
 
 DEFAULT_DEGRADE_AFTER_TURNS = 20
 BUSY_TIMEOUT_MS = 30_000
 USER_TEXT_CHARS = 20_000  # of one user turn, kept for matching
 USER_TEXTS_KEPT = 500  # user turns a constraint is matched against
-DEFAULT_IMPORTANCE = {"constraint": 0.9, "decision": 0.8, "todo": 0.7, "change": 0.5, "note": 0.4, "summary": 0.3, "spill": 0.2}
-
-def _clean(text: str) -> str:
-    """What may be stored: no secret of a known shape, nothing sqlite cannot encode."""
-    return redact_secrets(escape_surrogates(text))
-
+DEFAULT_IMPORTANCE = {"constraint": 0.9, "decision": 0.8, "todo": 0.7, "change": 0.5, "note": 0.4, "summary": 0.3, "spill": 0.2,
+                      "turn": 0.2}
 
 def project_db_path(root: str | Path) -> Path:
     return project_state_dir(Path(root)) / "memory.db"
 
 
-class MemoryStore:
+class MemoryStore(RecordLifecycle):
     """Typed memory records in SQLite. Thread-safe; several processes may share the file."""
 
     def __init__(self, conn: sqlite3.Connection, path: Path | None, *, synonyms: Synonyms | None = None,
-                 degrade_after_turns: int = DEFAULT_DEGRADE_AFTER_TURNS, scope: str = "project"):
+                 degrade_after_turns: int = DEFAULT_DEGRADE_AFTER_TURNS, scope: str = "project",
+                 embeddings: bool = True):
         self.conn = conn
         self.path = path
         self.synonyms = synonyms or Synonyms()
         self.degrade_after_turns = degrade_after_turns
         self.scope = scope
         self._lock = threading.RLock()
+        self._embeddings = embeddings  # False: BM25 alone even when an embedding model is installed
+        self._vectors: VectorIndex | None = None
 
     # ----------------------------------------------------------------- opening
 
     @classmethod
     def open(cls, path: str | Path, *, synonyms: Iterable[Iterable[str]] | None = None,
-             degrade_after_turns: int = DEFAULT_DEGRADE_AFTER_TURNS, scope: str = "project") -> MemoryStore:
+             degrade_after_turns: int = DEFAULT_DEGRADE_AFTER_TURNS, scope: str = "project",
+             embeddings: bool = True) -> MemoryStore:
         """Open (creating and migrating) the database at `path`; ":memory:" for a throwaway one.
 
         Extra synonym groups come from `synonyms` and from `synonyms = [[...], ...]` in a
@@ -95,11 +104,12 @@ class MemoryStore:
                 conn.execute("PRAGMA synchronous = NORMAL")
             conn.execute("PRAGMA foreign_keys = ON")
             migrate(conn)
-            _backfill_term_df(conn)
+            backfill_term_df(conn)
         except sqlite3.Error as exc:
             conn.close()
             raise MemoryStoreError(f"cannot open memory database {path}: {sqlite_problem(exc)}") from exc
-        return cls(conn, db_path, synonyms=Synonyms(groups), degrade_after_turns=degrade_after_turns, scope=scope)
+        return cls(conn, db_path, synonyms=Synonyms(groups), degrade_after_turns=degrade_after_turns, scope=scope,
+                   embeddings=embeddings)
 
     @classmethod
     def open_project(cls, root: str | Path, **kw: Any) -> MemoryStore:
@@ -143,19 +153,20 @@ class MemoryStore:
             files: Sequence[str] = (), session: str = "", turn: int = 0, importance: float | None = None,
             pinned: bool | None = None, status: str | None = None, source_events: Sequence[int] = (),
             context: str = "", merge: bool = True, supersede: bool = True, provenance: str = provenance_rules.USER,
-            user_texts: Sequence[str] | None = None) -> int:
+            user_texts: Sequence[str] | None = None, said_at: float | None = None) -> int:
         """Write a record and return its id — the id of the existing record when it merges into one.
 
         `provenance` says who wrote it (this API is the user's — the CLI, /remember — unless a caller
         says otherwise). Constraints are pinned and todos open unless said otherwise, but a
         constraint not written by the user is pinned only if it matches what the user typed
         (`user_texts`, default: this store's record of the user's turns) — see provenance.py.
-        See `rules` for merge and supersede.
+        See `rules` for merge and supersede. `said_at` (epoch seconds) is when its source was said,
+        kept as `created_at`; default: now.
         """
         if provenance not in provenance_rules.PROVENANCES:
             raise MemoryStoreError(f"unknown provenance {provenance!r}")
-        content = _clean(" ".join(str(content).split()) if "\n" not in str(content) else str(content).strip())
-        context = _clean(str(context))
+        content = stored_text(" ".join(str(content).split()) if "\n" not in str(content) else str(content).strip())
+        context = stored_text(str(context))
         if not content:
             raise MemoryStoreError("a memory record needs content")
         if type not in TYPES:
@@ -165,7 +176,7 @@ class MemoryStore:
         if status is not None and status not in TODO_STATUSES:
             raise MemoryStoreError(f"unknown status {status!r}; expected one of {', '.join(TODO_STATUSES)}")
         files = [norm_path(escape_surrogates(f)) for f in files if f]
-        tags = [_clean(str(t)) for t in tags if str(t).strip()]
+        tags = [stored_text(str(t)) for t in tags if str(t).strip()]
         wants_pin = type == "constraint" if pinned is None else bool(pinned)
         if wants_pin and provenance != provenance_rules.USER:
             heard = self.user_texts() if user_texts is None else user_texts
@@ -186,7 +197,7 @@ class MemoryStore:
                 "updated_at, confirmations, importance, superseded_by, source_events, pinned, status, context, norm, "
                 "provenance) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, NULL, ?, ?, ?, ?, ?, ?)",
                 (layer, type, content, json.dumps(tags, ensure_ascii=False), json.dumps(files, ensure_ascii=False),
-                 session, int(turn), int(turn), now, now,
+                 session, int(turn), int(turn), now if not said_at else float(said_at), now,
                  DEFAULT_IMPORTANCE[type] if importance is None else float(importance),
                  json.dumps([int(e) for e in source_events]), int(wants_pin),
                  status if status is not None else ("open" if type == "todo" else None), context, normalize(content),
@@ -201,7 +212,7 @@ class MemoryStore:
                 "INSERT INTO record_files (record_id, path, name) VALUES (?, ?, ?)",
                 [(rid, f, f.rsplit("/", 1)[-1]) for f in dict.fromkeys(files)],
             )
-            _bump_df(conn, _record_terms(content, tags, files, context), +1)
+            bump_df(conn, record_terms(content, tags, files, context), +1)
             if supersede and type in rules.SUPERSEDABLE:
                 self._auto_supersede(conn, rid)
             return rid
@@ -222,14 +233,18 @@ class MemoryStore:
         new_files = list(dict.fromkeys([*rec.files, *files]))
         sources = list(dict.fromkeys([*rec.source_events, *(int(e) for e in source_events)])) if session == rec.session else rec.source_events
         last_turn = max(rec.last_turn, int(turn)) if session == rec.session else rec.last_turn
+        if rec.layer == RETIRED:  # taken back by a rewind, said again since: current again, first said now
+            sources = [int(e) for e in source_events]
+            last_turn = int(turn)
+            conn.execute("UPDATE records SET turn = ?, session = ? WHERE id = ?", (int(turn), session, rec.id))
         conn.execute(
             "UPDATE records SET confirmations = confirmations + 1, updated_at = ?, tags = ?, files = ?, source_events = ?, "
-            "last_turn = ?, layer = CASE WHEN ? > last_turn THEN 'warm' ELSE layer END WHERE id = ?",
+            "last_turn = ?, layer = CASE WHEN layer = ? OR ? > last_turn THEN 'warm' ELSE layer END WHERE id = ?",
             (time.time(), json.dumps(new_tags, ensure_ascii=False), json.dumps(new_files, ensure_ascii=False),
-             json.dumps(sources), last_turn, last_turn, rec.id),
+             json.dumps(sources), last_turn, RETIRED, last_turn, rec.id),
         )
-        added = _record_terms("", [t for t in new_tags if t not in rec.tags], [f for f in new_files if f not in rec.files], "")
-        _bump_df(conn, added - _record_terms(rec.content, rec.tags, rec.files, rec.context), +1)
+        added = record_terms("", [t for t in new_tags if t not in rec.tags], [f for f in new_files if f not in rec.files], "")
+        bump_df(conn, added - record_terms(rec.content, rec.tags, rec.files, rec.context), +1)
         for f in new_files:
             if f not in rec.files:
                 conn.execute("INSERT INTO record_files (record_id, path, name) VALUES (?, ?, ?)", (rec.id, f, f.rsplit("/", 1)[-1]))
@@ -271,66 +286,12 @@ class MemoryStore:
                 conn.execute("UPDATE records SET superseded_by = ? WHERE id = ?", (old.id, rid))
                 return
 
-    def supersede(self, old_id: int, new_id: int) -> None:
-        """Mark `old_id` as replaced by `new_id` (explicit: no shared subject needed)."""
-        if old_id == new_id:
-            raise MemoryStoreError("a record cannot supersede itself")
-        with self._write() as conn:
-            for rid in (old_id, new_id):
-                if self._get(conn, rid) is None:
-                    raise MemoryStoreError(f"no memory record {rid}")
-            conn.execute("UPDATE records SET superseded_by = ?, updated_at = ? WHERE id = ?", (new_id, time.time(), old_id))
-
-    def forget(self, id: int) -> bool:
-        """Delete a record for good (the one deletion there is). Records it superseded become current again."""
-        with self._write() as conn:
-            rec = self._get(conn, id)
-            if rec is not None:
-                _bump_df(conn, _record_terms(rec.content, rec.tags, rec.files, rec.context), -1)
-            gone = conn.execute("DELETE FROM records WHERE id = ?", (id,)).rowcount
-            conn.execute("DELETE FROM records_fts WHERE rowid = ?", (id,))
-            conn.execute("DELETE FROM record_files WHERE record_id = ?", (id,))
-            conn.execute("UPDATE records SET superseded_by = NULL WHERE superseded_by = ?", (id,))
-            return bool(gone)
-
-    def set_status(self, id: int, status: str) -> None:
-        if status not in TODO_STATUSES:
-            raise MemoryStoreError(f"unknown status {status!r}")
-        with self._write() as conn:
-            conn.execute("UPDATE records SET status = ?, updated_at = ? WHERE id = ?", (status, time.time(), id))
-
-    def set_layer(self, id: int, layer: str) -> None:
-        if layer not in LAYERS:
-            raise MemoryStoreError(f"unknown layer {layer!r}")
-        with self._write() as conn:
-            conn.execute("UPDATE records SET layer = ?, updated_at = ? WHERE id = ?", (layer, time.time(), id))
-
-    def age(self, current_turn: int, session: str | None = None) -> int:
-        """Move warm records not said for `degrade_after_turns` turns to cold; return how many moved.
-
-        Pinned constraints and open todos never age: they are recalled every step. With `session`,
-        records of other sessions count as older than this session's turn 1.
-        """
-        limit = int(current_turn) - self.degrade_after_turns
-        if limit <= 0:
-            return 0
-        keep = "pinned = 0 AND NOT (type = 'todo' AND status = 'open')"
-        with self._write() as conn:
-            if session is None:
-                cur = conn.execute(f"UPDATE records SET layer = 'cold' WHERE layer = 'warm' AND {keep} AND last_turn < ?", (limit,))
-            else:
-                cur = conn.execute(
-                    f"UPDATE records SET layer = 'cold' WHERE layer = 'warm' AND {keep} AND (session != ? OR last_turn < ?)",
-                    (session, limit),
-                )
-            return int(cur.rowcount)
-
     def record_user_text(self, session: str, event_id: int, turn: int, text: str) -> None:
         """Keep what the user typed in a turn: a constraint written by anyone else binds only if it
         matches one of these (provenance.said_by_user)."""
         with self._write() as conn:
             conn.execute("INSERT OR IGNORE INTO user_texts (session, event_id, turn, text) VALUES (?, ?, ?, ?)",
-                         (session, int(event_id), int(turn), _clean(str(text))[:USER_TEXT_CHARS]))
+                         (session, int(event_id), int(turn), stored_text(str(text))[:USER_TEXT_CHARS]))
 
     def user_texts(self, limit: int = USER_TEXTS_KEPT) -> list[str]:
         """The user's most recent turns (any session), newest first."""
@@ -354,9 +315,44 @@ class MemoryStore:
         with self._lock:
             return self._get(self.conn, id)
 
+    @property
+    def embedder(self) -> Embedder | None:
+        """The embedding model hybrid search uses (loaded on first use), or None: BM25 alone."""
+        return detect() if self._embeddings else None
+
+    @property
+    def retrieval(self) -> str:
+        return describe(self.embedder) if self._embeddings else "BM25 (embeddings off for this store)"
+
+    def embed_new(self, limit: int | None = None, session: str | None = None) -> int:
+        """Give records without a vector one (newest first; `session`'s only when given); 0 without an
+        embedding model. Never raises: a record left without a vector is still found by BM25, and a
+        later search back-fills it."""
+        emb = self.embedder
+        if emb is None:
+            return 0
+        try:
+            return embed_pending(self, emb, limit, session)
+        except Exception:
+            return 0
+
     def search(self, query: str, layer: str | None = None, type: str | Sequence[str] | None = None,
                file: str | None = None, turns: tuple[int, int] | None = None, limit: int = 8,
-               include_superseded: bool = False) -> list[Record]:
+               include_superseded: bool = False, semantic: bool = True) -> list[Record]:
+        """Records matching `query`, best first: BM25, fused with embedding similarity when a model is
+        installed and `semantic` (see hybrid.py)."""
+        emb = self.embedder if semantic else None
+        if emb is not None:
+            self.embed_new(BACKFILL_BATCH)
+            try:
+                with self._lock:
+                    if self._vectors is None or self._vectors.model != emb.name:
+                        self._vectors = VectorIndex(emb.name, emb.dim)
+                    return hybrid_search(self.conn, self._vectors, emb, query, synonyms=self.synonyms, layer=layer,
+                                         type_=type, file=file, turns=turns, limit=limit,
+                                         include_superseded=include_superseded)
+            except Exception:  # the model failed on this query: the lexical answer is still a good one
+                pass
         with self._lock:
             return search_records(self.conn, query, synonyms=self.synonyms, layer=layer, type_=type, file=file,
                                   turns=turns, limit=limit, include_superseded=include_superseded)
@@ -367,17 +363,6 @@ class MemoryStore:
         with self._lock:
             return list_records(self.conn, layer=layer, type_=type, file=file, include_superseded=include_superseded,
                                 session=session, pinned=pinned, status=status, limit=limit, newest_first=newest_first)
-
-    def history(self, id: int) -> list[Record]:
-        """The chain of records `id` replaced and that replaced it, oldest first."""
-        with self._lock:
-            chain: list[Record] = []
-            rec = self._get(self.conn, id)
-            while rec is not None and rec.id not in {r.id for r in chain}:
-                chain.append(rec)
-                rec = self._get(self.conn, rec.superseded_by) if rec.superseded_by is not None else None
-            older = [Record.from_row(r) for r in self.conn.execute(f"SELECT {COLUMNS} FROM records WHERE superseded_by = ? ORDER BY id", (id,))]
-            return sorted({r.id: r for r in older + chain}.values(), key=lambda r: (r.last_turn, r.id))
 
     def stats(self) -> dict[str, Any]:
         with self._lock:
@@ -396,42 +381,7 @@ class MemoryStore:
                 "pinned": int(q("SELECT COUNT(*) FROM records WHERE pinned = 1 AND superseded_by IS NULL").fetchone()[0]),
                 "open_todos": int(q("SELECT COUNT(*) FROM records WHERE type = 'todo' AND status = 'open' AND superseded_by IS NULL").fetchone()[0]),
                 "ingested_events": int(q("SELECT COUNT(*) FROM ingested").fetchone()[0]),
+                "retrieval": self.retrieval,
+                "vectors": int(q("SELECT COUNT(*) FROM record_vectors").fetchone()[0]),
                 "bytes": self.path.stat().st_size if self.path and self.path.exists() else 0,
             }
-
-
-def _record_terms(content: str, tags: Sequence[str], files: Sequence[str], context: str) -> set[str]:
-    """The record's distinct terms as `term_df` keys (light-stemmed, close to what porter merges in FTS5)."""
-    found = set(terms(content)) | set(terms(" ".join(tags))) | set(terms(" ".join(files))) | set(terms(context))
-    return {stem(t) for t in found}
-
-
-def _bump_df(conn: sqlite3.Connection, found: set[str], delta: int) -> None:
-    if not found:
-        return
-    conn.executemany(
-        "INSERT INTO term_df (term, df) VALUES (?, ?) ON CONFLICT(term) DO UPDATE SET df = MAX(0, df + excluded.df)",
-        [(t, delta) for t in sorted(found)],
-    )
-
-
-def _backfill_term_df(conn: sqlite3.Connection) -> None:
-    """Count term document frequencies for records written before schema 2 (once per database)."""
-    row = conn.execute("SELECT value FROM meta WHERE key = 'term_df_backfill'").fetchone()
-    if not row or row[0] != "pending":
-        return
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        row = conn.execute("SELECT value FROM meta WHERE key = 'term_df_backfill'").fetchone()
-        if row and row[0] == "pending":
-            counts: dict[str, int] = {}
-            for content, tags, files, context in conn.execute("SELECT content, tags, files, context FROM records"):
-                for t in _record_terms(content, json.loads(tags), json.loads(files), context):
-                    counts[t] = counts.get(t, 0) + 1
-            conn.execute("DELETE FROM term_df")
-            conn.executemany("INSERT INTO term_df (term, df) VALUES (?, ?)", sorted(counts.items()))
-            conn.execute("UPDATE meta SET value = 'done' WHERE key = 'term_df_backfill'")
-        conn.execute("COMMIT")
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 from cp_helpers import make_loop, write
-from ctxagent.agent.checkpoints import CheckpointError, checkpoints_for_log, rewind, turns
+from ctxagent.agent.checkpoints import checkpoints_for_log, rewind, turns
+from ctxagent.context.errors import HistoryError
 from ctxagent.context.history import Event, SessionLog, Summary
 
 BINARY = bytes(range(256)) + b"\r\n\x00\xff" * 50
@@ -62,7 +63,7 @@ def test_code_and_conversation_rewind_restores_the_tree_exactly(repo: Path) -> N
     # Conversation: one rewind event to the user event of turn 2; later events stay in the log.
     assert len(loop.log.events) == before_rewind_events + 1
     ev = loop.log.events[-1]
-    assert ev.kind == "rewind" and ev.data == {"to_id": result.conversation_to_id}
+    assert ev.kind == "rewind" and ev.data == {"to_id": result.conversation_to_id, "turn": 2, "mode": "both"}
     assert loop.log.events[result.conversation_to_id].data["turn"] == 2
     assert _texts(loop.log.view()) == ["first turn"]
     reloaded = SessionLog.load(loop.log.path)
@@ -208,7 +209,7 @@ def test_ignored_files_are_never_deleted_or_overwritten(repo: Path) -> None:
 def test_unknown_turn_and_bad_mode_are_clear_errors(repo: Path) -> None:
     loop = make_loop(repo)
     loop.user("only turn")
-    with pytest.raises(CheckpointError, match="no turn 7"):
+    with pytest.raises(HistoryError, match="no turn 7"):
         rewind(loop.log, 7)
     with pytest.raises(ValueError):
         rewind(loop.log, 1, "everything")  # type: ignore[arg-type]

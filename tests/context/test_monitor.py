@@ -64,3 +64,13 @@ def test_format_report_table() -> None:
     assert format_report_table([]) == "no context reports in this session"
     calm = format_report_table([_rep(1, 10.0)])
     assert "safe range" in calm
+
+
+def test_a_slice_five_times_over_its_share_is_a_red_flag() -> None:
+    shares = {"system": 900, "hot": 2400, "warm": 900, "tools": 1080, "reserve": 1024}
+    calm = red_flags(total=3000, tool_result_tokens=100, largest_tool_result=100, messages=4, window=6000,
+                     used={"system": 800, "hot": 9000, "warm": 1000, "tools": 4000}, shares=shares)
+    assert calm == []  # over its share, not 5× over; hot takes what the others leave
+    flags = red_flags(total=8000, tool_result_tokens=100, largest_tool_result=100, messages=4, window=60_000,
+                      used={"system": 4600, "hot": 100, "warm": 0, "tools": 400}, shares=shares)
+    assert flags == ["the system slice holds 5.1× its budget (4,600 of 900 tokens)"]

@@ -42,13 +42,16 @@ def test_ingest_writes_typed_records_with_provenance(tmp_path: Path, store: Memo
     log.close()
     events = SessionLog.load(log.path).events
     ids = store.ingest(events, "s1")
-    recs = {r.type: r for r in store.list()}
+    recs = {r.type: r for r in store.list() if r.type != "turn"}
     assert set(recs) == {"constraint", "decision", "todo", "change", "note"}
+    # and the words themselves, one cold turn record per user / assistant text (see test_memory_turns.py)
+    turns = store.list(type="turn")
+    assert [(r.tags[0], r.source_events, r.layer) for r in turns] == [("user", [u.id], "cold"), ("assistant", [u.id + 1], "cold")]
     assert recs["constraint"].content == "Don't modify config files." and recs["constraint"].pinned
     assert recs["change"].content == "edited src/db.py lines 3-7, 12" and recs["change"].files == ["src/db.py"]
     assert recs["note"].content.startswith("tests: 3 passed, 1 failed")
     assert recs["todo"].content == "add login tests" and recs["todo"].status == "open"
-    assert len(ids) == 5
+    assert len(ids) == 7
     # provenance: each record leads back to the exact log line it came from
     lines = log.path.read_text(encoding="utf-8").splitlines()
     for rec, ev in ((recs["constraint"], u), (recs["change"], e), (recs["note"], t)):
@@ -57,7 +60,7 @@ def test_ingest_writes_typed_records_with_provenance(tmp_path: Path, store: Memo
     assert all(r.turn == 1 for r in recs.values())
     # idempotent per event id: a second ingest (or a re-run after a crash) adds nothing
     assert store.ingest(events, "s1") == []
-    assert store.stats()["total"] == 5
+    assert store.stats()["total"] == 7
 
 
 def test_ingest_in_steps_keeps_turn_numbers(tmp_path: Path, store: MemoryStore) -> None:
@@ -147,7 +150,7 @@ Open tasks:
         log.append("user", text=f"step {turn}", turn=turn)
     c = log.append("compaction", first_id=0, last_id=5, summary=summary, method="extractive")
     store.ingest(log.events, "s1")
-    types = sorted(r.type for r in store.list())
+    types = sorted(r.type for r in store.list() if r.type != "turn")  # the six "step N" turns are kept too
     assert types == ["change", "constraint", "decision", "summary", "todo"]
     dec = store.list(type="decision")[0]
     assert dec.turn == 4 and dec.source_events == [c.id]

@@ -10,11 +10,12 @@ from pathlib import Path
 
 import pytest
 from ctxagent.agent.bench.locomo import (
-    STRATEGIES,
     conversation_turns,
     default_data_path,
     evidence_ids,
     run_locomo,
+    session_events,
+    session_time,
 )
 
 TINY = [{
@@ -55,17 +56,19 @@ def test_locomo_parsing_helpers() -> None:
 def test_run_locomo_on_tiny_file(tmp_path: Path) -> None:
     path = tmp_path / "tiny.json"
     path.write_text(json.dumps(TINY), encoding="utf-8")
-    r = run_locomo(path, [1, 2])
+    r = run_locomo(path, [1, 2], strategies=["ctxagent", "bm25"])
     assert r["k"] == [1, 2] and r["questions"] == 5 and r["skipped_evidence"] == 2
     ours = r["strategy"]["ctxagent"]
     assert set(ours) == {"recall@1", "recall@2"}
     assert set(ours["recall@2"]) == {"1", "2", "3", "4", "5", "all_1_4"}
     assert ours["recall@1"]["4"] == 1.0  # Biscuit → D1:1
     assert ours["recall@2"]["1"] == 1.0  # the caption is searchable
-    assert set(r["strategy"]) == set(STRATEGIES)
+    assert set(r["strategy"]) == {"ctxagent", "bm25"}
     assert ours["recall@1"]["3"] == 0.5  # one of its two evidence turns (the marathon) in the top 1
     assert 0.0 <= r["strategy"]["bm25"]["recall@2"]["all_1_4"] <= 1.0
-    assert r["latency_ms"]["p95"] >= r["latency_ms"]["p50"] >= 0.0
+    assert r["latency_ms"]["ctxagent"]["p95"] >= r["latency_ms"]["ctxagent"]["p50"] >= 0.0
+    # one conversation: its own row is the overall one
+    assert r["per_conversation"]["tiny-1"]["ctxagent"]["recall@2"] == ours["recall@2"]["all_1_4"]
 
 
 def test_bench_locomo_cli_json(tmp_path: Path) -> None:
@@ -77,17 +80,35 @@ def test_bench_locomo_cli_json(tmp_path: Path) -> None:
         "p = argparse.ArgumentParser(); sub = p.add_subparsers(); locomo.add_parser(sub)\n"
         "a = p.parse_args(sys.argv[1:]); sys.exit(a.func(a))\n"
     )
+    env = {**os.environ, "CTXAGENT_EMBEDDINGS": "off"}
     r = subprocess.run([sys.executable, "-c", code, "locomo", "--data", str(path), "--k", "1,3", "--json"],
-                       capture_output=True, text=True, timeout=60)
+                       capture_output=True, text=True, timeout=60, env=env)
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
-    assert out["k"] == [1, 3] and set(out["strategy"]) == set(STRATEGIES)
-    assert "p95" in out["latency_ms"] and out["skipped_evidence"] == 2
+    assert out["k"] == [1, 3] and set(out["strategy"]) == {"ctxagent", "bm25"}
+    # the hybrid strategy is not silently dropped: the result says why it did not run
+    assert set(out["unavailable"]) == {"ctxagent-hybrid"} and "ctxagent[embeddings]" in out["unavailable"]["ctxagent-hybrid"]
+    assert "p95" in out["latency_ms"]["ctxagent"] and out["skipped_evidence"] == 2
+    bad = subprocess.run([sys.executable, "-c", code, "locomo", "--data", str(path), "--strategy", "magic"],
+                         capture_output=True, text=True, timeout=60, env=env)
+    assert bad.returncode == 2 and "unknown strategy magic" in bad.stdout
 
 
-def test_the_product_retriever_gets_no_harness_context(tmp_path: Path) -> None:
-    """Only the labelled `ctxagent+harness` variant sees neighbouring turns: a question whose words are only in
-    the turn before the evidence finds it there, and not with the product's own notes."""
+def test_conversation_becomes_product_session_logs() -> None:
+    """What the bench hands the product: user / assistant events, the session's date as the event time."""
+    logs, dia = session_events(conversation_turns(TINY[0]))
+    assert list(logs) == ["s1", "s2"]
+    assert [(e.kind, e.data.get("turn")) for e in logs["s1"]] == [("user", 1), ("assistant", None), ("user", 2)]
+    assert logs["s1"][2].data["text"] == "Ana: A beagle. Here is a photo. [shares an image: a beagle on a red couch]"
+    assert {e.ts for e in logs["s1"]} == {session_time("1:00 pm on 8 May, 2023")} == {1683550800.0}
+    assert logs["s2"][0].kind == "assistant"  # Bo speaks first in session 2, and is still the assistant
+    assert dia[("s2", logs["s2"][1].id)] == "D2:2"
+    assert session_time("9 July, 2023") == 0.0  # no time of day: not guessed
+
+
+def test_neighbouring_turns_come_from_the_products_ingest(tmp_path: Path) -> None:
+    """A question whose words are only in the turn before the answer finds the answer: the product's ingest
+    gives each turn record its neighbours, while plain BM25 over the turns cannot."""
     conv = {"sample_id": "n", "conversation": {"speaker_a": "Ana", "speaker_b": "Bo", "session_1_date_time": "May 2023",
             "session_1": [{"speaker": "Ana", "dia_id": "D1:1", "text": "What did you name the tortoise?"},
                           {"speaker": "Bo", "dia_id": "D1:2", "text": "Shelly, after my grandmother."},
@@ -95,23 +116,9 @@ def test_the_product_retriever_gets_no_harness_context(tmp_path: Path) -> None:
             "qa": [{"question": "tortoise", "answer": "Shelly", "evidence": ["D1:2"], "category": 4}]}
     path = tmp_path / "n.json"
     path.write_text(json.dumps([conv]), encoding="utf-8")
-    r = run_locomo(path, [2])
-    assert r["strategy"]["ctxagent"]["recall@2"]["4"] == 0.0  # only the question's own turn says "tortoise"
-    assert r["strategy"]["ctxagent+harness"]["recall@2"]["4"] == 1.0
-
-
-def test_ingest_variant_maps_records_back_to_turns(tmp_path: Path) -> None:
-    conv = {"sample_id": "i", "conversation": {"speaker_a": "Ana", "speaker_b": "Bo", "session_1_date_time": "May 2023",
-            "session_1": [{"speaker": "Ana", "dia_id": "D1:1", "text": "Hello there."},
-                          {"speaker": "Bo", "dia_id": "D1:2", "text": "Hi."},
-                          {"speaker": "Ana", "dia_id": "D1:3", "text": "We decided to use PostgreSQL for the garden app."}]},
-            "qa": [{"question": "Which database for the garden app?", "answer": "PostgreSQL", "evidence": ["D1:3"],
-                    "category": 4},
-                   {"question": "Who said hello?", "answer": "Ana", "evidence": ["D1:1"], "category": 4}]}
-    path = tmp_path / "i.json"
-    path.write_text(json.dumps([conv]), encoding="utf-8")
-    ingest = run_locomo(path, [1])["strategy"]["ctxagent-ingest"]["recall@1"]["4"]
-    assert ingest == 0.5  # the decision is remembered and found; a greeting is not remembered at all
+    r = run_locomo(path, [2], strategies=["ctxagent", "bm25"])
+    assert r["strategy"]["ctxagent"]["recall@2"]["4"] == 1.0
+    assert r["strategy"]["bm25"]["recall@2"]["4"] == 0.0  # only the question's own turn says "tortoise"
 
 
 def _real_locomo() -> Path | None:
@@ -123,12 +130,13 @@ def _real_locomo() -> Path | None:
     return path if path.is_file() else None
 
 
-def test_real_locomo_beats_plain_bm25() -> None:
+def test_real_locomo_through_the_products_ingest_beats_plain_bm25() -> None:
     path = _real_locomo()
     if path is None:
         pytest.skip("LoCoMo data not present (set CTXAGENT_BENCH_DATA)")
-    r = run_locomo(path, [10])
-    rows = {name: r["strategy"][name]["recall@10"]["all_1_4"] for name in STRATEGIES}
-    # the honest number (no harness-only context) is reported by `ctxagent bench locomo`; here: its order
-    assert rows["ctxagent"] > rows["bm25"] > rows["ctxagent-ingest"]
-    assert rows["ctxagent+harness"] >= rows["ctxagent"]
+    # BM25 alone here (the hybrid run embeds ~2,800 turns: `ctxagent bench locomo` reports it)
+    r = run_locomo(path, [10], strategies=["ctxagent", "bm25"])
+    assert r["conversations"] == 5 and r["questions"] > 900
+    ours, base = (r["strategy"][n]["recall@10"]["all_1_4"] for n in ("ctxagent", "bm25"))
+    # measured 2026-12-01: ctxagent 0.711, bm25 0.608; a regression guard, not the aim (docs/BENCHMARKS.md §4)
+    assert ours >= 0.68 and ours >= base + 0.05

@@ -7,16 +7,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from ctxagent.agent.events import ContextBuilt
 from ctxagent.agent.factory import create_agent
 from ctxagent.tui.app import CtxApp
-from ctxagent.tui.chat import AssistantMessage, NoticeLine, ToolPanel, UserMessage
-from ctxagent.tui.messages import ContextMeasured
+from ctxagent.tui.chat import AssistantMessage, NoticeLine, SummaryPanel, ToolPanel, UserMessage
+from ctxagent.tui.messages import AgentUpdate
 from ctxagent.tui.modals import BreakpointModal, PermissionModal
-from tui_helpers import SlowProvider, make_report, make_session, screen_text, wait_until
+from tui_helpers import SlowProvider, make_report, make_session, ready, screen_text, send, wait_until
 
 pytestmark = pytest.mark.anyio
 
-BIG_LINES = 200  # with window 6000 and no spill: the third step lands at ~79 %
+BIG_LINES = 170  # with window 6000 and no spill (and today's tool list): the third step lands at ~79 %
 
 
 def _big(root: Path) -> None:
@@ -31,30 +32,24 @@ FIX_SCRIPT: list[dict[str, Any]] = [
 ]
 
 
-async def _send(pilot: Any, app: CtxApp, text: str) -> None:
-    app.query_one("#input").value = text
-    await pilot.press("enter")
-    await wait_until(pilot, lambda: not app.busy)
-    await pilot.pause()
-
-
 async def test_multi_step_turn_updates_gauge_every_step_and_renders_tools(tmp_path: Path) -> None:
     session = make_session(tmp_path, FIX_SCRIPT)
     app = CtxApp(session, create_agent)
     async with app.run_test(size=(80, 24)) as pilot:
-        await _send(pilot, app, "fix add")
-        reports = app.agent.reports
+        screen = await ready(pilot, app)
+        await send(pilot, app, "fix add")
+        reports = screen.agent.reports
         assert len(reports) == 3  # one build per step, inside the tool loop
-        assert app.gauge.history == [r.usage_pct for r in reports]
-        assert app.gauge.report is reports[-1]
-        panels = list(app.query(ToolPanel))
+        assert screen.gauge.history == [r.usage_pct for r in reports]
+        assert screen.gauge.report is reports[-1]
+        panels = list(screen.query(ToolPanel))
         assert [p.tool_name for p in panels] == ["read_file", "edit_file"]
         assert all(p.status == "ok" for p in panels)
         assert "a + b" in str(panels[1].meta.get("diff", ""))
-        assert [m.text for m in app.query(AssistantMessage)][-1] == "Done: **fixed** `add`."
+        assert [m.text for m in screen.query(AssistantMessage)][-1] == "Done: **fixed** `add`."
         assert (session.root / "calc.py").read_text().count("a + b") == 1
         assert f"{reports[-1].usage_pct:3.0f}%" in screen_text(app)
-        assert app.status.info.tokens_in > 0 and app.status.info.activity == "idle"
+        assert screen.status.info.tokens_in > 0 and screen.status.info.activity == "idle"
 
 
 async def test_crossing_75_percent_shows_the_prompt_and_compact_lowers_usage(tmp_path: Path) -> None:
@@ -68,19 +63,27 @@ async def test_crossing_75_percent_shows_the_prompt_and_compact_lowers_usage(tmp
     _big(session.root)
     app = CtxApp(session, create_agent)
     async with app.run_test(size=(80, 24)) as pilot:
-        await _send(pilot, app, "read everything")
-        assert app.gauge.report is not None and app.gauge.report.usage_pct >= 75
-        assert app.bar.shown and "compact older turns" in screen_text(app)
-        assert app.gauge.level == "compress"
-        await _send(pilot, app, "and now?")
-        before = app.gauge.report.usage_pct
-        compactions = len(session.log.of_kind("compaction"))
-        await pilot.press("ctrl+k")  # the bar's "Compact now"
-        await wait_until(pilot, lambda: not app.busy and len(session.log.of_kind("compaction")) > compactions)
+        screen = await ready(pilot, app)
+        await send(pilot, app, "read everything")
+        assert screen.gauge.report is not None and screen.gauge.report.usage_pct >= 75
+        assert screen.bar.shown and "compact older turns" in screen_text(app)
+        assert screen.gauge.level == screen.level == "compress"
+        await send(pilot, app, "and now?")
+        # the bar's keys are not the input's: Ctrl+K still deletes to the end of the line
+        screen.input.value = "keep this, drop that"
+        screen.input.move_cursor((0, 10))
+        await pilot.press("ctrl+k")
+        assert screen.input.value == "keep this," and screen.bar.shown and not session.log.of_kind("compaction")
+        screen.input.value = ""
+        before = screen.gauge.report.usage_pct
+        await pilot.press("ctrl+o")  # the bar's "Compact now"
+        await wait_until(pilot, lambda: not screen.busy and bool(session.log.of_kind("compaction")))
         await pilot.pause()
-        assert app.gauge.report.usage_pct < before
-        assert not app.bar.shown
-        assert any("compacted events" in n.message for n in app.query(NoticeLine))
+        assert screen.gauge.report.usage_pct < before
+        assert not screen.bar.shown
+        summary = screen.query(SummaryPanel).last()
+        assert "compacted turn 1" in str(summary.title) and "replaced by this" in str(summary.title)
+        assert not summary.collapsed and summary.summary == session.log.of_kind("compaction")[-1].data["summary"]
 
 
 async def test_slash_compact_with_focus(tmp_path: Path) -> None:
@@ -88,13 +91,19 @@ async def test_slash_compact_with_focus(tmp_path: Path) -> None:
     session = make_session(tmp_path, script)
     app = CtxApp(session, create_agent)
     async with app.run_test(size=(80, 24)) as pilot:
-        await _send(pilot, app, "fix add")
-        await _send(pilot, app, "thanks")
-        await _send(pilot, app, "/compact keep the calc.py notes")
+        screen = await ready(pilot, app)
+        await send(pilot, app, "fix add")
+        await send(pilot, app, "thanks")
+        await send(pilot, app, "/compact keep the calc.py notes")
         await wait_until(pilot, lambda: bool(session.log.of_kind("compaction")))
         comp = session.log.of_kind("compaction")[-1]
         assert comp.data.get("focus") == "keep the calc.py notes"
         assert len(session.log.of_kind("user")) == 2  # originals stay in the log
+        # what it made and what it dropped, on screen
+        await wait_until(pilot, lambda: bool(screen.query(SummaryPanel)))
+        panel = screen.query(SummaryPanel).last()
+        assert "calc.py" in panel.summary and "Changes" in panel.summary
+        assert "turn 1" in str(panel.title) and "messages replaced" in str(panel.title)
 
 
 async def test_full_window_modal_and_its_compact_choice(tmp_path: Path) -> None:
@@ -102,15 +111,14 @@ async def test_full_window_modal_and_its_compact_choice(tmp_path: Path) -> None:
     session = make_session(tmp_path, script)
     app = CtxApp(session, create_agent)
     async with app.run_test(size=(80, 24)) as pilot:
-        await _send(pilot, app, "fix add")
-        await _send(pilot, app, "thanks")
-        from ctxagent.agent.events import ContextBuilt
-
-        app.post_message(ContextMeasured(ContextBuilt(99, make_report(93, step=99))))
+        screen = await ready(pilot, app)
+        await send(pilot, app, "fix add")
+        await send(pilot, app, "thanks")
+        screen.post_message(AgentUpdate(ContextBuilt(99, make_report(93, step=99))))
         await wait_until(pilot, lambda: isinstance(app.screen, BreakpointModal))
         assert "93% full" in screen_text(app)
         await pilot.press("c")
-        await wait_until(pilot, lambda: bool(session.log.of_kind("compaction")) and not app.busy)
+        await wait_until(pilot, lambda: bool(session.log.of_kind("compaction")) and not screen.busy)
         assert not isinstance(app.screen, BreakpointModal)
 
 
@@ -118,21 +126,21 @@ async def test_full_window_new_session_with_summary(tmp_path: Path) -> None:
     session = make_session(tmp_path, [*FIX_SCRIPT, {"text": "ok"}])
     app = CtxApp(session, create_agent)
     async with app.run_test(size=(80, 24)) as pilot:
-        await _send(pilot, app, "fix add. Never touch setup.cfg.")
+        screen = await ready(pilot, app)
+        await send(pilot, app, "fix add. Never touch setup.cfg.")
         old_id = session.id
-        from ctxagent.agent.events import ContextBuilt
-
-        app.post_message(ContextMeasured(ContextBuilt(9, make_report(95, step=9))))
+        screen.post_message(AgentUpdate(ContextBuilt(9, make_report(95, step=9))))
         await wait_until(pilot, lambda: isinstance(app.screen, BreakpointModal))
         await pilot.press("n")
-        await wait_until(pilot, lambda: app.session.id != old_id and not app.busy)
-        new_log = app.session.log
+        await wait_until(pilot, lambda: screen.session.id != old_id and not screen.busy)
+        new_log = screen.session.log
         assert new_log.events[0].data.get("parent") == old_id
         comp = new_log.of_kind("compaction")
         assert comp and "calc.py" in comp[0].data["summary"]
         assert any("Never touch setup.cfg" in e.data.get("text", "") for e in new_log.of_kind("memory"))
-        assert not list(app.query(UserMessage))  # a fresh chat
-        assert app.gauge.report is None
+        assert not list(screen.query(UserMessage))  # a fresh chat, opening with the carried summary
+        assert screen.query(SummaryPanel) and screen.gauge.report is None
+        assert screen.status.info.session == new_log.session_id
 
 
 async def test_esc_interrupts_mid_stream_and_leaves_a_consistent_log(tmp_path: Path) -> None:
@@ -146,20 +154,21 @@ async def test_esc_interrupts_mid_stream_and_leaves_a_consistent_log(tmp_path: P
 
     app = CtxApp(session, slow_agent)
     async with app.run_test(size=(80, 24)) as pilot:
-        app.query_one("#input").value = "write a lot"
+        screen = await ready(pilot, app)
+        screen.input.value = "write a lot"
         await pilot.press("enter")
-        await wait_until(pilot, lambda: bool(list(app.query(AssistantMessage))) and len(app.query_one(AssistantMessage).text) > 20)
+        await wait_until(pilot, lambda: bool(list(screen.query(AssistantMessage))) and len(screen.query_one(AssistantMessage).text) > 20)
         await pilot.press("escape")
-        await wait_until(pilot, lambda: not app.busy)
+        await wait_until(pilot, lambda: not screen.busy)
         await pilot.pause()
         kinds = [e.kind for e in session.log.events]
         assert kinds.count("user") == 1 and kinds[-1] == "assistant"
         last = session.log.events[-1].data
         assert last["stop_reason"] == "cancelled" and last["partial"] is True
         assert 0 < len(last["text"]) < len("word " * 4000)
-        assert any("interrupted" in n.message for n in app.query(NoticeLine))
-        await _send(pilot, app, "go on")  # the session continues normally after an interrupt
-        assert app.query(AssistantMessage).last().text == "after the interrupt"
+        assert any("interrupted" in n.message for n in screen.query(NoticeLine))
+        await send(pilot, app, "go on")  # the session continues normally after an interrupt
+        assert screen.query(AssistantMessage).last().text == "after the interrupt"
 
 
 async def test_permission_modal_allow_once_then_deny_with_reason(tmp_path: Path) -> None:
@@ -172,19 +181,20 @@ async def test_permission_modal_allow_once_then_deny_with_reason(tmp_path: Path)
     session = make_session(tmp_path, script, permission_mode="ask")
     app = CtxApp(session, create_agent)
     async with app.run_test(size=(80, 24)) as pilot:
-        app.query_one("#input").value = "fix it"
+        screen = await ready(pilot, app)
+        screen.input.value = "fix it"
         await pilot.press("enter")
         await wait_until(pilot, lambda: isinstance(app.screen, PermissionModal))
         assert "a + b" in screen_text(app)  # the diff is shown before deciding
         await pilot.press("y")
-        await wait_until(pilot, lambda: not app.busy)
+        await wait_until(pilot, lambda: not screen.busy)
         assert "a + b" in (session.root / "calc.py").read_text()
-        app.query_one("#input").value = "swap them"
+        screen.input.value = "swap them"
         await pilot.press("enter")
         await wait_until(pilot, lambda: isinstance(app.screen, PermissionModal))
         await pilot.click("#perm-reason")
         await pilot.press(*"keep a + b", "enter")
-        await wait_until(pilot, lambda: not app.busy)
+        await wait_until(pilot, lambda: not screen.busy)
         assert "a + b" in (session.root / "calc.py").read_text()
         denied = [e for e in session.log.of_kind("tool_result") if e.data["is_error"]]
         assert denied and "keep a + b" in denied[-1].data["content"]
@@ -195,24 +205,27 @@ async def _rewind_both(tmp_path: Path, script: list[dict[str, Any]]) -> None:
     session = make_session(tmp_path, script)
     app = CtxApp(session, create_agent)
     async with app.run_test(size=(100, 30)) as pilot:
-        await _send(pilot, app, "fix add")
+        screen = await ready(pilot, app)
+        await send(pilot, app, "fix add")
         assert "a + b" in (session.root / "calc.py").read_text()
-        before = app.gauge.report.usage_pct
-        await _send(pilot, app, "/rewind")
+        before = screen.gauge.report.usage_pct
+        await send(pilot, app, "/rewind")
         from ctxagent.tui.rewind_screen import RewindScreen
 
         await wait_until(pilot, lambda: isinstance(app.screen, RewindScreen))
         assert "fix add" in screen_text(app) and "calc.py" in screen_text(app)
         await pilot.press("b")
-        await wait_until(pilot, lambda: not app.busy and not isinstance(app.screen, RewindScreen))
+        await wait_until(pilot, lambda: not screen.busy and not isinstance(app.screen, RewindScreen))
         await pilot.pause()
         assert "a - b" in (session.root / "calc.py").read_text()
         assert session.log.of_kind("rewind")
-        assert not list(app.query(UserMessage))  # the turn is hidden from the view…
-        assert app.query_one("#input").value == "fix add"  # …and its text is back in the input
+        assert not list(screen.query(UserMessage))  # the turn is hidden from the view…
+        assert screen.input.value == "fix add"  # …and its text is back in the input
         assert len(session.log.of_kind("user")) == 1  # …but still in the log
+        notice = screen.query(NoticeLine).last().message
+        assert "rewound to before turn 1" in notice and "restored: calc.py" in notice and "no longer recalled" in notice
         # the gauge shows what the next step will send, not the last report from before the rewind
-        await wait_until(pilot, lambda: app.gauge.report is not None and app.gauge.report.usage_pct < before)
+        await wait_until(pilot, lambda: screen.gauge.report is not None and screen.gauge.report.usage_pct < before)
 
 
 async def test_rewind_restores_the_file_and_the_conversation(tmp_path: Path) -> None:
@@ -228,61 +241,60 @@ async def test_remember_clear_help_cost_context_memory(tmp_path: Path) -> None:
     session = make_session(tmp_path, FIX_SCRIPT)
     app = CtxApp(session, create_agent)
     async with app.run_test(size=(100, 30)) as pilot:
-        await _send(pilot, app, "fix add")
-        await _send(pilot, app, "/remember 不要修改配置文件")
+        screen = await ready(pilot, app)
+        await send(pilot, app, "fix add")
+        await send(pilot, app, "/remember 不要修改配置文件")
         mem = session.log.of_kind("memory")
         assert mem and mem[-1].data["text"] == "不要修改配置文件"
-        store = app.agent.parts.memory
+        store = screen.agent.memory
         assert any("不要修改配置文件" in r.content and r.pinned for r in store.list(type="constraint"))
-        await _send(pilot, app, "/context")
-        assert "What is in each slice" in screen_text(app) and "reserve" in screen_text(app)
+        await send(pilot, app, "/context")
+        assert "What is in it" in screen_text(app) and "reserve" in screen_text(app)
         await pilot.press("escape")
-        await _send(pilot, app, "/memory")
+        await send(pilot, app, "/memory")
         assert "不要修改配置文件" in screen_text(app)
         await pilot.press("escape")
-        await _send(pilot, app, "/cost")
+        await send(pilot, app, "/cost")
         assert "Cost of this session" in screen_text(app)
         await pilot.press("escape")
-        await _send(pilot, app, "/help")
+        await send(pilot, app, "/help")
         assert "/rewind" in screen_text(app)
         await pilot.press("escape")
         n = len(session.log.events)
-        await _send(pilot, app, "/clear")
-        assert not list(app.query(UserMessage)) and len(session.log.events) == n
-        await _send(pilot, app, "/nonsense")
-        await _send(pilot, app, "/model")
-        assert app.status.info.model.startswith("scripted:")
+        await send(pilot, app, "/clear")
+        assert not list(screen.query(UserMessage)) and len(session.log.events) == n
+        await send(pilot, app, "/nonsense")
+        await send(pilot, app, "/model")
+        assert screen.status.info.model.startswith("scripted:")
 
 
 async def test_resume_renders_history(tmp_path: Path) -> None:
     session = make_session(tmp_path, FIX_SCRIPT)
     agent = create_agent(session)
     agent.run_turn("fix add", threading.Event())
+    session.log.close()
     from ctxagent.agent.session import open_session
 
     again = open_session(session.root, session.config, resume=session.id)
     app = CtxApp(again, create_agent)
     async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.pause()
-        assert [m.text for m in app.query(UserMessage)] == ["fix add"]
-        assert [p.status for p in app.query(ToolPanel)] == ["ok", "ok"]
-        assert app.gauge.report is not None and len(app.gauge.history) == 3
+        screen = await ready(pilot, app)
+        assert [m.text for m in screen.query(UserMessage)] == ["fix add"]
+        assert [p.status for p in screen.query(ToolPanel)] == ["ok", "ok"]
+        assert screen.gauge.report is not None and len(screen.gauge.history) == 3
 
 
 async def test_setup_screen_when_no_model(tmp_path: Path) -> None:
     from ctxagent.agent.config import load_config
     from ctxagent.agent.session import open_session
-    from ctxagent.tui.launch import model_problem
     from ctxagent.tui.setup_screen import SetupScreen
 
     session = make_session(tmp_path, FIX_SCRIPT)
     bare = open_session(session.root, load_config(session.root, {}))
-    problem = model_problem(bare, create_agent)
-    assert problem
-    app = CtxApp(bare, create_agent, setup_problem=problem)
+    app = CtxApp(bare, create_agent, probe=False)
     async with app.run_test(size=(80, 24)) as pilot:
+        await wait_until(pilot, lambda: isinstance(app.screen, SetupScreen))
         await pilot.pause()
-        assert isinstance(app.screen, SetupScreen)
         assert "CTXAGENT_MODEL" in screen_text(app)
         await pilot.press("q")
         await pilot.pause()
@@ -297,12 +309,15 @@ async def test_model_switch_by_name_keeps_the_session(tmp_path: Path) -> None:
     second.write_text(json.dumps([{"text": "from the second model"}]), encoding="utf-8")
     app = CtxApp(session, create_agent)
     async with app.run_test(size=(100, 30)) as pilot:
-        await _send(pilot, app, "hello")
-        await _send(pilot, app, f"/model scripted:{second}")
-        assert app.agent.parts.model_label == f"scripted:{second}"
-        await _send(pilot, app, "and now?")
-        assert app.session is session  # same session, same log
+        screen = await ready(pilot, app)
+        await send(pilot, app, "hello")
+        await send(pilot, app, f"/model scripted:{second}")
+        assert screen.agent.model_label == f"scripted:{second}" == screen.status.info.model
+        await send(pilot, app, "and now?")
+        assert screen.session is session  # same session, same log
         texts = [e.data["text"] for e in session.log.of_kind("assistant")]
         assert texts == ["from the first model", "from the second model"]
-        await _send(pilot, app, "/model nosuchprovider:x")
-        assert app.agent.parts.model_label == f"scripted:{second}"  # a bad name leaves the model as it was
+        await send(pilot, app, "/model nosuchprovider:x")
+        assert screen.agent.model_label == f"scripted:{second}"  # a bad name leaves the model as it was
+        assert session.config.model == f"scripted:{second}"
+        assert "cannot switch to nosuchprovider:x" in screen.query(NoticeLine).last().message

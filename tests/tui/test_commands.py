@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from ctxagent.tui.commands import COMMANDS, complete, help_text, lookup, parse_slash, unescape
-from ctxagent.tui.prompt import ChatInput, InputHistory
+from ctxagent.tui.prompt import ChatInput, InputHistory, file_matches
 from tui_helpers import HostApp
 
 REQUIRED = {"compact", "rewind", "new", "context", "memory", "remember", "model", "clear", "resume", "cost", "help"}
@@ -87,32 +87,89 @@ async def test_input_tab_completes_and_arrows_recall() -> None:
         assert box.value == "/compact "
         box.value = ""
         box.remember("first question")
-        box.remember("second question")
+        box.remember("second question\nwith two lines")
         await pilot.press("up")
-        assert box.value == "second question"
-        await pilot.press("up")
+        assert box.value == "second question\nwith two lines"
+        await pilot.press("up")  # the cursor is on the last line: up moves it to the first …
+        await pilot.press("up")  # … and from the first line, up recalls the older input
         assert box.value == "first question"
         await pilot.press("down", "down")
         assert box.value == ""
 
 
-async def test_suggester_greys_in_the_command() -> None:
+async def test_suggestion_greys_in_the_command_and_right_accepts_it() -> None:
     box = ChatInput()
     async with HostApp(box).run_test(size=(80, 10)) as pilot:
         box.focus()
         await pilot.press("/", "c", "o", "n")
         await pilot.pause()
-        assert box._suggestion == "/context"
-        await pilot.press("right")  # accepting the suggestion
+        assert box.suggestion == "text"
+        await pilot.press("right")
         assert box.value == "/context"
+
+
+async def test_at_file_completion_lists_repository_files() -> None:
+    files = ["calc.py", "docs/登录.md", "src/app.py", "src/api.py", "tests/test_calc.py"]
+    box = ChatInput(files=lambda: files)
+    async with HostApp(box).run_test(size=(80, 10)) as pilot:
+        box.focus()
+        await pilot.press(*"look at @src/ap")
+        await pilot.pause()
+        assert box.suggestion == "p.py"  # the first match, greyed in
+        await pilot.press("tab")
+        assert box.value == "look at @src/ap"  # two matches, no longer common prefix
+        await pilot.press("p", "tab")
+        assert box.value == "look at @src/app.py"
+        box.value = "and @登"
+        await pilot.press("tab")
+        assert box.value == "and @docs/登录.md"  # a file containing what was typed
+        assert file_matches("calc", files) == ["calc.py"]  # a path starting so is the one meant
+        assert file_matches("test_", files) == ["tests/test_calc.py"]
+
+
+async def test_enter_sends_and_new_lines_stay_in_the_box() -> None:
+    box = ChatInput()
+    sent: list[str] = []
+
+    class Host(HostApp):
+        def on_chat_input_submitted(self, message: ChatInput.Submitted) -> None:
+            sent.append(message.text)
+
+    async with Host(box).run_test(size=(80, 12)) as pilot:
+        box.focus()
+        await pilot.press(*"first", "shift+enter", *"second", "ctrl+j", *"third\\", "enter", *"fourth")
+        assert sent == [] and box.value == "first\nsecond\nthird\nfourth"
+        await pilot.press("enter")
+        assert sent == ["first\nsecond\nthird\nfourth"]
+
+
+async def test_a_bracketed_paste_of_a_traceback_is_kept_whole() -> None:
+    from textual import events
+
+    traceback = ('Traceback (most recent call last):\n  File "calc.py", line 2, in add\n'
+                 "ZeroDivisionError: division by zero")
+    box = ChatInput()
+    app = HostApp(box)
+    async with app.run_test(size=(80, 12)) as pilot:
+        box.focus()
+        await pilot.press(*"why? ")
+        app.post_message(events.Paste(traceback))  # as the terminal driver delivers a bracketed paste
+        await pilot.pause()
+        assert box.value == "why? " + traceback and box.document.line_count == 3
 
 
 async def test_slash_commands_are_in_the_command_palette() -> None:
     from ctxagent.tui.app import CtxApp
 
-    app = CtxApp()  # no session: the setup screen; the palette still lists every command
+    app = CtxApp(probe=False)  # no session: the setup screen; the palette still lists every command
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
         titles = [c.title for c in app.get_system_commands(app.screen)]
         for c in COMMANDS:
             assert f"/{c.name}" in titles
+
+
+def test_every_command_has_a_handler_and_every_handler_a_command() -> None:
+    from ctxagent.tui.slash import HANDLERS
+
+    assert set(HANDLERS) == {c.name for c in COMMANDS}

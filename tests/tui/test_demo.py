@@ -15,7 +15,7 @@ from ctxagent.agent.session import open_session
 from ctxagent.tui.app import CtxApp
 from ctxagent.tui.chat import AssistantMessage, ToolPanel
 from ctxagent.tui.modals import PermissionModal
-from tui_helpers import screen_text, wait_until
+from tui_helpers import ready, screen_text, wait_until
 
 pytestmark = pytest.mark.anyio
 
@@ -43,22 +43,23 @@ async def test_demo_session_end_to_end(tmp_path: Path) -> None:
         session = open_session(demo.repo, load_config(demo.repo, demo.flags))
         app = CtxApp(session, create_agent, label=DEMO_LABEL, initial_input=DEMO_PROMPT)
         async with app.run_test(size=(80, 24)) as pilot:
-            await pilot.pause()
-            assert app.query_one("#input").value == DEMO_PROMPT
+            screen = await ready(pilot, app)
+            assert screen.input.value == DEMO_PROMPT
             assert DEMO_LABEL in screen_text(app)
             await pilot.press("enter")
-            while app.busy or isinstance(app.screen, PermissionModal):
-                await wait_until(pilot, lambda: not app.busy or isinstance(app.screen, PermissionModal), timeout=30)
+            while screen.busy or isinstance(app.screen, PermissionModal):
+                await wait_until(pilot, lambda: not screen.busy or isinstance(app.screen, PermissionModal), timeout=30)
                 if isinstance(app.screen, PermissionModal):
                     await pilot.press("a")  # allow for the session: edits and test runs
                     await pilot.pause()
             await pilot.pause()
-            panels = {p.tool_name: p for p in app.query(ToolPanel)}
+            panels = {p.tool_name: p for p in screen.query(ToolPanel)}
             assert set(panels) >= {"read_file", "run_tests", "edit_file", "grep"}
-            assert any(p.meta.get("spill") for p in app.query(ToolPanel))  # the big log was spilled
+            assert any(p.meta.get("spill") for p in screen.query(ToolPanel))  # the big log was spilled
             assert "return a + b" in (demo.repo / "calc.py").read_text()
-            assert "## Done" not in screen_text(app) and "Done" in app.query(AssistantMessage).last().text
-            assert app.gauge.report is not None and app.gauge.report.usage_pct >= 75
-            assert app.bar.shown  # the breakpoint prompt appeared
+            assert "## Done" not in screen_text(app) and "Done" in screen.query(AssistantMessage).last().text
+            assert screen.gauge.report is not None and screen.gauge.report.usage_pct >= 75
+            assert screen.bar.shown  # the breakpoint prompt appeared
+            assert screen.gauge.level == screen.level == "compress"  # the bar and the gauge say the same
     finally:
         demo.stop()

@@ -21,8 +21,16 @@ def test_levels_switch_exactly_at_75_and_90() -> None:
     assert usage_level(74.9) == "ok"
     assert usage_level(75) == "compress"
     assert usage_level(89.99) == "compress"
-    assert usage_level(90) == "full"
-    assert usage_level(130) == "full"
+    assert usage_level(90) == "new_session"
+    assert usage_level(130) == "new_session"
+
+
+def test_levels_follow_the_configured_thresholds_like_the_engine() -> None:
+    from ctxagent.context.monitor import advice_for
+
+    for pct in (10, 49.9, 50, 64.9, 65, 80):
+        assert usage_level(pct, (0.5, 0.65)) == advice_for(pct, (0.5, 0.65))
+    assert usage_level(66, (0.5, 0.65)) == "new_session" and usage_level(66) == "ok"
 
 
 def test_segments_fill_usage_share_of_bar_and_sum_to_width() -> None:
@@ -39,8 +47,8 @@ def test_segments_fill_usage_share_of_bar_and_sum_to_width() -> None:
 def test_a_full_window_never_looks_healthy() -> None:
     widths = dict(segment_widths(make_report(97), 40))
     assert widths["free"] <= 2  # almost no free cells left at 97 %
-    assert usage_level(97) == "full"
-    assert "FULL" in LEVEL_WORD["full"] and "red" in LEVEL_STYLE["full"]
+    assert usage_level(97) == "new_session"
+    assert "FULL" in LEVEL_WORD["new_session"] and "red" in LEVEL_STYLE["new_session"]
 
 
 def test_tiny_slice_still_visible() -> None:
@@ -68,7 +76,7 @@ async def test_gauge_colours_follow_each_report() -> None:
     gauge = UsageGauge()
     app = HostApp(gauge)
     async with app.run_test(size=(80, 10)) as pilot:
-        for step, (pct, level) in enumerate([(40, "ok"), (78, "compress"), (93, "full")], start=1):
+        for step, (pct, level) in enumerate([(40, "ok"), (78, "compress"), (93, "new_session")], start=1):
             gauge.update_report(make_report(pct, step=step))
             await pilot.pause()
             rendered = gauge.render()

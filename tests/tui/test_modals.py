@@ -73,7 +73,7 @@ async def test_breakpoint_bar_is_hidden_until_shown_and_posts_choice() -> None:
             chosen.append(message.choice)
 
     async with Host(bar).run_test(size=(80, 24)) as pilot:
-        assert not bar.shown and bar.display is False or bar.styles.display == "none"
+        assert not bar.shown and (bar.display is False or bar.styles.display == "none")
         bar.show(78)
         await pilot.pause()
         assert bar.shown and bar.styles.display == "block"

@@ -8,13 +8,13 @@ import threading
 from pathlib import Path
 
 import pytest
+from ctxagent.agent.session_ops import log_turns, rewind
 from ctxagent.context.history import SessionLog
-from ctxagent.tui.chat import AssistantMessage, ChatLog, ToolPanel, argument_summary, preview
-from ctxagent.tui.context_screen import ContextScreen, compression_history, describe_slices
+from ctxagent.tui.chat import AssistantMessage, ToolPanel, argument_summary, preview
+from ctxagent.tui.chat_log import ChatLog
 from ctxagent.tui.memory_screen import MemoryScreen
 from ctxagent.tui.rewind_screen import RewindChoice, RewindScreen
-from ctxagent.tui.session_ops import rewind_conversation, user_turns
-from ctxagent.tui.setup_screen import SetupScreen, probe_local_server, setup_instructions
+from ctxagent.tui.setup_screen import SetupChoice, SetupScreen, probe_local_server, setup_instructions
 from tui_helpers import HostApp, ScreenHost, make_report, screen_text
 
 pytestmark = pytest.mark.anyio
@@ -38,43 +38,6 @@ def _log(tmp_path: Path) -> SessionLog:
     log.append("user", text="now run the tests", turn=2)
     log.append("compaction", first_id=1, last_id=6, summary="Decisions: none\nChanges: calc.py", method="extractive")
     return log
-
-
-def test_describe_slices_and_history_from_a_real_log(tmp_path: Path) -> None:
-    log = _log(tmp_path)
-    report = make_report(50)
-    slices = describe_slices(report, log.events)
-    assert set(slices) == {"system", "hot", "warm", "tools", "reserve"}
-    assert any("summary of events 1–6" in s for s in slices["hot"])
-    assert any("不要修改配置文件" in s for s in slices["warm"])
-    assert any("grep" in s and "spilled" in s for s in slices["tools"])
-    history = compression_history(log.events)
-    assert any("1 spilled" in h for h in history)
-    assert any("compaction #" in h and "1–6" in h for h in history)
-    assert any(h.startswith("spilled: grep") for h in history)
-
-
-async def test_context_screen_shows_slices_flags_and_history(tmp_path: Path) -> None:
-    log = _log(tmp_path)
-    report = make_report(82, red_flags=["tool results are 61% of the prompt"])
-    app = ScreenHost(lambda: ContextScreen(report, log.events))
-    async with app.run_test(size=(100, 60)) as pilot:
-        await pilot.pause()
-        text = screen_text(app)
-        for word in ("system", "hot", "warm", "tools", "reserve", "free", "82.0%"):
-            assert word in text
-        assert "tool results are 61% of the prompt" in text
-        assert "compaction #" in text
-        await pilot.press("escape")
-        await pilot.pause()
-        assert not isinstance(app.screen, ContextScreen)
-
-
-async def test_context_screen_before_any_build(tmp_path: Path) -> None:
-    app = ScreenHost(lambda: ContextScreen(None, []))
-    async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.pause()
-        assert "No context has been built yet" in screen_text(app)
 
 
 async def test_memory_screen_search_and_forget_with_the_real_store(tmp_path: Path) -> None:
@@ -115,8 +78,8 @@ async def test_memory_screen_without_store() -> None:
 
 async def test_rewind_picker_lists_turns_and_returns_choice(tmp_path: Path) -> None:
     log = _log(tmp_path)
-    turns = user_turns(log)
-    assert [t.turn for t in turns] == [1, 2] and turns[0].files == ["calc.py"]
+    turns = log_turns(log)
+    assert [t.turn for t in turns] == [1, 2] and turns[0].files_changed == ["calc.py"]
     assert turns[0].first_line == "fix the add function"
     app = ScreenHost(lambda: RewindScreen(turns))
     async with app.run_test(size=(100, 24)) as pilot:
@@ -130,7 +93,7 @@ async def test_rewind_picker_lists_turns_and_returns_choice(tmp_path: Path) -> N
 
 
 async def test_rewind_picker_without_code_checkpoints_refuses_code_modes(tmp_path: Path) -> None:
-    turns = user_turns(_log(tmp_path))
+    turns = log_turns(_log(tmp_path))
     app = ScreenHost(lambda: RewindScreen(turns, has_code=False))
     async with app.run_test(size=(100, 24)) as pilot:
         await pilot.pause()
@@ -146,9 +109,9 @@ async def test_rewind_picker_without_code_checkpoints_refuses_code_modes(tmp_pat
 def test_conversation_rewind_is_non_destructive(tmp_path: Path) -> None:
     log = _log(tmp_path)
     n = len(log.events)
-    rewind_conversation(log, 2)
+    rewind(log, 2, "conversation")
     assert len(log.events) == n + 1 and log.events[-1].kind == "rewind"
-    assert [t.turn for t in user_turns(log)] == [1]
+    assert [t.turn for t in log_turns(log)] == [1]
     reloaded = SessionLog.load(log.path)
     assert [e.kind for e in reloaded.events] == [e.kind for e in log.events]
 
@@ -203,7 +166,23 @@ async def test_setup_screen_offers_the_local_server() -> None:
         assert "ANTHROPIC_API_KEY" in text and "Found a local" in text
         await pilot.press("u")
         await pilot.pause()
-    assert app.results == [("openai:llama3", "http://127.0.0.1:11434/v1")]
+    assert app.results == [SetupChoice("local", "openai:llama3", "http://127.0.0.1:11434/v1")]
+
+
+async def test_setup_screen_without_a_local_server_offers_the_demo_and_one_quit_key() -> None:
+    app = ScreenHost(lambda: SetupScreen("no model configured", None))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        text = screen_text(app)
+        assert "Use local server" not in text and "[U]se" not in text  # nothing answered: no key for it
+        assert "[D]emo" in text and "[Q]uit" in text and text.count("Quit") == 1  # the button, one key in the footer
+        assert "(optional)" not in text
+        await pilot.press("u")  # does nothing without a server
+        await pilot.pause()
+        assert app.results == []
+        await pilot.press("d")
+        await pilot.pause()
+    assert app.results == [SetupChoice("demo")]
 
 
 def test_argument_summary_and_preview() -> None:

@@ -1,19 +1,27 @@
-"""SVG snapshots of the views whose look matters: gauge levels, permission, breakpoint, /context, /rewind,
-setup. Regenerate with `pytest tests/tui/test_snapshots.py --snapshot-update -n 0` after a deliberate change."""
+"""SVG snapshots of the views whose look matters: the main chat screen, gauge levels, permission,
+breakpoint, /context, /rewind, setup. Regenerate with
+`pytest tests/tui/test_snapshots.py --snapshot-update -n 0` after a deliberate change."""
 
 from __future__ import annotations
 
-from types import SimpleNamespace
+import json
+from pathlib import Path
+from typing import Any
 
+from ctxagent.agent.checkpoint_turns import FileStat, TurnInfo
 from ctxagent.agent.events import PermissionRequest
+from ctxagent.context.budget import Budget
+from ctxagent.context.builder import BuildInputs, build
 from ctxagent.context.history import Event
-from ctxagent.tui.context_screen import ContextScreen
+from ctxagent.context.request import ToolSpec
+from ctxagent.context.tokens import CachedCounter, get_counter
+from ctxagent.tui.context_screen import ContextScreen, ContextSnapshot
 from ctxagent.tui.gauge import UsageGauge
 from ctxagent.tui.modals import BreakpointModal, PermissionModal
 from ctxagent.tui.rewind_screen import RewindScreen
 from ctxagent.tui.setup_screen import SetupScreen
 from textual.app import App, ComposeResult
-from tui_helpers import ScreenHost, make_report
+from tui_helpers import ScreenHost, make_repo, make_report, wait_until
 
 SIZE = (80, 24)
 
@@ -42,30 +50,90 @@ def test_breakpoint_modal(snap_compare) -> None:
 
 
 def _events() -> list[Event]:
-    rows = [
+    rows: list[tuple[str, dict[str, Any]]] = [
         ("session_start", {"session": "s"}),
         ("user", {"text": "fix the add function", "turn": 1}),
         ("assistant", {"text": "reading", "tool_calls": [{"id": "c1", "name": "read_file", "arguments": {"path": "calc.py"}}]}),
         ("tool_result", {"call_id": "c1", "name": "read_file", "content": "def add(a, b):\n    return a - b\n", "is_error": False}),
-        ("context_report", {"report": make_report(81, step=2, spilled=1).to_dict(), "warm": "[constraint t1] 不要修改配置文件"}),
-        ("compaction", {"first_id": 1, "last_id": 3, "summary": "Decisions: none", "method": "extractive"}),
+        ("tool_result", {"call_id": "c9", "name": "grep", "content": "ERROR x\n… 4,990 lines cut …", "is_error": False,
+                         "spill": {"handle": "spill-abc", "lines": 5000}}),
+        ("compaction", {"first_id": 1, "last_id": 4, "summary": "Decisions: none", "method": "extractive"}),
         ("user", {"text": "now run the tests", "turn": 2}),
+        ("memory", {"op": "remember", "type": "constraint", "text": "不要修改配置文件", "turn": 2}),
     ]
     return [Event(i, kind, data, 0.0) for i, (kind, data) in enumerate(rows)]
 
 
+def _snapshot() -> ContextSnapshot:
+    """A real build of a small log (deterministic: a pure function of its inputs)."""
+    budget = Budget(8000, max_output=1000)
+    inputs = BuildInputs(events=_events(), system="You are a test agent.\n\n# Project instructions (AGENTS.md)\n\nBe brief.",
+                         tools=[ToolSpec("read_file", "read a file", {"type": "object"})], budget=budget,
+                         counter=CachedCounter(get_counter("o200k_base")), step=3, turn=2, calibration_ratio=1.08)
+    result = build(inputs)
+    return ContextSnapshot(result, sent=True, shares={s: budget.base(s) for s in budget.fractions}, tokenizer="o200k_base",
+                           events=_events())
+
+
 def test_context_screen(snap_compare) -> None:
-    report = make_report(81, step=2, red_flags=["tool results are 61% of the prompt"])
-    assert snap_compare(ScreenHost(lambda: ContextScreen(report, _events())), terminal_size=(80, 40))
+    assert snap_compare(ScreenHost(lambda: ContextScreen(_snapshot())), terminal_size=(90, 44))
 
 
 def test_rewind_picker(snap_compare) -> None:
     turns = [
-        SimpleNamespace(turn=1, time="10:02:11", first_line="fix the add function", files=["calc.py"], diffstat="+1 -1"),
-        SimpleNamespace(turn=2, time="10:05:40", first_line="把日志里的错误找出来", files=[], diffstat=""),
+        TurnInfo(1, 1, 0.0, "fix the add function", "c1", True, ["calc.py"], [FileStat("calc.py", "M", 1, 1)]),
+        TurnInfo(2, 6, 0.0, "把日志里的错误找出来 [/] no markup", None, False),
     ]
     assert snap_compare(ScreenHost(lambda: RewindScreen(turns)), terminal_size=SIZE)
 
 
 def test_setup_screen(snap_compare) -> None:
     assert snap_compare(ScreenHost(lambda: SetupScreen("no model configured")), terminal_size=SIZE)
+
+
+def _chat_session(tmp_path: Path) -> Any:
+    """A session log written as a finished turn would leave it, with fixed ids and durations."""
+    from ctxagent.agent.config import load_config
+    from ctxagent.agent.session import Session
+    from ctxagent.context.history import SessionLog
+
+    repo = make_repo(tmp_path / "repo")
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps([{"text": "unused"}]), encoding="utf-8")
+    config = load_config(repo, {"model": f"scripted:{script}", "permission_mode": "yolo", "window": 20_000})
+    state = repo / ".ctxagent"
+    log = SessionLog.create(state / "sessions", "20250101-120000-abc123")
+    log.append("session_start", session=log.session_id, model=config.model, cwd=str(repo))
+    log.append("user", text="fix the add function in calc.py", turn=1)
+    log.append("context_report", step=1, report=make_report(31, window=20_000, step=1).to_dict(), warm="")
+    log.append("assistant", text="Reading calc.py.", step=1, turn=1, stop_reason="tool_use",
+               tool_calls=[{"id": "c1", "name": "read_file", "arguments": {"path": "calc.py"}}],
+               usage={"input_tokens": 900, "output_tokens": 20})
+    log.append("tool_result", call_id="c1", name="read_file", content="1\tdef add(a, b):\n2\t    return a - b",
+               is_error=False, duration_ms=3, meta={"files": ["calc.py"]}, turn=1)
+    log.append("context_report", step=2, report=make_report(48, window=20_000, step=2).to_dict(), warm="")
+    log.append("assistant", text="Fixing the operator.", step=2, turn=1, stop_reason="tool_use",
+               tool_calls=[{"id": "c2", "name": "edit_file",
+                            "arguments": {"path": "calc.py", "old_text": "a - b", "new_text": "a + b"}}],
+               usage={"input_tokens": 1100, "output_tokens": 40})
+    log.append("tool_result", call_id="c2", name="edit_file", content="edited calc.py", is_error=False, duration_ms=5,
+               meta={"files": ["calc.py"], "diff": "--- a/calc.py\n+++ b/calc.py\n-    return a - b\n+    return a + b\n"},
+               turn=1)
+    log.append("context_report", step=3, report=make_report(78, window=20_000, step=3).to_dict(), warm="")
+    log.append("assistant", text="Done: **fixed** `add` — 你好.", step=3, turn=1, stop_reason="end_turn", tool_calls=[],
+               usage={"input_tokens": 1300, "output_tokens": 30})
+    return Session(root=repo, state_dir=state, config=config, log=log)
+
+
+def test_main_chat_screen(snap_compare, tmp_path: Path) -> None:
+    from ctxagent.agent.factory import create_agent
+    from ctxagent.tui.app import CtxApp
+
+    app = CtxApp(_chat_session(tmp_path), create_agent)
+
+    async def until_ready(pilot: Any) -> None:
+        await wait_until(pilot, lambda: app.agent is not None and not app.session_screen.busy, 60)
+        app.session_screen.input.cursor_blink = False  # a blinking cursor would make the picture depend on timing
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=(90, 30), run_before=until_ready)

@@ -23,7 +23,10 @@ pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is no
 SCRIPT = [
     {"text": "Let me look at calc.py first.", "tool_calls": [{"name": "read_file", "arguments": {"path": "calc.py"}}]},
     {"text": "Hello from the scripted model: `add` subtracts instead of adding. 你好！"},
+    {"text": "Thanks for the traceback."},
 ]
+TRACEBACK = 'Traceback (most recent call last):\n  File "calc.py", line 2, in add\nZeroDivisionError: division by zero'
+
 
 
 class Tmux:
@@ -48,6 +51,9 @@ class Tmux:
 
     def send(self, *keys: str) -> None:
         self.run("send-keys", "-t", "main", *keys)
+
+    def alive(self) -> bool:
+        return subprocess.run(["tmux", "-L", self.socket, "has-session", "-t", "main"], capture_output=True).returncode == 0
 
 
 @pytest.fixture
@@ -82,11 +88,26 @@ def test_real_ctxagent_in_tmux(tmp_path: Path, server: str) -> None:
         pct_line = next(line for line in screen.splitlines() if line.lstrip().startswith("ctx ["))
         assert "%" in pct_line
         tmux.send("/context", "Enter")
-        screen = tmux.wait_for("What is in each slice")
-        for name in ("system", "hot", "warm", "tools", "reserve"):
+        screen = tmux.wait_for("Context window", "Tokens as")
+        for name in ("system", "hot", "warm", "tools", "reserve", "free", "in use"):
             assert name in screen
+        tmux.send("End")  # the rest of the page scrolls into view
+        tmux.wait_for("What was spilled, cut, summarized or rewound")
         tmux.send("Escape")
-        tmux.send("C-q")
-        time.sleep(0.5)
+        tmux.wait_for("Ask for a change")
+        # a bracketed paste of a 3-line traceback stays whole in the box, and goes as one message
+        tmux.run("set-buffer", "-b", "tb", TRACEBACK)
+        tmux.run("paste-buffer", "-p", "-b", "tb", "-t", "main")
+        screen = tmux.wait_for("ZeroDivisionError: division by zero", "line 2, in add")
+        tmux.send("Enter")
+        tmux.wait_for("Thanks for the traceback")
+        log = next((repo / ".ctxagent" / "sessions").glob("*.jsonl")).read_text(encoding="utf-8")
+        users = [json.loads(line)["data"]["text"] for line in log.splitlines() if '"kind": "user"' in line]
+        assert users[-1] == TRACEBACK
+        tmux.send("/quit", "Enter")
+        deadline = time.monotonic() + 20
+        while tmux.alive() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not tmux.alive()  # /quit left the app (and with it the tmux session)
     finally:
         subprocess.run(["tmux", "-L", tmux.socket, "kill-server"], capture_output=True)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import html
 import json
 import os
+import re
 import subprocess
 import time
 from pathlib import Path
@@ -57,10 +59,24 @@ class ScreenHost(App[None]):
         self.push_screen(self.make_screen(), self.results.append)
 
 
+_SVG_TEXT = re.compile(r'<text class="[^"]*" x="([0-9.]+)" y="[0-9.]+" textLength="[0-9.]+" '
+                       r'clip-path="url\(#terminal-[-0-9]+-line-([0-9]+)\)">([^<]*)</text>')
+CELL_PX = 12.2  # the width of one terminal cell in Textual's SVG screenshots
+
+
 def screen_text(app: App[Any]) -> str:
-    """What the terminal shows right now, as plain text lines (like tmux capture-pane)."""
-    strips = app.screen._compositor.render_strips()
-    return "\n".join(strip.text for strip in strips)
+    """What the terminal shows right now, as plain text lines (like tmux capture-pane), read from
+    the public SVG screenshot: each run of text placed at its column."""
+    from rich.cells import cell_len
+
+    lines: dict[int, str] = {}
+    for x, line, text in _SVG_TEXT.findall(app.export_screenshot()):
+        text = html.unescape(text).replace("\xa0", " ").replace("\n", "")
+        col, row = round(float(x) / CELL_PX), int(line)
+        current = lines.get(row, "")
+        pad = col - cell_len(current)
+        lines[row] = current + " " * max(0, pad) + text
+    return "\n".join(lines.get(i, "") for i in range(max(lines, default=-1) + 1))
 
 
 def git(repo: Path, *args: str) -> str:
@@ -110,10 +126,28 @@ class SlowProvider:
             yield ev
 
 
-async def wait_until(pilot: Any, predicate: Any, timeout: float = 15.0) -> None:
-    """Let the app run until `predicate()` holds (bounded; fails the test on timeout)."""
+async def wait_until(pilot: Any, predicate: Any, timeout: float = 30.0) -> None:
+    """Let the app run until `predicate()` holds (bounded; fails the test on timeout), then let it
+    render once more (a screen just pushed has not drawn yet)."""
     deadline = time.monotonic() + timeout
     while not predicate():
         if time.monotonic() > deadline:
             raise AssertionError("condition not reached in time")
         await pilot.pause(0.02)
+    await pilot.pause()
+
+
+async def ready(pilot: Any, app: Any, timeout: float = 60.0) -> Any:
+    """Wait until the app's agent is built (after the first frame, on a worker); the session screen."""
+    await wait_until(pilot, lambda: app.agent is not None and not app.session_screen.busy, timeout)
+    await pilot.pause()
+    return app.session_screen
+
+
+async def send(pilot: Any, app: Any, text: str, timeout: float = 60.0) -> None:
+    """Type `text` into the input (as a paste: newlines kept), press Enter, wait for the turn or action."""
+    screen = app.session_screen
+    screen.input.value = text
+    await pilot.press("enter")
+    await wait_until(pilot, lambda: not screen.busy, timeout)
+    await pilot.pause()

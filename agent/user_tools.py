@@ -1,0 +1,68 @@
+"""Tools the user calls straight from the prompt, through the same path as the model's own calls.
+
+- `@path` in a message attaches a file: before the turn's first step, one `read_file` call per path
+  that names a file of the repository — the model's own read_file, so the same confinement, size cap
+  and binary handling apply (a mention of something else, `@decorator` or an e-mail, is left alone).
+- `!command` is a turn of its own: a `shell` call, so it asks permission like any command the agent
+  runs (refused headless without --yes), takes the code checkpoint first, and its output joins the
+  context like any tool result — with no model call.
+
+Both are logged as an assistant event with `direct: true` (no model call, no usage) holding the
+calls, then their results; the model sees them in the next request as calls already made. Their
+call ids start with DIRECT_CALL_PREFIX, which is how a UI tells them from the model's.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ctxagent.agent.providers.base import ToolCallEvent
+
+if TYPE_CHECKING:
+    from ctxagent.agent.loop import Agent
+
+DIRECT_CALL_PREFIX = "direct-"
+MAX_MENTIONS = 10
+MENTION = re.compile(r"(?:^|(?<=\s))@([^\s@`'\"<>()\[\]{},;]+)")
+TRAILING = ".,;:!?。，；：！？"
+
+
+def mentioned_files(root: Path, text: str) -> list[str]:
+    """Repository-relative paths of the regular files `text` mentions as `@path`, in order, once each.
+    Paths outside the repository (`@../x`, `@/etc/passwd`, a symlink out) are not files of it."""
+    from ctxagent.context.errors import ToolError
+    from ctxagent.tools.paths import relative, resolve_in_repo
+
+    found: list[str] = []
+    for m in MENTION.finditer(text):
+        raw = m.group(1).rstrip(TRAILING)
+        if not raw:
+            continue
+        try:
+            path = resolve_in_repo(root, raw)
+        except ToolError:
+            continue
+        if not path.is_file():
+            continue
+        rel = relative(root, path)
+        if rel not in found:
+            found.append(rel)
+        if len(found) >= MAX_MENTIONS:
+            break
+    return found
+
+
+def direct_calls(turn: int, calls: list[tuple[str, dict[str, object]]]) -> list[ToolCallEvent]:
+    return [ToolCallEvent(id=f"{DIRECT_CALL_PREFIX}{turn}-{i}", name=name, arguments=dict(args))
+            for i, (name, args) in enumerate(calls)]
+
+
+def log_direct_calls(agent: Agent, calls: list[ToolCallEvent], turn: int) -> None:
+    """The assistant event that carries the user's own calls (no model call: no usage, `direct`)."""
+    ev = agent.log.append(
+        "assistant", text="", tool_calls=[{"id": c.id, "name": c.name, "arguments": c.arguments} for c in calls],
+        stop_reason="tool_use", usage={}, step=agent.step, turn=turn, partial=False, direct=True,
+    )
+    agent._ingest([ev])

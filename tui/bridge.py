@@ -1,0 +1,57 @@
+"""How code on a worker thread — the agent's turn, a session action — reaches the UI thread.
+
+Events go over as `AgentUpdate` messages (`post_message` is thread-safe). Questions (allow this
+edit? overwrite files changed outside the agent?) push a modal from the worker and wait for the
+answer, blocking only that worker thread, never the UI; when the app is closing they give up.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING, Any
+
+from ctxagent.agent.events import AgentEvent, PermissionDecision, PermissionRequest
+from ctxagent.tui.messages import AgentUpdate
+from ctxagent.tui.modals import PermissionModal
+from ctxagent.tui.pickers import ConfirmModal
+
+if TYPE_CHECKING:
+    from ctxagent.tui.session_screen import SessionScreen
+
+
+class WorkerBridge:
+    def __init__(self, screen: SessionScreen) -> None:
+        self.screen = screen
+
+    def on_event(self, ev: AgentEvent) -> None:
+        """The agent's `on_event`, called on its worker thread."""
+        if not self.screen.stopping:
+            self.screen.post_message(AgentUpdate(ev))
+
+    def approve(self, request: PermissionRequest) -> PermissionDecision:
+        """The agent's approver: the permission modal, answered by the user."""
+        answer = self.ask(PermissionModal(request))
+        if answer is None:
+            return PermissionDecision(allow=False, reason="ctxagent is closing" if self.screen.stopping else "no answer")
+        return answer
+
+    def confirm_overwrite(self, paths: list[str]) -> bool:
+        """For a code rewind: overwrite files changed outside the agent since that turn?"""
+        shown = "\n".join(paths[:20]) + (f"\n… and {len(paths) - 20} more" if len(paths) > 20 else "")
+        return bool(self.ask(ConfirmModal("Overwrite files changed outside the agent since that turn?", shown)))
+
+    def ask(self, modal: Any) -> Any:
+        """Push `modal` and wait (this worker thread only) for what it is dismissed with; None when closing."""
+        answered = threading.Event()
+        box: list[Any] = []
+
+        def done(value: Any) -> None:
+            box.append(value)
+            answered.set()
+
+        app = self.screen.app
+        app.call_from_thread(app.push_screen, modal, done)
+        while not answered.wait(0.1):
+            if self.screen.stopping:
+                return None
+        return box[0]
