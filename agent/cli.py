@@ -50,6 +50,7 @@ def plural(n: int, word: str, many: str | None = None) -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from ctxagent.agent.config import STRATEGIES
     from ctxagent.agent.providers.registry import start_model
 
     p = argparse.ArgumentParser(prog="ctxagent", description="A coding agent whose context window is engineered, measured and shown.",
@@ -65,7 +66,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--output", choices=["text", "json"], default="text", help="headless output format (default text)")
     p.add_argument("--resume", metavar="ID", nargs="?", const="", help="continue a session (latest if no ID)")
     p.add_argument("--continue", dest="continue_", action="store_true", help="continue the latest session")
-    p.add_argument("--strategy", choices=["ctxagent", "full", "window"], help="context strategy (default ctxagent)")
+    p.add_argument("--strategy", choices=list(STRATEGIES),
+                   help="context strategy (default ctxagent; anthropic-clear / anthropic-compact: the Anthropic "
+                   "API's own server-side context management)")
     p.add_argument("--cwd", help="repository to work in (default: current directory)")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     for mod in SUBCOMMAND_MODULES:

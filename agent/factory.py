@@ -28,6 +28,7 @@ from ctxagent.context.calibrator import Calibrator
 from ctxagent.context.errors import ConfigError, CtxagentError, ToolError
 from ctxagent.context.paths import spill_dir, user_state_dir
 from ctxagent.context.request import Message, Request
+from ctxagent.context.server_edits import SERVER_STRATEGIES
 from ctxagent.context.spill import SpillStore
 from ctxagent.context.tokens import CachedCounter, get_counter
 from ctxagent.tools import make_registry
@@ -124,6 +125,15 @@ def _provider_for(config: Config, label: str, max_tokens: int) -> Provider:
     return make_provider(label, api_key=key, base_url=base, max_tokens=max_tokens)
 
 
+def check_strategy(strategy: str, label: str) -> None:
+    """A server-side strategy needs the provider whose server does it (ConfigError otherwise)."""
+    if strategy in SERVER_STRATEGIES and parse_model_name(label)[0] != "anthropic":
+        raise ConfigError(
+            f"strategy {strategy} is the Anthropic API's own context management and needs an anthropic: model "
+            f"(this session uses {label}). OpenAI's compaction exists only in its Responses API, which ctxagent's "
+            "OpenAI provider (Chat Completions) does not use: `bench replay` emulates it as openai-compact.")
+
+
 def summarizer_for(config: Config, label: str) -> Callable[[str], str] | None:
     """A one-shot model call for compaction, or None for the extractive (model-free) summary."""
     if config.summary_model == "none":
@@ -197,6 +207,7 @@ def create_agent(
     problem = lifecycle_problem(info, label)
     if problem is not None and on_event is not None:
         on_event(Notice(problem[1], "warning"))  # deprecated: still served, but say so at the start
+    check_strategy(config.strategy, label)
     window = config.window or info.window
     max_output = config.max_output_tokens or min(info.max_output, 8192, max(1024, window // 8))
     provider = _provider_for(config, label, max_output)

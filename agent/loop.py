@@ -27,8 +27,17 @@ from ctxagent.agent.events import (
     TurnFinished,
     TurnStarted,
 )
-from ctxagent.agent.providers.base import Provider, Stop, TextDelta, ToolCallEvent, Usage
+from ctxagent.agent.providers.base import (
+    Provider,
+    ServerCompaction,
+    ServerEdits,
+    Stop,
+    TextDelta,
+    ToolCallEvent,
+    Usage,
+)
 from ctxagent.agent.retry import stream_with_retry
+from ctxagent.agent.server_context import ServerContextMixin, seen_reports
 from ctxagent.agent.session import Session
 from ctxagent.agent.session_ops import SessionOpsMixin, compaction_done
 from ctxagent.agent.tool_calls import ToolCallsMixin
@@ -89,7 +98,7 @@ class AgentParts:
     tool_config: dict[str, Any] = field(default_factory=dict)
 
 
-class Agent(ToolCallsMixin, SessionOpsMixin):
+class Agent(ToolCallsMixin, SessionOpsMixin, ServerContextMixin):
     def __init__(
         self,
         session: Session,
@@ -110,9 +119,9 @@ class Agent(ToolCallsMixin, SessionOpsMixin):
         # the last request built (sent, or only previewed after /compact, /rewind, a resume): /context shows it
         self.last_build: BuildResult | None = None
         self.last_build_sent = False
-        self.reports: list[ContextReport] = [
+        self.reports: list[ContextReport] = seen_reports(session.log.events, [
             ContextReport.from_dict(e.context_report.report) for e in session.log.of_kind("context_report")
-        ]
+        ], (session.config.compress_at, session.config.new_session_at))
         self._record_system_prompt()
         self._answer_dangling_calls()
 
@@ -321,6 +330,9 @@ class Agent(ToolCallsMixin, SessionOpsMixin):
         stop = "end_turn"
         partial = False
         provider = self.parts.provider
+        edits: ServerEdits | None = None  # the server's own context management, when asked for
+        compaction: ServerCompaction | None = None
+        count = self._server_count(step, result.request, result.report.calibrated_total)
 
         def on_retry(message: str) -> None:
             self._notice(message, "warning")
@@ -336,6 +348,10 @@ class Agent(ToolCallsMixin, SessionOpsMixin):
                     usage = ev
                 elif isinstance(ev, Stop):
                     stop = ev.reason
+                elif isinstance(ev, ServerEdits):
+                    edits = ev
+                elif isinstance(ev, ServerCompaction):
+                    compaction = ev
                 if cancel.is_set():
                     stop, partial = "cancelled", bool(texts) or bool(calls)
                     calls = []  # a cancelled step runs no tools
@@ -353,6 +369,7 @@ class Agent(ToolCallsMixin, SessionOpsMixin):
         usage_data = UsageData(input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
                                cache_read=usage.cache_read, cache_write=usage.cache_write)
         usage_d = usage_data.to_data()
+        server = self._server_outcome(step, result.request, result.report.total, edits, compaction, usage, count)
         ev = self.log.append(AssistantData(
             text=text,
             tool_calls=[ToolCallData(id=c.id, name=c.name, arguments=c.arguments if c.arguments is not None else {"_raw": c.raw_arguments})
@@ -362,10 +379,9 @@ class Agent(ToolCallsMixin, SessionOpsMixin):
             step=step,
             turn=self._turn_no,
             partial=partial,
+            server=server,
         ))
         self._ingest([ev])
-        if usage.prompt_tokens and result.report.total:
-            self.parts.calibrator.update(result.report.total, usage.prompt_tokens)
         self.on_event(AssistantDone(step, text, len(calls), usage_d, partial))
         return Agent._Outcome(text=text, calls=calls, error=stop == "stream_error")
 

@@ -3,7 +3,9 @@
 `ctxagent scripted-server SCRIPT.json [--host 127.0.0.1] [--port 0] [--record FILE]` prints
 `listening on http://HOST:PORT` (flushed) and serves
 
-    POST /v1/messages            Anthropic wire format, JSON or SSE (`"stream": true`)
+    POST /v1/messages            Anthropic wire format, JSON or SSE (`"stream": true`); its
+                                 `context_management` (beta) emulated: scripted_context.py
+    POST /v1/messages/count_tokens   the Anthropic token count (no turn consumed)
     POST /v1/chat/completions    OpenAI wire format, JSON or SSE (`"stream": true`)
     GET  /v1/models[/ID]         the script's model catalogue, in the asking SDK's format
 
@@ -28,6 +30,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 from ctxagent.agent import scripted_script
 from ctxagent.agent import scripted_wire as wire
+from ctxagent.agent.scripted_context import ServerReply, apply_context_management, count_tokens_reply
 from ctxagent.agent.scripted_script import (
     EXHAUSTED_MESSAGE,
     ScriptedModel,
@@ -61,13 +64,19 @@ class _ScriptState:
         self.record = record
         self.requests: list[dict[str, Any]] = []  # {"path", "body"} as received, for tests
         self.catalogue_requests: list[str] = []  # GET /v1/models paths (with query), for tests
+        self.count_requests: list[dict[str, Any]] = []  # count_tokens bodies, for tests
         self.next_index = 0
         self.lock = threading.Lock()
 
-    def take(self, path: str, body: Any) -> tuple[int, Turn | None]:
-        """Record the request and claim its turn: (1-based request number, turn or None past the end)."""
+    def take(self, path: str, body: Any, server: ServerReply | None = None, beta: str = "") -> tuple[int, Turn | None]:
+        """Record the request and claim its turn: (1-based request number, turn or None past the end).
+        With the server's context management asked for, the entry also holds what it did (`server`)."""
         with self.lock:
             entry = {"path": path, "body": body}
+            if beta:
+                entry["beta"] = beta
+            if server is not None and server.asked:
+                entry["server"] = server.record()
             self.requests.append(entry)
             if self.record is not None:
                 with self.record.open("a", encoding="utf-8") as f:
@@ -160,6 +169,9 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:  # noqa: N802 - stdlib naming
         path = self.path.split("?")[0]
+        if path.endswith("/messages/count_tokens"):
+            self._count_tokens()
+            return
         if path.endswith("/messages") and "chat" not in path:
             fmt = wire.ANTHROPIC
         elif path.endswith("/chat/completions"):
@@ -178,7 +190,16 @@ class _Handler(BaseHTTPRequestHandler):
                                               message=f"scripted server: unreadable request body: {e}")
             self._send_json(status, err)
             return
-        n, turn = self.state.take(path, body)
+        server: ServerReply | None = None
+        if fmt == wire.ANTHROPIC and "context_management" in body:
+            try:
+                server = apply_context_management(body)
+            except (ValueError, KeyError, TypeError) as e:
+                status, err = wire.error_response(fmt, "bad_request", model="?", tokens=0,
+                                                  message=f"context_management: {e}")
+                self._send_json(status, err)
+                return
+        n, turn = self.state.take(path, body, server, self.headers.get("anthropic-beta") or "")
         model = str(body.get("model", "scripted"))
         if turn is None:
             status, err = wire.error_response(
@@ -186,18 +207,18 @@ class _Handler(BaseHTTPRequestHandler):
                 message=EXHAUSTED_MESSAGE.format(count=len(self.state.turns), n=n))
             self._send_json(status, err)
             return
-        usage = turn_usage(turn, body)
+        usage = turn_usage(turn, server.seen if server is not None else body)  # what the model saw
         if turn.fault is not None and self._serve_fault(fmt, turn, n, model, body, usage):
             return
         stream = body.get("stream") is True
         if fmt == wire.ANTHROPIC:
             if stream:
                 out = self._start_sse()
-                for name, data in wire.anthropic_events(turn, n, model, usage):
+                for name, data in wire.anthropic_events(turn, n, model, usage, server=server):
                     out.write(wire.sse_event(name, data))
                 out.end()
             else:
-                self._send_json(200, wire.anthropic_message(turn, n, model, usage))
+                self._send_json(200, wire.anthropic_message(turn, n, model, usage, server))
         else:
             if stream:
                 include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
@@ -208,6 +229,23 @@ class _Handler(BaseHTTPRequestHandler):
                 out.end()
             else:
                 self._send_json(200, wire.openai_completion(turn, n, model, usage))
+
+    def _count_tokens(self) -> None:
+        """POST /v1/messages/count_tokens: consumes no turn; recorded apart."""
+        raw = self._read_body()
+        try:
+            body = json.loads(raw.decode("utf-8"))
+            if not isinstance(body, dict):
+                raise ValueError("the body is not a JSON object")
+            answer = count_tokens_reply(body)
+        except (UnicodeDecodeError, ValueError, KeyError, TypeError) as e:
+            status, err = wire.error_response(wire.ANTHROPIC, "bad_request", model="?", tokens=0,
+                                              message=f"scripted server: count_tokens: {e}")
+            self._send_json(status, err)
+            return
+        with self.state.lock:
+            self.state.count_requests.append({**body, "_beta": self.headers.get("anthropic-beta") or ""})
+        self._send_json(200, answer)
 
     def _serve_fault(self, fmt: str, turn: Turn, n: int, model: str, body: dict[str, Any],
                      usage: dict[str, int]) -> bool:
@@ -268,6 +306,11 @@ class ScriptedServer:
     def requests(self) -> list[dict[str, Any]]:
         """Every model request received so far: {"path", "body"}."""
         return list(self.state.requests)
+
+    @property
+    def count_requests(self) -> list[dict[str, Any]]:
+        """Every count_tokens body received so far."""
+        return list(self.state.count_requests)
 
     @property
     def catalogue_requests(self) -> list[str]:

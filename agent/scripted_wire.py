@@ -12,6 +12,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
+from ctxagent.agent.scripted_context import ServerReply
 from ctxagent.agent.scripted_script import (
     CONTEXT_LENGTH_MESSAGE,
     ScriptedModel,
@@ -87,14 +88,26 @@ def _anthropic_ids(turn: Turn, n: int) -> list[str]:
     return [c.id or call_id("toolu_scripted", n, i) for i, c in enumerate(turn.tool_calls)]
 
 
-def anthropic_message(turn: Turn, n: int, model: str, usage: dict[str, int]) -> dict[str, Any]:
-    """The non-streaming Messages response."""
+def _with_iterations(usage: dict[str, Any], server: ServerReply | None) -> dict[str, Any]:
+    """A compaction adds its own iteration (billed apart) before the message iteration."""
+    if server is None or server.compaction_usage is None:
+        return usage
+    message = {"type": "message", **{k: usage[k] for k in ("input_tokens", "output_tokens", "cache_read_input_tokens",
+                                                           "cache_creation_input_tokens")}}
+    return {**usage, "iterations": [server.compaction_usage, message]}
+
+
+def anthropic_message(turn: Turn, n: int, model: str, usage: dict[str, int],
+                      server: ServerReply | None = None) -> dict[str, Any]:
+    """The non-streaming Messages response (with the server's context management report, when asked)."""
     content: list[dict[str, Any]] = []
+    if server is not None and server.compaction is not None:
+        content.append(dict(server.compaction))
     if turn.text:
         content.append({"type": "text", "text": turn.text})
     for cid, c in zip(_anthropic_ids(turn, n), turn.tool_calls, strict=True):
         content.append({"type": "tool_use", "id": cid, "name": c.name, "input": c.arguments})
-    return {
+    out = {
         "id": f"msg_scripted_{n:04d}",
         "type": "message",
         "role": "assistant",
@@ -102,20 +115,35 @@ def anthropic_message(turn: Turn, n: int, model: str, usage: dict[str, int]) -> 
         "content": content,
         "stop_reason": turn.final_stop_reason(),
         "stop_sequence": None,
-        "usage": _anthropic_usage(usage),
+        "usage": _with_iterations(_anthropic_usage(usage), server),
     }
+    if server is not None and server.context_management() is not None:
+        out["context_management"] = server.context_management()
+    return out
 
 
-def anthropic_events(turn: Turn, n: int, model: str, usage: dict[str, int], *, text_only: bool = False) -> Iterator[tuple[str, dict[str, Any]]]:
+def anthropic_events(turn: Turn, n: int, model: str, usage: dict[str, int], *, text_only: bool = False,
+                     server: ServerReply | None = None) -> Iterator[tuple[str, dict[str, Any]]]:
     """The SSE events of a streamed Messages response, as (event name, data).
 
-    `text_only` stops after the text deltas (what a cut stream has sent before it drops).
+    `text_only` stops after the text deltas (what a cut stream has sent before it drops). A server
+    compaction streams first (content_block_start, compaction_delta*); the context management report
+    and the compaction iteration come with message_delta.
     """
     start_usage = _anthropic_usage(usage) | {"output_tokens": 1}
     yield "message_start", {"type": "message_start", "message": {
         "id": f"msg_scripted_{n:04d}", "type": "message", "role": "assistant", "model": model,
         "content": [], "stop_reason": None, "stop_sequence": None, "usage": start_usage}}
     index = 0
+    if server is not None and server.compaction is not None:
+        block = server.compaction
+        yield "content_block_start", {"type": "content_block_start", "index": index,
+                                      "content_block": {**block, "content": ""}}
+        for piece in chunk_text(str(block["content"]), 40):
+            yield "content_block_delta", {"type": "content_block_delta", "index": index,
+                                          "delta": {"type": "compaction_delta", "content": piece}}
+        yield "content_block_stop", {"type": "content_block_stop", "index": index}
+        index += 1
     if turn.text:
         yield "content_block_start", {"type": "content_block_start", "index": index,
                                       "content_block": {"type": "text", "text": ""}}
@@ -137,9 +165,13 @@ def anthropic_events(turn: Turn, n: int, model: str, usage: dict[str, int], *, t
                                           "delta": {"type": "input_json_delta", "partial_json": piece}}
         yield "content_block_stop", {"type": "content_block_stop", "index": index}
         index += 1
-    yield "message_delta", {"type": "message_delta",
-                            "delta": {"stop_reason": turn.final_stop_reason(), "stop_sequence": None},
-                            "usage": {"output_tokens": usage["output_tokens"]}}
+    delta: dict[str, Any] = {"type": "message_delta",
+                             "delta": {"stop_reason": turn.final_stop_reason(), "stop_sequence": None},
+                             "usage": _with_iterations({"output_tokens": usage["output_tokens"]} if server is None
+                                                       else _anthropic_usage(usage), server)}
+    if server is not None and server.context_management() is not None:
+        delta["context_management"] = server.context_management()
+    yield "message_delta", delta
     yield "message_stop", {"type": "message_stop"}
 
 

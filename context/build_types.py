@@ -38,7 +38,7 @@ class BuildInputs:
     counter: TokenCounter  # a CachedCounter
     step: int
     turn: int
-    strategy: str = "ctxagent"  # "ctxagent" | "full" | "window"
+    strategy: str = "ctxagent"  # "ctxagent" | "full" | "window" | "anthropic-clear" | "anthropic-compact"
     calibration_ratio: float = 1.0
     warm: WarmProvider | None = None  # memory hook; None = SessionPins from the log
     warm_override: str | None = None  # exact warm text to use (inspect re-builds with it)

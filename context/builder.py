@@ -42,6 +42,7 @@ from ctxagent.context.memory.text import normalize
 from ctxagent.context.prune import LOW_VALUE, pruned_arguments, pruned_text
 from ctxagent.context.render import assemble, warm_position, with_content
 from ctxagent.context.request import Message, Request, ToolCall
+from ctxagent.context.server_edits import SERVER_STRATEGIES
 from ctxagent.context.slice_relief import enforce_tools_slice
 from ctxagent.context.tokens import TokenCounter, count_message
 
@@ -280,8 +281,13 @@ def build(inputs: BuildInputs) -> BuildResult:
         from ctxagent.context.strategies import build_baseline  # the baselines reuse this module's types
 
         return build_baseline(inputs)
+    if inputs.strategy in SERVER_STRATEGIES:
+        from ctxagent.context.strategies import build_server_side
+
+        return build_server_side(inputs)
     if inputs.strategy != "ctxagent":
-        raise ValueError(f"unknown strategy {inputs.strategy!r}: use 'ctxagent', 'full' or 'window'")
+        raise ValueError(f"unknown strategy {inputs.strategy!r}: use 'ctxagent', 'full', 'window', "
+                         + ", ".join(repr(s) for s in SERVER_STRATEGIES))
     cache = cache_for(inputs.counter, inputs.cache)
     limit = inputs.budget.effective_limit(inputs.calibration_ratio)
     events = list(inputs.events)

@@ -12,7 +12,7 @@ still load its logs. Models are frozen: events never change once appended.
     session_start   SessionStartData
     system_prompt   SystemPromptData    the stable prefix, logged whenever it changes
     user            UserData
-    assistant       AssistantData       text + ToolCallData[] + UsageData
+    assistant       AssistantData       text + ToolCallData[] + UsageData (+ ServerContextData)
     tool_result     ToolResultData      content + ToolMeta (+ SpillRef)
     compaction      CompactionData      masks [first_id, last_id] with a summary
     rewind          RewindData          hides to_id <= id < this event's id
@@ -39,6 +39,7 @@ from pydantic import (
 )
 
 __all__ = [
+    "AppliedEditData",
     "AssistantData",
     "BuildParams",
     "CheckpointData",
@@ -51,6 +52,7 @@ __all__ = [
     "Payload",
     "PermissionData",
     "RewindData",
+    "ServerContextData",
     "SessionStartData",
     "SpillRef",
     "SystemPromptData",
@@ -91,6 +93,33 @@ class UsageData(_Model):
     output_tokens: int = 0
     cache_read: int = 0
     cache_write: int = 0
+
+
+class AppliedEditData(_Model):
+    """One server-side context edit the provider reports it applied to a request (Anthropic's
+    `context_management.applied_edits[]`: clear_tool_uses_20250919, clear_thinking_20251015)."""
+
+    type: str
+    cleared_tool_uses: int = 0
+    cleared_input_tokens: int = 0
+    cleared_thinking_turns: int | None = None  # clear_thinking_20251015 only
+
+
+class ServerContextData(_Model):
+    """What the server's own context management did to one request (strategies anthropic-*): the edits
+    it applied, whether it compacted (the response opened with a compaction block), and the prompt the
+    model saw after that, in provider tokens — the figure the gauge shows for this step."""
+
+    strategy: str
+    applied_edits: list[AppliedEditData] = Field(default_factory=list)
+    compacted: bool = False
+    compaction_usage: UsageData | None = None  # the compaction iteration: billed, not in `usage`
+    seen_tokens: int | None = None  # the prompt the model answered from (usage's input + cache)
+    original_tokens: int | None = None  # the prompt before the server's edits (count_tokens, when asked)
+
+    @property
+    def cleared_input_tokens(self) -> int:
+        return sum(e.cleared_input_tokens for e in self.applied_edits)
 
 
 class SpillRef(_Model):
@@ -159,6 +188,7 @@ class AssistantData(Payload):
     step: int | None = None
     turn: int | None = None
     partial: bool = False
+    server: ServerContextData | None = None  # the provider's own context management, when it acted
     direct: bool = False  # the user's own @file / !command calls (agent/user_tools.py): no model call, no usage
 
 
@@ -184,9 +214,11 @@ class CompactionData(Payload):
     first_id: int
     last_id: int
     summary: str = ""
-    method: str = "extractive"  # "model" | "extractive"
+    method: str = "extractive"  # "model" | "extractive" | "server" (the provider's own compaction)
     focus: str | None = None
     note: str | None = None
+    # method "server": the block the provider returned (summary, signature, opaque fields), sent back verbatim
+    server_block: dict[str, Any] | None = None
 
 
 class RewindData(Payload):

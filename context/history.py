@@ -137,6 +137,8 @@ class Summary:
     last_id: int
     text: str
     method: str = "extractive"
+    # method "server": the provider's compaction block, sent back verbatim (not hashed: a dict)
+    block: dict[str, Any] | None = field(default=None, hash=False)
 
 
 ViewItem = Event | Summary
@@ -194,7 +196,7 @@ def _mask(items: list[ViewItem], e: Event) -> list[ViewItem]:
     first, last = c.first_id, c.last_id
     kept: list[ViewItem] = []
     inserted = False
-    summary = Summary(e.id, first, last, c.summary, c.method)
+    summary = Summary(e.id, first, last, c.summary, c.method, c.server_block)
     for it in items:
         lo, hi = (it.first_id, it.last_id) if isinstance(it, Summary) else (it.id, it.id)
         if first <= lo and hi <= last:

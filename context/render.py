@@ -44,6 +44,10 @@ def _spill_meta(ev: Event) -> dict[str, Any] | None:
 
 
 def _render_summary(it: Summary, quoted: str, counter: TokenCounter) -> tuple[Message, int]:
+    if it.method == "server" and it.block is not None:
+        # the provider's own compaction block: it opened an assistant reply and goes back verbatim
+        msg = Message(role="assistant", content=it.text, kind="server_compaction", event_id=it.event_id, block=it.block)
+        return msg, count_message(msg, counter)
     text = SUMMARY_HEADER.format(first=it.first_id, last=it.last_id) + "\n" + it.text + (f"\n{quoted}" if quoted else "")
     msg = Message(role="user", content=text, kind="summary", event_id=it.event_id)
     return msg, count_message(msg, counter)

@@ -3,12 +3,20 @@
 Roles: "user" (text from the user, or a block the engine injects such as the warm block or a
 compaction summary), "assistant" (text and tool calls), "tool" (one tool result, answering the call
 with the same id). Providers merge consecutive user/tool messages where their wire format needs it.
+
+`Request.server_edits` asks the provider for its own server-side context management
+(context/server_edits.py); a `Message` of kind "server_compaction" carries the block a server returned
+(`block`, to be sent back verbatim). Both are left out of `to_dict()` when unused, so the bodies (and
+sha256) of requests without them are what they always were.
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from ctxagent.context.server_edits import ServerEdit
 
 Role = Literal["user", "assistant", "tool"]
 
@@ -35,11 +43,15 @@ class Message:
     tool_call_id: str | None = None  # role == "tool": the call this answers
     name: str | None = None  # role == "tool": the tool's name
     is_error: bool = False  # role == "tool": the result is an error
-    kind: str = "message"  # "message" | "warm" | "summary" — what the engine put here and why
+    kind: str = "message"  # "message" | "warm" | "summary" | "server_compaction" — what the engine put here and why
     event_id: int | None = None  # the log event this message renders (None for injected blocks)
+    block: dict[str, Any] | None = None  # kind "server_compaction": the provider's block as it returned it
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        d = asdict(self)
+        if d["block"] is None:
+            del d["block"]
+        return d
 
 
 @dataclass
@@ -48,6 +60,11 @@ class Request:
     messages: list[Message]
     tools: list[ToolSpec]
     max_tokens: int = 8192
+    server_edits: tuple[ServerEdit, ...] = ()  # the provider's own context management to ask for
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        d: dict[str, Any] = {"system": self.system, "messages": [m.to_dict() for m in self.messages],
+                             "tools": [asdict(t) for t in self.tools], "max_tokens": self.max_tokens}
+        if self.server_edits:
+            d["server_edits"] = [e.to_wire() for e in self.server_edits]
+        return d

@@ -1,11 +1,19 @@
-"""Baseline strategies for comparison (benchmarks, `--strategy`): "full" and "window".
+"""Baseline strategies for comparison (benchmarks, `--strategy`): "full" and "window", and the
+providers' own server-side context management ("anthropic-clear", "anthropic-compact").
 
 full    everything verbatim; may exceed the window — the report says so, nothing is raised.
 window  seed 001's sliding window: history ≤ 60 % of W, each message capped at 4,000 tokens,
         at least 3 rounds kept, oldest rounds dropped first. No warm block, no summaries made.
+anthropic-clear / anthropic-compact
+        the history as "full", with the server's edits asked for (`Request.server_edits`, rules and
+        defaults in context/server_edits.py); the server relieves what it receives. The request
+        still never exceeds the window: when the whole history is over the limit, ctxagent's own
+        relief (prune, compact) builds that step instead, and the report says so.
 """
 
 from __future__ import annotations
+
+import dataclasses
 
 from ctxagent.context.build_cache import BuildCache, cache_for
 from ctxagent.context.build_types import BuildInputs, BuildResult, Draft, Slot
@@ -13,6 +21,7 @@ from ctxagent.context.history import Summary
 from ctxagent.context.measure import make_report
 from ctxagent.context.render import assemble, with_content
 from ctxagent.context.request import Message, Request
+from ctxagent.context.server_edits import server_edits_for
 from ctxagent.context.spill import head_tail
 from ctxagent.context.tokens import TokenCounter, count_message
 
@@ -95,3 +104,24 @@ def build_baseline(inputs: BuildInputs) -> BuildResult:
         spilled_ids=[s.event_id for s in draft.slots if s.spill is not None and s.event_id is not None],
         masked=[[it.first_id, it.last_id] for it in draft.items if isinstance(it, Summary)],
     )
+
+
+def build_server_side(inputs: BuildInputs) -> BuildResult:
+    """The history as "full", asking the provider for its own context management; over the limit,
+    the ctxagent engine relieves this step (a server can only edit what it is sent, and a request over
+    the window is refused before any edit)."""
+    from ctxagent.context.builder import build  # the builder dispatches here: import at call time
+
+    limit = inputs.budget.effective_limit(inputs.calibration_ratio)
+    result = build_baseline(dataclasses.replace(inputs, strategy="full"))
+    if result.report.total > limit:
+        whole = result.report.total
+        result = build(dataclasses.replace(inputs, strategy="ctxagent"))
+        result.report.notes.append(
+            f"{inputs.strategy}: the whole history ({whole:,} tokens) is over the limit ({limit:,}); "
+            "ctxagent's own relief built this step, the server's edits apply to what is sent")
+    else:
+        result.report.notes[:] = [n for n in result.report.notes if not n.startswith("over the limit")]
+    result.request.server_edits = server_edits_for(inputs.strategy, inputs.budget.window)
+    result.report.strategy = inputs.strategy
+    return result

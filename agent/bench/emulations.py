@@ -3,35 +3,36 @@
 - **last2+names** — the last 2 messages of the full history plus one message listing every file name
   seen so far. No summary, no memory. It is here because it meets the file-name `retention` measure
   at ~1.4k tokens a call: a table that shows it beside the engine shows what that measure is worth.
-- **anthropic-clear** — Anthropic's `clear_tool_uses_20250919` context edit. Stateless, per request:
-  when the input exceeds `trigger` tokens, every tool result except those of the last `keep` tool uses
-  is replaced by a short placeholder (tool inputs are kept: `clear_tool_inputs` false; no
-  `clear_at_least`, no `exclude_tools`). The client still sends everything; the server bills and
-  shows the edited prompt, so the cache prefix ends at the first newly cleared result.
-- **anthropic-compact** — Anthropic's `compact_20260112`: when the input exceeds `trigger`, the server
-  first summarizes the conversation (one extra model iteration over the whole prompt, billed) and
-  continues from a `compaction` block that replaces everything before it. We keep the latest model
-  step (its call and results) verbatim and summarize the rest.
+- **anthropic-clear**, **anthropic-compact** — the product's strategies of the same names (the Anthropic
+  API's own context management, `ctxagent.context.server_edits`): the same defaults, the same clearing
+  rule (`plan_clear`), the same compaction range (`compaction_range`: everything the request showed).
+  anthropic-clear is stateless, per request: past `trigger` tokens every tool result but those of the
+  last `keep` tool uses is replaced by `CLEARED` (no clear_at_least, no exclude_tools, inputs kept);
+  the client still sends everything, the server bills and shows the edited prompt, so the cache prefix
+  ends at the first newly cleared result. anthropic-compact: past `trigger`, the server first
+  summarizes the whole prompt (one extra iteration over it, billed) and answers from the summary, which
+  then stands in, as an assistant compaction block, for everything before it.
 - **openai-compact** — OpenAI's Responses API compaction (`context_management: [{type: "compaction",
   compact_threshold}]`, or `/responses/compact`): the compacted window keeps the user messages and
-  replaces assistant messages, tool calls and results with one opaque (encrypted) compaction item.
+  replaces everything else with one opaque (encrypted) compaction item. Bench only: the product's
+  OpenAI provider speaks Chat Completions, which has no compaction.
 
 The summaries themselves are model-written on the real services; offline we stand in the product's
 extractive summary (context/compact.py), so their *retention* is the extractive summary's and only
 their token and cost accounting emulates the service.
 
-Parameters (`ServerParams`): Anthropic documents `trigger` = 100,000 input tokens and `keep` = 3 tool
-uses as the defaults of clear_tool_uses_20250919, and 150,000 input tokens as compact_20260112's
-default trigger (the SDK's docstring). OpenAI documents `compact_threshold` without a default, so we
-assume 0.75 W, the product's own compress threshold. When a default trigger is above 0.75 W (it does
-not fit the window), it is scaled down to 0.75 W, as a user of that window would have to configure it.
-The placeholder text of a cleared result is not documented; we use a short one (`CLEARED`).
+Parameters (`ServerParams`, defaults from context/server_edits.py): Anthropic documents `trigger` =
+100,000 input tokens and `keep` = 3 tool uses for clear_tool_uses_20250919, and 150,000 input tokens
+for compact_20260112. OpenAI documents `compact_threshold` without a default: we use 0.75 W, the
+product's compress threshold. A default trigger above 0.75 W is scaled down to 0.75 W
+(`scaled_trigger`), as in the product. The placeholder of a cleared result is not documented (`CLEARED`).
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+import json
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,30 +40,52 @@ from ctxagent.agent.bench.presence import NAMES_KIND
 from ctxagent.context.compact import compaction_record
 from ctxagent.context.history import Event, view
 from ctxagent.context.request import Message, Request
+from ctxagent.context.server_edits import (
+    BENCH_ONLY,
+    CLEAR_KEEP,
+    CLEAR_TRIGGER,
+    CLEARED,
+    COMPACT_TRIGGER,
+    SERVER_STRATEGIES,
+    TRIGGER_SHARE,
+    ClearToolUses,
+    Compact,
+    ToolUse,
+    compaction_range,
+    plan_clear,
+    scaled_trigger,
+)
 
-CLEARED = "[tool result cleared by context management]"
-SCALED_TRIGGER_SHARE = 0.75
-EMULATED = ("anthropic-clear", "anthropic-compact", "openai-compact")
+__all__ = ["CLEARED", "EMULATED", "ServerParams", "clear_tool_uses", "last2_names", "server_compaction"]
+
+EMULATED = (*SERVER_STRATEGIES, *BENCH_ONLY)
 
 
 @dataclass(frozen=True)
 class ServerParams:
-    clear_trigger: int = 100_000
-    clear_keep: int = 3
-    compact_trigger: int = 150_000
-    openai_trigger_share: float = SCALED_TRIGGER_SHARE
+    clear_trigger: int = CLEAR_TRIGGER
+    clear_keep: int = CLEAR_KEEP
+    compact_trigger: int = COMPACT_TRIGGER
+    openai_trigger_share: float = TRIGGER_SHARE
+
+    def clear_edit(self, window: int) -> ClearToolUses:
+        """With the defaults: the product's edit at W (server_edits_for("anthropic-clear", W))."""
+        return ClearToolUses(trigger=scaled_trigger(self.clear_trigger, window), keep=self.clear_keep)
+
+    def compact_edit(self, window: int) -> Compact:
+        return Compact(trigger=scaled_trigger(self.compact_trigger, window))
 
     def triggers(self, window: int) -> dict[str, int]:
-        cap = int(SCALED_TRIGGER_SHARE * window)
-        return {"anthropic-clear": min(self.clear_trigger, cap), "anthropic-compact": min(self.compact_trigger, cap),
+        return {"anthropic-clear": self.clear_edit(window).trigger, "anthropic-compact": self.compact_edit(window).trigger,
                 "openai-compact": int(self.openai_trigger_share * window)}
 
     def describe(self, window: int) -> dict[str, Any]:
         t = self.triggers(window)
         return {"anthropic-clear": {"trigger": t["anthropic-clear"], "keep": self.clear_keep, "clear_at_least": None,
                                     "clear_tool_inputs": False, "placeholder": CLEARED},
-                "anthropic-compact": {"trigger": t["anthropic-compact"], "keeps": "the latest model step"},
-                "openai-compact": {"trigger": t["openai-compact"], "keeps": "every user message and the latest step"}}
+                "anthropic-compact": {"trigger": t["anthropic-compact"], "keeps": "nothing verbatim: the summary stands in "
+                                      "for everything the request showed"},
+                "openai-compact": {"trigger": t["openai-compact"], "keeps": "every user message verbatim, the rest summarized"}}
 
 
 def last2_names(full: Request, names: Sequence[str]) -> Request:
@@ -72,29 +95,45 @@ def last2_names(full: Request, names: Sequence[str]) -> Request:
     return Request(system=full.system, messages=messages, tools=list(full.tools), max_tokens=full.max_tokens)
 
 
-def clear_tool_uses(full: Request, keep: int) -> Request:
-    """clear_tool_uses_20250919 applied to a request over its trigger: every tool result but those of the
-    last `keep` tool uses replaced by the placeholder."""
-    call_ids = [c.id for m in full.messages if m.role == "assistant" for c in m.tool_calls]
-    kept = set(call_ids[-keep:]) if keep > 0 else set()
-    messages = [dataclasses.replace(m, content=CLEARED) if m.role == "tool" and m.tool_call_id not in kept else m
-                for m in full.messages]
-    return Request(system=full.system, messages=messages, tools=list(full.tools), max_tokens=full.max_tokens)
+def clear_tool_uses(full: Request, edit: ClearToolUses, prompt_tokens: float,
+                    size: Callable[[str], float] = lambda text: len(text) / 4) -> tuple[Request, frozenset[str]]:
+    """clear_tool_uses_20250919 on a request of `prompt_tokens`, by the product's rule (`plan_clear`):
+    (the request the model sees, the ids of the tool uses cleared). `size`: tokens of a text, in the
+    unit of `prompt_tokens`. Below the trigger the request is returned as it is."""
+    results = {m.tool_call_id: m for m in full.messages if m.role == "tool"}
+    uses = [ToolUse(c.id, c.name, int(max(0.0, size(results[c.id].content) - size(CLEARED))) if c.id in results else 0,
+                    int(size(json.dumps(c.arguments, ensure_ascii=False))))
+            for m in full.messages if m.role == "assistant" for c in m.tool_calls]
+    plan = plan_clear(uses, int(prompt_tokens), edit)
+    if plan is None:
+        return full, frozenset()
+    messages = []
+    for m in full.messages:
+        if m.role == "tool" and m.tool_call_id in plan.ids:
+            m = dataclasses.replace(m, content=CLEARED)
+        elif m.role == "assistant" and edit.clear_tool_inputs and any(c.id in plan.ids for c in m.tool_calls):
+            m = dataclasses.replace(m, tool_calls=[dataclasses.replace(c, arguments={}) if c.id in plan.ids else c
+                                                   for c in m.tool_calls])
+        messages.append(m)
+    return Request(system=full.system, messages=messages, tools=list(full.tools), max_tokens=full.max_tokens), plan.ids
 
 
 def server_compaction(events: list[Event], keep_users: bool) -> dict[str, Any] | None:
-    """The compaction event a server-side compaction would leave: everything before the latest model step,
-    summarized (extractively, standing in for the model); `keep_users` (OpenAI) carries every user
-    message verbatim into the compacted window. None when there is nothing before the latest step."""
+    """The compaction event a server-side compaction leaves: everything the request showed
+    (`compaction_range`, as the product logs it), summarized extractively in place of the model.
+    Anthropic's is kept as the product keeps it (its block, an assistant message); `keep_users`
+    (OpenAI) carries every user message verbatim into the compacted window. None for an empty view."""
     items = view(events)
-    steps = [i for i, it in enumerate(items) if isinstance(it, Event) and it.kind == "assistant"]
-    end = steps[-1] if steps else len(items)
-    record = compaction_record(items[:end], None, None)
-    if record is None:
+    span = compaction_range(items)
+    record = compaction_record(items, None, None) if span is not None else None
+    if record is None or span is None:
         return None
     summary = record.summary
+    update: dict[str, Any] = {"first_id": span[0], "last_id": span[1], "method": "server"}
     if keep_users:
-        users = [e.user.text for e in events if e.kind == "user" and e.id <= record.last_id]
+        users = [e.user.text for e in events if e.kind == "user" and e.id <= span[1]]
         summary = "User messages (kept verbatim):\n" + "\n\n".join(users) + "\n\n" + summary
-    return record.model_copy(update={"summary": summary, "method": "server"}).to_data()
+    else:
+        update["server_block"] = {"type": "compaction", "content": summary}
+    return record.model_copy(update={**update, "summary": summary}).to_data()
 

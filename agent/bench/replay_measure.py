@@ -11,7 +11,7 @@ import time
 from typing import Any
 
 from ctxagent.agent.bench.cache_cost import reported_bill
-from ctxagent.agent.bench.emulations import CLEARED, clear_tool_uses, last2_names, server_compaction
+from ctxagent.agent.bench.emulations import clear_tool_uses, last2_names, server_compaction
 from ctxagent.agent.bench.metrics import prefix_reuse, retained
 from ctxagent.agent.bench.presence import request_texts
 from ctxagent.agent.bench.readers import Call, Trajectory
@@ -26,6 +26,7 @@ from ctxagent.agent.bench.replay_setup import (
 from ctxagent.agent.bench.replay_stats import StrategyStats
 from ctxagent.context.errors import ContextOverflowError
 from ctxagent.context.request import Request
+from ctxagent.context.server_edits import compaction_due
 
 
 def measure_call(traj: Trajectory, call: Call, ctx: CallContext, logs: dict[str, Lane], meters: dict[str, Lane],
@@ -66,9 +67,10 @@ def _raw_strategy(name: str, stats: StrategyStats, lane: Lane, full: Request, fu
         stats.build_ms.append((time.perf_counter() - t0) * 1000)
     elif name == BASELINE:
         request = last2_names(full, ctx.names)
-    elif name == "anthropic-clear" and ctx.size(engine, full) > setup.triggers[name]:
-        request = clear_tool_uses(full, setup.server.clear_keep)
-        cleared = {m.tool_call_id for m in request.messages if m.role == "tool" and m.content == CLEARED}
+    elif name == "anthropic-clear":
+        # the product's rule, in provider tokens (local count × the calibration ratio at this call)
+        request, cleared = clear_tool_uses(full, setup.server.clear_edit(engine.window), ctx.size(engine, full),
+                                           lambda text: engine.counter.count(text) * ctx.ratio)
         stats.prunes += len(cleared - lane.pruned)  # each result counted once, the first time it is cleared
         lane.pruned |= cleared
     _record(stats, lane, request, ctx, setup)
@@ -111,7 +113,9 @@ def _server_compact(name: str, stats: StrategyStats, lane: Lane, ctx: CallContex
     t0 = time.perf_counter()
     request = engine.run(lane.events, ctx.system, "full", engine.window, ctx.step, ctx.turn, tools=setup.prefix.tools,
                          cache=lane.cache).request
-    if ctx.size(engine, request) > setup.triggers[name]:
+    due = (compaction_due(ctx.size(engine, request), setup.server.compact_edit(engine.window)) if name == "anthropic-compact"
+           else ctx.size(engine, request) > setup.triggers[name])
+    if due:
         record = server_compaction(lane.events, keep_users=name == "openai-compact")
         if record is not None:
             _record(stats, lane, request, ctx, setup, extra=True)  # the summarization iteration, billed

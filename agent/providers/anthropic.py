@@ -9,7 +9,8 @@ working-memory block) carry `cache_control: {"type": "ephemeral"}`.
 The SDK's own retries are off (`max_retries=0`): `agent/retry.py` retries, visibly. A stream that
 breaks after text arrived yields that text first and then raises StreamError, so the caller keeps it.
 A response over the size cap (`response_cap.py`) is cut, kept and marked, ending with
-Stop("response_cap").
+Stop("response_cap"). The API's own context management (`Request.server_edits`) is spoken in
+`anthropic_context.py`.
 """
 
 from __future__ import annotations
@@ -22,7 +23,15 @@ from typing import Any
 import anthropic
 import httpx2
 from ctxagent.agent.providers import response_cap
-from ctxagent.agent.providers.base import Stop, StreamEvent, TextDelta, ToolCallEvent, Usage
+from ctxagent.agent.providers.anthropic_context import (
+    COUNT_KEYS,
+    CompactionAssembler,
+    EditsReport,
+    add_context_management,
+    betas_for,
+    compaction_wire_block,
+)
+from ctxagent.agent.providers.base import Stop, StreamEvent, TextDelta, TokenCount, ToolCallEvent, Usage
 from ctxagent.agent.providers.response_cap import (
     MAX_RESPONSE_CHARS,
     RESPONSE_CAP_STOP,
@@ -56,6 +65,9 @@ def _user_blocks(group: list[Message]) -> list[dict[str, Any]]:
 
 
 def _assistant_blocks(m: Message) -> list[dict[str, Any]]:
+    compaction = compaction_wire_block(m)
+    if compaction is not None:
+        return [compaction]
     blocks: list[dict[str, Any]] = []
     if m.content and m.content.strip():  # models sometimes stream only "\n\n" before a tool call
         blocks.append({"type": "text", "text": m.content})
@@ -154,8 +166,31 @@ class AnthropicProvider:
                      for t in request.tools]
             tools[-1]["cache_control"] = dict(EPHEMERAL)
             body["tools"] = tools
+        add_context_management(body, request)
         body["stream"] = self.streaming
         return body
+
+    def _create(self, body: dict[str, Any]) -> Any:
+        betas = betas_for(body)
+        if betas:  # the server's context management is a beta: its endpoint and headers
+            return self._client.beta.messages.create(**body, betas=betas)
+        return self._client.messages.create(**body)
+
+    def count_tokens(self, request: Request) -> TokenCount:
+        """The server's count of this request's prompt (`/v1/messages/count_tokens`), after its context
+        edits; with edits asked for, also the count before them."""
+        body = self.body(request)
+        kwargs = {k: body[k] for k in COUNT_KEYS if k in body}
+        try:
+            result = self._client.beta.messages.count_tokens(**kwargs, betas=betas_for(body))
+        except Exception as e:
+            mapped = self._map(e)
+            if mapped is None:
+                raise
+            raise mapped from e
+        report = getattr(result, "context_management", None)
+        original = getattr(report, "original_input_tokens", None) if report is not None else None
+        return TokenCount(int(result.input_tokens), int(original) if original is not None else None)
 
     def _map(self, e: BaseException, started: bool = False) -> ProviderError | None:
         return classify_exception(
@@ -166,7 +201,7 @@ class AnthropicProvider:
     def stream(self, request: Request, cancel: threading.Event | None = None) -> Iterator[StreamEvent]:
         body = self.body(request)
         try:
-            response = self._client.messages.create(**body)
+            response = self._create(body)
         except Exception as e:
             if is_too_large(e):  # a whole non-streamed body over the byte cap: nothing to keep
                 raise ProviderError(f"the response from anthropic:{self.model} was too large to read") from e
@@ -184,6 +219,8 @@ class AnthropicProvider:
         stop_reason: str | None = None
         finished = False
         tool: dict[str, Any] | None = None  # the tool_use block being streamed
+        compaction: CompactionAssembler | None = None  # the server's compaction block being streamed
+        edits = EditsReport()
         budget = TextBudget(self.max_response_chars)
         events = iter(stream)
         try:
@@ -209,10 +246,14 @@ class AnthropicProvider:
                 over = False
                 if kind == "message_start":
                     _take_usage(usage, ev.message.usage)
+                    edits.take(getattr(ev.message, "context_management", None), ev.message.usage)
                 elif kind == "content_block_start":
                     block = ev.content_block
                     if block.type == "tool_use":
                         tool = {"id": block.id, "name": block.name, "json": []}
+                    elif block.type == "compaction":
+                        compaction = CompactionAssembler(block)
+                        _, over = budget.clip(block.content or "")
                     elif block.type == "text" and block.text:
                         kept, over = budget.clip(block.text)
                         if kept:
@@ -226,6 +267,9 @@ class AnthropicProvider:
                     elif delta.type == "input_json_delta" and tool is not None:
                         _, over = budget.clip(delta.partial_json)
                         tool["json"].append(delta.partial_json)
+                    elif delta.type == "compaction_delta" and compaction is not None:
+                        _, over = budget.clip(delta.content or "")
+                        compaction.add(delta)
                 if over:  # a half-received tool call is dropped: its arguments are cut
                     yield from _cut(budget, usage)
                     return
@@ -233,15 +277,24 @@ class AnthropicProvider:
                     if tool is not None:
                         yield _tool_event(tool["id"], tool["name"], "".join(tool["json"]))
                         tool = None
+                    elif compaction is not None:
+                        done = compaction.event()
+                        if done is not None:
+                            yield done
+                        compaction = None
                 elif kind == "message_delta":
                     stop_reason = ev.delta.stop_reason or stop_reason
                     _take_usage(usage, ev.usage)
+                    edits.take(getattr(ev, "context_management", None), ev.usage)
                 elif kind == "message_stop":
                     finished = True
         finally:
             stream.close()
         if not finished:
             raise StreamError(f"the stream from anthropic:{self.model} ended before message_stop (connection cut?)")
+        reported = edits.event()
+        if reported is not None:
+            yield reported
         yield _usage(usage)
         yield Stop(stop_reason or "end_turn")
 
@@ -285,7 +338,14 @@ def _message_events(message: Any, max_chars: int = MAX_RESPONSE_CHARS) -> Iterat
     acc = {"input": 0, "output": 0, "cache_read": 0, "cache_write": 0}
     _take_usage(acc, message.usage)
     for block in message.content:
-        if block.type == "text" and block.text:
+        if block.type == "compaction":
+            if budget.clip(block.content or "")[1]:
+                yield from _cut(budget, acc)
+                return
+            done = CompactionAssembler(block).event()
+            if done is not None:
+                yield done
+        elif block.type == "text" and block.text:
             kept, over = budget.clip(block.text)
             if kept:
                 yield TextDelta(kept)
@@ -299,5 +359,10 @@ def _message_events(message: Any, max_chars: int = MAX_RESPONSE_CHARS) -> Iterat
                 return
             yield ToolCallEvent(id=block.id, name=block.name,
                                 arguments=block.input if isinstance(block.input, dict) else None, raw_arguments=raw)
+    edits = EditsReport()
+    edits.take(getattr(message, "context_management", None), message.usage)
+    reported = edits.event()
+    if reported is not None:
+        yield reported
     yield _usage(acc)
     yield Stop(message.stop_reason or "end_turn")

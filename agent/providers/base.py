@@ -2,7 +2,9 @@
 
 A provider translates a `ctxagent.context.request.Request` into its wire body (`body()`, also used
 by `ctxagent inspect` to show the exact request of a step) and streams the reply as:
-TextDelta*, ToolCallEvent*, Usage, Stop. Failures raise `ctxagent.context.errors.ProviderError`
+TextDelta*, ToolCallEvent*, Usage, Stop. A provider that does server-side context management
+(`Request.server_edits`) also yields ServerCompaction (before the reply's text) and ServerEdits
+(before Usage) when its server acted. Failures raise `ctxagent.context.errors.ProviderError`
 subclasses; retries with backoff live in `agent/retry.py`, not in the providers.
 """
 
@@ -13,6 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from ctxagent.context.events import AppliedEditData
 from ctxagent.context.request import Request
 
 
@@ -47,7 +50,42 @@ class Stop:
     reason: str  # "end_turn" | "tool_use" | "max_tokens" | "stop" | "cancelled" | ...
 
 
-StreamEvent = TextDelta | ToolCallEvent | Usage | Stop
+@dataclass(frozen=True)
+class ServerCompaction:
+    """The server compacted the conversation before answering (Anthropic compact_20260112): `content`
+    is its summary, `block` the compaction block as returned, to be sent back verbatim in its place."""
+
+    content: str
+    block: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ServerEdits:
+    """What the server's own context management reported for this request."""
+
+    applied: tuple[AppliedEditData, ...] = ()
+    compaction_usage: Usage | None = None  # the compaction iteration, billed apart from Usage
+
+
+@dataclass(frozen=True)
+class TokenCount:
+    """A server's count of a request's prompt (`count_tokens`): after its context edits, and before."""
+
+    input_tokens: int
+    original_input_tokens: int | None = None
+
+
+StreamEvent = TextDelta | ToolCallEvent | Usage | Stop | ServerCompaction | ServerEdits
+
+
+def refuse_server_edits(request: Request, where: str) -> None:
+    """A provider without server-side context management must not silently drop a request for it."""
+    if request.server_edits:
+        from ctxagent.context.errors import BadRequestError
+
+        kinds = ", ".join(e.type for e in request.server_edits)
+        raise BadRequestError(f"{where} has no server-side context management ({kinds}): use an anthropic: model "
+                              "or another strategy", status=None)
 
 
 class Provider(Protocol):

@@ -23,7 +23,14 @@ from urllib.parse import urlsplit, urlunsplit
 import httpx2
 import openai
 from ctxagent.agent.providers import response_cap
-from ctxagent.agent.providers.base import Stop, StreamEvent, TextDelta, ToolCallEvent, Usage
+from ctxagent.agent.providers.base import (
+    Stop,
+    StreamEvent,
+    TextDelta,
+    ToolCallEvent,
+    Usage,
+    refuse_server_edits,
+)
 from ctxagent.agent.providers.response_cap import (
     MAX_RESPONSE_CHARS,
     RESPONSE_CAP_STOP,
@@ -129,6 +136,7 @@ class OpenAIProvider:
         raise mapped from e
 
     def stream(self, request: Request, cancel: threading.Event | None = None) -> Iterator[StreamEvent]:
+        refuse_server_edits(request, f"openai:{self.model} (Chat Completions)")
         body = self.body(request)
         try:
             response = self._client.chat.completions.create(**body)

@@ -15,7 +15,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ctxagent.agent.providers.base import Stop, StreamEvent, TextDelta, ToolCallEvent, Usage
+from ctxagent.agent.providers.base import (
+    Stop,
+    StreamEvent,
+    TextDelta,
+    ToolCallEvent,
+    Usage,
+    refuse_server_edits,
+)
 from ctxagent.agent.scripted_script import (
     CONTEXT_LENGTH_MESSAGE,
     EXHAUSTED_MESSAGE,
@@ -83,6 +90,7 @@ class ScriptedProvider:
         return errors[str(turn.fault)]
 
     def stream(self, request: Request, cancel: threading.Event | None = None) -> Iterator[StreamEvent]:
+        refuse_server_edits(request, f"scripted:{self.model}")
         body = self.body(request)
         with self._lock:
             self.requests.append(body)

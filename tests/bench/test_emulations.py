@@ -11,7 +11,10 @@ from ctxagent.agent.bench.emulations import (
 )
 from ctxagent.agent.bench.presence import NAMES_KIND
 from ctxagent.context.history import Event, view
+from ctxagent.context.render import render
 from ctxagent.context.request import Message, Request, ToolCall
+from ctxagent.context.server_edits import server_edits_for
+from ctxagent.context.tokens import get_counter
 
 
 def _step(i: int) -> list[Message]:
@@ -29,16 +32,22 @@ def test_last2_names_keeps_two_messages_and_the_names() -> None:
 
 def test_clear_tool_uses_keeps_the_last_three_results() -> None:
     full = Request("sys", [Message("user", "go"), *[m for i in range(1, 6) for m in _step(i)]], [])
-    req = clear_tool_uses(full, keep=3)
+    edit = ServerParams(clear_trigger=100).clear_edit(200_000)
+    assert clear_tool_uses(full, edit, 100) == (full, frozenset())  # at the trigger: nothing
+    req, cleared = clear_tool_uses(full, edit, 101)
     tools = [m for m in req.messages if m.role == "tool"]
     assert [m.content for m in tools] == [CLEARED, CLEARED, "output 3", "output 4", "output 5"]
+    assert cleared == {"c1", "c2"}
     # tool inputs stay (clear_tool_inputs false), the original request is untouched
     assert [m.tool_calls[0].arguments for m in req.messages if m.role == "assistant"][0] == {"command": "cat f1.py"}
     assert [m.content for m in full.messages if m.role == "tool"][0] == "output 1"
 
 
-def test_triggers_default_and_scaled_to_small_windows() -> None:
+def test_the_bench_uses_the_products_defaults_and_rule() -> None:
     p = ServerParams()
+    for window in (32_000, 200_000, 1_000_000):
+        assert (p.clear_edit(window),) == server_edits_for("anthropic-clear", window)
+        assert (p.compact_edit(window),) == server_edits_for("anthropic-compact", window)
     assert p.triggers(200_000) == {"anthropic-clear": 100_000, "anthropic-compact": 150_000, "openai-compact": 150_000}
     assert p.triggers(32_000) == {"anthropic-clear": 24_000, "anthropic-compact": 24_000, "openai-compact": 24_000}
     assert p.describe(200_000)["anthropic-clear"]["keep"] == 3
@@ -60,14 +69,17 @@ def _log() -> list[Event]:
     return evs
 
 
-def test_server_compaction_keeps_the_latest_step() -> None:
+def test_server_compaction_covers_everything_the_request_showed() -> None:
     evs = _log()
     record = server_compaction(evs, keep_users=False)
-    assert record is not None and record["first_id"] == 0 and record["last_id"] == 7
+    assert record is not None and record["first_id"] == 0 and record["last_id"] == 9
     assert record["method"] == "server" and "Do not touch the tests" in record["summary"]
+    assert record["server_block"] == {"type": "compaction", "content": record["summary"]}
     evs.append(Event(len(evs), "compaction", record))
-    shown = view(evs)
-    assert [getattr(it, "id", None) for it in shown[1:]] == [8, 9]  # the summary, then the latest call and result
+    assert len(view(evs)) == 1  # the summary alone, as the product's server compaction leaves it
+    # rendered as the product renders the provider's block: an assistant message, verbatim
+    msgs = [s.msg for s in render(view(evs), get_counter("o200k_base"))]
+    assert [(m.role, m.kind, m.content) for m in msgs] == [("assistant", "server_compaction", record["summary"])]
 
 
 def test_openai_compaction_carries_every_user_message() -> None:
