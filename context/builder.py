@@ -193,9 +193,15 @@ def _finish(inputs: BuildInputs, draft: Draft, warm: str, records: list[PlannedC
     for extra in records[1:]:
         notes.append(f"also compacted the current turn's older steps: events {extra.data.first_id}–{extra.data.last_id}")
     messages = [s.msg for s in draft.slots]
+    # the pruned set only grows, oldest first (slice_relief.py): up to its newest member the history
+    # stays as it is until the next cut, and that cut starts after it
+    stable = max((i + 1 for i, s in enumerate(draft.slots) if s.state == "pruned"), default=0)
     if draft.warm_msg is not None:
-        messages.insert(warm_position(messages), draft.warm_msg)
-    request = Request(system=inputs.system, messages=messages, tools=list(inputs.tools), max_tokens=inputs.budget.max_output)
+        at = warm_position(messages)
+        messages.insert(at, draft.warm_msg)
+        stable += at < stable
+    request = Request(system=inputs.system, messages=messages, tools=list(inputs.tools), max_tokens=inputs.budget.max_output,
+                      stable_messages=stable)
     report = make_report(inputs, draft, request, compaction, notes, cache=cache)
     masked = [[it.first_id, it.last_id] for it in draft.items if isinstance(it, Summary)]
     return BuildResult(

@@ -61,10 +61,15 @@ class Request:
     tools: list[ToolSpec]
     max_tokens: int = 8192
     server_edits: tuple[ServerEdit, ...] = ()  # the provider's own context management to ask for
+    # leading messages the engine keeps unchanged until its next cut (the pruned part of the history):
+    # a provider with explicit cache breakpoints marks there, so a cut further on re-reads this prefix
+    stable_messages: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"system": self.system, "messages": [m.to_dict() for m in self.messages],
                              "tools": [asdict(t) for t in self.tools], "max_tokens": self.max_tokens}
         if self.server_edits:
             d["server_edits"] = [e.to_wire() for e in self.server_edits]
+        if self.stable_messages:
+            d["stable_messages"] = self.stable_messages
         return d

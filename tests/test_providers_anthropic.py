@@ -53,6 +53,20 @@ def test_the_history_breakpoint_skips_a_warm_block_before_the_newest_user_messag
     assert all("cache_control" not in b for b in body["messages"][2]["content"])
 
 
+def test_the_part_already_cut_gets_the_fourth_breakpoint() -> None:
+    p = AnthropicProvider("claude-sonnet-5-5", api_key="k")
+    msgs = [*conversation()[:3], Message("assistant", "Now the grep."), Message("user", "go on"),
+            Message("assistant", "Done.")]
+    body = p.body(Request(system="s", messages=msgs, tools=TOOLS, stable_messages=3))
+    marked = [(wi, bi) for wi, m in enumerate(body["messages"]) for bi, b in enumerate(m["content"]) if "cache_control" in b]
+    # the wire message holding the 3rd neutral message (the cut read_file result), and the history's end
+    assert marked == [(2, 0), (5, 0)] and body["messages"][2]["content"][0]["tool_use_id"] == "t1"
+    assert Request("s", msgs, TOOLS, stable_messages=3).to_dict()["stable_messages"] == 3
+    assert "stable_messages" not in Request("s", msgs, TOOLS).to_dict()  # older logs' requests hash as before
+    # with the system and the last tool schema: four breakpoints, the API's maximum
+    assert sum("cache_control" in b for m in body["messages"] for b in m["content"]) + 2 == 4
+
+
 def test_tool_results_and_injected_blocks_merge_into_one_user_message() -> None:
     wire = wire_messages(conversation())
     assert [m["role"] for m in wire] == ["user", "assistant", "user"]

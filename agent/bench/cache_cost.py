@@ -29,7 +29,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ctxagent.context.request import Message, Request
+from ctxagent.agent.providers.anthropic import stable_end_group, wire_group_ends
+from ctxagent.context.request import Request
 
 
 @dataclass(frozen=True)
@@ -129,23 +130,6 @@ class CacheSim:
         return Bill(cum[size] - read - write, read, write)
 
 
-def wire_group_ends(messages: Sequence[Message]) -> list[int]:
-    """For each Anthropic wire message (agent/providers/anthropic.py `wire_messages`: consecutive user-side
-    messages merge, empty assistant turns drop), the index just past the last neutral message in it."""
-    ends: list[int] = []
-    roles: list[str] = []
-    for i, m in enumerate(messages):
-        side = "user" if m.role in ("user", "tool") else "assistant"
-        if side == "assistant" and not (m.content.strip() or m.tool_calls):
-            continue
-        if roles and roles[-1] == side:
-            ends[-1] = i + 1
-        else:
-            roles.append(side)
-            ends.append(i + 1)
-    return ends
-
-
 class Breakpoints:
     """Where the product's Anthropic provider puts `cache_control`, as prefix lengths in `RequestMeter` blocks
     (overhead, system, each tool schema, each message)."""
@@ -164,11 +148,18 @@ class Breakpoints:
                 "cache_control" in t for t in body.get("tools") or []):
             marks.append(stable)
         wire = body.get("messages") or []
-        if any(isinstance(b, dict) and "cache_control" in b for wm in wire for b in wm.get("content") or []):
+        marked = [wi for wi, wm in enumerate(wire) if any(isinstance(b, dict) and "cache_control" in b for b in wm.get("content") or [])]
+        if marked:
             # the provider marks the end of the history: the block just before the working-memory block
             warm = next((i for i, m in enumerate(request.messages) if m.kind == "warm"), len(request.messages))
             marks.append(stable + warm)
-        return marks
+        if request.stable_messages and marked:
+            # ... and the end of the wire message holding the last pruned message (stable_end_group)
+            ends = wire_group_ends(request.messages)
+            wi = stable_end_group(ends, request.stable_messages)
+            if wi is not None and wi in marked:
+                marks.append(stable + ends[wi])
+        return sorted(set(marks))
 
     def with_last_message(self, request: Request) -> list[int]:
         """The product's breakpoints plus one on the final message (Claude Code's placement)."""

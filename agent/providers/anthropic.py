@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import anthropic
@@ -136,6 +136,39 @@ def _mark_history_end(wire: list[dict[str, Any]], messages: list[Message]) -> No
         wire[target[0]]["content"][target[1]]["cache_control"] = dict(EPHEMERAL)
 
 
+def wire_group_ends(messages: Sequence[Message]) -> list[int]:
+    """For each Anthropic wire message (`wire_messages`: consecutive user-side messages merge, empty
+    assistant turns drop), the index just past the last neutral message in it."""
+    ends: list[int] = []
+    roles: list[str] = []
+    for i, m in enumerate(messages):
+        side = "user" if m.role in ("user", "tool") else "assistant"
+        if side == "assistant" and not (m.content.strip() or m.tool_calls):
+            continue
+        if roles and roles[-1] == side:
+            ends[-1] = i + 1
+        else:
+            roles.append(side)
+            ends.append(i + 1)
+    return ends
+
+
+def stable_end_group(ends: list[int], stable_messages: int) -> int | None:
+    """The wire message holding the last of the request's `stable_messages` (None when there are none)."""
+    if stable_messages <= 0:
+        return None
+    return next((wi for wi, end in enumerate(ends) if end >= stable_messages), None)
+
+
+def _mark_stable_end(wire: list[dict[str, Any]], messages: list[Message], stable_messages: int) -> None:
+    """The fourth breakpoint: the end of the part the engine has already cut. Its next cut starts after
+    it, so the request after a cut reads everything up to here from the cache instead of writing the
+    whole history again (a breakpoint finds an earlier entry only 20 blocks back)."""
+    wi = stable_end_group(wire_group_ends(messages), stable_messages)
+    if wi is not None and wi < len(wire) and wire[wi]["content"]:
+        wire[wi]["content"][-1]["cache_control"] = dict(EPHEMERAL)
+
+
 class AnthropicProvider:
     name = "anthropic"
 
@@ -161,6 +194,7 @@ class AnthropicProvider:
             body["system"] = [{"type": "text", "text": request.system, "cache_control": dict(EPHEMERAL)}]
         body["messages"] = wire_messages(request.messages)
         _mark_history_end(body["messages"], request.messages)
+        _mark_stable_end(body["messages"], request.messages, request.stable_messages)
         if request.tools:
             tools = [{"name": t.name, "description": t.description, "input_schema": t.input_schema}
                      for t in request.tools]

@@ -10,8 +10,8 @@ from ctxagent.agent.bench.cache_cost import (
     CacheRules,
     CacheSim,
     reported_bill,
-    wire_group_ends,
 )
+from ctxagent.agent.providers.anthropic import wire_group_ends
 from ctxagent.context.request import Message, Request, ToolCall, ToolSpec
 
 ANTHROPIC = RULES["anthropic"]
@@ -104,6 +104,9 @@ def test_breakpoints_follow_the_product_provider() -> None:
     warm = Request("You are an agent.", [*msgs[:3], Message("user", "pins", kind="warm")], tools)
     assert bp.product(warm) == [4, 7]  # ... which ends before the per-step warm block
     assert bp.product(Request("", msgs, [])) == [6]  # no stable prefix: only the history end is marked
+    # the part the engine already cut ends in the wire message holding the tool result (msgs[2], with "more")
+    cut = Request("You are an agent.", [*msgs, Message("assistant", "ok"), Message("user", "again")], tools, stable_messages=3)
+    assert bp.product(cut) == [4, 8, 10]
 
 
 def test_wire_groups_mirror_the_anthropic_wire_format() -> None:

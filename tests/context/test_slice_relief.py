@@ -112,6 +112,10 @@ def test_hysteresis_prunes_in_jumps_and_keeps_the_prefix_stable_between_them() -
     jumps = 0
     for before, after in zip(builds, builds[1:], strict=False):
         assert set(before.pruned_ids) <= set(after.pruned_ids)  # the pruned set only grows
+        # what the request calls stable (the provider's fourth cache breakpoint) survives the next build, jump or not
+        stable = before.request.stable_messages
+        assert [m.to_dict() for m in after.request.messages[:stable]] == [m.to_dict() for m in before.request.messages[:stable]]
+        assert stable <= after.request.stable_messages
         if set(after.pruned_ids) != set(before.pruned_ids):
             jumps += 1
         else:  # between jumps the previous history is an exact prefix of the next one
@@ -119,6 +123,8 @@ def test_hysteresis_prunes_in_jumps_and_keeps_the_prefix_stable_between_them() -
     eager = grow(Budget(WINDOW, max_output=4096, tools_low=0.99), 120)  # (almost) no hysteresis
     eager_jumps = sum(set(a.pruned_ids) != set(b.pruned_ids) for b, a in zip(eager, eager[1:], strict=False))
     assert 1 <= jumps and jumps * 4 <= eager_jumps
+    last = builds[-1].request
+    assert last.stable_messages > 0 and last.messages[last.stable_messages - 1].event_id in builds[-1].pruned_ids
 
 
 def test_slice_cut_is_quantized() -> None:
