@@ -129,7 +129,8 @@ class SessionScreen(Screen[None]):
         return list_repo_files(self.session.root)[0]
 
     def on_mount(self) -> None:
-        self._show_session_facts()
+        self._show_session_facts(priced=False)  # the price table is read after the first frame
+        self.status.set(activity="starting")
         self.offer_input(self.initial_input)
         self.input.focus()
         self.call_after_refresh(self._after_first_frame)
@@ -150,6 +151,7 @@ class SessionScreen(Screen[None]):
             box.insert(event.character)
 
     def _after_first_frame(self) -> None:
+        self._show_session_facts()
         self.chat.mount_all(transcript_widgets(self.session.log.events))
         if not self._ask_trust():
             self.build_agent()
@@ -186,13 +188,15 @@ class SessionScreen(Screen[None]):
         self._show_session_facts()  # the permission mark may have changed
         self.build_agent()
 
-    def _show_session_facts(self) -> None:
+    def _show_session_facts(self, *, priced: bool = True) -> None:
         cfg = self.session.config
         self.gauge.thresholds = (float(cfg.compress_at), float(cfg.new_session_at))
         totals = usage_totals(self.session.log.events)
         model = self.agent.model_label if self.agent is not None else (cfg.model or "?")
         self.status.set(label=self.label, model=model, session=str(self.session.id), permissions=cfg.permission_mode,
-                        tokens_in=totals.input_tokens, tokens_out=totals.output_tokens, cost=cost_usd(model, totals))
+                        tokens_in=totals.input_tokens, tokens_out=totals.output_tokens)
+        if priced:
+            self.status.set(cost=cost_usd(model, totals))
 
     # -- the agent --------------------------------------------------------------------------------
     def build_agent(self) -> None:
@@ -201,6 +205,7 @@ class SessionScreen(Screen[None]):
         self.status.set(activity="starting")
 
         def job() -> None:
+            import ctxagent.tui.reply  # noqa: F401 - the first reply's Markdown widget, imported here, off the UI thread
             from ctxagent.context.errors import ConfigError
 
             try:

@@ -10,9 +10,10 @@ import pytest
 from ctxagent.agent.events import ContextBuilt
 from ctxagent.agent.factory import create_agent
 from ctxagent.tui.app import CtxApp
-from ctxagent.tui.chat import AssistantMessage, NoticeLine, SummaryPanel, ToolPanel, UserMessage
+from ctxagent.tui.chat import NoticeLine, SummaryPanel, ToolPanel, UserMessage
 from ctxagent.tui.messages import AgentUpdate
 from ctxagent.tui.modals import BreakpointModal, PermissionModal
+from ctxagent.tui.reply import AssistantMessage
 from tui_helpers import SlowProvider, make_report, make_session, ready, screen_text, send, wait_until
 
 pytestmark = pytest.mark.anyio
