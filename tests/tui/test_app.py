@@ -167,7 +167,7 @@ async def test_esc_interrupts_mid_stream_and_leaves_a_consistent_log(tmp_path: P
         last = session.log.events[-1].data
         assert last["stop_reason"] == "cancelled" and last["partial"] is True
         assert 0 < len(last["text"]) < len("word " * 4000)
-        assert any("interrupted" in n.message for n in screen.query(NoticeLine))
+        assert any("turn 1 interrupted after 1 step; the log is consistent" in n.message for n in screen.query(NoticeLine))
         await send(pilot, app, "go on")  # the session continues normally after an interrupt
         assert screen.query(AssistantMessage).last().text == "after the interrupt"
 
