@@ -1,7 +1,10 @@
 """`ctxagent` command line: the TUI by default, `-p` for headless, and subcommands.
 
 Subcommands live in their own modules; each exposes `add_parser(subparsers)` and sets
-`func(args) -> int` on its parser. Register a new one by adding its module to SUBCOMMAND_MODULES.
+`func(args) -> int` on its parser. Register a new one in SUBCOMMANDS (name, module, one-line help):
+`ctxagent --help` lists the commands from that table, and a command's module is imported only when
+the command runs — the app's start-up does not pay for the benchmarks, the scripted server or the
+model registry's help text.
 """
 
 from __future__ import annotations
@@ -13,21 +16,43 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any, NamedTuple
 
 from ctxagent.agent import __version__
 
-SUBCOMMAND_MODULES: list[str] = [
-    "ctxagent.agent.cli_server",
-    "ctxagent.agent.cli_context",
-    "ctxagent.agent.doctor",
-    "ctxagent.agent.cli_rewind",
-    "ctxagent.agent.cli_memory",
-    "ctxagent.agent.cli_mcp",
-    "ctxagent.agent.cli_bench",
-    "ctxagent.agent.cli_demo",
-    "ctxagent.agent.cli_models",
-    "ctxagent.agent.cli_trust",
-]
+
+class Command(NamedTuple):
+    module: str  # its add_parser(subparsers) adds the full parser (one module may add several commands)
+    help: str  # the one line `ctxagent --help` shows; the module's parser uses the same (command_help)
+
+
+SUBCOMMANDS: dict[str, Command] = {
+    "scripted-server": Command("ctxagent.agent.cli_server", "serve a scripted model on loopback (Anthropic and OpenAI wire formats)"),
+    "report": Command("ctxagent.agent.cli_context", "per-step context table for a session"),
+    "inspect": Command("ctxagent.agent.cli_context", "the exact request the model received at a step"),
+    "compact": Command("ctxagent.agent.cli_context", "compact a session now (the originals stay in the log)"),
+    "config": Command("ctxagent.agent.cli_context", "print the effective configuration (keys redacted)"),
+    "sessions": Command("ctxagent.agent.cli_context", "list this repository's sessions"),
+    "doctor": Command("ctxagent.agent.doctor", "check set-up and a session's context health"),
+    "rewind": Command("ctxagent.agent.cli_rewind", "go back to before a user turn: code, conversation, or both"),
+    "memory": Command("ctxagent.agent.cli_memory", "search and manage the project's memory records"),
+    "mcp": Command("ctxagent.agent.cli_mcp", "serve search_memory / store_memory / summarize_context / read_spill over MCP (stdio)"),
+    "bench": Command("ctxagent.agent.cli_bench", "benchmarks on real agent traffic (`ctxagent bench --help` lists them)"),
+    "demo": Command("ctxagent.agent.cli_demo", "try ctxagent without an API key: a scripted model, a throwaway repo"),
+    "models": Command("ctxagent.agent.cli_models", "list the models ctxagent knows: window, max output, price, lifecycle"),
+    "trust": Command("ctxagent.agent.cli_trust",
+                     "trust a repository's own .ctxagent/config.toml (permission_mode, base URLs, test_command …)"),
+}
+
+
+def command_help(name: str) -> str:
+    return SUBCOMMANDS[name].help
+
+
+def add_command(sub: Any, name: str, **kwargs: Any) -> argparse.ArgumentParser:
+    """A subcommand's parser, with its help line from SUBCOMMANDS (the one place it is written)."""
+    parser: argparse.ArgumentParser = sub.add_parser(name, help=command_help(name), **kwargs)
+    return parser
 
 # Flags many subcommands share: their help is written once, here, for any parser that left it out.
 STANDARD_HELP = {
@@ -49,16 +74,17 @@ def plural(n: int, word: str, many: str | None = None) -> str:
     return f"{n} {word if n == 1 else (many or word + 's')}"
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """The parser for `argv`: every option of the top level, and the full parser of the command
+    `argv` names (the other commands are listed by name and help line only, their modules not
+    imported). Without `argv`, the top level alone."""
     from ctxagent.agent.config import STRATEGIES
-    from ctxagent.agent.providers.registry import start_model
 
     p = argparse.ArgumentParser(prog="ctxagent", description="A coding agent whose context window is engineered, measured and shown.",
                                 epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--version", action="version", version=f"ctxagent {__version__}")
     p.add_argument("-p", "--prompt", help="run one task headless and exit (progress on stderr, the answer on stdout)")
-    p.add_argument("--model", help=f"provider:model, e.g. anthropic:{start_model('anthropic')} or openai:{start_model('openai')} "
-                   "(default: the one your API key's provider starts with; `ctxagent models` lists them)")
+    model = p.add_argument("--model")
     p.add_argument("--base-url", help="base URL of the provider (OpenAI-compatible servers: Ollama, vLLM, ...)")
     p.add_argument("--window", type=int, help="override the model's context window (tokens)")
     p.add_argument("--max-steps", type=int, help="steps per user turn (default 50)")
@@ -70,11 +96,28 @@ def build_parser() -> argparse.ArgumentParser:
                    help="context strategy (default ctxagent; anthropic-clear / anthropic-compact: the Anthropic "
                    "API's own server-side context management)")
     p.add_argument("--cwd", help="repository to work in (default: current directory)")
+    named = _command_in(p, argv or [])
+    model.help = _model_help(argv or [] if named is None else [])
+    wanted = SUBCOMMANDS[named].module if named else None
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
-    for mod in SUBCOMMAND_MODULES:
-        importlib.import_module(mod).add_parser(sub)
+    for name, command in SUBCOMMANDS.items():
+        if command.module != wanted:
+            sub.add_parser(name, help=command.help, add_help=False)  # listed only: this argv does not run it
+        elif name not in sub.choices:
+            importlib.import_module(command.module).add_parser(sub)
     _complete_help(p)
     return p
+
+
+def _model_help(argv: list[str]) -> str:
+    """--model's help names each provider's start model; the model registry is read for it only when
+    the top-level help is printed (a start of the app need not load it)."""
+    if "-h" not in argv and "--help" not in argv:
+        return "provider:model (`ctxagent --help` gives examples; `ctxagent models` lists them)"
+    from ctxagent.agent.providers.registry import start_model
+
+    return (f"provider:model, e.g. anthropic:{start_model('anthropic')} or openai:{start_model('openai')} "
+            "(default: the one your API key's provider starts with; `ctxagent models` lists them)")
 
 
 def _complete_help(parser: argparse.ArgumentParser) -> None:
@@ -93,16 +136,19 @@ def _complete_help(parser: argparse.ArgumentParser) -> None:
                     action.help = STANDARD_HELP[opt]
 
 
-def _unknown_flag(parser: argparse.ArgumentParser, argv: list[str]) -> str | None:
-    """The first option before the subcommand that the top-level parser does not know, with a
-    suggestion. argparse itself would report its value as an "invalid choice for COMMAND"."""
-    subparsers = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+def _scan(parser: argparse.ArgumentParser, argv: list[str]) -> tuple[str | None, str | None]:
+    """Walk the top-level options of `argv` (an option's value is never taken for a command) up to the
+    command: (the first option the top level does not know, with a suggestion — argparse itself would
+    report its value as an "invalid choice for COMMAND"; the command named, or None)."""
     known = parser._option_string_actions
     i = 0
     while i < len(argv):
         tok = argv[i]
-        if tok == "--" or tok in subparsers.choices:
-            return None
+        if tok == "--":  # what follows is positional: a command, if it names one
+            rest = argv[i + 1] if i + 1 < len(argv) else None
+            return None, rest if rest in SUBCOMMANDS else None
+        if tok in SUBCOMMANDS:
+            return None, tok
         if tok.startswith("-") and tok != "-":
             name = tok.split("=", 1)[0]
             if not name.startswith("--") and len(name) > 2 and name[:2] in known:
@@ -111,15 +157,19 @@ def _unknown_flag(parser: argparse.ArgumentParser, argv: list[str]) -> str | Non
             matches = [o for o in known if o == name] or [o for o in known if o.startswith(name) and name.startswith("--")]
             if not matches:
                 close = difflib.get_close_matches(name, [o for o in known if o.startswith("--")], n=1)
-                return f"unknown option {name}" + (f" (did you mean {close[0]}?)" if close else "")
+                return f"unknown option {name}" + (f" (did you mean {close[0]}?)" if close else ""), None
             action = known[matches[0]]
             if "=" not in tok and action.nargs is None and action.option_strings and not isinstance(
                     action, (argparse._StoreTrueAction, argparse._StoreConstAction, argparse._VersionAction, argparse._HelpAction)):
                 i += 1  # the option's value, whatever it looks like
-            elif action.nargs == "?" and i + 1 < len(argv) and not argv[i + 1].startswith("-") and argv[i + 1] not in subparsers.choices:
+            elif action.nargs == "?" and i + 1 < len(argv) and not argv[i + 1].startswith("-") and argv[i + 1] not in SUBCOMMANDS:
                 i += 1
         i += 1
-    return None
+    return None, None
+
+
+def _command_in(parser: argparse.ArgumentParser, argv: list[str]) -> str | None:
+    return _scan(parser, argv)[1]
 
 
 def _missing_directory(args: argparse.Namespace) -> str | None:
@@ -133,9 +183,9 @@ def _missing_directory(args: argparse.Namespace) -> str | None:
 
 def main(argv: list[str] | None = None, tui_launcher: Callable[[argparse.Namespace], int] | None = None) -> int:
     """`tui_launcher` opens the app; the console script (tui/entry.py) passes it, keeping imports one-way."""
-    parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
-    problem = _unknown_flag(parser, argv)
+    parser = build_parser(argv)
+    problem = _scan(parser, argv)[0]
     if problem:
         parser.error(problem)
     args = parser.parse_args(argv)

@@ -14,6 +14,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ctxagent.agent.cli import add_command
+
 DEFAULT_WINDOWS = {"claude-code": 200_000, "mini-swe-agent": 32_000, "swe-agent": 32_000, "openhands": 32_000}
 # `bench all` also replays these (the smaller windows), with the source's estimated prefix and with
 # ctxagent's own (Claude Code's ~26k of system prompt and tools leave little of a 32k window)
@@ -175,7 +177,7 @@ def tokens_text_all(results: list[dict[str, Any]], tokens_text: Any) -> str:
 
 
 def add_parser(subparsers: Any) -> None:
-    p = subparsers.add_parser("bench", help="benchmarks on real agent traffic (`ctxagent bench --help` lists them)")
+    p = add_command(subparsers, "bench")
     sub = p.add_subparsers(dest="bench_command", metavar="BENCH")
     p.set_defaults(func=lambda a: (p.print_help(sys.stderr), 2)[1])
 

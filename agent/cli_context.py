@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ctxagent.agent.cli import plural
+from ctxagent.agent.cli import add_command, plural
 from ctxagent.agent.config import load_config
 from ctxagent.agent.session import find_repo_root, list_sessions, open_session, resolve_session
 from ctxagent.context.display import strip_controls
@@ -160,7 +160,7 @@ def cmd_sessions(args: argparse.Namespace) -> int:
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("report", help="per-step context table for a session",
+    p = add_command(sub, "report",
                        description="One row per step (one model request): tokens, usage of the window, whether the "
                        "system prompt stayed in, loss, and what the engine did (spill, prune, compact).")
     p.add_argument("session", nargs="?", help="session id or id prefix (default: the latest)")
@@ -169,7 +169,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--cwd", help="repository whose sessions to read (default: the current directory)")
     p.set_defaults(func=cmd_report)
 
-    p = sub.add_parser("inspect", help="the exact request the model received at a step",
+    p = add_command(sub, "inspect",
                        description="Rebuild a step's request from the session log and check it against the sha256 "
                        "of what was sent (exit 1 when it differs).")
     p.add_argument("session", help="session id or id prefix")
@@ -178,17 +178,17 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--cwd", help="repository whose sessions to read (default: the current directory)")
     p.set_defaults(func=cmd_inspect)
 
-    p = sub.add_parser("compact", help="compact a session now (the originals stay in the log)")
+    p = add_command(sub, "compact")
     p.add_argument("session", nargs="?", help="session id or id prefix (default: the latest)")
     p.add_argument("--focus", help="what the summary should keep in particular")
     p.add_argument("--model", help="model for the summary (default: the session's)")
     p.add_argument("--cwd", help="repository whose sessions to read (default: the current directory)")
     p.set_defaults(func=cmd_compact)
 
-    p = sub.add_parser("config", help="print the effective configuration (keys redacted)")
+    p = add_command(sub, "config")
     p.add_argument("--cwd", help="repository whose .ctxagent/config.toml to include (default: the current directory)")
     p.set_defaults(func=cmd_config)
 
-    p = sub.add_parser("sessions", help="list this repository's sessions")
+    p = add_command(sub, "sessions")
     p.add_argument("--cwd", help="repository whose sessions to list (default: the current directory)")
     p.set_defaults(func=cmd_sessions)

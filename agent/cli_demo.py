@@ -5,11 +5,12 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from ctxagent.agent.cli import add_command
+
 
 def add_parser(sub: Any) -> None:
-    p: argparse.ArgumentParser = sub.add_parser(
-        "demo",
-        help="try ctxagent without an API key: a scripted model, a throwaway repo",
+    p: argparse.ArgumentParser = add_command(
+        sub, "demo",
         description="Create a throwaway git repository, start the scripted model server on 127.0.0.1 and "
         "open the app against it (clearly labelled 'scripted demo').",
     )

@@ -6,11 +6,12 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from ctxagent.agent.cli import add_command
+
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
-    p = subparsers.add_parser(
-        "mcp",
-        help="serve search_memory / store_memory / summarize_context / read_spill over MCP (stdio)",
+    p = add_command(
+        subparsers, "mcp",
         description="Serve this project's memory and spilled output to other agents over MCP (stdio).",
     )
     p.add_argument("--project", default=None, help="repository whose .ctxagent/ to serve (default: current directory)")

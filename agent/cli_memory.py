@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ctxagent.agent.cli import add_command
 from ctxagent.context.display import strip_controls
 from ctxagent.context.memory.record import LAYERS, TYPES
 
@@ -30,8 +31,8 @@ def _json(value: Any, indent: int | None = None) -> str:
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
-    p = subparsers.add_parser("memory", help="search and manage the project's memory records",
-                              description="Search and manage the project's memory (.ctxagent/memory.db).")
+    p = add_command(subparsers, "memory",
+                    description="Search and manage the project's memory (.ctxagent/memory.db).")
     p.add_argument("--project", default=None, help="repository root (default: current directory)")
     p.add_argument("--user", action="store_true",
                    help="the user-level store (preferences across all projects) instead of the project's")

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ctxagent.agent.cli import add_command
 from ctxagent.context.display import strip_controls
 from ctxagent.context.errors import CtxagentError
 
@@ -162,8 +163,7 @@ def cmd_models(args: argparse.Namespace) -> int:
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("models", help="list the models ctxagent knows: window, max output, price, lifecycle",
-                       description=__doc__)
+    p = add_command(sub, "models", description=__doc__)
     p.add_argument("--refresh", action="store_true", help="read each provider's model catalogue now (needs its key)")
     p.add_argument("--all", action="store_true", help="include retired models")
     p.add_argument("--provider", choices=["anthropic", "openai", "local"], help="only this provider's models")

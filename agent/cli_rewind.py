@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ctxagent.agent.cli import add_command
 from ctxagent.context.errors import CtxagentError
 from ctxagent.context.history import SessionLog
 
@@ -25,9 +26,8 @@ if TYPE_CHECKING:
 
 
 def add_parser(sub: Any) -> None:
-    p = sub.add_parser(
-        "rewind",
-        help="go back to before a user turn: code, conversation, or both",
+    p = add_command(
+        sub, "rewind",
         description="Restore the code (from the checkpoint taken before the turn) and/or hide the "
         "conversation from that turn on (non-destructive: the log keeps everything).",
     )

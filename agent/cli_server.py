@@ -5,13 +5,14 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from ctxagent.agent.cli import add_command
+
 
 def add_parser(sub: Any) -> None:
     from ctxagent.agent.scripted_server import SCRIPT_HELP, add_arguments, serve
 
-    p: argparse.ArgumentParser = sub.add_parser(
-        "scripted-server",
-        help="serve a scripted model on loopback (Anthropic and OpenAI wire formats)",
+    p: argparse.ArgumentParser = add_command(
+        sub, "scripted-server",
         description="Serve a scripted model on loopback from a JSON script of turns, for tests and demos.",
         epilog=SCRIPT_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,

@@ -10,12 +10,13 @@ import argparse
 import sys
 from pathlib import Path
 
+from ctxagent.agent.cli import add_command
 from ctxagent.context.errors import CtxagentError
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "trust", help="trust a repository's own .ctxagent/config.toml (permission_mode, base URLs, test_command …)",
+    p = add_command(
+        sub, "trust",
         description="Trust a repository so that its .ctxagent/config.toml may set security-relevant keys "
                     "(permission_mode, *base_url, API keys, test_command, shell_timeout, summary_model, a scripted "
                     "model). Untrusted repositories' values for these keys are ignored and reported.",

@@ -12,7 +12,7 @@ import sqlite3
 import sys
 from pathlib import Path
 
-from ctxagent.agent.cli import plural
+from ctxagent.agent.cli import add_command, plural
 from ctxagent.agent.config import load_config
 from ctxagent.agent.session import find_repo_root, resolve_session
 from ctxagent.context.display import strip_controls
@@ -149,8 +149,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("doctor", help="check set-up and a session's context health",
-                       description="Check the model set-up, the offline tokenizer, the memory database and a "
+    p = add_command(sub, "doctor", description="Check the model set-up, the offline tokenizer, the memory database and a "
                        "session's context health; exit 1 when any check warns.")
     p.add_argument("session", nargs="?", help="session id (default: the latest)")
     p.add_argument("--json", action="store_true", help="print the checks as JSON")

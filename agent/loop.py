@@ -1,10 +1,10 @@
 """The agent loop: small and linear.
 
-A user turn runs steps — build the context → stream the model → run its tool calls → append the
-results — until a step ends without tool calls, the step limit, a cancel, or an error the loop cannot
-retry. The context is rebuilt and checked before EVERY step, inside the tool loop (a multi-step turn
-keeps appending tool output; checking once per user message is how agents hit a 400).
-The history is the append-only session log; nothing here rewrites it.
+A user turn runs steps — build the context → stream the model (agent/step.py) → run its tool calls
+(agent/tool_calls.py) → append the results — until a step ends without tool calls, the step limit,
+a cancel, or an error the loop cannot retry. The context is rebuilt and checked before EVERY step,
+inside the tool loop (a multi-step turn keeps appending tool output; checking once per user message
+is how agents hit a 400). The history is the append-only session log; nothing here rewrites it.
 """
 
 from __future__ import annotations
@@ -16,47 +16,26 @@ from typing import Any
 
 from ctxagent.agent.events import (
     AgentEvent,
-    AssistantDelta,
-    AssistantDone,
     CompactionDone,
     ContextBuilt,
     Notice,
     PermissionDecision,
     PermissionRequest,
-    StepStarted,
     TurnFinished,
     TurnStarted,
 )
-from ctxagent.agent.providers.base import (
-    Provider,
-    ServerCompaction,
-    ServerEdits,
-    Stop,
-    TextDelta,
-    ToolCallEvent,
-    Usage,
-)
-from ctxagent.agent.retry import stream_with_retry
+from ctxagent.agent.providers.base import Provider
 from ctxagent.agent.server_context import ServerContextMixin, seen_reports
 from ctxagent.agent.session import Session
 from ctxagent.agent.session_ops import SessionOpsMixin, compaction_done
+from ctxagent.agent.step import StepMixin
 from ctxagent.agent.tool_calls import ToolCallsMixin
 from ctxagent.context.budget import Budget
 from ctxagent.context.build_cache import BuildCache
-from ctxagent.context.builder import BuildInputs, BuildResult, build, request_sha256
+from ctxagent.context.builder import BuildResult
 from ctxagent.context.calibrator import Calibrator
-from ctxagent.context.errors import ContextLengthError, ContextOverflowError, ProviderError, StreamError
-from ctxagent.context.events import (
-    AssistantData,
-    BuildParams,
-    ContextReportData,
-    ErrorData,
-    SystemPromptData,
-    ToolCallData,
-    ToolResultData,
-    UsageData,
-    UserData,
-)
+from ctxagent.context.errors import ContextOverflowError
+from ctxagent.context.events import ErrorData, SystemPromptData, ToolResultData, UserData
 from ctxagent.context.report import ContextReport
 from ctxagent.context.spill import SpillStore
 from ctxagent.context.tokens import TokenCounter
@@ -98,7 +77,7 @@ class AgentParts:
     tool_config: dict[str, Any] = field(default_factory=dict)
 
 
-class Agent(ToolCallsMixin, SessionOpsMixin, ServerContextMixin):
+class Agent(StepMixin, ToolCallsMixin, SessionOpsMixin, ServerContextMixin):
     def __init__(
         self,
         session: Session,
@@ -133,11 +112,6 @@ class Agent(ToolCallsMixin, SessionOpsMixin, ServerContextMixin):
     @property
     def last_report(self) -> ContextReport | None:
         return self.reports[-1] if self.reports else None
-
-    @property
-    def step(self) -> int:
-        """Steps are numbered 1, 2, … in request order across the whole session."""
-        return len(self.reports)
 
     def run_turn(self, text: str, cancel: threading.Event | None = None) -> TurnFinished:
         """A user message: files it mentions as `@path` are attached first (agent/user_tools.py), then
@@ -229,161 +203,6 @@ class Agent(ToolCallsMixin, SessionOpsMixin, ServerContextMixin):
         self.last_build, self.last_build_sent = result, False
         self.on_event(ContextBuilt(result.report.step, result.report))
         return result.report
-
-    # -- one step -------------------------------------------------------------------------------
-    @dataclass
-    class _Outcome:
-        text: str = ""
-        calls: list[ToolCallEvent] = field(default_factory=list)
-        error: bool = False
-
-    def _step(self, turn: int, query: str, cancel: threading.Event) -> Agent._Outcome:
-        step = self.step + 1
-        self.on_event(StepStarted(step, turn))
-        try:
-            result = self._build(step, turn, query)
-        except ContextOverflowError as exc:
-            self._error(str(exc), "ContextOverflowError", step)
-            return Agent._Outcome(error=True)
-        self._record_build(step, result)
-        try:
-            return self._stream(step, result, cancel)
-        except ContextLengthError as exc:
-            # The provider counts differently from us: force a compaction and retry once.
-            self._notice(f"provider says the prompt is too long ({exc}); compacting and retrying once", "warning")
-            if self.compact() is None:
-                self._error(str(exc), type(exc).__name__, step)
-                return Agent._Outcome(error=True)
-            step = self.step + 1
-            try:
-                result = self._build(step, turn, query)
-            except ContextOverflowError as exc2:
-                self._error(str(exc2), "ContextOverflowError", step)
-                return Agent._Outcome(error=True)
-            self._record_build(step, result)
-            try:
-                return self._stream(step, result, cancel)
-            except ProviderError as exc2:
-                self._error(str(exc2), type(exc2).__name__, step)
-                return Agent._Outcome(error=True)
-        except ProviderError as exc:
-            self._error(str(exc), type(exc).__name__, step)
-            return Agent._Outcome(error=True)
-
-    def _build(self, step: int, turn: int, query: str, *, allow_compaction: bool = True) -> BuildResult:
-        cfg = self.session.config
-        return build(
-            BuildInputs(
-                events=self.log.events,
-                system=self.parts.system,
-                tools=self.parts.registry.specs(),
-                budget=self.parts.budget,
-                counter=self.parts.counter,
-                step=step,
-                turn=turn,
-                strategy=cfg.strategy,
-                calibration_ratio=self.parts.calibrator.ratio,
-                warm=self.parts.warm,
-                summarize=self.parts.summarize,
-                allow_compaction=allow_compaction,
-                protect_turns=cfg.protect_turns,
-                thresholds=(cfg.compress_at, cfg.new_session_at),
-                cache=self._build_cache,
-            )
-        )
-
-    def _record_build(self, step: int, result: BuildResult) -> None:
-        # usually one record; two when the current turn alone overflowed and its older steps were summarized too
-        for planned in result.compactions:
-            c = planned.data
-            ev = self.log.append(c, expect_id=planned.event_id)
-            self._ingest([ev])
-            self.on_event(compaction_done(self.log, c, 0, result.report.total))
-        body = self.parts.provider.body(result.request)
-        self.log.append(ContextReportData(
-            step=step,
-            report=result.report.to_dict(),
-            request_sha256=request_sha256(body),
-            warm=result.warm_text,
-            calibration_ratio=self.parts.calibrator.ratio,
-            model=self.parts.model_label,
-            build=self._build_params(),
-        ))
-        self.reports.append(result.report)
-        self.last_build, self.last_build_sent = result, True
-        self.on_event(ContextBuilt(step, result.report))
-
-    def _build_params(self) -> BuildParams:
-        """Every scalar the builder used, so `ctxagent inspect` can rebuild this step exactly."""
-        cfg, b = self.session.config, self.parts.budget
-        return BuildParams(
-            window=b.window, fractions=b.fractions, max_output=b.max_output, profile=b.profile,
-            tools_high=b.tools_high, tools_low=b.tools_low, protect_steps=b.protect_steps,
-            strategy=cfg.strategy, protect_turns=cfg.protect_turns,
-            thresholds=(cfg.compress_at, cfg.new_session_at), tokenizer=self.parts.tokenizer,
-        )
-
-    def _stream(self, step: int, result: BuildResult, cancel: threading.Event) -> Agent._Outcome:
-        texts: list[str] = []
-        calls: list[ToolCallEvent] = []
-        usage = Usage()
-        stop = "end_turn"
-        partial = False
-        provider = self.parts.provider
-        edits: ServerEdits | None = None  # the server's own context management, when asked for
-        compaction: ServerCompaction | None = None
-        count = self._server_count(step, result.request, result.report.calibrated_total)
-
-        def on_retry(message: str) -> None:
-            self._notice(message, "warning")
-
-        try:
-            for ev in stream_with_retry(lambda: provider.stream(result.request, cancel), on_retry=on_retry, cancel=cancel):
-                if isinstance(ev, TextDelta):
-                    texts.append(ev.text)
-                    self.on_event(AssistantDelta(step, ev.text))
-                elif isinstance(ev, ToolCallEvent):
-                    calls.append(ev)
-                elif isinstance(ev, Usage):
-                    usage = ev
-                elif isinstance(ev, Stop):
-                    stop = ev.reason
-                elif isinstance(ev, ServerEdits):
-                    edits = ev
-                elif isinstance(ev, ServerCompaction):
-                    compaction = ev
-                if cancel.is_set():
-                    stop, partial = "cancelled", bool(texts) or bool(calls)
-                    calls = []  # a cancelled step runs no tools
-                    break
-        except StreamError as exc:
-            if not texts and not calls:
-                raise
-            partial = True
-            stop = "stream_error"
-            calls = []  # tool calls from a broken stream are not trusted
-            message = f"the stream broke ({exc}); kept the {len(''.join(texts))} characters that arrived"
-            self.log.append(ErrorData(message=message, error_type=type(exc).__name__, step=step))
-            self._notice(message, "warning")
-        text = "".join(texts)
-        usage_data = UsageData(input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
-                               cache_read=usage.cache_read, cache_write=usage.cache_write)
-        usage_d = usage_data.to_data()
-        server = self._server_outcome(step, result.request, result.report.total, edits, compaction, usage, count)
-        ev = self.log.append(AssistantData(
-            text=text,
-            tool_calls=[ToolCallData(id=c.id, name=c.name, arguments=c.arguments if c.arguments is not None else {"_raw": c.raw_arguments})
-                        for c in calls],
-            stop_reason=stop,
-            usage=usage_data,
-            step=step,
-            turn=self._turn_no,
-            partial=partial,
-            server=server,
-        ))
-        self._ingest([ev])
-        self.on_event(AssistantDone(step, text, len(calls), usage_d, partial))
-        return Agent._Outcome(text=text, calls=calls, error=stop == "stream_error")
 
     # -- helpers ------------------------------------------------------------------------------
     def _record_system_prompt(self) -> None:

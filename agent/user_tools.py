@@ -18,10 +18,9 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ctxagent.agent.providers.base import ToolCallEvent
-
 if TYPE_CHECKING:
     from ctxagent.agent.loop import Agent
+    from ctxagent.agent.providers.base import ToolCallEvent
 
 DIRECT_CALL_PREFIX = "direct-"
 MAX_MENTIONS = 10
@@ -55,6 +54,9 @@ def mentioned_files(root: Path, text: str) -> list[str]:
 
 
 def direct_calls(turn: int, calls: list[tuple[str, dict[str, object]]]) -> list[ToolCallEvent]:
+    # imported here, not at the top: the app's chat reads only DIRECT_CALL_PREFIX before its first frame
+    from ctxagent.agent.providers.base import ToolCallEvent
+
     return [ToolCallEvent(id=f"{DIRECT_CALL_PREFIX}{turn}-{i}", name=name, arguments=dict(args))
             for i, (name, args) in enumerate(calls)]
 

@@ -12,8 +12,6 @@ from typing import TYPE_CHECKING, Any
 
 from ctxagent.agent.events import AgentEvent, PermissionDecision, PermissionRequest
 from ctxagent.tui.messages import AgentUpdate
-from ctxagent.tui.modals import PermissionModal
-from ctxagent.tui.pickers import ConfirmModal
 
 if TYPE_CHECKING:
     from ctxagent.tui.session_screen import SessionScreen
@@ -30,6 +28,8 @@ class WorkerBridge:
 
     def approve(self, request: PermissionRequest) -> PermissionDecision:
         """The agent's approver: the permission modal, answered by the user."""
+        from ctxagent.tui.modals import PermissionModal
+
         answer = self.ask(PermissionModal(request))
         if answer is None:
             return PermissionDecision(allow=False, reason="ctxagent is closing" if self.screen.stopping else "no answer")
@@ -37,6 +37,8 @@ class WorkerBridge:
 
     def confirm_overwrite(self, paths: list[str]) -> bool:
         """For a code rewind: overwrite files changed outside the agent since that turn?"""
+        from ctxagent.tui.pickers import ConfirmModal  # Markdown and OptionList: not before the first frame
+
         shown = "\n".join(paths[:20]) + (f"\n… and {len(paths) - 20} more" if len(paths) > 20 else "")
         return bool(self.ask(ConfirmModal("Overwrite files changed outside the agent since that turn?", shown)))
 

@@ -1,5 +1,6 @@
-"""The chat log: user messages, streamed assistant Markdown, one collapsible panel per tool call,
-and the summary a compaction made.
+"""The chat log's pieces: user messages, one collapsible panel per tool call, notices, and the
+summary a compaction made (the assistant's streamed Markdown is tui/reply.py: Textual's Markdown
+widget is not imported before the first frame).
 
 A tool panel's title carries the status (pending / running / ok / error) and the duration, so the
 log reads at a glance collapsed; expanded it shows the arguments, an output preview, and for edits
@@ -14,10 +15,8 @@ from typing import Any
 
 from ctxagent.context.display import strip_controls
 from ctxagent.tui.safe import markup_safe, plain
-from rich.syntax import Syntax
 from rich.text import Text
-from textual.widgets import Collapsible, Markdown, Static
-from textual.widgets.markdown import MarkdownStream
+from textual.widgets import Collapsible, Static
 
 PREVIEW_LINES = 12
 STATUS_ICON = {"pending": "○", "running": "◐", "ok": "✓", "error": "✗"}
@@ -56,36 +55,6 @@ class UserMessage(Static):
         label.append_text(plain(text))
         super().__init__(label)
         self.text = text
-
-
-class AssistantMessage(Markdown):
-    """Assistant text; `write()` streams deltas through a MarkdownStream, `finish()` flushes it."""
-
-    DEFAULT_CSS = """
-    AssistantMessage { margin: 1 0 0 0; padding: 0 1; background: $surface; }
-    """
-
-    def __init__(self, text: str = "") -> None:
-        text = strip_controls(text)
-        super().__init__(text)
-        self.text = text
-        self._stream: MarkdownStream | None = None
-
-    async def write(self, delta: str) -> None:
-        delta = strip_controls(delta)  # a sequence split across deltas loses its ESC: harmless text remains
-        self.text += delta
-        if self._stream is None:
-            self._stream = Markdown.get_stream(self)
-        await self._stream.write(delta)
-
-    async def finish(self, final_text: str | None = None) -> None:
-        if self._stream is not None:
-            await self._stream.stop()
-            self._stream = None
-        final_text = strip_controls(final_text) if final_text is not None else None
-        if final_text is not None and final_text != self.text:
-            self.text = final_text
-            await self.update(final_text)
 
 
 class ToolPanel(Collapsible):
@@ -141,6 +110,8 @@ class ToolPanel(Collapsible):
         self.title = self._title_text()
         diff = self.meta.get("diff")
         if isinstance(diff, str) and diff.strip():
+            from rich.syntax import Syntax  # pygments' lexer table: not before the first frame
+
             self._output.update(Syntax(strip_controls(diff), "diff", theme="ansi_dark", word_wrap=True))
         else:
             text = plain(preview(content))

@@ -3,6 +3,8 @@ replies, tool panels, notices, and the summary a compaction made (open, so it is
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ctxagent.agent.events import (
     AgentEvent,
     AssistantDelta,
@@ -13,9 +15,12 @@ from ctxagent.agent.events import (
     ToolStarted,
 )
 from ctxagent.agent.user_tools import DIRECT_CALL_PREFIX
-from ctxagent.tui.chat import AssistantMessage, NoticeLine, SummaryPanel, ToolPanel
+from ctxagent.tui.chat import NoticeLine, SummaryPanel, ToolPanel
 from ctxagent.tui.gauge import human_tokens
 from textual.containers import VerticalScroll
+
+if TYPE_CHECKING:
+    from ctxagent.tui.reply import AssistantMessage
 
 
 class ChatLog(VerticalScroll):
@@ -47,6 +52,8 @@ class ChatLog(VerticalScroll):
         match ev:
             case AssistantDelta():
                 if self._assistant is None:
+                    from ctxagent.tui.reply import AssistantMessage
+
                     self._assistant = AssistantMessage()
                     await self.mount(self._assistant)
                 await self._assistant.write(ev.text)

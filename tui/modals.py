@@ -7,10 +7,11 @@ permission box shows what the agent wants to run with every control character ma
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ctxagent.agent.events import PermissionDecision, PermissionRequest
 from ctxagent.context.display import show_controls
 from ctxagent.tui.safe import judged, plain
-from rich.syntax import Syntax
 from rich.text import Text
 from textual import events
 from textual.app import ComposeResult
@@ -19,6 +20,9 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static
+
+if TYPE_CHECKING:
+    from rich.syntax import Syntax
 
 MODAL_CSS = """
 {name} {{ align: center middle; }}
@@ -142,6 +146,8 @@ class PermissionModal(ModalScreen[PermissionDecision]):
 
     def _preview(self) -> Syntax | Text:
         """What is asked, every control character visible (an ESC in a command could hide part of it)."""
+        from rich.syntax import Syntax  # pygments' lexer table: not before the first frame
+
         text = show_controls(self.request.preview or "")
         if self.request.permission == "edit" and text.strip():
             return Syntax(text, "diff", theme="ansi_dark", word_wrap=True)

@@ -1,7 +1,8 @@
 """The session screen: chat, breakpoint bar, input, usage gauge and status line for one session.
 
 It owns the session and its agent. The agent is built on a worker thread after the first frame
-(the prompt takes keys at once; a message sent before the agent is ready waits for it). A turn, and
+(tui/agent_start.py; the prompt takes keys at once, a message sent before the agent is ready waits
+for it). A turn, and
 every session action that may call the model or touch files (compact, rewind, new session, resume,
 model switch), runs on a worker thread while `busy` is set; agent events come back as `AgentUpdate`
 messages, actions end with `ActionFinished`. `level` is the engine's advice for the latest build
@@ -16,6 +17,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from ctxagent.agent.cli import plural
 from ctxagent.agent.events import (
     AssistantDone,
     ContextBuilt,
@@ -26,21 +28,20 @@ from ctxagent.agent.events import (
     TurnStarted,
 )
 from ctxagent.context.monitor import advice_for
+from ctxagent.tui.agent_start import AgentStartMixin
 from ctxagent.tui.bridge import WorkerBridge
 from ctxagent.tui.chat import NoticeLine, UserMessage
 from ctxagent.tui.chat_log import ChatLog
 from ctxagent.tui.gauge import UsageGauge
 from ctxagent.tui.messages import (
     ActionFinished,
-    AgentReady,
     AgentUpdate,
     Outcome,
-    SetupNeeded,
 )
-from ctxagent.tui.modals import BreakpointBar, BreakpointModal, TrustModal
+from ctxagent.tui.modals import BreakpointBar, BreakpointModal
 from ctxagent.tui.prompt import ChatInput
 from ctxagent.tui.status import StatusLine
-from ctxagent.tui.transcript import cost_usd, transcript_widgets, usage_totals
+from ctxagent.tui.transcript import cost_usd, transcript_widgets
 from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -58,7 +59,7 @@ TurnRunner = Callable[["Agent", threading.Event], Any]  # runs one turn on the w
 RANK = {"ok": 0, "compress": 1, "new_session": 2}
 
 
-class SessionScreen(Screen[None]):
+class SessionScreen(AgentStartMixin, Screen[None]):
     DEFAULT_CSS = """
     SessionScreen { layout: vertical; }
     SessionScreen #chat { height: 1fr; }
@@ -129,7 +130,8 @@ class SessionScreen(Screen[None]):
         return list_repo_files(self.session.root)[0]
 
     def on_mount(self) -> None:
-        self._show_session_facts()
+        self._show_session_facts(priced=False)  # the price table is read after the first frame
+        self.status.set(activity="starting")
         self.offer_input(self.initial_input)
         self.input.focus()
         self.call_after_refresh(self._after_first_frame)
@@ -148,108 +150,6 @@ class SessionScreen(Screen[None]):
             box = self.input
             box.focus()
             box.insert(event.character)
-
-    def _after_first_frame(self) -> None:
-        self.chat.mount_all(transcript_widgets(self.session.log.events))
-        if not self._ask_trust():
-            self.build_agent()
-
-    def _ask_trust(self) -> bool:
-        """Ask once about a repository config whose security-relevant keys were ignored (agent/trust.py);
-        the agent is built after the answer. False when there is nothing to ask."""
-        from ctxagent.agent.trust import describe_ignored, needs_prompt
-
-        ignored = self.session.config.ignored_keys
-        if not ignored or not needs_prompt(self.session.root, ignored):
-            return False
-        self.app.push_screen(TrustModal(describe_ignored(ignored)), self._after_trust)
-        return True
-
-    def _after_trust(self, trusted: bool | None) -> None:
-        from ctxagent.agent.trust import decline, trust
-        from ctxagent.context.errors import CtxagentError
-
-        root, ignored = self.session.root, list(self.session.config.ignored_keys)
-        try:
-            if trusted:
-                trust(root)
-                if self.reload_config is not None:
-                    self.session.config = self.reload_config()
-                self.chat.mount(NoticeLine(f"trusted {root}: its settings apply ({', '.join(i.key for i in ignored)})",
-                                           "warning"))
-            else:
-                decline(root, ignored)
-                self.chat.mount(NoticeLine("the repository's settings stay ignored: "
-                                           + ", ".join(i.key for i in ignored) + " (`ctxagent trust` allows them)"))
-        except CtxagentError as exc:  # an unwritable trust list: say so, keep the safe config
-            self.say(str(exc), "error")
-        self._show_session_facts()  # the permission mark may have changed
-        self.build_agent()
-
-    def _show_session_facts(self) -> None:
-        cfg = self.session.config
-        self.gauge.thresholds = (float(cfg.compress_at), float(cfg.new_session_at))
-        totals = usage_totals(self.session.log.events)
-        model = self.agent.model_label if self.agent is not None else (cfg.model or "?")
-        self.status.set(label=self.label, model=model, session=str(self.session.id), permissions=cfg.permission_mode,
-                        tokens_in=totals.input_tokens, tokens_out=totals.output_tokens, cost=cost_usd(model, totals))
-
-    # -- the agent --------------------------------------------------------------------------------
-    def build_agent(self) -> None:
-        """Build the agent for the current session on a worker thread (imports, tokenizer, memory, git)."""
-        session = self.session
-        self.status.set(activity="starting")
-
-        def job() -> None:
-            from ctxagent.context.errors import ConfigError
-
-            try:
-                agent = self.new_agent(session)
-            except ConfigError as exc:
-                self.post_message(AgentReady(session, None, str(exc)))
-            except Exception as exc:  # a broken set-up says why on the set-up screen, not as a traceback
-                self.post_message(AgentReady(session, None, f"{type(exc).__name__}: {exc}"))
-            else:
-                self.post_message(AgentReady(session, agent))
-
-        self.run_worker(job, thread=True, group="agent", name="build agent")
-
-    def new_agent(self, session: Session) -> Agent:
-        """An agent for `session` wired to this screen (call it on a worker thread: it is slow to build)."""
-        return self.make_agent(session, on_event=self.bridge.on_event, approver=self.bridge.approve)
-
-    def on_agent_ready(self, message: AgentReady) -> None:
-        if message.session is not self.session:
-            return
-        if message.agent is None:
-            self.status.set(activity="no model")
-            self.post_message(SetupNeeded(message.problem))  # bubbles to the app, which owns the set-up screen
-            return
-        self.show_agent(message.agent)
-        if self._queued is not None:
-            run, self._queued = self._queued, None
-            self._run_turn(run)
-
-    def show_agent(self, agent: Agent) -> None:
-        """Make `agent` current: gauge and status from its reports; a fresh measure after a rewind."""
-        self.agent = agent
-        self.gauge.reset()
-        self.gauge.history = [float(r.usage_pct) for r in agent.reports[:-1]]
-        last = agent.last_report
-        if last is not None:
-            self.gauge.update_report(last)
-        self.set_reactive(SessionScreen.level, self._advice(last.usage_pct) if last is not None else "ok")
-        self.bar.hide()
-        self._show_session_facts()
-        self.status.set(model=agent.model_label, calibration=agent.calibration_ratio, activity="idle")
-        events = self.session.log.events
-        if events and events[-1].kind in ("rewind", "compaction"):
-            self.measure_next()  # the last report predates it: show what the next step will send
-
-    def measure_next(self) -> None:
-        agent = self.agent
-        if agent is not None:
-            self.start_action("measure", lambda: (agent.preview(), Outcome(True))[1], activity="measuring")
 
     # -- input ----------------------------------------------------------------------------------
     def on_chat_input_submitted(self, event: ChatInput.Submitted) -> None:
@@ -364,7 +264,8 @@ class SessionScreen(Screen[None]):
         self.busy = False
         self.chat.end_reply()
         if ev.stop_reason == "cancelled":
-            self.chat.mount(NoticeLine(f"turn {ev.turn} interrupted after {ev.steps} step(s); the log is consistent", "warning"))
+            self.chat.mount(NoticeLine(f"turn {ev.turn} interrupted after {plural(ev.steps, 'step')}; the log is consistent",
+                                       "warning"))
         elif ev.stop_reason == "max_steps":
             self.chat.mount(NoticeLine(f"turn {ev.turn} stopped at the step limit", "warning"))
         self._run_pending()

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ctxagent.context.history import Event, Summary, view
-from ctxagent.tui.chat import AssistantMessage, SummaryPanel, ToolPanel, UserMessage
+from ctxagent.tui.chat import SummaryPanel, ToolPanel, UserMessage
 from textual.widget import Widget
 
 
@@ -25,6 +25,8 @@ def transcript_widgets(events: Iterable[Event]) -> list[Widget]:
         elif item.kind == "assistant":
             said = item.assistant
             if said.text.strip():
+                from ctxagent.tui.reply import AssistantMessage  # Markdown: only when there is a reply
+
                 out.append(AssistantMessage(said.text))
             for call in said.tool_calls:
                 panel = ToolPanel(call.id, call.name, dict(call.arguments), status="pending")

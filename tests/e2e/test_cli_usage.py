@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
-from ctxagent.agent.cli import build_parser, main, plural
+from ctxagent.agent.cli import SUBCOMMANDS, build_parser, main, plural
 from ctxagent.agent.config import Config
 from ctxagent.agent.factory import create_agent
 from ctxagent.agent.session import open_session
@@ -58,6 +58,8 @@ def _walk(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()) -> list[s
 
 def test_every_command_and_flag_has_help() -> None:
     assert _walk(build_parser()) == []
+    for name in SUBCOMMANDS:  # each command's full parser is built when that command runs
+        assert _walk(build_parser([name])) == [], name
 
 
 def test_scripted_server_and_bench_help(repo: Path, ctxagent_run) -> None:

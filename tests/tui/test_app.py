@@ -10,9 +10,10 @@ import pytest
 from ctxagent.agent.events import ContextBuilt
 from ctxagent.agent.factory import create_agent
 from ctxagent.tui.app import CtxApp
-from ctxagent.tui.chat import AssistantMessage, NoticeLine, SummaryPanel, ToolPanel, UserMessage
+from ctxagent.tui.chat import NoticeLine, SummaryPanel, ToolPanel, UserMessage
 from ctxagent.tui.messages import AgentUpdate
 from ctxagent.tui.modals import BreakpointModal, PermissionModal
+from ctxagent.tui.reply import AssistantMessage
 from tui_helpers import SlowProvider, make_report, make_session, ready, screen_text, send, wait_until
 
 pytestmark = pytest.mark.anyio
@@ -166,7 +167,7 @@ async def test_esc_interrupts_mid_stream_and_leaves_a_consistent_log(tmp_path: P
         last = session.log.events[-1].data
         assert last["stop_reason"] == "cancelled" and last["partial"] is True
         assert 0 < len(last["text"]) < len("word " * 4000)
-        assert any("interrupted" in n.message for n in screen.query(NoticeLine))
+        assert any("turn 1 interrupted after 1 step; the log is consistent" in n.message for n in screen.query(NoticeLine))
         await send(pilot, app, "go on")  # the session continues normally after an interrupt
         assert screen.query(AssistantMessage).last().text == "after the interrupt"
 

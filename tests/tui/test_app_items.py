@@ -11,10 +11,11 @@ import pytest
 from ctxagent.agent.events import ContextBuilt
 from ctxagent.agent.factory import create_agent
 from ctxagent.tui.app import CtxApp
-from ctxagent.tui.chat import AssistantMessage, NoticeLine, ToolPanel, UserMessage
+from ctxagent.tui.chat import NoticeLine, ToolPanel, UserMessage
 from ctxagent.tui.context_screen import ContextScreen, slice_rows
 from ctxagent.tui.messages import AgentUpdate
 from ctxagent.tui.modals import BreakpointModal, PermissionModal
+from ctxagent.tui.reply import AssistantMessage
 from textual import events
 from tui_helpers import SlowProvider, make_report, make_session, ready, screen_text, send, wait_until
 

@@ -13,8 +13,9 @@ from ctxagent.agent.demo import DEMO_LABEL, DEMO_PROMPT, create_demo_repo, demo_
 from ctxagent.agent.factory import create_agent
 from ctxagent.agent.session import open_session
 from ctxagent.tui.app import CtxApp
-from ctxagent.tui.chat import AssistantMessage, ToolPanel
+from ctxagent.tui.chat import ToolPanel
 from ctxagent.tui.modals import PermissionModal
+from ctxagent.tui.reply import AssistantMessage
 from tui_helpers import ready, screen_text, wait_until
 
 pytestmark = pytest.mark.anyio

@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 from ctxagent.agent.session_ops import log_turns, rewind
 from ctxagent.context.history import SessionLog
-from ctxagent.tui.chat import AssistantMessage, ToolPanel, argument_summary, preview
+from ctxagent.tui.chat import ToolPanel, argument_summary, preview
 from ctxagent.tui.chat_log import ChatLog
 from ctxagent.tui.memory_screen import MemoryScreen
+from ctxagent.tui.reply import AssistantMessage
 from ctxagent.tui.rewind_screen import RewindChoice, RewindScreen
 from ctxagent.tui.setup_screen import SetupChoice, SetupScreen, probe_local_server, setup_instructions
 from tui_helpers import HostApp, ScreenHost, make_report, screen_text
