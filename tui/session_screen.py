@@ -249,6 +249,8 @@ class SessionScreen(AgentStartMixin, Screen[None]):
                 self.gauge.update_report(ev.report)
                 self.status.set(calibration=float(ev.report.calibration_ratio))
                 self.level = self._advice(ev.report.usage_pct)
+                if self.bar.shown:  # the same level, a new figure: the bar says what the gauge shows
+                    self.bar.show(float(ev.report.usage_pct))
             case AssistantDone():
                 model = self.status.info.model
                 self.status.add_usage(int(ev.usage.get("input_tokens", 0)), int(ev.usage.get("output_tokens", 0)),

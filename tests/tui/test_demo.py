@@ -62,5 +62,7 @@ async def test_demo_session_end_to_end(tmp_path: Path) -> None:
             assert screen.gauge.report is not None and screen.gauge.report.usage_pct >= 75
             assert screen.bar.shown  # the breakpoint prompt appeared
             assert screen.gauge.level == screen.level == "compress"  # the bar and the gauge say the same
+            # ... and the same figure: the bar shows the last step's usage, not the one where it first crossed
+            assert f"Context {screen.gauge.report.usage_pct:.0f}% full" in screen_text(app)
     finally:
         demo.stop()
