@@ -14,7 +14,6 @@ import threading
 import time
 from pathlib import Path
 
-import pytest
 from ctxagent.context.memory.store import MemoryStore
 
 BIN = Path(sys.executable).with_name("ctxagent")
@@ -59,7 +58,6 @@ def _run_once(project: Path, rng: random.Random, start: int) -> set[int]:
     return acked
 
 
-@pytest.mark.slow  # among the suite's slowest (issue 13); CI runs it: nothing deselects `slow`
 def test_sigkill_mcp_mid_write(tmp_path: Path) -> None:
     project = tmp_path / "proj"
     project.mkdir()
