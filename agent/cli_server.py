@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import argparse
+import signal
+import sys
 from typing import Any
 
+from ctxagent.agent import scripted_script, scripted_server
 from ctxagent.agent.cli import add_command
+from ctxagent.agent.scripted_server import ScriptedServer
 
 
 def add_parser(sub: Any) -> None:
-    from ctxagent.agent.scripted_server import SCRIPT_HELP, add_arguments, serve
-
     p: argparse.ArgumentParser = add_command(
         sub, "scripted-server",
         description="Serve a scripted model on loopback from a JSON script of turns, for tests and demos.",
@@ -19,3 +21,45 @@ def add_parser(sub: Any) -> None:
     )
     add_arguments(p)
     p.set_defaults(func=serve)
+
+
+SCRIPT_HELP = (scripted_server.__doc__ or "").split("\n\n", 1)[1] + "\nThe script format\n\n" + (scripted_script.__doc__ or "").split("\n\n", 1)[1]
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("script", help="a JSON file: a list of turns, or {\"turns\": [...], \"models\": [...]} (format below)")
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=0, help="port (default 0: any free port)")
+    p.add_argument("--record", metavar="FILE", help="append one JSON line per request: {path, body}")
+
+
+def serve(args: argparse.Namespace) -> int:
+    """Run the server in the foreground until SIGINT / SIGTERM."""
+    from ctxagent.context.errors import ConfigError
+
+    try:
+        server = ScriptedServer(args.script, record=args.record, host=args.host, port=args.port)
+        base_url = server.bind()
+    except (ConfigError, OSError) as e:
+        print(f"scripted-server: {e}", file=sys.stderr)
+        return 2
+
+    def _terminate(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, _terminate)
+    print(f"listening on {base_url}", flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.stop()
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="ctxagent scripted-server", description="loopback scripted model server",
+                                epilog=SCRIPT_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_arguments(p)
+    return serve(p.parse_args(argv))

@@ -16,9 +16,7 @@ it unmodified; tests use `ScriptedServer` in a thread.
 
 from __future__ import annotations
 
-import argparse
 import json
-import signal
 import socket
 import struct
 import sys
@@ -28,7 +26,6 @@ from pathlib import Path
 from typing import Any, BinaryIO
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from ctxagent.agent import scripted_script
 from ctxagent.agent import scripted_wire as wire
 from ctxagent.agent.scripted_context import ServerReply, apply_context_management, count_tokens_reply
 from ctxagent.agent.scripted_script import (
@@ -356,47 +353,7 @@ class ScriptedServer:
         self.stop()
 
 
-SCRIPT_HELP = (__doc__ or "").split("\n\n", 1)[1] + "\nThe script format\n\n" + (scripted_script.__doc__ or "").split("\n\n", 1)[1]
+if __name__ == "__main__":  # `python -m ctxagent.agent.scripted_server SCRIPT`: the subcommand's code
+    from ctxagent.agent.cli_server import main
 
-
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("script", help="a JSON file: a list of turns, or {\"turns\": [...], \"models\": [...]} (format below)")
-    p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
-    p.add_argument("--port", type=int, default=0, help="port (default 0: any free port)")
-    p.add_argument("--record", metavar="FILE", help="append one JSON line per request: {path, body}")
-
-
-def serve(args: argparse.Namespace) -> int:
-    """Run the server in the foreground until SIGINT / SIGTERM."""
-    from ctxagent.context.errors import ConfigError
-
-    try:
-        server = ScriptedServer(args.script, record=args.record, host=args.host, port=args.port)
-        base_url = server.bind()
-    except (ConfigError, OSError) as e:
-        print(f"scripted-server: {e}", file=sys.stderr)
-        return 2
-
-    def _terminate(signum: int, frame: object) -> None:
-        raise KeyboardInterrupt
-
-    signal.signal(signal.SIGTERM, _terminate)
-    print(f"listening on {base_url}", flush=True)
-    try:
-        server.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        server.stop()
-    return 0
-
-
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="ctxagent scripted-server", description="loopback scripted model server",
-                                epilog=SCRIPT_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_arguments(p)
-    return serve(p.parse_args(argv))
-
-
-if __name__ == "__main__":
     sys.exit(main())

@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ctxagent.agent.providers.anthropic import stable_end_group, wire_group_ends
+from ctxagent.agent.providers.anthropic_cache import stable_end_group, wire_group_ends
 from ctxagent.context.request import Request
 
 

@@ -2,9 +2,9 @@
 
 Neutral → wire: role "tool" messages become `tool_result` blocks in a user message; consecutive
 user-side messages (user text, tool results, injected warm/summary blocks) merge into one user
-message, tool_result blocks first; assistant tool calls become `tool_use` blocks. The stable prefix
-(system block and the last tool schema) and the end of the history (the block before the per-step
-working-memory block) carry `cache_control: {"type": "ephemeral"}`.
+message, tool_result blocks first; assistant tool calls become `tool_use` blocks. Cache breakpoints
+(`cache_control: {"type": "ephemeral"}`): the stable prefix (system block and the last tool schema),
+the end of the part already pruned and the end of the history — `anthropic_cache.py`.
 
 The SDK's own retries are off (`max_retries=0`): `agent/retry.py` retries, visibly. A stream that
 breaks after text arrived yields that text first and then raises StreamError, so the caller keeps it.
@@ -17,12 +17,13 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from typing import Any
 
 import anthropic
 import httpx2
 from ctxagent.agent.providers import response_cap
+from ctxagent.agent.providers.anthropic_cache import EPHEMERAL, mark_history_end, mark_stable_end
 from ctxagent.agent.providers.anthropic_context import (
     COUNT_KEYS,
     CompactionAssembler,
@@ -45,7 +46,6 @@ from ctxagent.context.errors import ProviderError, StreamError
 from ctxagent.context.request import Message, Request
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
-EPHEMERAL = {"type": "ephemeral"}
 
 
 def _user_blocks(group: list[Message]) -> list[dict[str, Any]]:
@@ -112,63 +112,6 @@ def wire_messages(messages: list[Message]) -> list[dict[str, Any]]:
     return merged
 
 
-def _mark_history_end(wire: list[dict[str, Any]], messages: list[Message]) -> None:
-    """Put a cache breakpoint on the last block of the history — before the per-step working-memory
-    block, which changes every step and would otherwise end every cached prefix. The next request
-    extends this history, so it reads it from the cache and pays only for what is new."""
-    warm = next((m.content for m in messages if m.kind == "warm" and m.content.strip()), None)
-    target: tuple[int, int] | None = None
-    for wi, wm in enumerate(wire):
-        for bi, block in enumerate(wm["content"]):
-            if warm is not None and block.get("type") == "text" and block.get("text") == warm:
-                if bi > 0:
-                    target = (wi, bi - 1)
-                elif wi > 0:
-                    target = (wi - 1, len(wire[wi - 1]["content"]) - 1)
-                else:
-                    target = None
-                break
-            target = (wi, bi)
-        else:
-            continue
-        break
-    if target is not None:
-        wire[target[0]]["content"][target[1]]["cache_control"] = dict(EPHEMERAL)
-
-
-def wire_group_ends(messages: Sequence[Message]) -> list[int]:
-    """For each Anthropic wire message (`wire_messages`: consecutive user-side messages merge, empty
-    assistant turns drop), the index just past the last neutral message in it."""
-    ends: list[int] = []
-    roles: list[str] = []
-    for i, m in enumerate(messages):
-        side = "user" if m.role in ("user", "tool") else "assistant"
-        if side == "assistant" and not (m.content.strip() or m.tool_calls):
-            continue
-        if roles and roles[-1] == side:
-            ends[-1] = i + 1
-        else:
-            roles.append(side)
-            ends.append(i + 1)
-    return ends
-
-
-def stable_end_group(ends: list[int], stable_messages: int) -> int | None:
-    """The wire message holding the last of the request's `stable_messages` (None when there are none)."""
-    if stable_messages <= 0:
-        return None
-    return next((wi for wi, end in enumerate(ends) if end >= stable_messages), None)
-
-
-def _mark_stable_end(wire: list[dict[str, Any]], messages: list[Message], stable_messages: int) -> None:
-    """The fourth breakpoint: the end of the part the engine has already cut. Its next cut starts after
-    it, so the request after a cut reads everything up to here from the cache instead of writing the
-    whole history again (a breakpoint finds an earlier entry only 20 blocks back)."""
-    wi = stable_end_group(wire_group_ends(messages), stable_messages)
-    if wi is not None and wi < len(wire) and wire[wi]["content"]:
-        wire[wi]["content"][-1]["cache_control"] = dict(EPHEMERAL)
-
-
 class AnthropicProvider:
     name = "anthropic"
 
@@ -193,8 +136,8 @@ class AnthropicProvider:
         if request.system:
             body["system"] = [{"type": "text", "text": request.system, "cache_control": dict(EPHEMERAL)}]
         body["messages"] = wire_messages(request.messages)
-        _mark_history_end(body["messages"], request.messages)
-        _mark_stable_end(body["messages"], request.messages, request.stable_messages)
+        mark_history_end(body["messages"], request.messages)
+        mark_stable_end(body["messages"], request.messages, request.stable_messages)
         if request.tools:
             tools = [{"name": t.name, "description": t.description, "input_schema": t.input_schema}
                      for t in request.tools]

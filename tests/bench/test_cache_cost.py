@@ -11,7 +11,7 @@ from ctxagent.agent.bench.cache_cost import (
     CacheSim,
     reported_bill,
 )
-from ctxagent.agent.providers.anthropic import wire_group_ends
+from ctxagent.agent.providers.anthropic_cache import wire_group_ends
 from ctxagent.context.request import Message, Request, ToolCall, ToolSpec
 
 ANTHROPIC = RULES["anthropic"]

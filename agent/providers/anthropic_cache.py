@@ -1,0 +1,73 @@
+"""Where the Anthropic provider puts `cache_control` (at most four breakpoints, the API's limit): the
+system block and the last tool schema (the stable prefix, set in anthropic.py), the end of the part the
+engine has already pruned, and the end of the history before the per-step working-memory block.
+
+Neutral messages map onto wire messages as `wire_messages` merges them; `wire_group_ends` gives that
+mapping, which the bench's cache simulation reads too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ctxagent.context.request import Message
+
+EPHEMERAL = {"type": "ephemeral"}
+
+
+def mark_history_end(wire: list[dict[str, Any]], messages: list[Message]) -> None:
+    """Put a cache breakpoint on the last block of the history — before the per-step working-memory
+    block, which changes every step and would otherwise end every cached prefix. The next request
+    extends this history, so it reads it from the cache and pays only for what is new."""
+    warm = next((m.content for m in messages if m.kind == "warm" and m.content.strip()), None)
+    target: tuple[int, int] | None = None
+    for wi, wm in enumerate(wire):
+        for bi, block in enumerate(wm["content"]):
+            if warm is not None and block.get("type") == "text" and block.get("text") == warm:
+                if bi > 0:
+                    target = (wi, bi - 1)
+                elif wi > 0:
+                    target = (wi - 1, len(wire[wi - 1]["content"]) - 1)
+                else:
+                    target = None
+                break
+            target = (wi, bi)
+        else:
+            continue
+        break
+    if target is not None:
+        wire[target[0]]["content"][target[1]]["cache_control"] = dict(EPHEMERAL)
+
+
+def wire_group_ends(messages: Sequence[Message]) -> list[int]:
+    """For each Anthropic wire message (`wire_messages`: consecutive user-side messages merge, empty
+    assistant turns drop), the index just past the last neutral message in it."""
+    ends: list[int] = []
+    roles: list[str] = []
+    for i, m in enumerate(messages):
+        side = "user" if m.role in ("user", "tool") else "assistant"
+        if side == "assistant" and not (m.content.strip() or m.tool_calls):
+            continue
+        if roles and roles[-1] == side:
+            ends[-1] = i + 1
+        else:
+            roles.append(side)
+            ends.append(i + 1)
+    return ends
+
+
+def stable_end_group(ends: list[int], stable_messages: int) -> int | None:
+    """The wire message holding the last of the request's `stable_messages` (None when there are none)."""
+    if stable_messages <= 0:
+        return None
+    return next((wi for wi, end in enumerate(ends) if end >= stable_messages), None)
+
+
+def mark_stable_end(wire: list[dict[str, Any]], messages: list[Message], stable_messages: int) -> None:
+    """The fourth breakpoint: the end of the part the engine has already cut. Its next cut starts after
+    it, so the request after a cut reads everything up to here from the cache instead of writing the
+    whole history again (a breakpoint finds an earlier entry only 20 blocks back)."""
+    wi = stable_end_group(wire_group_ends(messages), stable_messages)
+    if wi is not None and wi < len(wire) and wire[wi]["content"]:
+        wire[wi]["content"][-1]["cache_control"] = dict(EPHEMERAL)
