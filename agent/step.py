@@ -79,13 +79,7 @@ class StepMixin:
         step = self.step + 1
         self.on_event(StepStarted(step, turn))
         try:
-            result = self._build(step, turn, query)
-        except ContextOverflowError as exc:
-            self._error(str(exc), "ContextOverflowError", step)
-            return StepOutcome(error=True)
-        self._record_build(step, result)
-        try:
-            return self._stream(step, result, cancel)
+            return self._attempt(step, turn, query, cancel)
         except ContextLengthError as exc:
             # The provider counts differently from us: force a compaction and retry once.
             self._notice(f"provider says the prompt is too long ({exc}); compacting and retrying once", "warning")
@@ -94,19 +88,23 @@ class StepMixin:
                 return StepOutcome(error=True)
             step = self.step + 1
             try:
-                result = self._build(step, turn, query)
-            except ContextOverflowError as exc2:
-                self._error(str(exc2), "ContextOverflowError", step)
-                return StepOutcome(error=True)
-            self._record_build(step, result)
-            try:
-                return self._stream(step, result, cancel)
+                return self._attempt(step, turn, query, cancel)
             except ProviderError as exc2:
                 self._error(str(exc2), type(exc2).__name__, step)
                 return StepOutcome(error=True)
         except ProviderError as exc:
             self._error(str(exc), type(exc).__name__, step)
             return StepOutcome(error=True)
+
+    def _attempt(self, step: int, turn: int, query: str, cancel: threading.Event) -> StepOutcome:
+        """Build, record and send one request; a provider's error goes to the caller."""
+        try:
+            result = self._build(step, turn, query)
+        except ContextOverflowError as exc:
+            self._error(str(exc), "ContextOverflowError", step)
+            return StepOutcome(error=True)
+        self._record_build(step, result)
+        return self._stream(step, result, cancel)
 
     def _build(self, step: int, turn: int, query: str, *, allow_compaction: bool = True) -> BuildResult:
         cfg = self.session.config
