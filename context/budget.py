@@ -7,9 +7,10 @@ Slices (system, hot, warm, tools) are shares of W; a slice's unused share flows 
 recent conversation gets whatever the stable parts did not need.
 
 The tools slice is also enforced, not only reported (context/slice_relief.py): once the tool results
-shown exceed `tools_high` × its share (default 1.0), old results are pruned in the view down to about
-`tools_low` × it (default 0.4), keeping those of the last `protect_turns` user turns that are also in
-the last `protect_steps` model steps (default 8; up to 15, the boundary moves in chunks). Tool results never borrow unused warm/system share.
+shown exceed `tools_high` × its share (default 0.6), old tool traffic is cleared in the view to one
+line each, oldest first, down to about `tools_low` × it (default 0.1), keeping that of the last
+`protect_turns` user turns that is also in the last `protect_steps` model steps (default 8; up to 15,
+the boundary moves in chunks). Tool results never borrow unused warm/system share.
 """
 
 from __future__ import annotations
@@ -32,8 +33,11 @@ PROFILES: dict[str, dict[str, float]] = {
 SLICE_NAMES = ("system", "hot", "warm", "tools", "reserve")
 
 DEFAULT_MAX_OUTPUT = 8192
-DEFAULT_TOOLS_HIGH = 1.0  # relief starts when tool results exceed the whole tools slice
-DEFAULT_TOOLS_LOW = 0.4  # ... and prunes down to about 40 % of it (the hysteresis gap)
+# relief starts when tool traffic exceeds 60 % of the tools slice and cuts it to about 10 %: with cuts
+# that go down to one line (context/slice_relief.py), a deep, rare cut is what a prompt cache rewards
+# (each cut rewrites the history after it once; every token kept is read again at every step)
+DEFAULT_TOOLS_HIGH = 0.6
+DEFAULT_TOOLS_LOW = 0.1
 DEFAULT_PROTECT_STEPS = 8  # within one long turn, the last 8 (to 15) steps' tool traffic stays verbatim
 
 

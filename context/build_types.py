@@ -76,12 +76,15 @@ class BuildResult:
         return self.compactions[0].data if self.compactions else None
 
 
+CUT_STATES = ("pruned", "cleared")  # a slot showing a cut of its message: a preview, or (deeper) a one-line stub
+
+
 @dataclass(frozen=True)
 class Slot:
     msg: Message
     tokens: int
     slice: str  # "hot" | "tools"
-    state: str  # "verbatim" | "spilled" | "pruned" | "summary" | "synthetic"
+    state: str  # "verbatim" | "spilled" | "pruned" | "cleared" | "summary" | "synthetic"
     turn: int
     item_index: int  # position in Draft.items (-1 for synthetic messages)
     is_tool_result: bool = False

@@ -26,6 +26,7 @@ from typing import Any
 
 from ctxagent.context.build_cache import BuildCache, cache_for
 from ctxagent.context.build_types import (
+    CUT_STATES,
     BuildInputs,
     BuildResult,
     Draft,
@@ -39,7 +40,7 @@ from ctxagent.context.history import Event, Summary, ViewItem
 from ctxagent.context.ledger import Ledger, with_quotes
 from ctxagent.context.measure import make_report
 from ctxagent.context.memory.text import normalize
-from ctxagent.context.prune import LOW_VALUE, pruned_arguments, pruned_text
+from ctxagent.context.prune import LOW_VALUE, cleared_arguments, cleared_text, pruned_text
 from ctxagent.context.render import assemble, warm_position, with_content
 from ctxagent.context.request import Message, Request, ToolCall
 from ctxagent.context.server_edits import SERVER_STRATEGIES
@@ -75,15 +76,18 @@ def _recent_files(events: list[Event], limit: int = 10) -> list[str]:
     return list(dict.fromkeys(files))[:limit]
 
 
-def warm_text_for(inputs: BuildInputs, events: list[Event], ledger: Ledger | None = None) -> tuple[str, str | None]:
+def warm_text_for(inputs: BuildInputs, events: list[Event], ledger: Ledger | None = None,
+                  items: list[ViewItem] | None = None) -> tuple[str, str | None]:
     """(warm block text, note): the session ledger's working-memory block, then what the memory hook
-    recalls for this step. `events`: the live events; `ledger`: theirs if already folded. A failing
-    memory hook is left out and the note says so."""
+    recalls for this step. `events`: the live events; `ledger`: theirs if already folded; `items`: the
+    view, whose summaries say which messages are no longer shown (those still shown are not repeated).
+    A failing memory hook is left out and the note says so."""
     if inputs.warm_override is not None:
         return inputs.warm_override, None
     ledger = ledger if ledger is not None else Ledger().feed(events)
     max_tokens = inputs.budget.base("warm")
-    tail = ledger.tail_block(max_tokens, inputs.counter)  # binding pins first: the whole share if need be
+    masked = None if items is None else [(it.first_id, it.last_id) for it in items if isinstance(it, Summary)]
+    tail = ledger.tail_block(max_tokens, inputs.counter, masked)  # binding pins first: the whole share if need be
     if inputs.warm is None:
         return tail, None
     query = next((e.user.text for e in reversed(events) if e.kind == "user"), "")
@@ -92,7 +96,9 @@ def warm_text_for(inputs: BuildInputs, events: list[Event], ledger: Ledger | Non
         recalled = inputs.warm.warm_block(query, _recent_files(events), inputs.turn, room, inputs.counter)
     except Exception as exc:  # memory trouble must not stop a step
         return tail, f"memory recall failed ({type(exc).__name__}: {exc}); the session ledger alone was used"
-    return "\n".join(x for x in (tail, _without_repeats(recalled, tail)) if x), None
+    # the store holds this session's pins too: what the ledger shows, or left out as shown, is not repeated
+    known = tail if masked is None else "\n".join(ledger.tail_lines())
+    return "\n".join(x for x in (tail, _without_repeats(recalled, known)) if x), None
 
 
 def _without_repeats(block: str, tail: str) -> str:
@@ -123,16 +129,24 @@ def _pruned_memo(slot: Slot, counter: TokenCounter, cache: BuildCache) -> tuple[
                       lambda: _pruned(slot, counter), kind="prunes", chars=PRUNED_CHARS)
 
 
-def _pruned_call(slot: Slot, counter: TokenCounter) -> tuple[Message, int]:
-    calls = [ToolCall(c.id, c.name, pruned_arguments(c.arguments, slot.event_id)) for c in slot.msg.tool_calls]
-    msg = dataclasses.replace(slot.msg, tool_calls=calls)
+def _cleared(slot: Slot, counter: TokenCounter) -> tuple[Message, int]:
+    stub = cleared_text(slot.source, slot.msg.name, slot.event_id, slot.spill)
+    msg = with_content(slot.msg, with_quotes(stub, slot.quotes))  # quoted requirements stay with the stub
     return msg, count_message(msg, counter)
 
 
-def _pruned_call_memo(slot: Slot, counter: TokenCounter, cache: BuildCache) -> tuple[Message, int]:
-    # an old step's tool call with its long arguments cut: a function of the verbatim message
-    return cache.memo(("pruned_call", slot.event_id), slot.msg, lambda: _pruned_call(slot, counter),
-                      kind="prunes", chars=PRUNED_CHARS)
+def _cleared_memo(slot: Slot, counter: TokenCounter, cache: BuildCache) -> tuple[Message, int]:
+    if not slot.is_tool_result:
+        return cache.memo(("cleared_call", slot.event_id), slot.msg, lambda: _cleared_call(slot, counter),
+                          kind="prunes", chars=PRUNED_CHARS)
+    return cache.memo(("cleared", slot.event_id, slot.msg.role), (slot.source, slot.spill, slot.quotes),
+                      lambda: _cleared(slot, counter), kind="prunes", chars=PRUNED_CHARS)
+
+
+def _cleared_call(slot: Slot, counter: TokenCounter) -> tuple[Message, int]:
+    calls = [ToolCall(c.id, c.name, cleared_arguments(c.arguments, slot.event_id)) for c in slot.msg.tool_calls]
+    msg = dataclasses.replace(slot.msg, tool_calls=calls)
+    return msg, count_message(msg, counter)
 
 
 def _prune(draft: Draft, tier: str, counter: TokenCounter, cache: BuildCache, limit: int) -> None:
@@ -157,7 +171,7 @@ def _tool_candidates(draft: Draft, *, tier: str) -> list[tuple[int, int, int]]:
     slots = draft.slots
     stale = draft.stale()  # answers a later step replaced go first (computed only under pressure, once per draft)
     return [(LOW_VALUE if s.event_id in stale else s.rank, s.event_id, i) for i, s in enumerate(slots[:stop])
-            if s.is_tool_result and s.state != "pruned" and s.event_id is not None]
+            if s.is_tool_result and s.state not in CUT_STATES and s.event_id is not None]
 
 
 def _choose_compaction_end(draft: Draft, inputs: BuildInputs, limit: int) -> int | None:
@@ -187,15 +201,22 @@ def _choose_compaction_end(draft: Draft, inputs: BuildInputs, limit: int) -> int
     return best if best is not None and best <= newest else None
 
 
+def _stable_end(slots: list[Slot]) -> int:
+    """Index past the part of the history the next build shows unchanged (barring a compaction)."""
+    cleared = max((i + 1 for i, s in enumerate(slots) if s.state == "cleared"), default=0)
+    return cleared or max((i + 1 for i, s in enumerate(slots) if s.state == "pruned"), default=0)
+
+
 def _finish(inputs: BuildInputs, draft: Draft, warm: str, records: list[PlannedCompaction], notes: list[str],
             cache: BuildCache) -> BuildResult:
     compaction = records[0].data if records else None
     for extra in records[1:]:
         notes.append(f"also compacted the current turn's older steps: events {extra.data.first_id}–{extra.data.last_id}")
     messages = [s.msg for s in draft.slots]
-    # the pruned set only grows, oldest first (slice_relief.py): up to its newest member the history
-    # stays as it is until the next cut, and that cut starts after it
-    stable = max((i + 1 for i, s in enumerate(draft.slots) if s.state == "pruned"), default=0)
+    # the cleared set only grows, oldest first (slice_relief.py): up to its newest member the history
+    # stays as it is until the next cut, which starts after it. Previews (low-value results, the
+    # fit-the-limit tiers) may still be cleared later, so they mark the end only while nothing is cleared
+    stable = _stable_end(draft.slots)
     if draft.warm_msg is not None:
         at = warm_position(messages)
         messages.insert(at, draft.warm_msg)
@@ -209,7 +230,7 @@ def _finish(inputs: BuildInputs, draft: Draft, warm: str, records: list[PlannedC
         report=report,
         warm_text=warm,
         compactions=list(records),
-        pruned_ids=[s.msg.event_id for s in draft.slots if s.state == "pruned" and s.msg.event_id is not None],
+        pruned_ids=[s.msg.event_id for s in draft.slots if s.state in CUT_STATES and s.msg.event_id is not None],
         spilled_ids=[s.event_id for s in draft.slots if s.spill is not None and s.event_id is not None],
         masked=masked,
     )
@@ -244,10 +265,10 @@ def _relieve(inputs: BuildInputs, events: list[Event], limit: int, warm: str, no
         log = cache.log_state([*events, *(Event(eid, CompactionData.KIND, data.to_data())
                                           for eid, data, _ in records)])
         if inputs.warm_override is None and records:
-            warm, _ = warm_text_for(inputs, log.live, log.ledger)  # the ledger holds the summaries' open tasks
+            warm, _ = warm_text_for(inputs, log.live, log.ledger, log.items)  # the ledger holds the summaries' open tasks
         draft = assemble(list(log.items), inputs, warm, cache, log.ledger)
         enforce_tools_slice(draft, inputs.budget, lambda s: _pruned_memo(s, counter, cache),
-                            lambda s: _pruned_call_memo(s, counter, cache))
+                            lambda s: _cleared_memo(s, counter, cache))
         _prune(draft, "old", counter, cache, limit)
         if draft.total() <= limit:
             break
@@ -299,7 +320,7 @@ def build(inputs: BuildInputs) -> BuildResult:
     events = list(inputs.events)
     notes: list[str] = []
     log = cache.log_state(events)
-    warm, note = warm_text_for(inputs, log.live, log.ledger)
+    warm, note = warm_text_for(inputs, log.live, log.ledger, log.items)
     if note:
         notes.append(note)
     draft, records, warm = _relieve(inputs, events, limit, warm, notes, cache)

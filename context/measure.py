@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from ctxagent.context.build_cache import BuildCache, event_tokens
-from ctxagent.context.build_types import BuildInputs, Draft
+from ctxagent.context.build_types import CUT_STATES, BuildInputs, Draft
 from ctxagent.context.events import CompactionData
 from ctxagent.context.history import MESSAGE_KINDS, Event
 from ctxagent.context.monitor import advice_for, red_flags
@@ -59,7 +59,7 @@ def make_report(
             hot += s.tokens
         if s.spill is not None:
             spilled += 1
-        if s.state == "pruned":
+        if s.state in CUT_STATES:
             pruned += 1
         if oldest is None and s.msg.role == "user" and s.msg.kind == "message" and not s.is_tool_result:
             oldest = s.turn

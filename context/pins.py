@@ -51,9 +51,10 @@ def summary_sections(text: str) -> dict[str, list[str]]:
 
 @dataclass(frozen=True)
 class Pin:
-    kind: str  # "constraint" | "task"
+    kind: str  # "constraint" | "task" | "decision"
     text: str
     turn: int
+    event_id: int | None = None  # the user or agent message it was read from (None: a memory pin, a summary's task)
 
 
 class PinCollector:
@@ -76,11 +77,11 @@ class PinCollector:
                 self.turn = ev.user.turn or self.turn + 1
                 text = ev.user.text
                 for sentence in detect_constraints(text):
-                    self.constraints.setdefault(sentence.casefold(), Pin("constraint", sentence, self.turn))
+                    self.constraints.setdefault(sentence.casefold(), Pin("constraint", sentence, self.turn, ev.id))
                 for m in _TODO_LINE.finditer(text):
                     item = m.group(1).strip()
                     if item:
-                        self.tasks.setdefault(item.casefold(), Pin("task", item, self.turn))
+                        self.tasks.setdefault(item.casefold(), Pin("task", item, self.turn, ev.id))
             elif ev.kind == "memory":
                 m = ev.memory
                 text = m.text.strip()

@@ -1,8 +1,13 @@
-"""Prune: cut old tool results to head/tail in the VIEW only (no model call, the log is untouched).
-Old tool calls' long arguments (file contents written, text replaced) are cut the same way.
+"""Prune: cut old tool traffic in the VIEW only (no model call, the log is untouched).
 
-Order: lowest value first (errors, failed searches, bare acknowledgements), then oldest first.
-The builder re-measures after each cut and stops as soon as the request fits.
+Two shapes of cut, both naming where the original is (read_event / read_spill) and the files the cut
+part named:
+- a preview (`pruned_text`): a result's head and tail lines — what the fit-the-limit tiers make,
+  lowest value first (errors, failed searches, bare acknowledgements), then oldest first, stopping
+  as soon as the request fits;
+- a clear (`cleared_text`, `cleared_arguments`): one line for a result, plus the failing tests it
+  reported; a call keeps its paths and short arguments — what the tools-slice rule makes, oldest
+  first (context/slice_relief.py).
 """
 
 from __future__ import annotations
@@ -11,8 +16,10 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from ctxagent.context.memory.detect import failing_tests
 from ctxagent.context.spill import head_tail
 from ctxagent.context.tokens import TokenCounter
+from ctxagent.context.tool_meta import PATH_ARGS
 
 PRUNE_HEAD_TOKENS = 120
 PRUNE_TAIL_TOKENS = 60
@@ -65,10 +72,13 @@ def files_named(text: str, limit: int = MAX_NAMED_FILES) -> list[str]:
     return list(names)
 
 
+FILES_NOTE = "files named in the cut part"  # a cut's list of pointers (bench/presence.py leaves it out of its measures)
+
+
 def _files_note(text: str, shown: str) -> str:
     """Names in `text` that the shown head/tail do not already carry: the cut part's pointers."""
     names = [n for n in files_named(text, 4 * MAX_NAMED_FILES) if n not in shown][:MAX_NAMED_FILES]
-    return f" files named in the cut part: {', '.join(names)}" if names else ""
+    return f" {FILES_NOTE}: {', '.join(names)}" if names else ""
 
 
 def pruned_text(content: str, counter: TokenCounter, event_id: int | None, spill: dict | None = None) -> str:
@@ -76,10 +86,7 @@ def pruned_text(content: str, counter: TokenCounter, event_id: int | None, spill
     head, tail, cut = head_tail(content, counter, PRUNE_HEAD_TOKENS, PRUNE_TAIL_TOKENS, max_head_lines=12, max_tail_lines=6)
     total_lines = content.count("\n") + 1
     files = _files_note(content, "\n".join([*head, *tail])) if cut else ""
-    where = f"read_spill handle={spill['handle']}" if spill and spill.get("handle") else (
-        f"read_event id={event_id}" if event_id is not None else "the session log"
-    )
-    note = f"[pruned from view: {cut} of {total_lines} lines of old tool output cut — the original: {where}.{files}]"
+    note = f"[pruned from view: {cut} of {total_lines} lines of old tool output cut — the original: {_where(event_id, spill)}.{files}]"
     return "\n".join([*head, note, *tail])
 
 
@@ -98,22 +105,35 @@ def prune_order(candidates: list[PruneCandidate]) -> list[PruneCandidate]:
     return sorted(candidates, key=PruneCandidate.sort_key)
 
 
-ARG_KEEP_CHARS = 600  # a tool-call argument longer than this is cut in an old step's view
-ARG_HEAD_CHARS = 300
-ARG_TAIL_CHARS = 120
+CLEARED_KEEP_CHARS = 200  # a cleared call's argument up to this long stays whole (commands, patterns)
+CLEARED_HEAD_CHARS = 80  # ... a longer one (a Write's content, an Edit's text) keeps this much of its head
+CLEARED_FAILURES = 5  # failing-test lines a cleared result still shows
 
 
-def pruned_arguments(arguments: dict[str, Any], event_id: int | None) -> dict[str, Any]:
-    """An old tool call's arguments with every long string value (a Write's content, an Edit's
-    old/new text) cut to head and tail. Short values — paths, patterns, commands — stay verbatim."""
+def _where(event_id: int | None, spill: dict | None = None) -> str:
+    if spill and spill.get("handle"):
+        return f"read_spill handle={spill['handle']}"
+    return f"read_event id={event_id}" if event_id is not None else "the session log"
+
+
+def cleared_text(content: str, name: str | None, event_id: int | None, spill: dict | None = None) -> str:
+    """An old tool result cleared from view: one line saying what it was, where the original is and
+    the files it named, then the failing tests it reported (an unresolved error is what a later step
+    still needs from an old run)."""
+    lines = content.count("\n") + 1
+    names = files_named(content)
+    files = f"; {FILES_NOTE}: {', '.join(names)}" if names else ""
+    stub = f"[cleared: old {name or 'tool'} output, {lines} line{'s' if lines != 1 else ''} — {_where(event_id, spill)}{files}]"
+    return "\n".join([stub, *failing_tests(content)[:CLEARED_FAILURES]])
+
+
+def cleared_arguments(arguments: dict[str, Any], event_id: int | None) -> dict[str, Any]:
+    """An old call's arguments cleared from view: paths and short values whole (what was done to
+    which file), a long value (a Write's content, an Edit's text) its first characters."""
     out: dict[str, Any] = {}
-    where = f"read_event id={event_id}" if event_id is not None else "the session log"
     for key, value in arguments.items():
-        if isinstance(value, str) and len(value) > ARG_KEEP_CHARS:
-            cut = len(value) - ARG_HEAD_CHARS - ARG_TAIL_CHARS
-            note = _files_note(value, value[:ARG_HEAD_CHARS] + value[-ARG_TAIL_CHARS:])
-            out[key] = (f"{value[:ARG_HEAD_CHARS]}\n[pruned from view: {cut} chars of this argument cut — "
-                        f"the original: {where}.{note}]\n{value[-ARG_TAIL_CHARS:]}")
+        if isinstance(value, str) and len(value) > CLEARED_KEEP_CHARS and key not in PATH_ARGS:
+            out[key] = f"{value[:CLEARED_HEAD_CHARS]}\n[cleared — {_where(event_id)}]"
         else:
             out[key] = value
     return out

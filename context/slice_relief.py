@@ -3,13 +3,13 @@
 Seed 001: "超出预算的层优先压缩" — a layer over its budget is relieved first, before the whole request
 nears W − reserve. Without this rule a 200k window keeps ~190k of stale tool output verbatim.
 
-The rule (no model call, view only — the same head/tail prune as the "old" tier; the log is untouched):
+The rule (no model call, view only; the log is untouched):
 
     B     = the tools slice, Budget.base("tools"), minus the tool schemas (they count there too)
     T     = tool traffic shown: tool results, and the assistant messages that call tools (a Write's
             file content or an Edit's old/new text is tool traffic too; it lives in the hot slice)
-    high  = Budget.tools_high · B      (default 1.0) relief starts when T exceeds it
-    low   = Budget.tools_low  · B      (default 0.4) ... and cuts T down to about here
+    high  = Budget.tools_high · B      (default 0.6) relief starts when T exceeds it
+    low   = Budget.tools_low  · B      (default 0.1) ... and cuts T down to about here
     q     = high − low                 the hysteresis step
     cut   = ceil((T − high) / q) · q   tokens to take out (0 while T ≤ high)
 
@@ -17,9 +17,13 @@ Candidates are the tool traffic older than the last `protect_turns` user turns, 
 agentic turn can hold a hundred steps — also older than the last `Budget.protect_steps` model steps
 (default 8; 0 turns that off; the boundary advances in chunks of steps, see candidate_end).
 Low-value results (errors, failed searches, acknowledgements) are cut first once relief is on; then
-the rest OLDEST FIRST until the savings reach `cut`. A cut result keeps its head and tail lines; a cut
-call keeps its short arguments (paths, patterns, commands) and the head and tail of long ones. Both
-name the files mentioned in the part cut (prune.py), so the model still knows where to look.
+the rest OLDEST FIRST until the savings reach `cut`. A cut CLEARS (prune.py): a result becomes one
+line — what it was, read_event / read_spill, the files it named — plus the failing tests it reported
+and the ledger's quotes of it; a call keeps its paths and short arguments and the head of long ones.
+(Low-value results are cut to a head/tail preview first, then cleared when the walk reaches them.)
+Why one line, not a head/tail preview: on a long session the previews alone grew to a third of the
+history at 200k, the floor relief stopped at; a preview level before the clear level made the cut
+set non-monotone (more candidates → more previews → fewer clears) and measured no better.
 
 Why this shape: the builder must stay a pure function of the log (inspect re-builds any step from it,
 warm cache == cold cache), so hysteresis cannot be "remember what we pruned last step". Instead the
@@ -28,7 +32,11 @@ over a candidate list that only grows at its end, so the pruned set only grows, 
 jumps the request prefix is unchanged and a prompt cache serves it. (A lowest-value-first order for
 the normal results would re-cut the middle whenever a new result aged into the candidates.)
 Measured on the Claude Code replay at W = 200k (docs/BENCHMARKS.md): no hysteresis (low ≈ high)
-gives prefix reuse 0.87; low = 0.4 gives 0.92 and fewer tokens. Tool traffic does not borrow unused
+gives prefix reuse 0.87; low = 0.4 gives 0.92 and fewer tokens. With clearing, a deeper and rarer cut
+(high 0.6, low 0.1) is cheaper under a prompt cache still: a cut rewrites the history after it once
+(1.25 × on Anthropic), a kept token is read at every later step (0.1 ×); the best high for a history
+growing by g tokens a step with P tokens left after a cut is about √(2 · 12.5 · P · g) — 15–20k at
+200k on Claude Code traffic, i.e. 0.6 of its 30k slice. Tool traffic does not borrow unused
 warm / system share: that would grow the slice exactly when the session is long, which is when the
 history should shrink. Hot has no separate target: tool traffic is what grows; user and assistant
 text is small and is what the model needs verbatim.
@@ -88,9 +96,10 @@ def candidate_end(draft: Draft, protect_steps: int) -> int:
     return max(end, steps[aged]) if aged > 0 else end
 
 
-def enforce_tools_slice(draft: Draft, budget: Budget, prune_result: Preview, prune_call: Preview) -> int:
+def enforce_tools_slice(draft: Draft, budget: Budget, prune_result: Preview, clear: Preview) -> int:
     """Cut old tool traffic until the tools slice gave up its quantized share; returns how many
-    messages were cut. `prune_result` / `prune_call` give a slot's memoized head/tail preview."""
+    messages were cut. `prune_result` gives a result's memoized head/tail preview (low-value results),
+    `clear` a result's or a call's one-line cut."""
     cut = slice_cut(budget, tool_traffic_tokens(draft), draft.tool_spec_tokens)
     if cut <= 0:
         return 0
@@ -105,20 +114,18 @@ def enforce_tools_slice(draft: Draft, budget: Budget, prune_result: Preview, pru
     for i in candidates:
         if saved >= cut:
             break
-        slot = draft.slots[i]
-        if slot.is_tool_result and slot.rank == LOW_VALUE:
-            continue
-        n, delta = _cut(draft, i, prune_result if slot.is_tool_result else prune_call)
-        pruned += n
+        was_cut = draft.slots[i].state == "pruned"
+        n, delta = _cut(draft, i, clear, "cleared")
+        pruned += 0 if was_cut else n
         saved += delta
     return pruned
 
 
-def _cut(draft: Draft, index: int, preview: Preview) -> tuple[int, int]:
+def _cut(draft: Draft, index: int, preview: Preview, state: str = "pruned") -> tuple[int, int]:
     slot = draft.slots[index]
     msg, tokens = preview(slot)
     if tokens >= slot.tokens:
         return 0, 0
     delta = slot.tokens - tokens
-    draft.replace(index, msg, tokens, "pruned")
+    draft.replace(index, msg, tokens, state)
     return 1, delta

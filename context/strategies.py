@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 
 from ctxagent.context.build_cache import BuildCache, cache_for
-from ctxagent.context.build_types import BuildInputs, BuildResult, Draft, Slot
+from ctxagent.context.build_types import CUT_STATES, BuildInputs, BuildResult, Draft, Slot
 from ctxagent.context.history import Summary
 from ctxagent.context.measure import make_report
 from ctxagent.context.render import assemble, with_content
@@ -100,7 +100,7 @@ def build_baseline(inputs: BuildInputs) -> BuildResult:
         request=request,
         report=report,
         warm_text="",
-        pruned_ids=[s.event_id for s in draft.slots if s.state == "pruned" and s.event_id is not None],
+        pruned_ids=[s.event_id for s in draft.slots if s.state in CUT_STATES and s.event_id is not None],
         spilled_ids=[s.event_id for s in draft.slots if s.spill is not None and s.event_id is not None],
         masked=[[it.first_id, it.last_id] for it in draft.items if isinstance(it, Summary)],
     )

@@ -33,6 +33,7 @@ EDIT_TOOLS: dict[str, tuple[str, ...]] = {
     "str_replace_based_edit_tool": ("path",),
     "edit": ("path", "file_path"),
 }
+PATH_ARGS = ("path", "file_path", "notebook_path", "filename", "file")  # a call's arguments that name a file
 READ_ONLY_EDITOR_COMMANDS = frozenset({"view"})  # str_replace_editor's command that changes nothing
 PATCH_TOOLS = frozenset({"apply_patch", "patch"})
 SHELL_TOOLS = frozenset({"shell", "bash", "Bash", "execute_bash", "run_command", "run_shell_command", "terminal"})

@@ -26,17 +26,18 @@ from typing import Any
 from ctxagent.agent.bench.request_meter import RequestMeter
 from ctxagent.agent.bench.requirements import Line
 from ctxagent.context.memory.text import stem, terms
+from ctxagent.context.prune import FILES_NOTE
 from ctxagent.context.request import Message
 
 FUZZY = 0.8
 WINDOW_LINES = 3
-# the pruned previews' pointer lists (context/prune.py `_files_note`); up to the note's closing bracket
-STUB_LISTS = re.compile(r"files named in the cut part:[^\]\n]*")
+# the cuts' pointer lists (context/prune.py FILES_NOTE); up to the note's closing bracket
+STUB_LISTS = re.compile(re.escape(FILES_NOTE) + r":[^\]\n]*")
 NAMES_KIND = "names"  # Message.kind of the last2+names baseline's list of file names
 
 
 def strip_stub_lists(text: str) -> str:
-    return STUB_LISTS.sub("", text) if "files named in the cut part" in text else text
+    return STUB_LISTS.sub("", text) if FILES_NOTE in text else text
 
 
 def term_set(text: str) -> frozenset[str]:

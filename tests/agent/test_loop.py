@@ -176,7 +176,9 @@ def test_log_view_keeps_everything_in_order(make_agent, echo) -> None:
 
 
 def test_auto_compact_after_a_turn_past_the_breakpoint(make_agent, echo) -> None:
-    script = [{"text": "reading", "tool_calls": [{"name": "echo", "arguments": {"text": "y" * 3000}}]}, {"text": "ok"}] * 6
+    # long answers: the agent's own words are never cut by the tools-slice rule, so usage keeps growing
+    script = [{"text": "reading", "tool_calls": [{"name": "echo", "arguments": {"text": "y" * 3000}}]},
+              {"text": "noted: " + "the parser keeps state per line " * 60}] * 6
     agent, events, _ = make_agent(script, extra_tools=[echo()], window=9000)
     agent.session.config.auto_compact = True
     for i in range(6):

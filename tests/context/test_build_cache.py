@@ -181,7 +181,7 @@ def grow_and_measure(turns: int, cache_per_step: bool) -> list[dict[str, int]]:
         if cache_per_step:
             cache = BuildCache()
         before = (raw.calls, cache.stats.renders, cache.stats.prunes, cache.stats.sizes)
-        res = build(inputs(log, window=16_000, max_output=1024, c=c, cache=cache))
+        res = build(inputs(log, window=8_000, max_output=1024, c=c, cache=cache))
         after = (raw.calls, cache.stats.renders, cache.stats.prunes, cache.stats.sizes)
         out.append({"events": len(log.events), "tokenizer": after[0] - before[0], "renders": after[1] - before[1],
                     "prunes": after[2] - before[2], "sizes": after[3] - before[3], "compacted": len(res.compactions),

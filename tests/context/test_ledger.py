@@ -83,7 +83,9 @@ def test_quotes_ride_with_the_cut_output() -> None:
     assert issue_event in res.pruned_ids
     shown = next(m.content for m in res.request.messages if m.event_id == issue_event)
     assert QUOTES_HEAD in shown and "Do not add a new dependency for CSV writing." in shown
-    assert "Never touch the migrations folder." in res.warm_text
+    # the user's own constraint: in its message, which is still shown, so not repeated in the block
+    said = [m for m in res.request.messages if m.role == "user" and "Never touch the migrations folder." in m.content]
+    assert [m.kind for m in said] == ["message"] and "Never touch the migrations folder." not in res.warm_text
 
 
 def test_quotes_of_a_compacted_document_go_into_the_summary() -> None:
@@ -111,3 +113,22 @@ def test_the_files_line_names_each_file_once_at_its_newest_event_and_caps_the_li
     assert line.count(".py (event") == MAX_FILES_NAMED and "and 12 more" in line
     assert not re.search(r"\ba\.py", line)  # the oldest touched files are the ones left out
     assert files_line(touched, 100, 200) == ""
+
+
+def test_the_block_leaves_out_what_the_request_still_shows_in_its_own_message() -> None:
+    log = Log()
+    log.user("Never touch the migrations folder. TODO: export as CSV")
+    log.assistant("We'll use the csv module from the standard library.")
+    log.add("memory", op="remember", type="constraint", text="Use tabs, not spaces", turn=1)
+    log.user("不要修改数据库模式。")
+    ledger = Ledger().feed(log.events)
+    everything = ledger.tail_block(4000, counter())
+    for line in ("Never touch the migrations folder", "export as CSV", "csv module", "Use tabs", "不要修改数据库模式"):
+        assert line in everything
+    shown = ledger.tail_block(4000, counter(), masked=[])  # no compaction: every message is shown
+    assert "Use tabs, not spaces" in shown  # a /remember pin has no message of its own: always in the block
+    assert not any(x in shown for x in ("migrations folder", "export as CSV", "csv module", "不要修改数据库模式"))
+    first_two = ledger.tail_block(4000, counter(), masked=[(0, 1)])  # a summary replaced the first two messages
+    assert all(x in first_two for x in ("migrations folder", "export as CSV", "csv module"))
+    assert "不要修改数据库模式" not in first_two
+    assert ledger.tail_block(4000, counter(), masked=[]) == shown  # the ledger itself is unchanged (a copy is filtered)

@@ -11,7 +11,7 @@ from ctx_helpers import Log, numbered_lines, run
 from ctxagent.context.budget import Budget
 from ctxagent.context.builder import BuildResult
 from ctxagent.context.errors import ConfigError
-from ctxagent.context.prune import files_named, pruned_arguments, pruned_text
+from ctxagent.context.prune import cleared_arguments, cleared_text, files_named, pruned_text
 from ctxagent.context.request import Message
 from ctxagent.context.slice_relief import STEP_CHUNK, slice_cut
 from ctxagent.context.tokens import count_message, get_counter
@@ -49,12 +49,13 @@ def test_tools_over_budget_are_pruned_oldest_first_down_to_the_watermark() -> No
     assert res.compaction is None and res.pruned_ids
     largest_saving = max(count_message(m, C) for m in full.request.messages if m.role == "tool")
     assert low - largest_saving < traffic(res) <= high
-    # oldest first: the pruned results are the oldest ones, contiguous (their calls' arguments are short,
-    # so only results shrink)
+    # oldest first: the cut results are the oldest ones, contiguous (their calls' arguments are short,
+    # so only results shrink), each cleared to one line that says where the original is
     assert res.pruned_ids == ids[: len(res.pruned_ids)]
-    pruned = [m for m in res.request.messages if m.event_id in res.pruned_ids]
-    assert all("[pruned from view:" in m.content for m in pruned)
-    assert all("[pruned" not in str(e.data.get("content", "")) for e in log.events)  # the log is untouched
+    cut = [m for m in res.request.messages if m.event_id in res.pruned_ids]
+    assert all(m.content.startswith("[cleared: old read_file output, 100 lines — read_event id=") for m in cut)
+    assert all(count_message(m, C) < 60 for m in cut)
+    assert all("[cleared" not in str(e.data.get("content", "")) for e in log.events)  # the log is untouched
 
 
 def test_the_last_protected_steps_are_untouched_in_a_long_turn() -> None:
@@ -120,7 +121,7 @@ def test_hysteresis_prunes_in_jumps_and_keeps_the_prefix_stable_between_them() -
             jumps += 1
         else:  # between jumps the previous history is an exact prefix of the next one
             assert history(after)[: len(history(before))] == history(before)
-    eager = grow(Budget(WINDOW, max_output=4096, tools_low=0.99), 120)  # (almost) no hysteresis
+    eager = grow(Budget(WINDOW, max_output=4096, tools_low=0.59), 120)  # (almost) no hysteresis
     eager_jumps = sum(set(a.pruned_ids) != set(b.pruned_ids) for b, a in zip(eager, eager[1:], strict=False))
     assert 1 <= jumps and jumps * 4 <= eager_jumps
     last = builds[-1].request
@@ -128,7 +129,7 @@ def test_hysteresis_prunes_in_jumps_and_keeps_the_prefix_stable_between_them() -
 
 
 def test_slice_cut_is_quantized() -> None:
-    budget = Budget(WINDOW, max_output=4096, tools_low=0.6)  # tools slice 60,000: high 60,000, low 36,000
+    budget = Budget(WINDOW, max_output=4096, tools_high=1.0, tools_low=0.6)  # tools slice 60,000: high 60,000, low 36,000
     assert slice_cut(budget, 60_000, 0) == 0
     assert slice_cut(budget, 60_001, 0) == 24_000  # one step of high − low
     assert slice_cut(budget, 84_000, 0) == 24_000
@@ -137,12 +138,14 @@ def test_slice_cut_is_quantized() -> None:
     assert slice_cut(Budget(WINDOW, max_output=4096, tools_high=math.inf), 10**9, 0) == 0  # off
 
 
-def test_long_call_arguments_are_cut_and_short_ones_kept() -> None:
+def test_long_call_arguments_are_cut_and_paths_and_short_ones_kept() -> None:
     content = "header\n" + "x = 1\n" * 300 + "import helpers/util.py  # 中文注释 配置.toml\n" + "y = 2\n" * 300
-    args = pruned_arguments({"path": "src/app.py", "content": content, "mode": "w"}, 7)
-    assert args["path"] == "src/app.py" and args["mode"] == "w"
-    assert len(args["content"]) < 1000 and "the original: read_event id=7" in args["content"]
-    assert "util.py" in args["content"] and "配置.toml" in args["content"]  # the cut part's file names
+    long_path = "/home/user/projects/a-very-long-worktree-name/" + "deep/" * 30 + "module.py"
+    command = "pytest tests/test_parser.py -k 'not slow' -x -q"
+    args = cleared_arguments({"file_path": long_path, "content": content, "mode": "w", "command": command}, 7)
+    assert args["file_path"] == long_path and args["mode"] == "w" and args["command"] == command
+    assert args["content"].startswith("header\nx = 1") and len(args["content"]) < 200
+    assert "read_event id=7" in args["content"]
     log, _ = long_turn(0)
     for i in range(30):
         (cid,) = log.assistant("Writing.", [("write_file", {"path": f"src/w{i}.py", "content": content})])
@@ -150,7 +153,20 @@ def test_long_call_arguments_are_cut_and_short_ones_kept() -> None:
     res = run(log, budget=Budget(WINDOW, max_output=4096))
     cut = [m for m in res.request.messages if m.event_id in res.pruned_ids and m.role == "assistant"]
     assert cut and all(m.tool_calls[0].arguments["path"].startswith("src/w") for m in cut)
-    assert all("[pruned from view:" in m.tool_calls[0].arguments["content"] for m in cut)
+    assert all("[cleared — read_event id=" in m.tool_calls[0].arguments["content"] for m in cut)
+    assert all(m.content == "Writing." for m in cut)  # the agent's own words stay
+
+
+def test_a_cleared_result_keeps_where_it_is_the_files_it_named_and_its_failures() -> None:
+    output = "\n".join(["============ test session starts ============", *(f"tests/test_m.py::test_{i} PASSED" for i in range(40)),
+                        "FAILED tests/test_parser.py::test_unicode - AssertionError: 不要 drop BOM",
+                        "FAILED tests/test_lexer.py::test_eof", "==== 2 failed, 40 passed in 1.2s ===="])
+    stub = cleared_text(output, "bash", 12)
+    first, *failures = stub.splitlines()
+    assert first.startswith("[cleared: old bash output, 44 lines — read_event id=12; files named in the cut part: ")
+    assert "test_parser.py" in first and "test_lexer.py" in first
+    assert any("test_unicode" in f for f in failures) and any("test_eof" in f for f in failures)
+    assert cleared_text("one line", "grep", 3, {"handle": "abc123"}) == "[cleared: old grep output, 1 line — read_spill handle=abc123]"
 
 
 def test_a_pruned_preview_names_the_files_it_cut() -> None:

@@ -137,7 +137,10 @@ def test_injected_constraint_is_stored_but_never_binds(repo: Path) -> None:
         assert not by_content[text].pinned and by_content[text].provenance == "model"
     assert "not pinned" in _results(agent)[1]["content"]
     warm = _warm(provider)
-    assert USER_RULE in warm and "Always push" not in warm
+    assert "Always push" not in warm and INJECTED not in warm
+    # the user's rule binds: pinned, and in the request — in its own message, so the block does not repeat it
+    users = [m["content"] for m in provider.requests[-1]["messages"] if m.get("role") == "user" and m.get("kind") == "message"]
+    assert any(USER_RULE in str(c) for c in users) and USER_RULE not in warm
     assert [r.content for r in MemoryRecall(store).records("", [], 3) if r.pinned] == [USER_RULE]
 
 
