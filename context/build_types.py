@@ -112,6 +112,7 @@ class Draft:
     warm_msg: Message | None
     warm_tokens: int
     protect_from: int  # slot index where the protected recent turns start
+    protect_turns: int = 2  # how many recent user turns protect_from protects (a prefix's is recomputed)
     _sum: int = field(default=0)
     _stale: set[int] | None = field(default=None)  # superseded tool results, computed once per draft
 

@@ -44,11 +44,14 @@ text is small and is what the model needs verbatim.
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from ctxagent.context.history import Event
 from ctxagent.context.prune import LOW_VALUE
+from ctxagent.context.render import protect_from
 
 if TYPE_CHECKING:
     from ctxagent.context.budget import Budget
@@ -57,6 +60,9 @@ if TYPE_CHECKING:
 
 
 STEP_CHUNK = 1.0  # the protected-steps boundary advances this many × protect_steps steps at a time
+# a prompt-cache entry lives this long after its last use (Anthropic's default TTL; OpenAI keeps its
+# 5 to 10 minutes): a message that arrives later than this after the one before it meets a cold cache
+COLD_AFTER_S = 300.0
 
 Preview = Callable[["Slot"], "tuple[Message, int]"]
 
@@ -81,16 +87,22 @@ def slice_cut(budget: Budget, shown: int, tool_spec_tokens: int) -> int:
     return math.ceil((shown - high) / step) * step
 
 
-def candidate_end(draft: Draft, protect_steps: int) -> int:
+def candidate_end(draft: Draft, protect_steps: int, upto: int | None = None, steps: list[int] | None = None) -> int:
     """Slot index before which tool traffic may be cut: the later of the protected turns' start and the
     step boundary. The step boundary keeps the last `protect_steps` model steps and up to
     STEP_CHUNK × protect_steps − 1 more: it advances a chunk of steps at a time, so that when the slice
     cannot get under its watermark (every candidate already cut) steps age into pruning a chunk at a
-    time, not one per step, and the prefix changes once per chunk (0 steps: the turns alone decide)."""
-    end = draft.protect_from
+    time, not one per step, and the prefix changes once per chunk (0 steps: the turns alone decide).
+    `upto`: the same for the history as it was when it had only its first `upto` slots (`steps`: the
+    indices of every assistant slot, when the caller has them)."""
+    slots = draft.slots if upto is None else draft.slots[:upto]
+    end = draft.protect_from if upto is None else protect_from(slots, draft.protect_turns)
     if protect_steps <= 0:
         return end
-    steps = [i for i, s in enumerate(draft.slots) if s.msg.role == "assistant"]
+    if steps is None:
+        steps = [i for i, s in enumerate(slots) if s.msg.role == "assistant"]
+    elif upto is not None:
+        steps = steps[:bisect.bisect_left(steps, upto)]
     chunk = max(1, round(protect_steps * STEP_CHUNK))
     aged = (len(steps) - protect_steps) // chunk * chunk
     return max(end, steps[aged]) if aged > 0 else end
@@ -101,16 +113,16 @@ def enforce_tools_slice(draft: Draft, budget: Budget, prune_result: Preview, cle
     messages were cut. `prune_result` gives a result's memoized head/tail preview (low-value results),
     `clear` a result's or a call's one-line cut."""
     cut = slice_cut(budget, tool_traffic_tokens(draft), draft.tool_spec_tokens)
-    if cut <= 0:
+    starts = cold_starts(draft)
+    if cut <= 0 and not starts:
         return 0
     end = candidate_end(draft, budget.protect_steps)
     candidates = [i for i in range(end) if is_tool_traffic(draft.slots[i]) and draft.slots[i].state in ("verbatim", "spilled")
                   and draft.slots[i].event_id is not None] if end else []
-    pruned = 0
+    pruned, saved = _clear_at_cold_starts(draft, budget, clear, candidates, starts)
     for i in candidates:  # low-value results first: cheap, and their savings do not move the frontier
-        if draft.slots[i].is_tool_result and draft.slots[i].rank == LOW_VALUE:
+        if draft.slots[i].is_tool_result and draft.slots[i].rank == LOW_VALUE and draft.slots[i].state != "cleared":
             pruned += _cut(draft, i, prune_result)[0]
-    saved = 0
     for i in candidates:
         if saved >= cut:
             break
@@ -119,6 +131,50 @@ def enforce_tools_slice(draft: Draft, budget: Budget, prune_result: Preview, cle
         pruned += 0 if was_cut else n
         saved += delta
     return pruned
+
+
+def cold_starts(draft: Draft) -> list[int]:
+    """Item indices of the messages that arrived more than COLD_AFTER_S after the message before them:
+    the request that first held one met an expired prompt cache (an idle user, a resumed session, a
+    long tool run). Messages without a time (ts 0) never count."""
+    out: list[int] = []
+    prev = 0.0
+    for i, it in enumerate(draft.items):
+        if isinstance(it, Event) and it.ts:
+            if prev and it.ts - prev > COLD_AFTER_S:
+                out.append(i)
+            prev = it.ts
+    return out
+
+
+def _clear_at_cold_starts(draft: Draft, budget: Budget, clear: Preview, candidates: list[int],
+                          starts: list[int]) -> tuple[int, int]:
+    """Relief where it is free: at each cold start the request was written to the cache in full anyway,
+    so the tool traffic shown then is cleared down to the low watermark there and then, not later
+    when a cut would rewrite a warm cache. Recomputed from the log at every build (the times are in
+    it), so later builds keep these cuts: oldest first, they only grow. Returns (messages cut, tokens saved)."""
+    if not starts or not candidates:
+        return 0, 0
+    low = budget.tools_low * max(0, budget.base("tools") - draft.tool_spec_tokens)
+    item_at: list[int] = []  # the item each slot renders (a synthetic result goes with the call before it)
+    traffic = [0]  # tool traffic of the first k slots, before any cut
+    for s in draft.slots:
+        item_at.append(s.item_index if s.item_index >= 0 else (item_at[-1] if item_at else -1))
+        traffic.append(traffic[-1] + (s.tokens if is_tool_traffic(s) else 0))
+    steps = [i for i, s in enumerate(draft.slots) if s.msg.role == "assistant"]
+    pruned = saved = 0
+    for item in starts:
+        upto = bisect.bisect_right(item_at, item)
+        end = candidate_end(draft, budget.protect_steps, upto, steps)
+        need = traffic[upto] - low - saved
+        for i in candidates:
+            if need <= 0 or i >= end:
+                break
+            n, delta = _cut(draft, i, clear, "cleared")
+            pruned += n
+            saved += delta
+            need -= delta
+    return pruned, saved
 
 
 def _cut(draft: Draft, index: int, preview: Preview, state: str = "pruned") -> tuple[int, int]:

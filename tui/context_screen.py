@@ -173,9 +173,10 @@ def describe_request(build: BuildResult, events: list[Event]) -> dict[str, list[
     spilled, pruned = set(build.spilled_ids), set(build.pruned_ids)
     out["tools"].append(f"{_n(len(req.tools), 'tool schema')}; {_n(len(results), 'tool result')}"
                         + (f", {len([m for m in results if m.event_id in spilled])} of them spill previews" if spilled else "")
-                        + (f", {len([m for m in results if m.event_id in pruned])} cut to head and tail" if pruned else ""))
+                        + (f", {len([m for m in results if m.event_id in pruned])} cut from view" if pruned else ""))
     for m in results[-6:]:
-        state = " (spill preview)" if m.event_id in spilled else " (cut to head and tail)" if m.event_id in pruned else ""
+        state = (" (spill preview)" if m.event_id in spilled else "" if m.event_id not in pruned
+                 else " (cleared to one line)" if m.content.startswith("[cleared:") else " (cut to head and tail)")
         error = " — failed" if m.is_error else ""
         out["tools"].append(f"{m.name or '?'}{error}{state}: {one_line(m.content, 60)}")
     out["reserve"].append(f"the reply may use up to {req.max_tokens:,} tokens")
@@ -195,8 +196,8 @@ def history_lines(events: Iterable[Event]) -> list[str]:
             rep = e.context_report.report
             spilled, pruned = int(rep.get("spilled", 0) or 0), int(rep.get("pruned", 0) or 0)
             if (spilled, pruned) != last and pruned:
-                lines.append(f"step {rep.get('step', '?')}: {pruned} older tool result{'s' if pruned != 1 else ''} "
-                             "cut to head and tail")
+                lines.append(f"step {rep.get('step', '?')}: {pruned} older tool message{'s' if pruned != 1 else ''} "
+                             "cut from view (read_event brings any back)")
             last = (spilled, pruned)
         elif e.kind == "compaction":
             record = e.compaction

@@ -71,6 +71,13 @@ def _memory_for(tmp: Path, session: str) -> tuple[Any, Any]:
 
 def replay_trajectory(traj: Trajectory, totals: ReplayTotals, setup: Setup) -> None:
     call_at = {c.position: c for c in traj.calls}
+    # an event's time: that of the first call whose prompt holds it (the sources record call times only)
+    times = [0.0] * len(traj.events)
+    upcoming = 0.0
+    for pos in range(len(traj.events) - 1, -1, -1):
+        times[pos] = upcoming
+        if pos in call_at:
+            upcoming = call_at[pos].time or 0.0
     setup.engine.meter.reset()
     # the logs: one raw copy for every strategy that reads it as it is, and one per strategy that writes to it
     logs = {s: _lane(s, setup.rules) for s in ("raw", "ctxagent", "anthropic-compact", "openai-compact")
@@ -103,7 +110,7 @@ def replay_trajectory(traj: Trajectory, totals: ReplayTotals, setup: Setup) -> N
                 measure_call(traj, call, ctx, logs, meters, ref, totals, setup, store, recall)
             if sev.kind == "user":
                 turn += 1
-            _append(sev, logs, ref, spill, setup.engine, totals)
+            _append(sev, logs, ref, spill, setup.engine, totals, times[pos])
             facts.add(sev.kind, sev.data)
             tracker.add(sev.kind, sev.data, pos)
         if store is not None and hasattr(store, "close"):
@@ -128,7 +135,7 @@ def _facts_at(sev: SourceEvent, facts: FactTracker, ref: Lane, traj: Trajectory)
 
 
 def _append(sev: SourceEvent, logs: dict[str, Lane], ref: Lane, spill: Any, engine: Engine,
-            totals: ReplayTotals) -> None:
+            totals: ReplayTotals, ts: float) -> None:
     if sev.kind == "source_compaction":
         if append_source_compaction(ref, sev):
             totals.reference.compactions += 1
@@ -147,7 +154,7 @@ def _append(sev: SourceEvent, logs: dict[str, Lane], ref: Lane, spill: Any, engi
             if meta is not None:
                 data = {**data, "content": shown, "spill": meta}
                 totals.strategies["ctxagent"].spills += 1
-        lane.append(sev.kind, data)
+        lane.append(sev.kind, data, ts)
 
 
 

@@ -51,8 +51,8 @@ class Lane:
     sim: CacheSim | None = None
     sim_last: CacheSim | None = None
 
-    def append(self, kind: str, data: dict[str, Any]) -> Event:
-        ev = Event(len(self.events), kind, data)
+    def append(self, kind: str, data: dict[str, Any], ts: float = 0.0) -> Event:
+        ev = Event(len(self.events), kind, data, ts)
         self.events.append(ev)
         return ev
 

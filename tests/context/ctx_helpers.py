@@ -33,9 +33,10 @@ class Log:
         self.events: list[Event] = []
         self.turn = 0
         self._call = 0
+        self.now = 0.0  # the time new events get (0: none, as in logs without times)
 
     def add(self, kind: str, **data: Any) -> Event:
-        ev = Event(len(self.events), kind, data)
+        ev = Event(len(self.events), kind, data, self.now)
         self.events.append(ev)
         return ev
 

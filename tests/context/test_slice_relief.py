@@ -9,7 +9,7 @@ import math
 import pytest
 from ctx_helpers import Log, numbered_lines, run
 from ctxagent.context.budget import Budget
-from ctxagent.context.builder import BuildResult
+from ctxagent.context.builder import BuildResult, request_sha256
 from ctxagent.context.errors import ConfigError
 from ctxagent.context.prune import cleared_arguments, cleared_text, files_named, pruned_text
 from ctxagent.context.request import Message
@@ -183,3 +183,41 @@ def test_budget_validates_the_watermarks() -> None:
         Budget(WINDOW, tools_low=0.8, tools_high=0.5)
     with pytest.raises(ConfigError):
         Budget(WINDOW, protect_steps=-1)
+
+
+def timed_session(gap_at: int | None, steps: int = 40) -> tuple[Log, list[BuildResult]]:
+    """A one-turn session, 30 s a step, built before every model call; `gap_at`: the step after which
+    the user was away for 10 minutes (the provider's prompt cache expired meanwhile)."""
+    log = Log()
+    log.now = 1_000_000.0
+    log.user("Read the modules one by one.")
+    budget = Budget(WINDOW, max_output=4096)
+    builds = [run(log, budget=budget)]
+    for i in range(steps):
+        log.now += 600.0 if i == gap_at else 30.0
+        log.step("read_file", {"path": f"src/m{i}.py"}, numbered_lines(60, f"m{i}"))
+        builds.append(run(log, budget=budget))
+    return log, builds
+
+
+def test_a_cold_cache_is_where_relief_happens_and_later_builds_keep_it() -> None:
+    _, warm = timed_session(None)
+    log, cold = timed_session(20)
+    budget = Budget(WINDOW, max_output=4096)
+    assert all(b.pruned_ids == [] for b in warm)  # 40 reads never reach the slice's high watermark
+    at = cold[21]  # built right after the 10-minute gap: the whole request is written to the cache anyway
+    assert cold[20].pruned_ids == [] and at.pruned_ids
+    reads = [e.id for e in log.events if e.kind == "tool_result"]
+    chunk = max(1, round(budget.protect_steps * STEP_CHUNK))
+    aged = (21 - budget.protect_steps) // chunk * chunk  # the low watermark is under the protected steps alone:
+    assert at.pruned_ids == reads[:aged]  # every read before the protected steps goes, oldest first, and no other
+    assert all(m.content.startswith("[cleared: ") for m in at.request.messages if m.event_id in at.pruned_ids)
+    for before, after in zip(cold[21:], cold[22:], strict=False):  # warm again: the cut stays, the prefix holds
+        assert set(before.pruned_ids) <= set(after.pruned_ids)
+        stable = before.request.stable_messages
+        assert [m.to_dict() for m in after.request.messages[:stable]] == [m.to_dict() for m in before.request.messages[:stable]]
+    assert stable > 0
+    # rebuilt from the log as it was then, with a fresh cache (as inspect does): the same request
+    then = Log()
+    then.events = list(log.events[: 1 + 2 * 21])
+    assert request_sha256(run(then, budget=budget).request.to_dict()) == request_sha256(at.request.to_dict())
