@@ -71,6 +71,7 @@ def rebuild_step(events: list[Event], step: int) -> InspectedStep:
             allow_compaction=False,
             protect_turns=params.protect_turns,
             thresholds=params.thresholds,
+            model=rep.model,
         )
     )
     provider = make_provider(rep.model, api_key="inspect", base_url="http://127.0.0.1:9", max_tokens=budget.max_output)

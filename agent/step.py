@@ -124,6 +124,7 @@ class StepMixin:
                 allow_compaction=allow_compaction,
                 protect_turns=cfg.protect_turns,
                 thresholds=(cfg.compress_at, cfg.new_session_at),
+                model=self.parts.model_label,
                 cache=self._build_cache,
             )
         )

@@ -47,6 +47,7 @@ class BuildInputs:
     protect_turns: int = 2
     thresholds: tuple[float, float] = (0.75, 0.90)
     focus: str | None = None
+    model: str = ""  # the model this request is for: a different one than the last step's has a cold prompt cache
     # per-event work remembered across builds (the agent keeps one per session); None = the cache tied
     # to `counter`. The result is the same with or without it, warm or cold.
     cache: BuildCache | None = None

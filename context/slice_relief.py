@@ -25,6 +25,13 @@ Why one line, not a head/tail preview: on a long session the previews alone grew
 history at 200k, the floor relief stopped at; a preview level before the clear level made the cut
 set non-monotone (more candidates → more previews → fewer clears) and measured no better.
 
+Where the prompt cache is cold anyway — a message that arrived more than COLD_AFTER_S after the one
+before it (an idle user, a resumed session, a long tool run), or a step for another model than the
+step before it — the tool traffic shown then is cleared down to `low` at once (the request is
+written to the cache in full either way), so the next jump comes later, when it would rewrite a
+warm cache. The log decides (its times, its steps' models), so every later build finds the same
+cold starts and keeps those cuts.
+
 Why this shape: the builder must stay a pure function of the log (inspect re-builds any step from it,
 warm cache == cold cache), so hysteresis cannot be "remember what we pruned last step". Instead the
 cut is quantized: it only grows when T has grown by another q tokens, and the walk is oldest-first
@@ -46,10 +53,10 @@ from __future__ import annotations
 
 import bisect
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Sequence
 from typing import TYPE_CHECKING
 
-from ctxagent.context.history import Event
+from ctxagent.context.history import MESSAGE_KINDS, Event
 from ctxagent.context.prune import LOW_VALUE
 from ctxagent.context.render import protect_from
 
@@ -108,12 +115,13 @@ def candidate_end(draft: Draft, protect_steps: int, upto: int | None = None, ste
     return max(end, steps[aged]) if aged > 0 else end
 
 
-def enforce_tools_slice(draft: Draft, budget: Budget, prune_result: Preview, clear: Preview) -> int:
+def enforce_tools_slice(draft: Draft, budget: Budget, prune_result: Preview, clear: Preview,
+                        switched: Collection[int] = ()) -> int:
     """Cut old tool traffic until the tools slice gave up its quantized share; returns how many
     messages were cut. `prune_result` gives a result's memoized head/tail preview (low-value results),
-    `clear` a result's or a call's one-line cut."""
+    `clear` a result's or a call's one-line cut; `switched`: see cold_starts."""
     cut = slice_cut(budget, tool_traffic_tokens(draft), draft.tool_spec_tokens)
-    starts = cold_starts(draft)
+    starts = cold_starts(draft, switched)
     if cut <= 0 and not starts:
         return 0
     end = candidate_end(draft, budget.protect_steps)
@@ -133,17 +141,40 @@ def enforce_tools_slice(draft: Draft, budget: Budget, prune_result: Preview, cle
     return pruned
 
 
-def cold_starts(draft: Draft) -> list[int]:
-    """Item indices of the messages that arrived more than COLD_AFTER_S after the message before them:
-    the request that first held one met an expired prompt cache (an idle user, a resumed session, a
-    long tool run). Messages without a time (ts 0) never count."""
+def cold_starts(draft: Draft, switched: Collection[int] = ()) -> list[int]:
+    """Item indices of the messages that met a cold prompt cache in the first request that held them:
+    those that arrived more than COLD_AFTER_S after the message before them (an idle user, a resumed
+    session, a long tool run; messages without a time, ts 0, never count), and those in `switched`
+    (event ids: the newest message when the model changed, see model_switches)."""
     out: list[int] = []
     prev = 0.0
     for i, it in enumerate(draft.items):
-        if isinstance(it, Event) and it.ts:
-            if prev and it.ts - prev > COLD_AFTER_S:
+        if isinstance(it, Event):
+            if it.ts:
+                if prev and it.ts - prev > COLD_AFTER_S:
+                    out.append(i)
+                prev = it.ts
+            if it.id in switched and (not out or out[-1] != i):
                 out.append(i)
-            prev = it.ts
+    return out
+
+
+def model_switches(events: Sequence[Event], model: str) -> set[int]:
+    """Ids of the newest message at each build whose model differed from the step before it (a new
+    model has its own prompt cache): read off the steps' records, plus this build's `model`."""
+    out: set[int] = set()
+    last_model = ""
+    newest = -1
+    for ev in events:
+        if ev.kind in MESSAGE_KINDS:
+            newest = ev.id
+        elif ev.kind == "context_report":
+            m = str(ev.data.get("model") or "")
+            if m and last_model and m != last_model and newest >= 0:
+                out.add(newest)
+            last_model = m or last_model
+    if model and last_model and model != last_model and newest >= 0:
+        out.add(newest)
     return out
 
 

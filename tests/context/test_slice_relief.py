@@ -221,3 +221,25 @@ def test_a_cold_cache_is_where_relief_happens_and_later_builds_keep_it() -> None
     then = Log()
     then.events = list(log.events[: 1 + 2 * 21])
     assert request_sha256(run(then, budget=budget).request.to_dict()) == request_sha256(at.request.to_dict())
+
+
+def test_a_model_switch_is_a_cold_cache_too() -> None:
+    budget = Budget(WINDOW, max_output=4096)
+    log = Log()
+    log.user("Read the modules one by one.")
+    builds: list[BuildResult] = []
+    for i in range(40):
+        log.step("read_file", {"path": f"src/m{i}.py"}, numbered_lines(60, f"m{i}"))
+        model = "anthropic:claude-opus-5-5" if i < 20 else "openai:gpt-6.1-sol"  # /model after step 20
+        builds.append(run(log, budget=budget, model=model))
+        log.add("context_report", step=i + 1, report={}, model=model)
+    assert all(b.pruned_ids == [] for b in builds[:20])
+    switched = builds[20]
+    reads = [e.id for e in log.events if e.kind == "tool_result"]
+    chunk = max(1, round(budget.protect_steps * STEP_CHUNK))
+    assert switched.pruned_ids == reads[: (21 - budget.protect_steps) // chunk * chunk]
+    for before, after in zip(builds[20:], builds[21:], strict=False):  # the same model again: the cut stays
+        assert set(before.pruned_ids) <= set(after.pruned_ids)
+    same = Log()
+    same.events = [e for e in log.events if e.kind != "context_report"]  # no records of the switch: no cut
+    assert run(same, budget=budget).pruned_ids == []
