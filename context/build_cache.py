@@ -69,6 +69,34 @@ class CacheStats:
 
 
 @dataclass(frozen=True)
+class ModelTrail:
+    """Where the model changed from one step to the next (a new model has its own, cold, prompt
+    cache), folded over the log's step records (context_report.model) like the ledger."""
+
+    last_model: str = ""
+    newest: int = -1  # the newest message event so far
+    switched: frozenset[int] = frozenset()  # the newest message at each build whose model differed
+
+    def feed(self, events: list[Event]) -> ModelTrail:
+        last, newest, switched = self.last_model, self.newest, self.switched
+        for ev in events:
+            if ev.kind in MESSAGE_KINDS:
+                newest = ev.id
+            elif ev.kind == "context_report":
+                model = str(ev.data.get("model") or "")
+                if model and last and model != last and newest >= 0:
+                    switched = switched | {newest}
+                last = model or last
+        return ModelTrail(last, newest, switched)
+
+    def with_build(self, model: str) -> frozenset[int]:
+        """`switched`, plus this build's newest message if it is for another model than the last step."""
+        if model and self.last_model and model != self.last_model and self.newest >= 0:
+            return self.switched | {self.newest}
+        return self.switched
+
+
+@dataclass(frozen=True)
 class LogState:
     """Everything the builder derives from a log prefix. Never mutated: copy before changing."""
 
@@ -77,6 +105,7 @@ class LogState:
     live: list[Event]  # live_events(events)
     live_tokens: int  # verbatim tokens of the live message events (loss % denominator)
     ledger: Ledger  # the session ledger (pins, quotes, decisions, files, failures) folded over `live`
+    models: ModelTrail  # where the model changed between steps, folded over `events`
 
 
 @dataclass(frozen=True)
@@ -180,12 +209,13 @@ class BuildCache:
         if best is None or any(e.kind == "rewind" for e in tail):
             live = live_events(events)
             state = LogState(list(events), view(events), live,
-                             sum(self.size(e) for e in live if e.kind in MESSAGE_KINDS), Ledger().feed(live))
+                             sum(self.size(e) for e in live if e.kind in MESSAGE_KINDS), Ledger().feed(live),
+                             ModelTrail().feed(events))
             self.stats.log_rebuilds += 1
         else:  # a rewind hides only earlier events: the new ones are live, and extend every fold
             state = LogState(best.events + tail, extend_view(best.items, tail), best.live + tail,
                              best.live_tokens + sum(self.size(e) for e in tail if e.kind in MESSAGE_KINDS),
-                             best.ledger.copy().feed(tail))
+                             best.ledger.copy().feed(tail), best.models.feed(tail))
             self.stats.log_extends += 1
         self._logs = [state, *(s for s in self._logs if s is not best)][:SNAPSHOTS]
         return state

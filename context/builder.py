@@ -44,7 +44,7 @@ from ctxagent.context.prune import LOW_VALUE, cleared_arguments, cleared_text, p
 from ctxagent.context.render import assemble, warm_position, with_content
 from ctxagent.context.request import Message, Request, ToolCall
 from ctxagent.context.server_edits import SERVER_STRATEGIES
-from ctxagent.context.slice_relief import enforce_tools_slice, model_switches
+from ctxagent.context.slice_relief import enforce_tools_slice
 from ctxagent.context.tokens import TokenCounter, count_message
 
 MAX_RELIEF_ROUNDS = 64  # a safety bound: each round compacts strictly more, so few are ever needed
@@ -258,7 +258,7 @@ def _relieve(inputs: BuildInputs, events: list[Event], limit: int, warm: str, no
     without compacting again (inspect's byte-identical replay depends on this).
     """
     counter = inputs.counter
-    switched = model_switches(events, inputs.model)  # a new model's prompt cache is cold: relieve there
+    switched = cache.log_state(events).models.with_build(inputs.model)  # a new model's cache is cold: relieve there
     next_id = len(events)  # ids are positions in the log: the next appended event gets this one
     records: list[tuple[int, CompactionData, bool]] = []  # (planned event id, data, is an old-turns record)
     summary_cap = max(256, limit // 4)

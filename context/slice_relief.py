@@ -53,10 +53,10 @@ from __future__ import annotations
 
 import bisect
 import math
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING
 
-from ctxagent.context.history import MESSAGE_KINDS, Event
+from ctxagent.context.history import Event
 from ctxagent.context.prune import LOW_VALUE
 from ctxagent.context.render import protect_from
 
@@ -145,7 +145,7 @@ def cold_starts(draft: Draft, switched: Collection[int] = ()) -> list[int]:
     """Item indices of the messages that met a cold prompt cache in the first request that held them:
     those that arrived more than COLD_AFTER_S after the message before them (an idle user, a resumed
     session, a long tool run; messages without a time, ts 0, never count), and those in `switched`
-    (event ids: the newest message when the model changed, see model_switches)."""
+    (event ids: the newest message when the model changed, build_cache.ModelTrail)."""
     out: list[int] = []
     prev = 0.0
     for i, it in enumerate(draft.items):
@@ -156,25 +156,6 @@ def cold_starts(draft: Draft, switched: Collection[int] = ()) -> list[int]:
                 prev = it.ts
             if it.id in switched and (not out or out[-1] != i):
                 out.append(i)
-    return out
-
-
-def model_switches(events: Sequence[Event], model: str) -> set[int]:
-    """Ids of the newest message at each build whose model differed from the step before it (a new
-    model has its own prompt cache): read off the steps' records, plus this build's `model`."""
-    out: set[int] = set()
-    last_model = ""
-    newest = -1
-    for ev in events:
-        if ev.kind in MESSAGE_KINDS:
-            newest = ev.id
-        elif ev.kind == "context_report":
-            m = str(ev.data.get("model") or "")
-            if m and last_model and m != last_model and newest >= 0:
-                out.add(newest)
-            last_model = m or last_model
-    if model and last_model and model != last_model and newest >= 0:
-        out.add(newest)
     return out
 
 
