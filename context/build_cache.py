@@ -68,32 +68,43 @@ class CacheStats:
     render_resumes: int = 0  # ... resumed from a rendered prefix
 
 
-@dataclass(frozen=True)
-class ModelTrail:
-    """Where the model changed from one step to the next (a new model has its own, cold, prompt
-    cache), folded over the log's step records (context_report.model) like the ledger."""
+# a prompt-cache entry lives this long after its last use (Anthropic's default TTL; OpenAI keeps its
+# 5 to 10 minutes): a message that arrives later than this after the one before it meets a cold cache
+COLD_AFTER_S = 300.0
 
+
+@dataclass(frozen=True)
+class ColdTrail:
+    """The messages that met a cold prompt cache in the first request that held them, folded over the
+    log like the ledger: one that arrived more than COLD_AFTER_S after the message before it (an idle
+    user, a resumed session, a long tool run; events without a time never count), and the newest
+    message at a step for another model than the step before it (its step records say which)."""
+
+    cold: frozenset[int] = frozenset()  # their event ids
     last_model: str = ""
     newest: int = -1  # the newest message event so far
-    switched: frozenset[int] = frozenset()  # the newest message at each build whose model differed
+    last_ts: float = 0.0
 
-    def feed(self, events: list[Event]) -> ModelTrail:
-        last, newest, switched = self.last_model, self.newest, self.switched
+    def feed(self, events: list[Event]) -> ColdTrail:
+        cold, last_model, newest, last_ts = self.cold, self.last_model, self.newest, self.last_ts
         for ev in events:
             if ev.kind in MESSAGE_KINDS:
+                if ev.ts and last_ts and ev.ts - last_ts > COLD_AFTER_S:
+                    cold = cold | {ev.id}
+                last_ts = ev.ts or last_ts
                 newest = ev.id
             elif ev.kind == "context_report":
                 model = str(ev.data.get("model") or "")
-                if model and last and model != last and newest >= 0:
-                    switched = switched | {newest}
-                last = model or last
-        return ModelTrail(last, newest, switched)
+                if model and last_model and model != last_model and newest >= 0:
+                    cold = cold | {newest}
+                last_model = model or last_model
+        return ColdTrail(cold, last_model, newest, last_ts)
 
     def with_build(self, model: str) -> frozenset[int]:
-        """`switched`, plus this build's newest message if it is for another model than the last step."""
+        """`cold`, plus this build's newest message if it is for another model than the last step."""
         if model and self.last_model and model != self.last_model and self.newest >= 0:
-            return self.switched | {self.newest}
-        return self.switched
+            return self.cold | {self.newest}
+        return self.cold
 
 
 @dataclass(frozen=True)
@@ -105,7 +116,7 @@ class LogState:
     live: list[Event]  # live_events(events)
     live_tokens: int  # verbatim tokens of the live message events (loss % denominator)
     ledger: Ledger  # the session ledger (pins, quotes, decisions, files, failures) folded over `live`
-    models: ModelTrail  # where the model changed between steps, folded over `events`
+    cold: ColdTrail  # where the prompt cache was cold (time gaps, model switches), folded over `events`
 
 
 @dataclass(frozen=True)
@@ -210,12 +221,12 @@ class BuildCache:
             live = live_events(events)
             state = LogState(list(events), view(events), live,
                              sum(self.size(e) for e in live if e.kind in MESSAGE_KINDS), Ledger().feed(live),
-                             ModelTrail().feed(events))
+                             ColdTrail().feed(events))
             self.stats.log_rebuilds += 1
         else:  # a rewind hides only earlier events: the new ones are live, and extend every fold
             state = LogState(best.events + tail, extend_view(best.items, tail), best.live + tail,
                              best.live_tokens + sum(self.size(e) for e in tail if e.kind in MESSAGE_KINDS),
-                             best.ledger.copy().feed(tail), best.models.feed(tail))
+                             best.ledger.copy().feed(tail), best.cold.feed(tail))
             self.stats.log_extends += 1
         self._logs = [state, *(s for s in self._logs if s is not best)][:SNAPSHOTS]
         return state

@@ -258,7 +258,7 @@ def _relieve(inputs: BuildInputs, events: list[Event], limit: int, warm: str, no
     without compacting again (inspect's byte-identical replay depends on this).
     """
     counter = inputs.counter
-    switched = cache.log_state(events).models.with_build(inputs.model)  # a new model's cache is cold: relieve there
+    cold = cache.log_state(events).cold.with_build(inputs.model)  # where the prompt cache was cold: relieve there
     next_id = len(events)  # ids are positions in the log: the next appended event gets this one
     records: list[tuple[int, CompactionData, bool]] = []  # (planned event id, data, is an old-turns record)
     summary_cap = max(256, limit // 4)
@@ -269,7 +269,7 @@ def _relieve(inputs: BuildInputs, events: list[Event], limit: int, warm: str, no
             warm, _ = warm_text_for(inputs, log.live, log.ledger, log.items)  # the ledger holds the summaries' open tasks
         draft = assemble(list(log.items), inputs, warm, cache, log.ledger)
         enforce_tools_slice(draft, inputs.budget, lambda s: _pruned_memo(s, counter, cache),
-                            lambda s: _cleared_memo(s, counter, cache), switched)
+                            lambda s: _cleared_memo(s, counter, cache), cold)
         _prune(draft, "old", counter, cache, limit)
         if draft.total() <= limit:
             break

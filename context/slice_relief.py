@@ -25,7 +25,7 @@ Why one line, not a head/tail preview: on a long session the previews alone grew
 history at 200k, the floor relief stopped at; a preview level before the clear level made the cut
 set non-monotone (more candidates → more previews → fewer clears) and measured no better.
 
-Where the prompt cache is cold anyway — a message that arrived more than COLD_AFTER_S after the one
+Where the prompt cache is cold anyway — a message that arrived more than COLD_AFTER_S (build_cache) after the one
 before it (an idle user, a resumed session, a long tool run), or a step for another model than the
 step before it — the tool traffic shown then is cleared down to `low` at once (the request is
 written to the cache in full either way), so the next jump comes later, when it would rewrite a
@@ -67,9 +67,6 @@ if TYPE_CHECKING:
 
 
 STEP_CHUNK = 1.0  # the protected-steps boundary advances this many × protect_steps steps at a time
-# a prompt-cache entry lives this long after its last use (Anthropic's default TTL; OpenAI keeps its
-# 5 to 10 minutes): a message that arrives later than this after the one before it meets a cold cache
-COLD_AFTER_S = 300.0
 
 Preview = Callable[["Slot"], "tuple[Message, int]"]
 
@@ -116,12 +113,12 @@ def candidate_end(draft: Draft, protect_steps: int, upto: int | None = None, ste
 
 
 def enforce_tools_slice(draft: Draft, budget: Budget, prune_result: Preview, clear: Preview,
-                        switched: Collection[int] = ()) -> int:
+                        cold: Collection[int] = ()) -> int:
     """Cut old tool traffic until the tools slice gave up its quantized share; returns how many
     messages were cut. `prune_result` gives a result's memoized head/tail preview (low-value results),
-    `clear` a result's or a call's one-line cut; `switched`: see cold_starts."""
+    `clear` a result's or a call's one-line cut; `cold`: the ids of messages that met a cold cache."""
     cut = slice_cut(budget, tool_traffic_tokens(draft), draft.tool_spec_tokens)
-    starts = cold_starts(draft, switched)
+    starts = cold_starts(draft, cold)
     if cut <= 0 and not starts:
         return 0
     end = candidate_end(draft, budget.protect_steps)
@@ -141,22 +138,11 @@ def enforce_tools_slice(draft: Draft, budget: Budget, prune_result: Preview, cle
     return pruned
 
 
-def cold_starts(draft: Draft, switched: Collection[int] = ()) -> list[int]:
-    """Item indices of the messages that met a cold prompt cache in the first request that held them:
-    those that arrived more than COLD_AFTER_S after the message before them (an idle user, a resumed
-    session, a long tool run; messages without a time, ts 0, never count), and those in `switched`
-    (event ids: the newest message when the model changed, build_cache.ModelTrail)."""
-    out: list[int] = []
-    prev = 0.0
-    for i, it in enumerate(draft.items):
-        if isinstance(it, Event):
-            if it.ts:
-                if prev and it.ts - prev > COLD_AFTER_S:
-                    out.append(i)
-                prev = it.ts
-            if it.id in switched and (not out or out[-1] != i):
-                out.append(i)
-    return out
+def cold_starts(draft: Draft, cold: Collection[int]) -> list[int]:
+    """Item indices of the messages in `cold` (event ids, build_cache.ColdTrail) the draft shows."""
+    if not cold:
+        return []
+    return [i for i, it in enumerate(draft.items) if isinstance(it, Event) and it.id in cold]
 
 
 def _clear_at_cold_starts(draft: Draft, budget: Budget, clear: Preview, candidates: list[int],
