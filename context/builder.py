@@ -97,7 +97,7 @@ def warm_text_for(inputs: BuildInputs, events: list[Event], ledger: Ledger | Non
     except Exception as exc:  # memory trouble must not stop a step
         return tail, f"memory recall failed ({type(exc).__name__}: {exc}); the session ledger alone was used"
     # the store holds this session's pins too: what the ledger shows, or left out as shown, is not repeated
-    known = tail if masked is None else "\n".join(ledger.tail_lines())
+    known = "\n".join(ledger.tail_lines()) if recalled and masked is not None else tail
     return "\n".join(x for x in (tail, _without_repeats(recalled, known)) if x), None
 
 
@@ -203,8 +203,13 @@ def _choose_compaction_end(draft: Draft, inputs: BuildInputs, limit: int) -> int
 
 def _stable_end(slots: list[Slot]) -> int:
     """Index past the part of the history the next build shows unchanged (barring a compaction)."""
-    cleared = max((i + 1 for i, s in enumerate(slots) if s.state == "cleared"), default=0)
-    return cleared or max((i + 1 for i, s in enumerate(slots) if s.state == "pruned"), default=0)
+    cleared = pruned = 0
+    for i, s in enumerate(slots):
+        if s.state == "cleared":
+            cleared = i + 1
+        elif s.state == "pruned":
+            pruned = i + 1
+    return cleared or pruned
 
 
 def _finish(inputs: BuildInputs, draft: Draft, warm: str, records: list[PlannedCompaction], notes: list[str],
@@ -250,7 +255,7 @@ def _choose_in_turn_range(draft: Draft) -> list[ViewItem] | None:
 
 
 def _relieve(inputs: BuildInputs, events: list[Event], limit: int, warm: str, notes: list[str],
-             cache: BuildCache) -> tuple[Draft, list[PlannedCompaction], str]:
+             cache: BuildCache, cold: frozenset[int]) -> tuple[Draft, list[PlannedCompaction], str]:
     """Apply the tiers until the draft fits; return it with the compaction records to append, in order.
 
     The pipeline is a function of the state (log + records so far), re-run from scratch after each
@@ -258,7 +263,6 @@ def _relieve(inputs: BuildInputs, events: list[Event], limit: int, warm: str, no
     without compacting again (inspect's byte-identical replay depends on this).
     """
     counter = inputs.counter
-    cold = cache.log_state(events).cold.with_build(inputs.model)  # where the prompt cache was cold: relieve there
     next_id = len(events)  # ids are positions in the log: the next appended event gets this one
     records: list[tuple[int, CompactionData, bool]] = []  # (planned event id, data, is an old-turns record)
     summary_cap = max(256, limit // 4)
@@ -324,5 +328,6 @@ def build(inputs: BuildInputs) -> BuildResult:
     warm, note = warm_text_for(inputs, log.live, log.ledger, log.items)
     if note:
         notes.append(note)
-    draft, records, warm = _relieve(inputs, events, limit, warm, notes, cache)
+    cold = log.cold.with_build(inputs.model)  # messages that met a cold prompt cache: relief is free there
+    draft, records, warm = _relieve(inputs, events, limit, warm, notes, cache, cold)
     return _finish(inputs, draft, warm, records, notes, cache)

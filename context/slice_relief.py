@@ -160,18 +160,17 @@ def _clear_at_cold_starts(draft: Draft, budget: Budget, clear: Preview, candidat
         item_at.append(s.item_index if s.item_index >= 0 else (item_at[-1] if item_at else -1))
         traffic.append(traffic[-1] + (s.tokens if is_tool_traffic(s) else 0))
     steps = [i for i, s in enumerate(draft.slots) if s.msg.role == "assistant"]
-    pruned = saved = 0
+    pruned = saved = k = 0  # the cuts are a prefix of `candidates`: each cold start goes on from the last
     for item in starts:
         upto = bisect.bisect_right(item_at, item)
         end = candidate_end(draft, budget.protect_steps, upto, steps)
         need = traffic[upto] - low - saved
-        for i in candidates:
-            if need <= 0 or i >= end:
-                break
-            n, delta = _cut(draft, i, clear, "cleared")
+        while need > 0 and k < len(candidates) and candidates[k] < end:
+            n, delta = _cut(draft, candidates[k], clear, "cleared")
             pruned += n
             saved += delta
             need -= delta
+            k += 1
     return pruned, saved
 
 
