@@ -22,7 +22,7 @@ from typing import Annotated, Any, Literal
 from ctxagent.agent.trust import IgnoredKey, split_untrusted
 from ctxagent.context.budget import PROFILES, SLICE_NAMES
 from ctxagent.context.errors import ConfigError
-from ctxagent.context.paths import check_state_dir, project_state_dir, user_config_dir
+from ctxagent.context.floor.state_paths import check_state_dir, project_state_dir, user_config_dir
 from ctxagent.context.server_edits import SERVER_STRATEGIES
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 

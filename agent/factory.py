@@ -7,11 +7,11 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
+from ctxagent.agent.cli.setup_help import no_model_message
 from ctxagent.agent.config import Config
-from ctxagent.agent.events import AgentEvent, Notice
 from ctxagent.agent.loop import Agent, AgentParts, Approver
 from ctxagent.agent.providers import catalogue
-from ctxagent.agent.providers.base import Provider, TextDelta
+from ctxagent.agent.providers.protocol import Provider, TextDelta
 from ctxagent.agent.providers.registry import (
     ModelInfo,
     cheaper_sibling,
@@ -22,18 +22,18 @@ from ctxagent.agent.providers.registry import (
     start_model,
 )
 from ctxagent.agent.session import Session
-from ctxagent.agent.setup_help import no_model_message
+from ctxagent.agent.updates import AgentEvent, Notice
 from ctxagent.context.budget import Budget
 from ctxagent.context.calibrator import Calibrator
 from ctxagent.context.errors import ConfigError, CtxagentError, ToolError
-from ctxagent.context.paths import spill_dir, user_state_dir
+from ctxagent.context.floor.state_paths import spill_dir, user_state_dir
 from ctxagent.context.request import Message, Request
 from ctxagent.context.server_edits import SERVER_STRATEGIES
 from ctxagent.context.spill import SpillStore
 from ctxagent.context.tokens import CachedCounter, get_counter
 from ctxagent.tools import make_registry
-from ctxagent.tools.base import ToolRegistry
-from ctxagent.tools.paths import resolve_in_repo, stat_regular_file
+from ctxagent.tools.confine import resolve_in_repo, stat_regular_file
+from ctxagent.tools.contract import ToolRegistry
 
 BASE_PROMPT = """You are ctxagent, a coding agent working in the repository at {root}.
 Use the tools to read, search, edit and test code; keep changes minimal and explain what you did.
@@ -176,7 +176,7 @@ def _memory_parts(session: Session) -> tuple[object | None, object | None, str]:
 
 def _checkpoints(session: Session) -> object | None:
     try:
-        from ctxagent.agent.checkpoints import Checkpoints
+        from ctxagent.agent.checkpoints.store import Checkpoints
     except ImportError:
         return None
     return Checkpoints(session.root, session.state_dir)

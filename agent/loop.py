@@ -14,7 +14,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ctxagent.agent.events import (
+from ctxagent.agent.providers.protocol import Provider
+from ctxagent.agent.server_context import ServerContextMixin, seen_reports
+from ctxagent.agent.session import Session
+from ctxagent.agent.session_ops import SessionOpsMixin, compaction_done
+from ctxagent.agent.step import StepMixin
+from ctxagent.agent.tool_calls import ToolCallsMixin
+from ctxagent.agent.updates import (
     AgentEvent,
     CompactionDone,
     ContextBuilt,
@@ -24,22 +30,16 @@ from ctxagent.agent.events import (
     TurnFinished,
     TurnStarted,
 )
-from ctxagent.agent.providers.base import Provider
-from ctxagent.agent.server_context import ServerContextMixin, seen_reports
-from ctxagent.agent.session import Session
-from ctxagent.agent.session_ops import SessionOpsMixin, compaction_done
-from ctxagent.agent.step import StepMixin
-from ctxagent.agent.tool_calls import ToolCallsMixin
 from ctxagent.context.budget import Budget
-from ctxagent.context.build_cache import BuildCache
-from ctxagent.context.builder import BuildResult
+from ctxagent.context.build.cache import BuildCache
+from ctxagent.context.build.engine import BuildResult
 from ctxagent.context.calibrator import Calibrator
 from ctxagent.context.errors import ContextOverflowError
 from ctxagent.context.events import ErrorData, SystemPromptData, ToolResultData, UserData
 from ctxagent.context.report import ContextReport
 from ctxagent.context.spill import SpillStore
 from ctxagent.context.tokens import TokenCounter
-from ctxagent.tools.base import ToolRegistry
+from ctxagent.tools.contract import ToolRegistry
 
 Approver = Callable[[PermissionRequest], PermissionDecision]
 

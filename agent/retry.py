@@ -13,7 +13,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 
-from ctxagent.agent.providers.base import StreamEvent
+from ctxagent.agent.providers.protocol import StreamEvent
 from ctxagent.context.errors import (
     OverloadedError,
     ProviderError,

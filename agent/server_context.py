@@ -20,7 +20,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from ctxagent.agent.providers.base import ServerCompaction, ServerEdits, TokenCount, Usage
+from ctxagent.agent.providers.protocol import ServerCompaction, ServerEdits, TokenCount, Usage
 from ctxagent.context.events import CompactionData, ServerContextData, UsageData
 from ctxagent.context.history import Event, view
 from ctxagent.context.monitor import advice_for
@@ -132,7 +132,7 @@ class ServerContextMixin:
         return (cfg.compress_at, cfg.new_session_at)
 
     def _show_seen(self, step: int, tokens: int, note: str) -> None:
-        from ctxagent.agent.events import ContextBuilt
+        from ctxagent.agent.updates import ContextBuilt
 
         if not self.reports:
             return
@@ -162,7 +162,7 @@ class ServerContextMixin:
                         count: TokenCount | None) -> ServerContextData | None:
         """Log a server compaction, calibrate on the prompt as sent, show what the model saw; returns
         the record for the assistant event."""
-        from ctxagent.agent.events import CompactionDone
+        from ctxagent.agent.updates import CompactionDone
 
         record = server_record(self.session.config.strategy, request, edits, compaction, usage, count)
         if compaction is not None:

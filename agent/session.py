@@ -13,10 +13,10 @@ from typing import Any
 
 from ctxagent.agent.config import Config
 from ctxagent.context.errors import HistoryError, StateDirError
-from ctxagent.context.gitsafe import toplevel
+from ctxagent.context.floor.gitsafe import toplevel
+from ctxagent.context.floor.sanitize import Sanitizer
+from ctxagent.context.floor.state_paths import describe_os_error, ensure_state_dir, project_state_dir
 from ctxagent.context.history import SessionLog
-from ctxagent.context.paths import describe_os_error, ensure_state_dir, project_state_dir
-from ctxagent.context.sanitize import Sanitizer
 
 
 def find_repo_root(cwd: Path) -> Path:

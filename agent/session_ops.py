@@ -22,14 +22,14 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from ctxagent.agent.checkpoint_turns import TurnInfo, first_line
-from ctxagent.agent.events import CompactionDone
+from ctxagent.agent.checkpoints.turns import TurnInfo, first_line
+from ctxagent.agent.updates import CompactionDone
 from ctxagent.context.errors import CtxagentError, HistoryError
 from ctxagent.context.events import CompactionData, MemoryData, RewindData
 from ctxagent.context.history import Event, SessionLog, hidden_by_rewinds, view
 
 if TYPE_CHECKING:
-    from ctxagent.agent.checkpoints import Checkpoints, ConfirmOverwrite, RewindResult
+    from ctxagent.agent.checkpoints.store import Checkpoints, ConfirmOverwrite, RewindResult
     from ctxagent.agent.loop import Agent, AgentParts
     from ctxagent.agent.session import Session
     from ctxagent.context.memory.store import MemoryStore
@@ -106,7 +106,7 @@ def rewind(
     Memory: with the conversation, records the rewound turns wrote are retired in every store given
     (the project's and the user's); a store failing is reported in `warnings`, it undoes nothing.
     """
-    from ctxagent.agent.checkpoints import RewindResult
+    from ctxagent.agent.checkpoints.store import RewindResult
 
     if mode not in REWIND_MODES:
         raise ValueError(f"rewind mode must be both, conversation or code, not {mode!r}")

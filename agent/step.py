@@ -14,7 +14,17 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ctxagent.agent.events import (
+from ctxagent.agent.providers.protocol import (
+    ServerCompaction,
+    ServerEdits,
+    Stop,
+    TextDelta,
+    ToolCallEvent,
+    Usage,
+)
+from ctxagent.agent.retry import stream_with_retry
+from ctxagent.agent.session_ops import compaction_done
+from ctxagent.agent.updates import (
     AgentEvent,
     AssistantDelta,
     AssistantDone,
@@ -22,11 +32,8 @@ from ctxagent.agent.events import (
     ContextBuilt,
     StepStarted,
 )
-from ctxagent.agent.providers.base import ServerCompaction, ServerEdits, Stop, TextDelta, ToolCallEvent, Usage
-from ctxagent.agent.retry import stream_with_retry
-from ctxagent.agent.session_ops import compaction_done
-from ctxagent.context.build_cache import BuildCache
-from ctxagent.context.builder import BuildInputs, BuildResult, build, request_sha256
+from ctxagent.context.build.cache import BuildCache
+from ctxagent.context.build.engine import BuildInputs, BuildResult, build, request_sha256
 from ctxagent.context.errors import ContextLengthError, ContextOverflowError, ProviderError, StreamError
 from ctxagent.context.events import (
     AssistantData,

@@ -11,18 +11,18 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ctxagent.agent.events import PermissionRequest, ToolFinished, ToolStarted
-from ctxagent.agent.providers.base import ToolCallEvent
+from ctxagent.agent.providers.protocol import ToolCallEvent
+from ctxagent.agent.updates import PermissionRequest, ToolFinished, ToolStarted
 from ctxagent.context.ledger import result_facts
 from ctxagent.context.tool_meta import changed_files_of_call
 from ctxagent.tools.atomic_write import sweep_repository
-from ctxagent.tools.base import ToolContext, ToolResult, malformed_json
+from ctxagent.tools.contract import ToolContext, ToolResult, malformed_json
 from ctxagent.tools.tests_runner import detect_test_command
 
 if TYPE_CHECKING:
-    from ctxagent.agent.events import AgentEvent, PermissionDecision
     from ctxagent.agent.loop import AgentParts
     from ctxagent.agent.session import Session
+    from ctxagent.agent.updates import AgentEvent, PermissionDecision
     from ctxagent.context.history import Event, SessionLog
 
 

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from ctxagent.context.errors import ConfigError
-from ctxagent.context.paths import describe_os_error, user_state_dir
+from ctxagent.context.floor.state_paths import describe_os_error, user_state_dir
 
 try:
     import fcntl

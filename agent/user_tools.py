@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ctxagent.agent.loop import Agent
-    from ctxagent.agent.providers.base import ToolCallEvent
+    from ctxagent.agent.providers.protocol import ToolCallEvent
 
 DIRECT_CALL_PREFIX = "direct-"
 MAX_MENTIONS = 10
@@ -32,7 +32,7 @@ def mentioned_files(root: Path, text: str) -> list[str]:
     """Repository-relative paths of the regular files `text` mentions as `@path`, in order, once each.
     Paths outside the repository (`@../x`, `@/etc/passwd`, a symlink out) are not files of it."""
     from ctxagent.context.errors import ToolError
-    from ctxagent.tools.paths import relative, resolve_in_repo
+    from ctxagent.tools.confine import relative, resolve_in_repo
 
     found: list[str] = []
     for m in MENTION.finditer(text):
@@ -55,7 +55,7 @@ def mentioned_files(root: Path, text: str) -> list[str]:
 
 def direct_calls(turn: int, calls: list[tuple[str, dict[str, object]]]) -> list[ToolCallEvent]:
     # imported here, not at the top: the app's chat reads only DIRECT_CALL_PREFIX before its first frame
-    from ctxagent.agent.providers.base import ToolCallEvent
+    from ctxagent.agent.providers.protocol import ToolCallEvent
 
     return [ToolCallEvent(id=f"{DIRECT_CALL_PREFIX}{turn}-{i}", name=name, arguments=dict(args))
             for i, (name, args) in enumerate(calls)]

@@ -14,7 +14,7 @@ import re
 import tempfile
 from pathlib import Path
 
-from ctxagent.context.paths import user_state_dir
+from ctxagent.context.floor.state_paths import user_state_dir
 
 MIN_RATIO = 0.5
 MAX_RATIO = 3.0

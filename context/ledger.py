@@ -34,7 +34,7 @@ from ctxagent.context.events import ToolCallData
 from ctxagent.context.history import Event
 from ctxagent.context.memory.detect import detect_decisions, detect_requirements, failing_tests
 from ctxagent.context.memory.rules import same_subject
-from ctxagent.context.memory.text import normalize
+from ctxagent.context.memory.terms import normalize
 from ctxagent.context.pins import WARM_CLOSE, WARM_NOTE, WARM_OPEN, Pin, PinCollector
 from ctxagent.context.tokens import TokenCounter
 from ctxagent.context.tool_meta import PATH_ARGS, changed_files_of, is_test_run, reads_document

@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 import regex
-from ctxagent.context.bounded_regex import MATCH_SECONDS, BoundedPattern
 from ctxagent.context.errors import ContextError, ToolError
-from ctxagent.context.paths import describe_os_error, ensure_parent, spill_dir
+from ctxagent.context.floor.bounded_regex import MATCH_SECONDS, BoundedPattern
+from ctxagent.context.floor.state_paths import describe_os_error, ensure_parent, spill_dir
 from ctxagent.context.tokens import TokenCounter
 
 HANDLE_LEN = 12

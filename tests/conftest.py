@@ -10,16 +10,16 @@ from typing import Any
 
 import pytest
 from ctxagent.agent.config import Config
-from ctxagent.agent.events import AgentEvent
 from ctxagent.agent.loop import Agent, AgentParts, Approver
 from ctxagent.agent.providers.scripted import ScriptedProvider
 from ctxagent.agent.session import open_session
+from ctxagent.agent.updates import AgentEvent
 from ctxagent.context.budget import Budget
 from ctxagent.context.calibrator import Calibrator
 from ctxagent.context.spill import SpillStore
 from ctxagent.context.tokens import CachedCounter, get_counter
 from ctxagent.tools import make_registry
-from ctxagent.tools.base import FunctionTool, ToolArgs, ToolResult
+from ctxagent.tools.contract import FunctionTool, ToolArgs, ToolResult
 
 _real_connect = socket.socket.connect
 _real_connect_ex = socket.socket.connect_ex

@@ -15,7 +15,7 @@ import anthropic
 import openai
 import pytest
 from ctxagent.agent.providers import catalogue
-from ctxagent.agent.scripted_server import ScriptedServer
+from ctxagent.agent.scripted.server import ScriptedServer
 
 MODELS = [
     {"id": "claude-sonnet-5-5", "display_name": "Claude Sonnet 5.5", "max_input_tokens": 1_000_000, "max_tokens": 64_000},

@@ -8,9 +8,9 @@ from importlib import resources
 
 import pytest
 from ctxagent.agent.providers.anthropic import AnthropicProvider
-from ctxagent.agent.providers.base import Usage
 from ctxagent.agent.providers.catalogue import CatalogueModel
 from ctxagent.agent.providers.openai import OpenAIProvider
+from ctxagent.agent.providers.protocol import Usage
 from ctxagent.agent.providers.registry import (
     TOKENIZERS,
     cheaper_sibling,

@@ -6,9 +6,9 @@ import threading
 
 import pytest
 from ctxagent.agent.providers.anthropic import AnthropicProvider, wire_messages
-from ctxagent.agent.providers.base import Stop, TextDelta, ToolCallEvent, Usage
+from ctxagent.agent.providers.protocol import Stop, TextDelta, ToolCallEvent, Usage
 from ctxagent.agent.providers.registry import make_provider
-from ctxagent.agent.scripted_server import ScriptedServer
+from ctxagent.agent.scripted.server import ScriptedServer
 from ctxagent.context.errors import AuthError, ContextLengthError
 from ctxagent.context.request import Message, Request, ToolCall, ToolSpec
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 
 import pytest
-from ctxagent.agent.providers.base import Stop, TextDelta, ToolCallEvent, Usage
 from ctxagent.agent.providers.openai import OpenAIProvider, normalize_base_url, wire_messages
+from ctxagent.agent.providers.protocol import Stop, TextDelta, ToolCallEvent, Usage
 from ctxagent.agent.providers.registry import make_provider
-from ctxagent.agent.scripted_server import ScriptedServer
+from ctxagent.agent.scripted.server import ScriptedServer
 from ctxagent.context.errors import AuthError, ConfigError, ModelNotFoundError
 from ctxagent.context.request import Message, Request, ToolCall, ToolSpec
 

@@ -6,10 +6,10 @@ import threading
 from collections.abc import Iterator
 
 import pytest
-from ctxagent.agent.providers.base import Stop, StreamEvent, TextDelta, Usage
 from ctxagent.agent.providers.openai import OpenAIProvider
+from ctxagent.agent.providers.protocol import Stop, StreamEvent, TextDelta, Usage
 from ctxagent.agent.retry import backoff_delay, stream_with_retry
-from ctxagent.agent.scripted_server import ScriptedServer
+from ctxagent.agent.scripted.server import ScriptedServer
 from ctxagent.context.errors import (
     AuthError,
     ContextLengthError,

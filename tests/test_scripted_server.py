@@ -17,11 +17,11 @@ from pathlib import Path
 import anthropic
 import openai
 import pytest
-from ctxagent.agent.providers.base import Stop, TextDelta, ToolCallEvent, Usage
+from ctxagent.agent.providers.protocol import Stop, TextDelta, ToolCallEvent, Usage
 from ctxagent.agent.providers.registry import make_provider
 from ctxagent.agent.providers.scripted import ScriptedProvider
-from ctxagent.agent.scripted_script import estimate_input_tokens, load_script
-from ctxagent.agent.scripted_server import ScriptedServer
+from ctxagent.agent.scripted.script import estimate_input_tokens, load_script
+from ctxagent.agent.scripted.server import ScriptedServer
 from ctxagent.context.errors import (
     BadRequestError,
     ConfigError,
@@ -158,7 +158,7 @@ def test_cli_subprocess_prints_address_first_and_records(tmp_path: Path) -> None
 
 
 def test_cli_reports_a_bad_script(tmp_path: Path) -> None:
-    done = subprocess.run([sys.executable, "-m", "ctxagent.agent.scripted_server", str(tmp_path / "x.json")],
+    done = subprocess.run([sys.executable, "-m", "ctxagent.agent.scripted", str(tmp_path / "x.json")],
                           capture_output=True, text=True, timeout=30)
     assert done.returncode == 2 and "script not found" in done.stderr
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ctxagent.tools.base import Tool, ToolRegistry
+from ctxagent.tools.contract import Tool, ToolRegistry
 from ctxagent.tools.files import file_tools
 from ctxagent.tools.git_tools import git_tools
 from ctxagent.tools.grep import grep_tools

@@ -15,7 +15,7 @@ import shutil
 from collections.abc import Iterable
 from pathlib import Path
 
-from ctxagent.tools.paths import list_repo_files, repo_root
+from ctxagent.tools.confine import list_repo_files, repo_root
 
 TEMP_MARK = ".ctxagent-tmp-"
 _TEMP_NAME = re.compile(r"^\..*" + re.escape(TEMP_MARK) + r"(\d+)$", re.DOTALL)

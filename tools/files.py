@@ -15,11 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from ctxagent.context.bounded_regex import MATCH_SECONDS
 from ctxagent.context.errors import ToolError
+from ctxagent.context.floor.bounded_regex import MATCH_SECONDS
 from ctxagent.tools.atomic_write import write_atomic
-from ctxagent.tools.base import FunctionTool, ToolArgs, ToolContext, ToolResult
-from ctxagent.tools.paths import (
+from ctxagent.tools.confine import (
     cap_text,
     glob_matcher,
     list_repo_files,
@@ -28,6 +27,7 @@ from ctxagent.tools.paths import (
     resolve_in_repo,
     stat_regular_file,
 )
+from ctxagent.tools.contract import FunctionTool, ToolArgs, ToolContext, ToolResult
 from ctxagent.tools.textfile import (
     SNIFF_BYTES,
     TextFormat,

@@ -1,6 +1,6 @@
 """git_status and git_diff: read-only views of the user's repository.
 
-git runs through `context/gitsafe.py` (the one place that builds git commands): no fsmonitor, no
+git runs through `context/floor/gitsafe.py` (the one place that builds git commands): no fsmonitor, no
 hooks, no pager, the repository's filter drivers emptied, textconv and external diff drivers off
 for diffs, and no optional locks, so a hostile `.git/config` cannot run a program and the index is
 never rewritten. Non-ASCII file names print as they are (`core.quotepath=false`). Output is capped.
@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from ctxagent.context.errors import ToolError
-from ctxagent.context.gitsafe import DIFF_SAFE_FLAGS, driver_overrides, run_git, toplevel
-from ctxagent.tools.base import FunctionTool, NoArgs, ToolArgs, ToolContext, ToolResult
-from ctxagent.tools.paths import cap_text, repo_root, resolve_in_repo
+from ctxagent.context.floor.gitsafe import DIFF_SAFE_FLAGS, driver_overrides, run_git, toplevel
+from ctxagent.tools.confine import cap_text, repo_root, resolve_in_repo
+from ctxagent.tools.contract import FunctionTool, NoArgs, ToolArgs, ToolContext, ToolResult
 from pydantic import Field
 
 MAX_CHARS = 30_000
@@ -44,7 +44,7 @@ class Repo:
         if proc.returncode != 0:
             err = proc.stderr.decode("utf-8", "replace").strip()
             raise ToolError(f"git {args[0]} failed: {err or f'exit code {proc.returncode}'}")
-        return proc.stdout.decode("utf-8", "surrogateescape")  # a name's bytes show as \xNN (tools/text.py)
+        return proc.stdout.decode("utf-8", "surrogateescape")  # a name's bytes show as \xNN (tools/safe_text.py)
 
     def has_commits(self) -> bool:
         try:

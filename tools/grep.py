@@ -2,7 +2,7 @@
 
 Output is "path:line:text", sorted by path, paths relative to the repository root, capped at
 MAX_MATCHES lines / MAX_CHARS characters with the total count and a hint on how to narrow. The
-pattern is checked first (`context/bounded_regex.py`, the syntax of Python's `re`) so the model gets
+pattern is checked first (`context/floor/bounded_regex.py`, the syntax of Python's `re`) so the model gets
 one clear message for a bad regex; a pattern that ripgrep's engine does not take (look-around,
 backreferences) is run by the Python search instead, within a time budget: a pattern that
 backtracks catastrophically ends the call with an error saying so, it never hangs.
@@ -20,10 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ctxagent.context.bounded_regex import MATCH_SECONDS, BoundedPattern
 from ctxagent.context.errors import ToolError
-from ctxagent.tools.base import FunctionTool, ToolArgs, ToolContext, ToolResult
-from ctxagent.tools.paths import (
+from ctxagent.context.floor.bounded_regex import MATCH_SECONDS, BoundedPattern
+from ctxagent.tools.confine import (
     glob_matcher,
     list_repo_files,
     quote,
@@ -31,6 +30,7 @@ from ctxagent.tools.paths import (
     repo_root,
     resolve_in_repo,
 )
+from ctxagent.tools.contract import FunctionTool, ToolArgs, ToolContext, ToolResult
 from pydantic import Field
 
 MAX_MATCHES = 200
@@ -136,7 +136,7 @@ def search_rg(rg: str, root: Path, base: Path, pattern: str, ignore_case: bool, 
                 result.note = "[cancelled: results are incomplete]"
                 break
             raw_path, _, raw_rest = raw.partition(b"\0")
-            path = raw_path.decode("utf-8", "surrogateescape")  # a name's bytes, shown as \xNN (tools/text.py)
+            path = raw_path.decode("utf-8", "surrogateescape")  # a name's bytes, shown as \xNN (tools/safe_text.py)
             num, _, text = raw_rest.decode("utf-8", "replace").partition(":")
             if num.isdigit():
                 result.add(path, int(num), text)

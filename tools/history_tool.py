@@ -11,11 +11,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ctxagent.context.bounded_regex import MATCH_SECONDS
 from ctxagent.context.errors import ToolError
+from ctxagent.context.floor.bounded_regex import MATCH_SECONDS
 from ctxagent.context.history import Event, SessionLog, hidden_by_rewinds
 from ctxagent.context.spill import SpillStore, page_text
-from ctxagent.tools.base import FunctionTool, ToolArgs, ToolContext, ToolResult
+from ctxagent.tools.contract import FunctionTool, ToolArgs, ToolContext, ToolResult
 from pydantic import Field
 
 

@@ -11,12 +11,12 @@ import threading
 from pathlib import Path
 from typing import Any, Literal
 
+from ctxagent.context.floor.state_paths import user_state_dir
 from ctxagent.context.history import Event
 from ctxagent.context.memory.provenance import MODEL
 from ctxagent.context.memory.record import Record
 from ctxagent.context.memory.store import MemoryStore, project_db_path
-from ctxagent.context.paths import user_state_dir
-from ctxagent.tools.base import FunctionTool, Tool, ToolArgs, ToolContext, ToolResult
+from ctxagent.tools.contract import FunctionTool, Tool, ToolArgs, ToolContext, ToolResult
 from pydantic import Field
 
 SEARCH_LIMIT_MAX = 50

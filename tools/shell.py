@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from ctxagent.context.errors import ToolError
-from ctxagent.tools.base import FunctionTool, ToolArgs, ToolContext, ToolResult
-from ctxagent.tools.paths import repo_root
+from ctxagent.tools.confine import repo_root
+from ctxagent.tools.contract import FunctionTool, ToolArgs, ToolContext, ToolResult
 from pydantic import Field
 
 DEFAULT_TIMEOUT = 120.0

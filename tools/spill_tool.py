@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from ctxagent.context.bounded_regex import MATCH_SECONDS
+from ctxagent.context.floor.bounded_regex import MATCH_SECONDS
 from ctxagent.context.spill import SpillStore
-from ctxagent.tools.base import FunctionTool, ToolArgs, ToolContext, ToolResult
+from ctxagent.tools.contract import FunctionTool, ToolArgs, ToolContext, ToolResult
 from pydantic import Field
 
 

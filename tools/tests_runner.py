@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from ctxagent.context.errors import ToolError
-from ctxagent.tools.base import FunctionTool, ToolArgs, ToolContext, ToolResult
-from ctxagent.tools.paths import repo_root
+from ctxagent.tools.confine import repo_root
+from ctxagent.tools.contract import FunctionTool, ToolArgs, ToolContext, ToolResult
 from ctxagent.tools.shell import describe_outcome, output_limit, resolve_timeout, run_command
 from pydantic import Field
 

@@ -13,7 +13,7 @@ import mimetypes
 from dataclasses import dataclass
 
 from ctxagent.context.errors import ToolError
-from ctxagent.tools.paths import quote
+from ctxagent.tools.confine import quote
 
 SNIFF_BYTES = 8192  # how much of a file decides "binary or text"
 DIFF_MAX_INPUT = 2_000_000  # characters (before + after) above which no line diff is computed

@@ -22,8 +22,8 @@ from textual.screen import Screen
 
 if TYPE_CHECKING:
     from ctxagent.agent.config import Config
-    from ctxagent.agent.demo import Demo
     from ctxagent.agent.loop import Agent
+    from ctxagent.agent.scripted.demo import Demo
     from ctxagent.agent.session import Session
     from ctxagent.tui.setup_screen import LocalServer, SetupChoice
 
@@ -136,7 +136,7 @@ class CtxApp(App[int]):
 
         def job() -> None:
             from ctxagent.agent.config import load_config
-            from ctxagent.agent.demo import prepare_demo
+            from ctxagent.agent.scripted.demo import prepare_demo
             from ctxagent.agent.session import open_session
 
             demo = prepare_demo()
@@ -150,7 +150,7 @@ class CtxApp(App[int]):
         self.run_worker(job, thread=True, group="setup", name="demo")
 
     def _show_demo(self, demo: Demo, session: Session, agent: Agent | None) -> None:
-        from ctxagent.agent.demo import DEMO_LABEL, DEMO_PROMPT
+        from ctxagent.agent.scripted.demo import DEMO_LABEL, DEMO_PROMPT
 
         self.demo = demo
         self.session = session

@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING, Any
 
-from ctxagent.agent.events import AgentEvent, PermissionDecision, PermissionRequest
+from ctxagent.agent.updates import AgentEvent, PermissionDecision, PermissionRequest
 from ctxagent.tui.messages import AgentUpdate
 
 if TYPE_CHECKING:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ctxagent.agent.events import (
+from ctxagent.agent.updates import (
     AgentEvent,
     AssistantDelta,
     AssistantDone,

@@ -15,13 +15,13 @@ from typing import TYPE_CHECKING
 from textual.message import Message
 
 if TYPE_CHECKING:
-    from ctxagent.agent.events import AgentEvent
     from ctxagent.agent.loop import Agent
     from ctxagent.agent.session import Session
+    from ctxagent.agent.updates import AgentEvent
 
 
 class AgentUpdate(Message):
-    """One agent event (ctxagent.agent.events): the screen renders it by its type."""
+    """One agent event (ctxagent.agent.updates): the screen renders it by its type."""
 
     def __init__(self, event: AgentEvent) -> None:
         super().__init__()

@@ -3,13 +3,13 @@
 Two rules meet here. Textual parses a plain `str` given to Static, Label, Button, DataTable cells,
 options and titles as markup, so `[/]` in a file name or a memory record would crash the app: such
 text is given as a `rich.text.Text` (never parsed), or escaped where only a string is accepted.
-And nothing displayed carries control sequences: `ctxagent.context.display` strips them (or, for
+And nothing displayed carries control sequences: `ctxagent.context.floor.display` strips them (or, for
 what the user must judge, shows them), and every helper below goes through it.
 """
 
 from __future__ import annotations
 
-from ctxagent.context.display import show_controls, strip_controls
+from ctxagent.context.floor.display import show_controls, strip_controls
 from rich.text import Text
 from textual.markup import escape
 

@@ -17,8 +17,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ctxagent.agent.cli import plural
-from ctxagent.agent.events import (
+from ctxagent.agent.updates import (
     AssistantDone,
     ContextBuilt,
     Notice,
@@ -27,6 +26,7 @@ from ctxagent.agent.events import (
     TurnFinished,
     TurnStarted,
 )
+from ctxagent.context.floor.display import plural
 from ctxagent.context.monitor import advice_for
 from ctxagent.tui.agent_start import AgentStartMixin
 from ctxagent.tui.bridge import WorkerBridge
@@ -125,7 +125,7 @@ class SessionScreen(AgentStartMixin, Screen[None]):
         return self.query_one("#breakpoint", BreakpointBar)
 
     def _repo_files(self) -> list[str]:
-        from ctxagent.tools.paths import list_repo_files
+        from ctxagent.tools.confine import list_repo_files
 
         return list_repo_files(self.session.root)[0]
 

@@ -19,10 +19,10 @@ from statistics import median
 from typing import Any
 
 from ctxagent.agent.config import Config
-from ctxagent.agent.events import AgentEvent, ContextBuilt, StepStarted
 from ctxagent.agent.loop import Agent, AgentParts
 from ctxagent.agent.providers.scripted import ScriptedProvider
 from ctxagent.agent.session import open_session
+from ctxagent.agent.updates import AgentEvent, ContextBuilt, StepStarted
 from ctxagent.context.budget import Budget
 from ctxagent.context.calibrator import Calibrator
 from ctxagent.context.memory.recall import MemoryRecall

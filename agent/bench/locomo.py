@@ -39,7 +39,7 @@ from ctxagent.context.events import AssistantData, Payload, UserData
 from ctxagent.context.history import Event
 from ctxagent.context.memory.embed import INSTALL_HINT, detect
 from ctxagent.context.memory.store import MemoryStore
-from ctxagent.context.memory.text import index_text, match_of, query_units
+from ctxagent.context.memory.terms import index_text, match_of, query_units
 
 STRATEGIES = ("ctxagent", "ctxagent-hybrid", "bm25")
 HEADLINE = "ctxagent"  # the product's retrieval over what its own ingest stores

@@ -4,7 +4,7 @@ A line (a requirement or a decision, see requirements.py) is **present** in a re
 message of it (its text, or a tool call's arguments) contains the line verbatim, or when some window
 of `WINDOW_LINES` consecutive lines of one message holds at least `FUZZY` (0.8) of the line's
 distinct terms. Terms are the memory index's: CJK runs become bigrams, identifiers split, words
-light-stemmed (context/memory/text.py), so Chinese and English both match. A rewrapped bullet, a
+light-stemmed (context/memory/terms.py), so Chinese and English both match. A rewrapped bullet, a
 clipped summary item or a Read tool's line-number prefix still count; a paraphrase does not.
 
 Stub name lists ("files named in the cut part: …", which pruned previews append) are removed before
@@ -25,7 +25,7 @@ from typing import Any
 
 from ctxagent.agent.bench.request_meter import RequestMeter
 from ctxagent.agent.bench.requirements import Line
-from ctxagent.context.memory.text import stem, terms
+from ctxagent.context.memory.terms import stem, terms
 from ctxagent.context.prune import FILES_NOTE
 from ctxagent.context.request import Message
 

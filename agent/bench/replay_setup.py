@@ -95,7 +95,7 @@ class Engine:
     @classmethod
     def load(cls, window: int, encoding: str = "o200k_base") -> Engine:
         from ctxagent.context.budget import Budget
-        from ctxagent.context.builder import BuildInputs, build
+        from ctxagent.context.build.engine import BuildInputs, build
         from ctxagent.context.tokens import CachedCounter, get_counter
 
         return cls(CachedCounter(get_counter(encoding), max_entries=200_000), window, build, Budget, BuildInputs)
@@ -116,7 +116,7 @@ class Engine:
 
 
 def new_build_cache() -> Any:
-    from ctxagent.context.build_cache import BuildCache
+    from ctxagent.context.build.cache import BuildCache
 
     return BuildCache()
 

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ctxagent.context.memory.detect import sentences
-from ctxagent.context.memory.text import normalize
+from ctxagent.context.memory.terms import normalize
 
 _NO_NOUN_EXCEPTIONS = ("one", "longer", "matter", "problem", "idea", "doubt", "need", "way", "more", "further",
                        "other", "such", "of", "worries", "thanks", "issue", "issues", "changes", "output", "errors",

@@ -32,7 +32,7 @@ from ctxagent.agent.providers.anthropic_context import (
     betas_for,
     compaction_wire_block,
 )
-from ctxagent.agent.providers.base import Stop, StreamEvent, TextDelta, TokenCount, ToolCallEvent, Usage
+from ctxagent.agent.providers.protocol import Stop, StreamEvent, TextDelta, TokenCount, ToolCallEvent, Usage
 from ctxagent.agent.providers.response_cap import (
     MAX_RESPONSE_CHARS,
     RESPONSE_CAP_STOP,

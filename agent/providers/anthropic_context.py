@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ctxagent.agent.providers.base import ServerCompaction, ServerEdits, Usage
+from ctxagent.agent.providers.protocol import ServerCompaction, ServerEdits, Usage
 from ctxagent.context.events import AppliedEditData
 from ctxagent.context.request import Message, Request
 from ctxagent.context.server_edits import beta_headers

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ctxagent.agent.providers.response_cap import capped_http_client
-from ctxagent.context.paths import user_state_dir
+from ctxagent.context.floor.state_paths import user_state_dir
 
 MAX_AGE = 24 * 3600  # a catalogue younger than this is used as is
 RETRY_AFTER_FAILURE = 3600

@@ -23,7 +23,7 @@ from urllib.parse import urlsplit, urlunsplit
 import httpx2
 import openai
 from ctxagent.agent.providers import response_cap
-from ctxagent.agent.providers.base import (
+from ctxagent.agent.providers.protocol import (
     Stop,
     StreamEvent,
     TextDelta,

@@ -20,7 +20,7 @@ from importlib import resources
 from typing import Any
 from urllib.parse import urlsplit
 
-from ctxagent.agent.providers.base import Provider, Usage
+from ctxagent.agent.providers.protocol import Provider, Usage
 from ctxagent.context.errors import ConfigError
 
 PROVIDERS = ("anthropic", "openai", "scripted")

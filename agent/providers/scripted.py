@@ -1,6 +1,6 @@
 """The in-process scripted model `scripted:PATH`: the loopback server's script, without HTTP.
 
-Request N gets turn N of the script (format and faults: `ctxagent.agent.scripted_script`). Usage is
+Request N gets turn N of the script (format and faults: `ctxagent.agent.scripted.script`). Usage is
 computed deterministically from the neutral request body when the script gives none. Faults raise
 the same ProviderError classes the real providers map the server's faults to; "cut" and
 "malformed_sse" yield their text first, then raise, like a broken stream.
@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ctxagent.agent.providers.base import (
+from ctxagent.agent.providers.protocol import (
     Stop,
     StreamEvent,
     TextDelta,
@@ -23,7 +23,7 @@ from ctxagent.agent.providers.base import (
     Usage,
     refuse_server_edits,
 )
-from ctxagent.agent.scripted_script import (
+from ctxagent.agent.scripted.script import (
     CONTEXT_LENGTH_MESSAGE,
     EXHAUSTED_MESSAGE,
     Turn,

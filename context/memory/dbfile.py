@@ -12,7 +12,7 @@ import sqlite3
 from pathlib import Path
 
 from ctxagent.context.errors import CtxagentError, MemoryStoreError
-from ctxagent.context.paths import describe_os_error, ensure_parent
+from ctxagent.context.floor.state_paths import describe_os_error, ensure_parent
 
 
 def create_private(db_path: Path) -> None:

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from ctxagent.context.memory.embed import Embedder, VectorIndex
 from ctxagent.context.memory.record import COLUMNS, Record
 from ctxagent.context.memory.search import _filters, search_records
-from ctxagent.context.memory.text import Synonyms, query_units
+from ctxagent.context.memory.terms import Synonyms, query_units
 
 RRF_K = 10            # small: the first few ranks of either side decide
 LEXICAL_WEIGHT = 1.0

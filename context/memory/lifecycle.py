@@ -10,10 +10,10 @@ import time
 from contextlib import AbstractContextManager
 
 from ctxagent.context.errors import MemoryStoreError
+from ctxagent.context.floor.sanitize import escape_surrogates, redact_secrets
 from ctxagent.context.memory.record import COLUMNS, LAYERS, RETIRED, TODO_STATUSES, Record
 from ctxagent.context.memory.term_df import bump_df, record_terms
-from ctxagent.context.memory.text import index_text
-from ctxagent.context.sanitize import escape_surrogates, redact_secrets
+from ctxagent.context.memory.terms import index_text
 
 
 def stored_text(text: str) -> str:

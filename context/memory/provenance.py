@@ -20,7 +20,7 @@ import re
 from collections.abc import Iterable
 
 from ctxagent.context.memory.detect import sentences
-from ctxagent.context.memory.text import stem, terms
+from ctxagent.context.memory.terms import stem, terms
 
 USER = "user"  # the user's own words
 MODEL = "model"  # the model, through the store_memory tool

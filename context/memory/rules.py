@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from ctxagent.context.memory.provenance import USER
-from ctxagent.context.memory.text import key_terms, normalize
+from ctxagent.context.memory.terms import key_terms, normalize
 
 if TYPE_CHECKING:
     from ctxagent.context.memory.record import Record

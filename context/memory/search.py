@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ctxagent.context.memory.record import COLUMNS, RETIRED, Record
-from ctxagent.context.memory.text import Synonyms, match_of, query_units, stem
+from ctxagent.context.memory.terms import Synonyms, match_of, query_units, stem
 
 WEIGHTS = (1.0, 0.5, 0.8, 0.5)  # content, tags, files, context — the order of records_fts columns
 

@@ -18,6 +18,12 @@ from pathlib import Path
 from typing import Any
 
 from ctxagent.context.errors import MemoryStoreError
+from ctxagent.context.floor.sanitize import escape_surrogates
+from ctxagent.context.floor.state_paths import (
+    ensure_state_dir,
+    project_state_dir,
+    user_state_dir,
+)
 from ctxagent.context.history import Event
 from ctxagent.context.memory import provenance as provenance_rules
 from ctxagent.context.memory import rules
@@ -36,19 +42,13 @@ from ctxagent.context.memory.record import COLUMNS, LAYERS, RETIRED, TODO_STATUS
 from ctxagent.context.memory.schema import SCHEMA_VERSION, migrate
 from ctxagent.context.memory.search import list_records, norm_path, search_records
 from ctxagent.context.memory.term_df import backfill_term_df, bump_df, record_terms
-from ctxagent.context.memory.text import (
+from ctxagent.context.memory.terms import (
     Synonyms,
     config_synonyms,
     index_text,
     normalize,
     query_units,
 )
-from ctxagent.context.paths import (
-    ensure_state_dir,
-    project_state_dir,
-    user_state_dir,
-)
-from ctxagent.context.sanitize import escape_surrogates
 
 DEFAULT_DEGRADE_AFTER_TURNS = 20
 BUSY_TIMEOUT_MS = 30_000

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 
-from ctxagent.agent.events import (
+from ctxagent.agent.updates import (
     AssistantDelta,
     ContextBuilt,
     Notice,

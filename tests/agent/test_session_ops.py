@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 from ctxagent.agent.config import load_config
-from ctxagent.agent.events import PermissionDecision, PermissionRequest
 from ctxagent.agent.factory import create_agent
 from ctxagent.agent.session import open_session
 from ctxagent.agent.session_ops import log_turns, rewind
+from ctxagent.agent.updates import PermissionDecision, PermissionRequest
 from ctxagent.context.history import SessionLog
 from ctxagent.context.memory.recall import MemoryRecall
 from ctxagent.context.memory.store import MemoryStore

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 from ctxagent.agent.bench.readers import SOURCES, default_data_dir, read_source, source_path
-from ctxagent.agent.bench.readers_claude import parse_claude_code
-from ctxagent.agent.bench.readers_openhands import parse_openhands
-from ctxagent.agent.bench.readers_swe import parse_mini_swe_agent, parse_swe_agent
+from ctxagent.agent.bench.readers.claude import parse_claude_code
+from ctxagent.agent.bench.readers.openhands import parse_openhands
+from ctxagent.agent.bench.readers.swe import parse_mini_swe_agent, parse_swe_agent
 
 DATA = default_data_dir()
 needs_data = pytest.mark.skipif(not (DATA / "claude-code").is_dir(), reason=f"no shared bench data at {DATA}")

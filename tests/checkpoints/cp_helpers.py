@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ctxagent.agent.checkpoints import Checkpoints
+from ctxagent.agent.checkpoints.store import Checkpoints
 from ctxagent.context.history import SessionLog
 
 GIT_ENV = {

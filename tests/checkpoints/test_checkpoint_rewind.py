@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from cp_helpers import make_loop, write
-from ctxagent.agent.checkpoints import checkpoints_for_log, rewind, turns
+from ctxagent.agent.checkpoints.store import checkpoints_for_log, rewind, turns
 from ctxagent.context.errors import HistoryError
 from ctxagent.context.history import Event, SessionLog, Summary
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from cp_helpers import git, make_loop, user_git_state, write
-from ctxagent.agent.checkpoints import Checkpoints
+from ctxagent.agent.checkpoints.store import Checkpoints
 
 
 def shadow_files(cps: Checkpoints, commit: str) -> dict[str, str]:

@@ -4,7 +4,7 @@ import json
 import math
 
 from ctxagent.context.calibrator import MAX_RATIO, MIN_RATIO, Calibrator, default_path
-from ctxagent.context.paths import user_config_dir, user_state_dir
+from ctxagent.context.floor.state_paths import user_config_dir, user_state_dir
 
 
 def test_starts_at_one_and_moves_toward_reported(tmp_path) -> None:

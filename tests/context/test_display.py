@@ -1,6 +1,6 @@
 """The one display rule: escape sequences and control characters never reach the terminal."""
 
-from ctxagent.context.display import show_controls, strip_controls
+from ctxagent.context.floor.display import show_controls, strip_controls
 
 
 def test_strip_removes_csi_osc_and_lone_controls():

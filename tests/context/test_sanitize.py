@@ -3,8 +3,8 @@ from __future__ import annotations
 import base64
 import json
 
+from ctxagent.context.floor.sanitize import IMAGE_STRIPPED, REDACTED, Sanitizer
 from ctxagent.context.history import SessionLog
-from ctxagent.context.sanitize import IMAGE_STRIPPED, REDACTED, Sanitizer
 
 PNG = "data:image/png;base64," + base64.b64encode(bytes(range(256)) * 4).decode()
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from ctxagent.context.budget import Budget
-from ctxagent.context.builder import BuildInputs, build
+from ctxagent.context.build.engine import BuildInputs, build
 from ctxagent.context.events import AssistantData, ToolCallData, ToolResultData, UserData
 from ctxagent.context.history import Event
 from ctxagent.context.server_edits import (

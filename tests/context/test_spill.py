@@ -9,7 +9,7 @@ from ctx_helpers import numbered_lines
 from ctxagent.context.errors import ToolError
 from ctxagent.context.spill import SpillStore
 from ctxagent.context.tokens import HeuristicCounter, get_counter
-from ctxagent.tools.base import ToolContext, ToolRegistry
+from ctxagent.tools.contract import ToolContext, ToolRegistry
 from ctxagent.tools.spill_tool import READ_SPILL, make_read_spill_tool
 
 C = get_counter("o200k_base")

@@ -8,11 +8,13 @@ import json
 from pathlib import Path
 
 import pytest
-from ctxagent.agent.cli import SUBCOMMANDS, build_parser, main, plural
+from ctxagent.agent.cli.commands import SUBCOMMANDS
+from ctxagent.agent.cli.main import build_parser, main
 from ctxagent.agent.config import Config
 from ctxagent.agent.factory import create_agent
 from ctxagent.agent.session import open_session
 from ctxagent.context.errors import ConfigError
+from ctxagent.context.floor.display import plural
 
 NO_KEYS = {"ANTHROPIC_API_KEY": "", "OPENAI_API_KEY": ""}
 

@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ctxagent.agent.scripted_script import estimate_input_tokens
+from ctxagent.agent.scripted.script import estimate_input_tokens
 from ctxagent.context.spill import SpillStore
-from ctxagent.tools.base import ToolContext
+from ctxagent.tools.contract import ToolContext
 from ctxagent.tools.spill_tool import make_read_spill_tool
 
 WINDOW = 32_000

@@ -16,22 +16,22 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from ctxagent.agent.cli.inspect_step import rebuild_step
 from ctxagent.agent.config import Config
-from ctxagent.agent.events import AgentEvent, CompactionDone, ContextBuilt
-from ctxagent.agent.inspect_step import rebuild_step
 from ctxagent.agent.loop import Agent, AgentParts
 from ctxagent.agent.providers.anthropic import AnthropicProvider
-from ctxagent.agent.scripted_context import signature_of
-from ctxagent.agent.scripted_server import ScriptedServer
+from ctxagent.agent.scripted.context_emulation import signature_of
+from ctxagent.agent.scripted.server import ScriptedServer
 from ctxagent.agent.session import open_session
+from ctxagent.agent.updates import AgentEvent, CompactionDone, ContextBuilt
 from ctxagent.context.budget import Budget
-from ctxagent.context.builder import request_sha256
+from ctxagent.context.build.engine import request_sha256
 from ctxagent.context.calibrator import Calibrator
 from ctxagent.context.server_edits import CLEARED
 from ctxagent.context.spill import SpillStore
 from ctxagent.context.tokens import CachedCounter, get_counter
 from ctxagent.tools import make_registry
-from ctxagent.tools.base import FunctionTool, ToolArgs, ToolResult
+from ctxagent.tools.contract import FunctionTool, ToolArgs, ToolResult
 
 WINDOW = 8000  # both triggers scale to 0.75 W = 6000 (server tokens)
 MODEL = "claude-sonnet-5-5"

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from ctxagent.context.memory.store import MemoryStore
-from ctxagent.tools.base import ToolContext, ToolRegistry
+from ctxagent.tools.contract import ToolContext, ToolRegistry
 from ctxagent.tools.memory_tools import memory_tools
 
 

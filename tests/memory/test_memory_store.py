@@ -9,7 +9,7 @@ import pytest
 from ctxagent.context.errors import MemoryStoreError
 from ctxagent.context.memory.schema import SCHEMA_VERSION
 from ctxagent.context.memory.store import MemoryStore
-from ctxagent.context.memory.text import build_match, terms
+from ctxagent.context.memory.terms import build_match, terms
 
 
 @pytest.fixture

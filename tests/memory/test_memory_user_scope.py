@@ -9,7 +9,7 @@ from pathlib import Path
 from ctxagent.context.memory.recall import MemoryRecall
 from ctxagent.context.memory.store import MemoryStore
 from ctxagent.context.tokens import get_counter
-from ctxagent.tools.base import ToolContext
+from ctxagent.tools.contract import ToolContext
 from ctxagent.tools.memory_tools import memory_tools
 
 BIN = Path(sys.executable).with_name("ctxagent")

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from ctxagent.agent.scripted_server import ScriptedServer
+from ctxagent.agent.scripted.server import ScriptedServer
 from ctxagent.context.history import SessionLog
 
 BIN = Path(sys.executable).with_name("ctxagent")

@@ -9,8 +9,8 @@ import subprocess
 from pathlib import Path
 
 from attack_helpers import git, headless, no_traceback
-from ctxagent.agent.checkpoints import Checkpoints
-from ctxagent.context.gitsafe import DIFF_SAFE_FLAGS, driver_overrides, git_env, run_git
+from ctxagent.agent.checkpoints.store import Checkpoints
+from ctxagent.context.floor.gitsafe import DIFF_SAFE_FLAGS, driver_overrides, git_env, run_git
 
 
 def _hostile_shadow(root: Path, marks: Path) -> Path:

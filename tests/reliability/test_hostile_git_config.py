@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from ctxagent.tools import make_registry
-from ctxagent.tools.base import ToolContext
+from ctxagent.tools.contract import ToolContext
 
 REG = make_registry()
 

@@ -13,10 +13,10 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from ctxagent.context.bounded_regex import MATCH_SECONDS
+from ctxagent.context.floor.bounded_regex import MATCH_SECONDS
 from ctxagent.context.spill import SpillStore
 from ctxagent.tools import make_registry
-from ctxagent.tools.base import ToolContext
+from ctxagent.tools.contract import ToolContext
 from ctxagent.tools.spill_tool import READ_SPILL
 
 REG = make_registry([READ_SPILL])
@@ -108,6 +108,6 @@ def test_read_spill_grep_is_bounded_too(repo: Path) -> None:
     ("((a{10}){10}){10}", 1000), (r"\p{Han}{3}", 3), ("(?#x{99})a", 1),
 ])
 def test_expanded_size_counts_what_regex_unrolls(pattern: str, bound: int) -> None:
-    from ctxagent.context.bounded_regex import expanded_size
+    from ctxagent.context.floor.bounded_regex import expanded_size
 
     assert expanded_size(pattern) == bound

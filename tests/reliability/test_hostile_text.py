@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ctxagent.agent.scripted_server import ScriptedServer
+from ctxagent.agent.scripted.server import ScriptedServer
 from ctxagent.tools import make_registry
-from ctxagent.tools.base import ToolContext
+from ctxagent.tools.contract import ToolContext
 from ctxagent.tools.memory_tools import memory_tools
 from ctxagent.tools.spill_tool import READ_SPILL
 

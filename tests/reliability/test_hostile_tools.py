@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 from ctxagent.tools import make_registry
-from ctxagent.tools.base import ToolContext, ToolResult
+from ctxagent.tools.contract import ToolContext, ToolResult
 from ctxagent.tools.shell import OUTPUT_BYTES
 
 REG = make_registry()

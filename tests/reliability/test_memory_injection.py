@@ -18,10 +18,10 @@ from typing import Any
 
 import pytest
 from ctxagent.agent.config import Config
-from ctxagent.agent.events import AgentEvent, PermissionDecision, PermissionRequest
 from ctxagent.agent.loop import Agent, AgentParts
 from ctxagent.agent.providers.scripted import ScriptedProvider
 from ctxagent.agent.session import open_session
+from ctxagent.agent.updates import AgentEvent, PermissionDecision, PermissionRequest
 from ctxagent.context.budget import Budget
 from ctxagent.context.calibrator import Calibrator
 from ctxagent.context.memory.provenance import MCP, said_by_user

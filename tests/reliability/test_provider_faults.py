@@ -12,10 +12,10 @@ from collections.abc import Callable
 
 import pytest
 from ctxagent.agent.providers.anthropic import AnthropicProvider
-from ctxagent.agent.providers.base import Provider, Stop, StreamEvent, TextDelta
 from ctxagent.agent.providers.openai import OpenAIProvider
+from ctxagent.agent.providers.protocol import Provider, Stop, StreamEvent, TextDelta
 from ctxagent.agent.retry import stream_with_retry
-from ctxagent.agent.scripted_server import ScriptedServer
+from ctxagent.agent.scripted.server import ScriptedServer
 from ctxagent.context.errors import (
     AuthError,
     BadRequestError,

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from ctxagent.tools import make_registry
 from ctxagent.tools.atomic_write import sweep_repository, temp_path
-from ctxagent.tools.base import ToolContext
+from ctxagent.tools.contract import ToolContext
 
 REG = make_registry()
 
@@ -62,7 +62,7 @@ KILLED_WRITER = textwrap.dedent("""
     import os, sys, time
     from pathlib import Path
     from ctxagent.tools import make_registry
-    from ctxagent.tools.base import ToolContext
+    from ctxagent.tools.contract import ToolContext
 
     def stuck(fd):  # the temp file is written; the process dies before the rename
         print("written", flush=True)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from ctxagent.tools import make_registry
-from ctxagent.tools.base import ToolContext, ToolResult
+from ctxagent.tools.contract import ToolContext, ToolResult
 
 REG = make_registry()
 

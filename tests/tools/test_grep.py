@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from ctxagent.tools import make_registry
-from ctxagent.tools.base import ToolContext, ToolResult
+from ctxagent.tools.contract import ToolContext, ToolResult
 from ctxagent.tools.grep import find_rg
 
 REG = make_registry()

@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 from ctxagent.context.errors import PathOutsideRepoError, ToolError
-from ctxagent.tools.base import FunctionTool, ToolArgs, ToolContext, ToolResult
-from ctxagent.tools.paths import (
+from ctxagent.tools.confine import (
     cap_text,
     glob_matcher,
     list_repo_files,
@@ -17,6 +16,7 @@ from ctxagent.tools.paths import (
     resolve_in_repo,
     stat_regular_file,
 )
+from ctxagent.tools.contract import FunctionTool, ToolArgs, ToolContext, ToolResult
 
 
 @pytest.fixture()

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from ctxagent.tools import make_registry
-from ctxagent.tools.base import ToolContext, ToolResult
+from ctxagent.tools.contract import ToolContext, ToolResult
 from ctxagent.tools.shell import OUTPUT_BYTES, clean_output, run_command
 
 REG = make_registry()

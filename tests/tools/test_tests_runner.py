@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from ctxagent.tools import make_registry
-from ctxagent.tools.base import ToolContext, ToolResult
+from ctxagent.tools.contract import ToolContext, ToolResult
 from ctxagent.tools.tests_runner import TestCounter, detect_test_command, summary_line
 
 REG = make_registry()

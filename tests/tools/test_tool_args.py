@@ -9,7 +9,7 @@ from typing import Any, get_args
 import pytest
 from ctxagent.context.memory.record import LAYERS, TYPES
 from ctxagent.tools import make_registry
-from ctxagent.tools.base import FunctionTool, ToolArgs, ToolContext, ToolResult
+from ctxagent.tools.contract import FunctionTool, ToolArgs, ToolContext, ToolResult
 from ctxagent.tools.memory_tools import Layer, RecordType, memory_tools
 from ctxagent.tools.spill_tool import READ_SPILL
 from pydantic import model_validator

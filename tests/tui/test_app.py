@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ctxagent.agent.events import ContextBuilt
 from ctxagent.agent.factory import create_agent
+from ctxagent.agent.updates import ContextBuilt
 from ctxagent.tui.app import CtxApp
 from ctxagent.tui.chat import NoticeLine, SummaryPanel, ToolPanel, UserMessage
 from ctxagent.tui.messages import AgentUpdate

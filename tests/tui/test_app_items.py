@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ctxagent.agent.events import ContextBuilt
 from ctxagent.agent.factory import create_agent
+from ctxagent.agent.updates import ContextBuilt
 from ctxagent.tui.app import CtxApp
 from ctxagent.tui.chat import NoticeLine, ToolPanel, UserMessage
 from ctxagent.tui.context_screen import ContextScreen, slice_rows
@@ -304,7 +304,7 @@ async def test_the_permission_box_shows_control_characters(tmp_path: Path) -> No
 
 async def test_the_setup_screen_runs_the_demo(tmp_path: Path) -> None:
     from ctxagent.agent.config import load_config
-    from ctxagent.agent.demo import DEMO_LABEL, DEMO_PROMPT
+    from ctxagent.agent.scripted.demo import DEMO_LABEL, DEMO_PROMPT
     from ctxagent.agent.session import open_session
     from ctxagent.tui.setup_screen import SetupScreen
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 from ctxagent.agent.config import load_config
-from ctxagent.agent.demo import DEMO_LABEL, DEMO_PROMPT, create_demo_repo, demo_script, prepare_demo
 from ctxagent.agent.factory import create_agent
+from ctxagent.agent.scripted.demo import DEMO_LABEL, DEMO_PROMPT, create_demo_repo, demo_script, prepare_demo
 from ctxagent.agent.session import open_session
 from ctxagent.tui.app import CtxApp
 from ctxagent.tui.chat import ToolPanel

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from ctxagent.agent.events import PermissionDecision, PermissionRequest
+from ctxagent.agent.updates import PermissionDecision, PermissionRequest
 from ctxagent.tui.modals import BreakpointBar, BreakpointModal, PermissionModal
 from ctxagent.tui.pickers import ConfirmModal, InfoModal
 from tui_helpers import HostApp, ScreenHost, screen_text

@@ -8,10 +8,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ctxagent.agent.checkpoint_turns import FileStat, TurnInfo
-from ctxagent.agent.events import PermissionRequest
+from ctxagent.agent.checkpoints.turns import FileStat, TurnInfo
+from ctxagent.agent.updates import PermissionRequest
 from ctxagent.context.budget import Budget
-from ctxagent.context.builder import BuildInputs, build
+from ctxagent.context.build.engine import BuildInputs, build
 from ctxagent.context.history import Event
 from ctxagent.context.request import ToolSpec
 from ctxagent.context.tokens import CachedCounter, get_counter

@@ -1,0 +1,236 @@
+"""`ctxagent bench replay|tokens|perf|locomo|all`: benchmarks on real agent traffic (commands, not tests).
+
+Data: `--data PATH`, else $CTXAGENT_BENCH_DATA, else `../shared/bench` beside the repository.
+Progress goes to stderr; results to stdout (a table, or JSON with --json).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from ctxagent.agent.cli.commands import add_command
+
+DEFAULT_WINDOWS = {"claude-code": 200_000, "mini-swe-agent": 32_000, "swe-agent": 32_000, "openhands": 32_000}
+# `bench all` also replays these (the issue's smaller windows), with the source's estimated prefix and with
+# ctxagent's own (Claude Code's ~26k of system prompt and tools leave little of a 32k window)
+SWEEP = {"claude-code": ((48_000, "auto"), (32_000, "auto"), (48_000, "product"), (32_000, "product"))}
+
+
+def _csv_ints(text: str) -> list[int]:
+    return [int(x.replace("_", "").replace("k", "000")) for x in text.split(",") if x.strip()]
+
+
+def _sources(text: str) -> list[str]:
+    from ctxagent.agent.bench.readers import SOURCES
+
+    names = [s.strip() for s in text.split(",") if s.strip()]
+    if names == ["all"]:
+        return list(SOURCES)
+    bad = [n for n in names if n not in SOURCES]
+    if bad:
+        raise SystemExit(f"ctxagent bench: unknown source {', '.join(bad)}; choose from {', '.join(SOURCES)}")
+    return names
+
+
+def _emit(args: argparse.Namespace, results: list[dict[str, Any]], render: Any) -> None:
+    payload: Any = results[0] if len(results) == 1 else results
+    if getattr(args, "out", None):
+        Path(args.out).write_text(json.dumps(payload, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    if args.json:
+        print(json.dumps(payload, indent=2, ensure_ascii=False))
+    else:
+        print("\n\n".join(render(r) for r in results))
+
+
+def _overhead(text: str) -> str:
+    if text in ("auto", "none", "product") or text.isdigit():
+        return text
+    raise SystemExit(f"ctxagent bench: --overhead must be auto, none, product or a number of tokens, not {text!r}")
+
+
+def run_replay(args: argparse.Namespace) -> int:
+    from ctxagent.agent.bench.cache_cost import RULES
+    from ctxagent.agent.bench.progress import Progress
+    from ctxagent.agent.bench.readers import read_source
+    from ctxagent.agent.bench.replay import STRATEGIES, replay_source
+    from ctxagent.agent.bench.replay_tables import replay_text
+
+    strategies = list(STRATEGIES) if args.strategy == "all" else [s.strip() for s in args.strategy.split(",") if s.strip()]
+    bad = [s for s in strategies if s not in STRATEGIES]
+    if bad:
+        print(f"ctxagent bench: unknown strategy {', '.join(bad)}; choose from {', '.join(STRATEGIES)}", file=sys.stderr)
+        return 2
+    if args.cache_rules is not None and args.cache_rules not in RULES:
+        print(f"ctxagent bench: unknown cache rules {args.cache_rules}; choose from {', '.join(RULES)}", file=sys.stderr)
+        return 2
+    overhead = _overhead(args.overhead)
+    results = []
+    for source in _sources(args.source):
+        read = read_source(source, args.data, args.limit)
+        for window in args.window or [DEFAULT_WINDOWS[source]]:
+            with Progress(len(read.trajectories), f"replay {source} W={window:,}") as bar:
+                res = replay_source(read.trajectories, window, strategies, progress=bar, use_memory=not args.no_memory,
+                                    rules=RULES[args.cache_rules] if args.cache_rules else None, overhead=overhead)
+            for k, v in read.skipped.items():  # unreadable files / runs, beside the per-record skips
+                if k not in res["skipped"]:
+                    res["skipped"][k] = v
+            results.append(res)
+    _emit(args, results, replay_text)
+    return 0
+
+
+def run_tokens(args: argparse.Namespace) -> int:
+    from ctxagent.agent.bench.progress import Progress
+    from ctxagent.agent.bench.readers import read_source
+    from ctxagent.agent.bench.tables import tokens_text
+    from ctxagent.agent.bench.tokens_bench import tokens_source
+
+    results = []
+    for source in _sources(args.source):
+        read = read_source(source, args.data, args.limit)
+        with Progress(len(read.trajectories), f"tokens {source}") as bar:
+            results.append(tokens_source(read.trajectories, progress=bar, per_call=args.per_call))
+    _emit(args, results, tokens_text)
+    return 0
+
+
+def run_perf(args: argparse.Namespace) -> int:
+    from ctxagent.agent.bench.perf import perf_all
+    from ctxagent.agent.bench.progress import Progress
+    from ctxagent.agent.bench.tables import perf_text
+
+    sizes, records = _csv_ints(args.sizes), _csv_ints(args.records)
+    with Progress(len(sizes) + len(records), "perf") as bar:
+        res = perf_all(sizes, records, args.steps, args.data, bar)
+    _emit(args, [res], perf_text)
+    return 0
+
+
+def _locomo_module() -> Any:
+    try:
+        from ctxagent.agent.bench import locomo
+    except ImportError:
+        return None
+    return locomo
+
+
+def run_all(args: argparse.Namespace) -> int:
+    """Every benchmark with its default settings; JSON to --out, tables (Markdown) to stdout."""
+    from ctxagent.agent.bench.perf import perf_all
+    from ctxagent.agent.bench.progress import Progress
+    from ctxagent.agent.bench.readers import SOURCES, read_source
+    from ctxagent.agent.bench.replay import replay_source
+    from ctxagent.agent.bench.replay_tables import replay_text, sweep_text
+    from ctxagent.agent.bench.tables import perf_text, tokens_text
+    from ctxagent.agent.bench.tokens_bench import tokens_source
+
+    started = time.time()
+    out: dict[str, Any] = {"replay": [], "sweep": [], "tokens": [], "perf": None, "locomo": None}
+    for source in SOURCES:
+        read = read_source(source, args.data, args.limit)
+        with Progress(len(read.trajectories), f"replay {source}") as bar:
+            out["replay"].append(replay_source(read.trajectories, DEFAULT_WINDOWS[source], progress=bar))
+        for window, overhead in SWEEP.get(source, ()):
+            with Progress(len(read.trajectories), f"replay {source} W={window:,} ({overhead})") as bar:
+                out["sweep"].append(replay_source(read.trajectories, window, progress=bar, overhead=overhead))
+        if any(c.reported for t in read.trajectories for c in t.calls):
+            with Progress(len(read.trajectories), f"tokens {source}") as bar:
+                out["tokens"].append(tokens_source(read.trajectories, progress=bar))
+    if not args.skip_perf:
+        with Progress(7, "perf") as bar:
+            out["perf"] = perf_all(data=args.data, progress=bar)
+    locomo = _locomo_module()
+    if locomo is not None and hasattr(locomo, "run_locomo") and not args.skip_locomo:
+        try:
+            out["locomo"] = locomo.run_locomo(args.data or locomo.default_data_path())
+        except Exception as exc:  # the memory engineer's part: report instead of failing the run
+            out["locomo"] = {"error": f"{type(exc).__name__}: {exc}"}
+    out["seconds"] = round(time.time() - started, 1)
+    if args.out:
+        Path(args.out).write_text(json.dumps(out, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    if args.json:
+        print(json.dumps(out, indent=2, ensure_ascii=False))
+        return 0
+    parts = [replay_text(r, md=True) for r in out["replay"]]
+    if out["sweep"]:
+        parts.append(sweep_text([r for r in out["replay"] if r["source"] == "claude-code"] + out["sweep"], md=True))
+    parts.append(tokens_text_all(out["tokens"], tokens_text))
+    if out["perf"]:
+        parts.append(perf_text(out["perf"], md=True))
+    if out["locomo"] and "error" not in out["locomo"] and hasattr(locomo, "format_table"):
+        parts.append(locomo.format_table(out["locomo"]))
+    print("\n\n".join(p for p in parts if p))
+    return 0
+
+
+def tokens_text_all(results: list[dict[str, Any]], tokens_text: Any) -> str:
+    if not results:
+        return ""
+    tables = [tokens_text(r, md=True).splitlines() for r in results]
+    return "\n".join(tables[0] + [ln for t in tables[1:] for ln in t[2:]])
+
+
+def add_parser(subparsers: Any) -> None:
+    p = add_command(subparsers, "bench")
+    sub = p.add_subparsers(dest="bench_command", metavar="BENCH")
+    p.set_defaults(func=lambda a: (p.print_help(sys.stderr), 2)[1])
+
+    def common(q: argparse.ArgumentParser, source: bool = True) -> None:
+        if source:
+            q.add_argument("--source", default="mini-swe-agent",
+                           help="claude-code|mini-swe-agent|swe-agent|openhands, a comma list, or all")
+            q.add_argument("--limit", type=int, help="at most K runs per source (quick runs)")
+        q.add_argument("--data", help="bench data root or a source's folder/file (default $CTXAGENT_BENCH_DATA or ../shared/bench)")
+        q.add_argument("--json", action="store_true", help="print JSON instead of a table")
+        q.add_argument("--out", help="also write the JSON result to this file")
+
+    r = sub.add_parser("replay", help="replay trajectories through the builder per strategy at every original call")
+    common(r)
+    r.add_argument("--window", type=_csv_ints, help="window W in tokens, or a comma list (a sweep; 48k is fine) "
+                   "(default: 200000 for claude-code, else 32000)")
+    r.add_argument("--strategy", default="all",
+                   help="all, or a comma list of full, window, ctxagent, last2+names, anthropic-clear, "
+                        "anthropic-compact, openai-compact")
+    r.add_argument("--no-memory", action="store_true", help="ctxagent without the memory store (session pins only)")
+    r.add_argument("--cache-rules", help="prompt-cache pricing: anthropic or openai (default: anthropic for claude-code, "
+                                        "else openai)")
+    r.add_argument("--overhead", default="auto",
+                   help="stable prefix added to every request: auto (the system prompt and tool schemas a transcript "
+                        "lacks, estimated from the fit's intercept), none, product (ctxagent's own), or N tokens")
+    r.set_defaults(func=run_replay)
+
+    t = sub.add_parser("tokens", help="raw vs calibrated local token counts against the reported prompt tokens")
+    common(t)
+    t.add_argument("--per-call", action="store_true", help="include every call's numbers in the JSON")
+    t.set_defaults(func=run_tokens)
+
+    f = sub.add_parser("perf", help="builder vs re-tokenizing, memory search latency, start-up times")
+    common(f, source=False)
+    f.add_argument("--sizes", default="10000,50000,100000,200000,500000", help="history sizes in tokens")
+    f.add_argument("--records", default="10000,100000", help="memory store sizes in records")
+    f.add_argument("--steps", type=int, default=5, help="timed steps per size (median)")
+    f.set_defaults(func=run_perf)
+
+    a = sub.add_parser("all", help="every benchmark with default settings (Markdown tables; JSON with --out)")
+    common(a, source=False)
+    a.add_argument("--limit", type=int, help="at most K runs per source")
+    a.add_argument("--skip-perf", action="store_true", help="leave out the performance benchmark (the slowest)")
+    a.add_argument("--skip-locomo", action="store_true", help="leave out the LoCoMo memory-retrieval benchmark")
+    a.set_defaults(func=run_all)
+
+    # benchmarks that other parts own register themselves when their module is there
+    for name in ("locomo", "memory_latency", "load"):
+        try:
+            mod = importlib.import_module(f"ctxagent.agent.bench.{name}")
+        except ImportError:
+            continue
+        if hasattr(mod, "add_parser"):
+            mod.add_parser(sub)
+    p.description = (f"Benchmarks on real agent traffic: {', '.join(sub.choices)}. Data: --data, else "
+                     "$CTXAGENT_BENCH_DATA, else ../shared/bench beside the repository.")

@@ -1,0 +1,157 @@
+"""`ctxagent doctor [SESSION]`: seed 002's troubleshooting list, automated, plus set-up checks.
+
+Each check returns (status, title, detail): status "ok" or "warn"; a warn says what to do.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sqlite3
+import sys
+from pathlib import Path
+
+from ctxagent.agent.cli.commands import add_command
+from ctxagent.agent.config import load_config
+from ctxagent.agent.session import find_repo_root, resolve_session
+from ctxagent.context.errors import CtxagentError
+from ctxagent.context.floor.display import plural, strip_controls
+from ctxagent.context.history import Event, SessionLog, view
+from ctxagent.context.report import ContextReport
+
+Check = tuple[str, str, str]
+_BASE64 = re.compile(r"[A-Za-z0-9+/=]{400,}")
+
+
+def check_model(root: Path) -> Check:
+    from ctxagent.agent.factory import resolve_model
+    from ctxagent.agent.providers.registry import lifecycle_problem
+
+    try:
+        cfg = load_config(root, {})
+        label, info = resolve_model(cfg)  # a key alone picks the default; a retired model is refused
+    except CtxagentError as exc:
+        return ("warn", "model", f"{exc}")
+    provider = label.split(":", 1)[0]
+    if provider == "anthropic" and not cfg.anthropic_api_key and not (cfg.base_url or cfg.anthropic_base_url):
+        return ("warn", "model", f"{label} needs ANTHROPIC_API_KEY")
+    if provider == "openai" and not cfg.openai_api_key and not (cfg.base_url or cfg.openai_base_url):
+        return ("warn", "model", f"{label} needs OPENAI_API_KEY (or --base-url for a local server)")
+    problem = lifecycle_problem(info, label)
+    if problem is not None:
+        return ("warn", "model", problem[1])
+    return ("ok", "model", label if cfg.model else f"{label} (what your API key starts with; set CTXAGENT_MODEL for another)")
+
+
+def check_tokenizer() -> Check:
+    from ctxagent.context.tokens import TiktokenCounter
+
+    try:
+        n = TiktokenCounter("o200k_base").count("offline tokenizer check — 离线分词检查")
+    except Exception as exc:  # noqa: BLE001
+        return ("warn", "offline tokenizer", f"o200k_base failed to load ({exc}); counts fall back to the heuristic")
+    return ("ok", "offline tokenizer", f"o200k_base loaded from package data ({n} tokens in the probe)")
+
+
+def check_memory_db(root: Path) -> Check:
+    db = root / ".ctxagent" / "memory.db"
+    if not db.exists():
+        return ("ok", "memory database", "none yet (created on first use)")
+    try:
+        with sqlite3.connect(db) as conn:
+            res = conn.execute("PRAGMA integrity_check").fetchone()[0]
+    except sqlite3.Error as exc:
+        return ("warn", "memory database", f"cannot open {db}: {exc}")
+    return ("ok" if res == "ok" else "warn", "memory database", f"integrity_check: {res}")
+
+
+def check_session(log: SessionLog) -> list[Check]:
+    events = log.events
+    reports = [ContextReport.from_dict(e.context_report.report) for e in events if e.kind == "context_report"]
+    assistants = [e for e in events if e.kind == "assistant"]
+    out: list[Check] = []
+    if reports:
+        last = reports[-1]
+        status = "ok" if last.usage_pct < 75 else "warn"
+        advice = "" if status == "ok" else " — run /compact (or `ctxagent compact`) or start a new session"
+        out.append((status, "token use", f"{last.usage_pct:.1f}% of {last.window} at step {last.step}{advice}"))
+    else:
+        out.append(("warn", "token use", "no context report in this session yet"))
+    missing = len(assistants) - len(reports)
+    out.append(
+        ("ok", "per-step trimming", f"a context report for each of {plural(len(reports), 'step')}" if len(reports) != 1
+         else "a context report for the one step")
+        if missing <= 0
+        else ("warn", "per-step trimming", f"{plural(missing, 'model call')} without a context report — the context was not rebuilt before every step")
+    )
+    big = _large_objects(events)
+    out.append(
+        ("ok", "large objects in history", "no base64 blobs or JSON over 20k chars in the visible history")
+        if not big
+        else ("warn", "large objects in history", f"{plural(len(big), 'visible event')} with base64 or huge JSON (ids {big[:10]}); they should have been spilled")
+    )
+    out.append(_check_compactions(events))
+    if log.skipped:
+        kept = sum(1 for s in log.skipped if s.placeholder)
+        what = [f"line {s.line}: {s.problem}" for s in log.skipped[:MAX_SKIPPED_SHOWN]]
+        more = len(log.skipped) - len(what)
+        detail = (f"{plural(len(log.skipped), 'log line')} could not be used ({kept} with wrong fields kept as "
+                  f"placeholders, {len(log.skipped) - kept} torn or not an event): " + "; ".join(what)
+                  + (f"; and {more} more" if more > 0 else ""))
+        out.append(("warn", "log integrity", detail))
+    else:
+        out.append(("ok", "log integrity", f"{plural(len(events), 'event')}, no torn lines"))
+    return out
+
+
+MAX_SKIPPED_SHOWN = 5
+
+
+def _large_objects(events: list[Event]) -> list[int]:
+    ids = []
+    for item in view(events):
+        if not isinstance(item, Event):
+            continue
+        text = item.tool_result.content if item.kind == "tool_result" else item.user.text if item.kind == "user" else item.assistant.text
+        if _BASE64.search(text) or (len(text) > 20_000 and text.lstrip()[:1] in "{["):
+            ids.append(item.id)
+    return ids
+
+
+def _check_compactions(events: list[Event]) -> Check:
+    comps = [e for e in events if e.kind == "compaction"]
+    if not comps:
+        return ("ok", "compactions", "none in this session")
+    by_id = {e.id: e for e in events}
+    lost = [c.id for c in comps if not all(i in by_id for i in range(c.compaction.first_id, c.compaction.last_id + 1))]
+    if lost:
+        return ("warn", "compactions", f"compactions {lost} mask events missing from the log: they cannot be rewound")
+    return ("ok", "compactions", f"{plural(len(comps), 'compaction')}; every masked original is still in the log and can be rewound")
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    root = find_repo_root(Path(args.cwd).resolve() if args.cwd else Path.cwd())
+    checks = [check_model(root), check_tokenizer(), check_memory_db(root)]
+    try:
+        path = resolve_session(root, args.session)
+        log = SessionLog.load(path)
+        checks.extend(check_session(log))
+    except CtxagentError as exc:
+        checks.append(("ok" if not args.session else "warn", "session", str(exc)))
+    if args.json:
+        print(json.dumps([{"status": s, "check": t, "detail": d} for s, t, d in checks], ensure_ascii=False, indent=2))
+    else:
+        for status, title, detail in checks:
+            print(strip_controls(f"[{status:4}] {title}: {detail}"))
+    sys.stdout.flush()
+    return 0 if all(s == "ok" for s, _, _ in checks) else 1
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = add_command(sub, "doctor", description="Check the model set-up, the offline tokenizer, the memory database and a "
+                       "session's context health; exit 1 when any check warns.")
+    p.add_argument("session", nargs="?", help="session id (default: the latest)")
+    p.add_argument("--json", action="store_true", help="print the checks as JSON")
+    p.add_argument("--cwd", help="repository to check (default: the current directory)")
+    p.set_defaults(func=cmd_doctor)

@@ -1,0 +1,254 @@
+"""`ctxagent -p "task"`: one turn without a terminal UI, text or JSON output.
+
+Text mode: stdout gets the answer only (the text of the step that ends the turn); progress — the
+text of steps that call tools, one line per tool call, notices, warnings and errors — goes to
+stderr. JSON mode: one JSON object on stdout, notices on stderr. Every error is printed once, and
+everything printed is stripped of control sequences (`context/floor/display.py`).
+
+Exit codes (stable, for scripts):
+    0  the turn finished (end_turn)
+    1  the provider failed after retries, or the stream broke (the partial reply is kept in the log),
+       or ctxagent's state could not be written mid-turn (disk full)
+    2  configuration or usage error (no model, a retired model, bad config file, unknown session, a
+       `.ctxagent/` shipped by the repository or one that cannot be written)
+    3  authentication failed (bad or missing API key)
+    4  the context cannot fit: one message larger than the window, or the provider still says the
+       prompt is too long after compacting
+    5  the step limit was reached
+    6  the turn finished, but an edit or command was refused (no --yes); JSON: "refused" lists them
+    7  the reply was cut: the model hit its output limit (stop_reason "max_tokens") or the reply
+       passed ctxagent's size cap (stop_reason "response_cap")
+    130 cancelled (Ctrl-C)
+
+JSON fields: session, result, steps, tool_calls, usage, stop_reason ("end_turn" | "max_tokens" |
+"response_cap" | "max_steps" | "error" | "cancelled"), refused [{tool, permission, target}],
+context, and error {type, message} when the turn failed.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+import threading
+from pathlib import Path
+from typing import Any, TextIO
+
+from ctxagent.agent.config import flags_from_args, load_config
+from ctxagent.agent.factory import create_agent
+from ctxagent.agent.loop import deny_mutations
+from ctxagent.agent.providers.response_cap import RESPONSE_CAP_STOP
+from ctxagent.agent.session import find_repo_root, open_session
+from ctxagent.agent.trust import describe_ignored
+from ctxagent.agent.updates import (
+    AgentEvent,
+    AssistantDelta,
+    AssistantDone,
+    Notice,
+    PermissionDecision,
+    PermissionRequest,
+    ToolFinished,
+    ToolStarted,
+)
+from ctxagent.context.errors import ConfigError, CtxagentError, HistoryError
+from ctxagent.context.floor.display import strip_controls
+from ctxagent.context.floor.state_paths import describe_os_error
+
+EXIT_OK, EXIT_PROVIDER, EXIT_CONFIG, EXIT_AUTH, EXIT_OVERFLOW, EXIT_MAX_STEPS = 0, 1, 2, 3, 4, 5
+EXIT_REFUSED, EXIT_CUT, EXIT_CANCELLED = 6, 7, 130
+CUT_STOPS = ("max_tokens", RESPONSE_CAP_STOP)
+_C1 = re.compile(r"[\x80-\x9f]")
+
+
+def _write(stream: TextIO, text: str) -> None:
+    stream.write(strip_controls(text))
+    stream.flush()
+
+
+class TextPrinter:
+    """Text mode: a step's text goes to stdout when the step ends the turn (no tool calls), else to
+    stderr as progress; tool lines and notices go to stderr. Remembers the errors it printed."""
+
+    def __init__(self, out: TextIO, err: TextIO):
+        self.out, self.err = out, err
+        self._step_text: list[str] = []
+        self.printed_errors: set[str] = set()
+
+    def __call__(self, ev: AgentEvent) -> None:
+        if isinstance(ev, AssistantDelta):
+            self._step_text.append(ev.text)
+        elif isinstance(ev, AssistantDone):
+            text = "".join(self._step_text) or ev.text
+            self._step_text = []
+            if text.strip():
+                _write(self.out if ev.tool_calls == 0 else self.err, text if text.endswith("\n") else text + "\n")
+        elif isinstance(ev, ToolStarted):
+            args = json.dumps(ev.arguments, ensure_ascii=False)
+            _write(self.err, f"▸ {ev.name} {args[:160]}\n")
+        elif isinstance(ev, ToolFinished):
+            status = "error" if ev.is_error else "ok"
+            spilled = " (spilled)" if ev.meta.get("spill") else ""
+            first = ev.content.strip().splitlines()[0][:120] if ev.content.strip() else ""
+            _write(self.err, f"  {status} {ev.duration_ms} ms{spilled}: {first}\n")
+        elif isinstance(ev, Notice):
+            notice(self.err, ev, self.printed_errors)
+
+
+def notice(err: TextIO, ev: Notice, printed_errors: set[str]) -> None:
+    if ev.level == "error":
+        printed_errors.add(ev.message)
+        _write(err, f"ctxagent: {ev.message}\n")
+    else:
+        _write(err, f"[{ev.level}] {ev.message}\n")
+
+
+class RefusingApprover:
+    """Without --yes, edits and commands are refused (the model is told why); each refusal is said
+    on stderr at once and collected for the exit code and the JSON."""
+
+    def __init__(self, err: TextIO):
+        self.err = err
+        self.refused: list[dict[str, str]] = []
+
+    def __call__(self, req: PermissionRequest) -> PermissionDecision:
+        first_line = req.preview.splitlines()[0] if req.preview else ""
+        target = str(req.arguments.get("path") or req.arguments.get("command") or first_line)
+        self.refused.append({"tool": req.tool, "permission": req.permission, "target": target[:200]})
+        _write(self.err, f"ctxagent: refused {req.tool} {target[:120]} — this run may not "
+                         f"{'edit files' if req.permission == 'edit' else 'run commands'}; run with --yes to allow it\n")
+        return deny_mutations(req)
+
+
+def _exit_code(stop: str, error_type: str | None, refused: bool) -> int:
+    if stop == "end_turn":
+        return EXIT_REFUSED if refused else EXIT_OK
+    if stop in CUT_STOPS:
+        return EXIT_CUT
+    if stop == "cancelled":
+        return EXIT_CANCELLED
+    if stop == "max_steps":
+        return EXIT_MAX_STEPS
+    if error_type == "AuthError":
+        return EXIT_AUTH
+    if error_type in ("ContextOverflowError", "ContextLengthError"):
+        return EXIT_OVERFLOW
+    if error_type in ("ConfigError", "ModelNotFoundError"):
+        return EXIT_CONFIG
+    return EXIT_PROVIDER
+
+
+def run_headless(args: Any, out: TextIO | None = None, err: TextIO | None = None) -> int:
+    from ctxagent.agent.cli.models import refresh_for_start
+
+    out, err = out or sys.stdout, err or sys.stderr  # looked up now: a caller may have redirected them
+
+    cwd = Path(args.cwd).resolve() if getattr(args, "cwd", None) else Path.cwd()
+    root = find_repo_root(cwd)
+    printed_errors: set[str] = set()
+    approver = RefusingApprover(err)
+    try:
+        config = load_config(root, flags_from_args(args))
+        if config.ignored_keys:  # headless never asks: say what was left out and how to allow it
+            _write(err, f"ctxagent: {describe_ignored(config.ignored_keys)}\n")
+        refresh_for_start(config)  # the provider's model list, when a day old (short timeout, never fatal)
+        resume = args.resume if args.resume is not None else ("" if args.continue_ else None)
+        session = open_session(root, config, resume)
+        printer = TextPrinter(out, err) if args.output == "text" else None
+        if printer is not None:
+            printed_errors = printer.printed_errors
+        agent = create_agent(session, on_event=printer or (lambda ev: _json_notice(ev, err, printed_errors)),
+                             approver=approver)
+    except (ConfigError, HistoryError) as exc:
+        _write(err, f"ctxagent: {exc}\n")
+        return EXIT_CONFIG
+    except CtxagentError as exc:
+        _write(err, f"ctxagent: {exc}\n")
+        return EXIT_PROVIDER
+    except OSError as exc:
+        _write(err, f"ctxagent: cannot set up the session: {describe_os_error(exc)}\n")
+        return EXIT_CONFIG
+    cancel = threading.Event()
+    try:
+        done = agent.run_turn(args.prompt, cancel)
+    except KeyboardInterrupt:
+        cancel.set()
+        _close(session)
+        _write(err, "ctxagent: cancelled\n")
+        return EXIT_CANCELLED
+    except OSError as exc:  # the session log or another state file could not be written
+        _write(err, f"ctxagent: cannot write ctxagent's state: {describe_os_error(exc)}; the session log holds "
+                    "everything written before\n")
+        return EXIT_PROVIDER
+    except CtxagentError as exc:
+        _write(err, f"ctxagent: {exc}\n")
+        return EXIT_PROVIDER
+    finally:
+        _close(session)
+    this_run = _this_run(session.log.events)
+    errors = [e for e in this_run if e.kind == "error"]  # not a resumed session's old ones
+    last_error = errors[-1].data if errors and done.stop_reason == "error" else None
+    stop = _stop_reason(done.stop_reason, this_run)
+    code = _exit_code(stop, last_error.get("error_type") if last_error else None, bool(approver.refused))
+    if last_error and str(last_error.get("message")) not in printed_errors:
+        _write(err, f"ctxagent: {last_error.get('message')}\n")
+    if stop in CUT_STOPS:
+        why = ("the model reached its output limit (max_tokens)" if stop == "max_tokens"
+               else "the reply passed ctxagent's size cap")
+        _write(err, f"ctxagent: the reply was cut: {why}; what arrived is kept in the session\n")
+    if args.output == "json":
+        payload = json.dumps(_json_result(agent, done, last_error, stop, approver.refused), ensure_ascii=False)
+        out.write(_C1.sub(lambda m: f"\\u{ord(m.group(0)):04x}", payload) + "\n")  # JSON-escaped C1 controls
+        out.flush()
+    return code
+
+
+def _this_run(events: list[Any]) -> list[Any]:
+    start = max((e.id for e in events if e.kind == "user"), default=0)
+    return events[start:]
+
+
+def _stop_reason(loop_stop: str, this_run: list[Any]) -> str:
+    """The loop says end_turn for any step without tool calls; the log knows whether the last reply
+    was cut at the output limit or at the size cap."""
+    if loop_stop != "end_turn":
+        return loop_stop
+    last = next((e for e in reversed(this_run) if e.kind == "assistant"), None)
+    reason = (last.assistant.stop_reason or "") if last is not None else ""
+    return reason if reason in CUT_STOPS else loop_stop
+
+
+def _close(session: Any) -> None:
+    try:
+        session.log.close()
+    except OSError:
+        pass  # already reported; a full disk must not turn the report into a traceback
+
+
+def _json_notice(ev: AgentEvent, err: TextIO, printed_errors: set[str]) -> None:
+    if isinstance(ev, Notice):
+        notice(err, ev, printed_errors)
+
+
+def _json_result(agent: Any, done: Any, error: dict[str, Any] | None, stop: str,
+                 refused: list[dict[str, str]]) -> dict[str, Any]:
+    log = agent.session.log
+    turn_events = [e for e in _this_run(log.events) if e.kind in ("assistant", "tool_result")]
+    usage = {"input_tokens": 0, "output_tokens": 0, "cache_read": 0, "cache_write": 0}
+    for e in turn_events:
+        if e.kind == "assistant":
+            step_usage = e.assistant.usage.to_data()
+            for k in usage:
+                usage[k] += int(step_usage.get(k, 0))
+    result: dict[str, Any] = {
+        "session": agent.session.id,
+        "result": log.sanitize(done.text) if log.sanitize else done.text,  # as logged: keys redacted
+        "steps": done.steps,
+        "tool_calls": sum(1 for e in turn_events if e.kind == "tool_result"),
+        "usage": usage,
+        "stop_reason": stop,
+        "refused": refused,
+        "context": agent.last_report.to_dict() if agent.last_report else None,
+    }
+    if error:
+        result["error"] = {"type": error.get("error_type"), "message": error.get("message")}
+    return result

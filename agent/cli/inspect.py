@@ -1,0 +1,194 @@
+"""`ctxagent report | inspect | compact | config | sessions` — the engine, made visible."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from ctxagent.agent.cli.commands import add_command
+from ctxagent.agent.config import load_config
+from ctxagent.agent.session import find_repo_root, list_sessions, open_session, resolve_session
+from ctxagent.context.errors import CtxagentError
+from ctxagent.context.events import CompactionData, SessionStartData
+from ctxagent.context.floor.display import plural, strip_controls
+from ctxagent.context.history import SessionLog
+from ctxagent.context.monitor import format_report_table
+from ctxagent.context.report import ContextReport
+
+
+def _root(args: argparse.Namespace) -> Path:
+    return find_repo_root(Path(args.cwd).resolve() if getattr(args, "cwd", None) else Path.cwd())
+
+
+def _load(args: argparse.Namespace, ref: str | None) -> SessionLog:
+    return SessionLog.load(resolve_session(_root(args), ref))
+
+
+def _guard(fn):  # noqa: ANN001, ANN202
+    def run(args: argparse.Namespace) -> int:
+        try:
+            return fn(args)
+        except CtxagentError as exc:
+            sys.stderr.write(f"ctxagent: {exc}\n")
+            return 2
+
+    return run
+
+
+def _compaction_text(c: CompactionData) -> str:
+    method = f" ({c.method})" if c.method else ""
+    return f"compacted events {c.first_id}–{c.last_id}{method}"
+
+
+def _outside_compactions(log: SessionLog) -> tuple[list[list[str]], list[str]]:
+    """Compactions not made by a step's own build (/compact, auto-compact, `ctxagent compact`):
+    per report, the ones just before it; and the ones after the last step."""
+    per_report: list[list[str]] = []
+    pending: list[str] = []
+    for e in log.events:
+        if e.kind == "compaction":
+            pending.append(_compaction_text(e.compaction))
+        elif e.kind == "context_report":
+            own = e.context_report.report.get("compacted")
+            if own:  # the build's own compaction is in the report's actions already
+                own_text = f"compacted events {own[0]}–{own[1]}"
+                pending = [p for p in pending if not p.startswith(own_text)]
+            per_report.append(pending)
+            pending = []
+    return per_report, pending
+
+
+@_guard
+def cmd_report(args: argparse.Namespace) -> int:
+    log = _load(args, None if args.last else args.session)
+    reports = [ContextReport.from_dict(e.context_report.report) for e in log.of_kind("context_report")]
+    if args.json:
+        print(json.dumps([r.to_dict() for r in reports], ensure_ascii=False, indent=2))
+        return 0
+    extra, after = _outside_compactions(log)
+    turns = len(log.of_kind("user"))
+    print(strip_controls(f"session {log.session_id} — {plural(len(reports), 'step')} in {plural(turns, 'turn')}"))
+    print(format_report_table(reports, extra_actions=extra))
+    if after:
+        print(f"after the last step: {', '.join(after)}")
+    return 0
+
+
+@_guard
+def cmd_inspect(args: argparse.Namespace) -> int:
+    from ctxagent.agent.cli.inspect_step import rebuild_step
+
+    log = _load(args, args.session)
+    step = rebuild_step(log.events, args.step)
+    if args.json:
+        out: dict[str, Any] = {
+            "request": step.body,
+            "masked": step.masked,
+            "pruned": step.result.pruned_ids,
+            "spilled": step.result.spilled_ids,
+            "report": step.report,
+            "verified": step.verified,
+        }
+        print(json.dumps(out, ensure_ascii=False, indent=2))
+        return 0 if step.verified else 1
+    r = step.report
+    print(f"step {step.step} · turn {r.get('turn')} · {r.get('total')} tokens · {r.get('usage_pct', 0):.1f}% of {r.get('window')}")
+    print(f"request rebuilt from the log: {'identical to what was sent (sha256 match)' if step.verified else 'DIFFERS from what was sent'}")
+    print(f"masked ranges: {step.masked or 'none'}; pruned events: {step.result.pruned_ids or 'none'}; spilled events: {step.result.spilled_ids or 'none'}")
+    print()
+    print(json.dumps(step.body, ensure_ascii=False, indent=2))
+    return 0 if step.verified else 1
+
+
+@_guard
+def cmd_compact(args: argparse.Namespace) -> int:
+    from ctxagent.agent.factory import create_agent
+
+    root = _root(args)
+    config = load_config(root, {"model": args.model})
+    if not config.model:
+        config.model = _session_model(resolve_session(root, args.session))
+    session = open_session(root, config, args.session or "")
+    agent = create_agent(session)
+    done = agent.compact(args.focus)
+    session.log.close()
+    if done is None:
+        print("nothing to compact")
+        return 0
+    print(f"compacted events {done.first_id}–{done.last_id} ({done.method} summary); originals kept in the log")
+    return 0
+
+
+def _session_model(path: Path) -> str | None:
+    for e in SessionLog.load(path).events:
+        if e.kind == "session_start" and e.as_(SessionStartData).model:
+            return e.as_(SessionStartData).model
+    return None
+
+
+@_guard
+def cmd_config(args: argparse.Namespace) -> int:
+    """The effective config as JSON on stdout (`ignored_keys` lists the repository's keys not
+    applied); what was ignored and how to allow it, in words, on stderr."""
+    from ctxagent.agent.trust import describe_ignored
+
+    cfg = load_config(_root(args), {})
+    print(json.dumps(cfg.redacted(), ensure_ascii=False, indent=2))
+    if cfg.ignored_keys:
+        sys.stderr.write(f"ctxagent: {describe_ignored(cfg.ignored_keys)}\n")
+    return 0
+
+
+@_guard
+def cmd_sessions(args: argparse.Namespace) -> int:
+    root = _root(args)
+    paths = list_sessions(root)
+    if not paths:
+        print(f"no sessions yet in {root} (start one with `ctxagent` or `ctxagent -p \"...\"`)")
+        return 0
+    for path in paths:
+        log = SessionLog.load(path)
+        first = next((e.user.text for e in log.events if e.kind == "user"), "")
+        steps = len(log.of_kind("context_report"))
+        turns = len(log.of_kind("user"))
+        line = str(first).splitlines()[0][:60] if str(first).strip() else ""
+        print(strip_controls(f"{log.session_id}  {plural(turns, 'turn'):>9}  {plural(steps, 'step'):>9}  {line}"))
+    return 0
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = add_command(sub, "report",
+                       description="One row per step (one model request): tokens, usage of the window, whether the "
+                       "system prompt stayed in, loss, and what the engine did (spill, prune, compact).")
+    p.add_argument("session", nargs="?", help="session id or id prefix (default: the latest)")
+    p.add_argument("--last", action="store_true", help="the latest session")
+    p.add_argument("--json", action="store_true", help="print the reports as JSON")
+    p.add_argument("--cwd", help="repository whose sessions to read (default: the current directory)")
+    p.set_defaults(func=cmd_report)
+
+    p = add_command(sub, "inspect",
+                       description="Rebuild a step's request from the session log and check it against the sha256 "
+                       "of what was sent (exit 1 when it differs).")
+    p.add_argument("session", help="session id or id prefix")
+    p.add_argument("--step", type=int, required=True, help="the step number (as in `ctxagent report`)")
+    p.add_argument("--json", action="store_true", help="print the request, masks and report as JSON")
+    p.add_argument("--cwd", help="repository whose sessions to read (default: the current directory)")
+    p.set_defaults(func=cmd_inspect)
+
+    p = add_command(sub, "compact")
+    p.add_argument("session", nargs="?", help="session id or id prefix (default: the latest)")
+    p.add_argument("--focus", help="what the summary should keep in particular")
+    p.add_argument("--model", help="model for the summary (default: the session's)")
+    p.add_argument("--cwd", help="repository whose sessions to read (default: the current directory)")
+    p.set_defaults(func=cmd_compact)
+
+    p = add_command(sub, "config")
+    p.add_argument("--cwd", help="repository whose .ctxagent/config.toml to include (default: the current directory)")
+    p.set_defaults(func=cmd_config)
+
+    p = add_command(sub, "sessions")
+    p.add_argument("--cwd", help="repository whose sessions to list (default: the current directory)")
+    p.set_defaults(func=cmd_sessions)

@@ -1,0 +1,173 @@
+"""`ctxagent models [--refresh]`: the models ctxagent knows — the registry (agent/data/models.toml)
+merged with the providers' own catalogues cached in the user state dir — with window, maximum
+output, price and lifecycle. `--refresh` asks each provider that has a key (or a --base-url) now.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from ctxagent.agent.cli.commands import add_command
+from ctxagent.context.errors import CtxagentError
+from ctxagent.context.floor.display import strip_controls
+
+PROVIDER_ORDER = ("anthropic", "openai")
+
+
+def refresh_catalogues(config: Any, *, force: bool = False, only: str | None = None) -> dict[str, Any]:
+    """Fetch the catalogue of every provider the config can reach (a key, or a base URL for a local
+    server): when stale, or always with `force`. Never raises; returns provider → Catalogue."""
+    from ctxagent.agent.factory import key_and_base_url
+    from ctxagent.agent.providers import catalogue
+
+    out: dict[str, Any] = {}
+    for provider in PROVIDER_ORDER:
+        if only and provider != only:
+            continue
+        key, base = key_and_base_url(config, provider)
+        if not key and not (force and base):
+            continue  # no key: nothing to ask (a local server is asked only on an explicit --refresh)
+        fetch = catalogue.fetch if force else catalogue.refresh_if_stale
+        out[provider] = fetch(provider, key, base)
+    return out
+
+
+def refresh_for_start(config: Any) -> None:
+    """Before a start: refresh the catalogue of the provider about to be used, if it is stale."""
+    from ctxagent.agent.factory import default_model
+    from ctxagent.agent.providers.registry import parse_model_name
+
+    try:
+        name = config.model or default_model(config)
+        provider = parse_model_name(name)[0] if name else ""
+    except CtxagentError:
+        return  # the start reports a bad model name itself
+    if provider in PROVIDER_ORDER:
+        refresh_catalogues(config, only=provider)
+
+
+def _lifecycle_text(info: Any, today: dt.date) -> str:
+    state = info.lifecycle_on(today)
+    if state == "active":
+        return "active"
+    date = f" {info.retires.isoformat()}" if info.retires else ""
+    instead = f" → {info.replacement}" if info.replacement else ""
+    if state == "retired":
+        return f"retired{date}{instead}"
+    return f"deprecated, ends{date}{instead}" if date else f"deprecated{instead}"
+
+
+def _price_text(info: Any) -> str:
+    p = info.prices
+    return f"${p.input:g} / ${p.output:g}" if p.input or p.output else "—"
+
+
+def model_rows(config: Any, today: dt.date | None = None) -> list[dict[str, Any]]:
+    """One row per model: registry entries and catalogue-only models, with their merged figures."""
+    from ctxagent.agent.factory import key_and_base_url
+    from ctxagent.agent.providers import catalogue
+    from ctxagent.agent.providers.registry import is_local, load_registry, model_info, start_model
+
+    today = today or dt.date.today()
+    rows: list[dict[str, Any]] = []
+    registry = load_registry()["models"]
+    listed_by: dict[str, dict[str, Any]] = {
+        p: catalogue.load(p, key_and_base_url(config, p)[1]).models for p in PROVIDER_ORDER}
+    names: list[tuple[str, str]] = [(str(e.get("provider", "openai")), n) for n, e in registry.items()]
+    for provider in PROVIDER_ORDER:
+        names += [(provider, mid) for mid in listed_by[provider] if mid not in registry]
+    for provider, name in names:
+        info = model_info(provider, name, catalogue=listed_by.get(provider))
+        local = is_local(provider, name)
+        rows.append({
+            "model": f"{provider}:{name}",
+            "provider": "local" if local else provider,
+            "window": info.window,
+            "max_output": info.max_output,
+            "price_in": info.prices.input,
+            "price_out": info.prices.output,
+            "lifecycle": info.lifecycle_on(today),
+            "retires": info.retires.isoformat() if info.retires else None,
+            "replacement": info.replacement or None,
+            "source": "both" if name in registry and info.source == "catalogue" else info.source,
+            "default": name == start_model(provider),
+            "_lifecycle_text": _lifecycle_text(info, today),
+            "_price_text": "free (local)" if local else _price_text(info),
+        })
+    return rows
+
+
+def _table(rows: list[dict[str, Any]]) -> str:
+    header = ("model", "window", "max out", "$/Mtok in / out", "lifecycle", "source")
+    table = [header]
+    for r in rows:
+        mark = " *" if r["default"] else ""
+        table.append((r["model"] + mark, f"{r['window']:,}", f"{r['max_output']:,}", r["_price_text"],
+                      r["_lifecycle_text"], r["source"]))
+    widths = [max(len(row[i]) for row in table) for i in range(len(header))]
+    lines = []
+    for i, row in enumerate(table):
+        cells = [c.rjust(widths[j]) if j in (1, 2) else c.ljust(widths[j]) for j, c in enumerate(row)]
+        lines.append("  ".join(cells).rstrip())
+        if i == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def cmd_models(args: argparse.Namespace) -> int:
+    from ctxagent.agent.config import flags_from_args, load_config
+    from ctxagent.agent.session import find_repo_root
+
+    try:
+        root = find_repo_root(Path(args.cwd).resolve()) if args.cwd else find_repo_root(Path.cwd())
+        config = load_config(root, flags_from_args(args))
+    except CtxagentError as exc:
+        sys.stderr.write(f"ctxagent: {exc}\n")
+        return 2
+    if args.refresh:
+        fetched = refresh_catalogues(config, force=True)
+        if not fetched:
+            sys.stderr.write("ctxagent: no ANTHROPIC_API_KEY or OPENAI_API_KEY (or --base-url): "
+                             "showing the built-in registry only\n")
+        for provider, cat in fetched.items():
+            if cat.error:
+                sys.stderr.write(strip_controls(f"ctxagent: could not read {provider}'s model list ({cat.error}); "
+                                                "showing the last one kept\n"))
+            else:
+                n = len(cat.models)
+                sys.stderr.write(f"{provider}: {n} model{'' if n == 1 else 's'} listed by the provider\n")
+    rows = model_rows(config)
+    if not args.all:
+        rows = [r for r in rows if r["lifecycle"] != "retired"]
+    if args.provider:
+        rows = [r for r in rows if r["provider"] == args.provider]
+    if args.json:
+        print(json.dumps([{k: v for k, v in r.items() if not k.startswith("_")} for r in rows], ensure_ascii=False, indent=2))
+        return 0
+    sections = [("anthropic", "Anthropic"), ("openai", "OpenAI"), ("local", "local (OpenAI-compatible servers)")]
+    out = []
+    for key, title in sections:
+        part = [r for r in rows if r["provider"] == key]
+        if part:
+            out.append(f"{title}\n{_table(part)}")
+    print(strip_controls("\n\n".join(out)) if out else "no models match")
+    print("\n* the model a key alone starts with (Anthropic's when both keys are set). Prices are USD per "
+          "million tokens. source: registry (built in), catalogue (the provider's own list, read with "
+          "`ctxagent models --refresh` or at a start when a day old), both." + ("" if args.all else " Retired models are hidden: --all shows them."))
+    return 0
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = add_command(sub, "models", description=__doc__)
+    p.add_argument("--refresh", action="store_true", help="read each provider's model catalogue now (needs its key)")
+    p.add_argument("--all", action="store_true", help="include retired models")
+    p.add_argument("--provider", choices=["anthropic", "openai", "local"], help="only this provider's models")
+    p.add_argument("--base-url", help="read the catalogue of this server (an OpenAI-compatible one, or a proxy)")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.add_argument("--cwd", help="repository whose configuration to use (default: the current directory)")
+    p.set_defaults(func=cmd_models)

@@ -1,0 +1,64 @@
+"""`ctxagent trust [--revoke] [--list] [PATH]`: let a repository's own config set security-relevant keys.
+
+See agent/trust.py: until a repository is trusted, the keys of its `.ctxagent/config.toml` that
+could raise permissions, run a program or send a key elsewhere are ignored (and reported).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from ctxagent.agent.cli.commands import add_command
+from ctxagent.context.errors import CtxagentError
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = add_command(
+        sub, "trust",
+        description="Trust a repository so that its .ctxagent/config.toml may set security-relevant keys "
+                    "(permission_mode, *base_url, API keys, test_command, shell_timeout, summary_model, a scripted "
+                    "model). Untrusted repositories' values for these keys are ignored and reported.",
+    )
+    p.add_argument("path", nargs="?", default=None, help="the repository (default: the current directory's repository)")
+    p.add_argument("--revoke", action="store_true", help="stop trusting the repository")
+    p.add_argument("--list", action="store_true", help="list the trusted repositories")
+    p.set_defaults(func=cmd_trust)
+
+
+def cmd_trust(args: argparse.Namespace) -> int:
+    from ctxagent.agent.config import load_config
+    from ctxagent.agent.session import find_repo_root
+    from ctxagent.agent.trust import SENSITIVE_KEYS, is_trusted, revoke, trust, trusted_repos
+    from ctxagent.context.floor.display import strip_controls
+
+    try:
+        if args.list:
+            repos = trusted_repos()
+            print("\n".join(strip_controls(str(r)) for r in repos) if repos else "no trusted repositories")
+            return 0
+        given = Path(args.path).expanduser() if args.path else Path.cwd()
+        if not given.is_dir():
+            print(f"ctxagent: {strip_controls(str(given))} is not a directory", file=sys.stderr)
+            return 2
+        root = find_repo_root(given)
+        shown = strip_controls(str(root))
+        if args.revoke:
+            was = revoke(root)
+            print(f"{'no longer trusted' if was else 'was not trusted'}: {shown}")
+            return 0
+        if is_trusted(root):
+            print(f"already trusted: {shown}")
+            return 0
+        before = load_config(root, {}, env={}).ignored_keys
+        trust(root)
+        print(f"trusted: {shown}")
+        if before:
+            print("its .ctxagent/config.toml now applies: " + ", ".join(sorted({i.key for i in before})))
+        else:
+            print("its .ctxagent/config.toml may now set: " + ", ".join(SENSITIVE_KEYS))
+        return 0
+    except CtxagentError as exc:
+        print(f"ctxagent: {exc}", file=sys.stderr)
+        return 2

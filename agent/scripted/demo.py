@@ -1,0 +1,153 @@
+"""`ctxagent demo`: the whole app without an API key, against the loopback scripted model server.
+
+It makes a throwaway git repository (a bug in calc.py, a failing test, a large server log), starts
+the scripted server with the script that ships in the package (agent/data/demo_script.json: read,
+test, edit, test, read the big log — spilled — grep it, summarize), and opens the app on a small
+window so usage crosses 75 % and the breakpoint prompt appears. Everything is labelled
+"scripted demo"; nothing leaves 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import shlex
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from ctxagent.agent.trust import trust
+from ctxagent.context.floor.gitsafe import git_command, git_env
+from ctxagent.context.floor.state_paths import ensure_state_dir
+
+DEMO_LABEL = "scripted demo"
+DEMO_MODEL = "anthropic:scripted-demo"
+DEMO_WINDOW = 6000  # small on purpose: the big log and its grep push usage past 75 %
+DEMO_PROMPT = "The add test fails — fix calc.py, run the tests, then check logs/server.log for errors."
+
+CALC = '''"""A tiny calculator (the demo's bug lives here)."""
+
+
+def add(a, b):
+    return a - b
+
+
+def mul(a, b):
+    return a * b
+'''
+
+TEST_CALC = '''import unittest
+
+from calc import add, mul
+
+
+class CalcTest(unittest.TestCase):
+    def test_add(self):
+        self.assertEqual(add(2, 3), 5)
+
+    def test_mul(self):
+        self.assertEqual(mul(2, 3), 6)
+
+
+if __name__ == "__main__":
+    unittest.main()
+'''
+
+README = """# demo
+
+A throwaway repository made by `ctxagent demo`. Delete it whenever you like.
+"""
+
+
+def server_log(lines: int = 2400) -> str:
+    """A large, realistic-looking log: mostly INFO, a recurring ERROR, some 中文 (to show both work)."""
+    out = []
+    for i in range(lines):
+        ts = f"2025-01-01T10:{(i // 60) % 60:02d}:{i % 60:02d}Z"
+        if i % 97 == 13:
+            out.append(f"{ts} ERROR billing job retry {i // 97}: upstream timeout after 30s (will retry)")
+        elif i % 50 == 7:
+            out.append(f"{ts} WARN  cache miss ratio 0.{i % 90:02d} for key user:{i}")
+        elif i % 211 == 5:
+            out.append(f"{ts} INFO  用户登录成功 user={i} 会话已创建")
+        else:
+            out.append(f"{ts} INFO  GET /api/items/{i % 300} 200 {3 + i % 40}ms")
+    return "\n".join(out) + "\n"
+
+
+def _git(repo: Path, *args: str) -> None:
+    who = [("user.name", "ctxagent demo"), ("user.email", "demo@ctxagent.invalid")]
+    subprocess.run(git_command(*args, config=who), cwd=repo, env=git_env(), check=True, capture_output=True)
+
+
+def create_demo_repo(parent: Path | None = None) -> Path:
+    """A fresh git repository with the demo's files, committed; returns its path."""
+    base = Path(tempfile.mkdtemp(prefix="ctxagent-demo-", dir=str(parent) if parent else None))
+    repo = base / "demo-repo"
+    (repo / "logs").mkdir(parents=True)
+    (repo / "calc.py").write_text(CALC, encoding="utf-8")
+    (repo / "test_calc.py").write_text(TEST_CALC, encoding="utf-8")
+    (repo / "README.md").write_text(README, encoding="utf-8")
+    (repo / "logs" / "server.log").write_text(server_log(), encoding="utf-8")
+    _git(repo, "init", "-q")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "demo: a calculator with a bug")
+    # The repo's own config: the test command works without pytest installed, and the window is small.
+    state = ensure_state_dir(repo)
+    runner = "pytest -q" if importlib.util.find_spec("pytest") else "unittest -v"  # pytest's summary is parsed best
+    test_cmd = f"{shlex.quote(sys.executable)} -m {runner}"
+    (state / "config.toml").write_text(f"test_command = {json.dumps(test_cmd)}\n", encoding="utf-8")
+    trust(repo)  # ctxagent wrote this config itself: its test_command applies (see agent/trust.py)
+    return repo
+
+
+def demo_script() -> list[dict[str, Any]]:
+    text = resources.files("ctxagent.agent").joinpath("data/demo_script.json").read_text(encoding="utf-8")
+    data = json.loads(text)
+    assert isinstance(data, list)
+    return data
+
+
+@dataclass
+class Demo:
+    repo: Path
+    server: Any  # ScriptedServer, running in a background thread
+    flags: dict[str, Any] = field(default_factory=dict)
+
+    def stop(self) -> None:
+        self.server.stop()
+
+
+def prepare_demo(parent: Path | None = None, window: int = DEMO_WINDOW) -> Demo:
+    """The repository, the running server, and the config flags that point the app at it."""
+    from ctxagent.agent.scripted.server import ScriptedServer
+
+    repo = create_demo_repo(parent)
+    server = ScriptedServer(demo_script())
+    base_url = server.start()
+    flags = {"model": DEMO_MODEL, "base_url": base_url, "window": window}
+    return Demo(repo=repo, server=server, flags=flags)
+
+
+def run_demo(args: argparse.Namespace) -> int:
+    launcher = getattr(args, "tui_launcher", None)  # passed in by the console script (tui/entry.py)
+    if launcher is None:
+        print("ctxagent demo opens the app: run it through the `ctxagent` command", file=sys.stderr)
+        return 2
+    demo = prepare_demo(Path(args.dir) if getattr(args, "dir", None) else None, window=args.window)
+    print(f"ctxagent demo: repository {demo.repo} · scripted model at {demo.flags['base_url']}", file=sys.stderr)
+    app_args = argparse.Namespace(
+        cwd=str(demo.repo), model=demo.flags["model"], base_url=demo.flags["base_url"], window=demo.flags["window"],
+        max_steps=None, strategy=None, yes=bool(getattr(args, "yes", False)), resume=None, continue_=False,
+        app_label=DEMO_LABEL, initial_input=DEMO_PROMPT, probe=False,
+    )
+    try:
+        return int(launcher(app_args))
+    finally:
+        demo.stop()
+        print(f"ctxagent demo: the repository is kept at {demo.repo} (delete it when done)", file=sys.stderr)

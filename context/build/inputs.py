@@ -1,0 +1,164 @@
+"""The builder's data shapes, in a leaf module so the builder and its helpers (render, measure,
+strategies, slice relief) import them without a cycle.
+
+- `BuildInputs`: everything one build reads (the log so far, system prompt, tools, budget, counter…).
+- `Slot` / `Draft`: the working draft — each visible message measured once, replaced (never changed
+  in place) when a relief tier cuts it, with a running total.
+- `PlannedCompaction` / `BuildResult`: what a build returns. A compaction the build made carries the
+  event id it planned for it; the caller appends it with `SessionLog.append(data, expect_id=…)`, which
+  refuses a mismatch, so the ranges and ids the request was built from are the ones in the log.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from ctxagent.context.budget import Budget
+from ctxagent.context.build.cache import BuildCache
+from ctxagent.context.events import CompactionData
+from ctxagent.context.history import Event, ViewItem
+from ctxagent.context.report import ContextReport
+from ctxagent.context.request import Message, Request, ToolSpec
+from ctxagent.context.superseded import superseded_results
+from ctxagent.context.tokens import TokenCounter
+
+
+class WarmProvider(Protocol):
+    def warm_block(self, query: str, files: list[str], turn: int, max_tokens: int, counter: TokenCounter) -> str: ...
+
+
+@dataclass
+class BuildInputs:
+    events: list[Event]  # the whole session log so far (view() applied inside)
+    system: str  # system prompt incl. project instructions
+    tools: list[ToolSpec]
+    budget: Budget
+    counter: TokenCounter  # a CachedCounter
+    step: int
+    turn: int
+    strategy: str = "ctxagent"  # "ctxagent" | "full" | "window" | "anthropic-clear" | "anthropic-compact"
+    calibration_ratio: float = 1.0
+    warm: WarmProvider | None = None  # memory hook; None = SessionPins from the log
+    warm_override: str | None = None  # exact warm text to use (inspect re-builds with it)
+    summarize: Callable[[str], str] | None = None  # model call for compaction; None = extractive
+    allow_compaction: bool = True
+    protect_turns: int = 2
+    thresholds: tuple[float, float] = (0.75, 0.90)
+    focus: str | None = None
+    model: str = ""  # the model this request is for: a different one than the last step's has a cold prompt cache
+    # per-event work remembered across builds (the agent keeps one per session); None = the cache tied
+    # to `counter`. The result is the same with or without it, warm or cold.
+    cache: BuildCache | None = None
+
+
+@dataclass(frozen=True)
+class PlannedCompaction:
+    event_id: int  # the id the log gives it when appended next (SessionLog.append checks it)
+    data: CompactionData
+
+
+@dataclass
+class BuildResult:
+    request: Request
+    report: ContextReport
+    warm_text: str  # the warm block as sent ("" if none)
+    # EVERY compaction to append, in this order (normally one; a second appears only when the current
+    # turn's own older steps had to be summarized in the same build)
+    compactions: list[PlannedCompaction] = field(default_factory=list)
+    pruned_ids: list[int] = field(default_factory=list)
+    spilled_ids: list[int] = field(default_factory=list)
+    masked: list[list[int]] = field(default_factory=list)
+
+    @property
+    def compaction(self) -> CompactionData | None:
+        """The first compaction this build made, if any."""
+        return self.compactions[0].data if self.compactions else None
+
+
+CUT_STATES = ("pruned", "cleared")  # a slot showing a cut of its message: a preview, or (deeper) a one-line stub
+
+
+@dataclass(frozen=True)
+class Slot:
+    msg: Message
+    tokens: int
+    slice: str  # "hot" | "tools"
+    state: str  # "verbatim" | "spilled" | "pruned" | "cleared" | "summary" | "synthetic"
+    turn: int
+    item_index: int  # position in Draft.items (-1 for synthetic messages)
+    is_tool_result: bool = False
+    rank: int = 1
+    source: str = ""  # a tool result's text as logged (what pruning cuts from)
+    spill: dict[str, Any] | None = None
+    event_id: int | None = None
+    full_tokens: int = 0  # the event's verbatim size (spilled: its original size), for loss %
+    quotes: tuple[str, ...] = ()  # the session ledger's requirement lines from this result (shown when it is cut)
+
+    def replaced(self, msg: Message, tokens: int, state: str) -> Slot:
+        """This slot showing `msg` instead (slots are shared between builds, so never changed in place).
+        Spelled out rather than dataclasses.replace: it runs for every pruned result of every build."""
+        return Slot(msg, tokens, self.slice, state, self.turn, self.item_index, self.is_tool_result, self.rank,
+                    self.source, self.spill, self.event_id, self.full_tokens, self.quotes)
+
+
+@dataclass
+class Draft:
+    items: list[ViewItem]
+    slots: list[Slot]
+    fixed: int  # request overhead + system + tool schemas
+    system_tokens: int
+    tool_spec_tokens: int
+    warm_msg: Message | None
+    warm_tokens: int
+    protect_from: int  # slot index where the protected recent turns start
+    protect_turns: int = 2  # how many recent user turns protect_from protects (a prefix's is recomputed)
+    _sum: int = field(default=0)
+    _stale: set[int] | None = field(default=None)  # superseded tool results, computed once per draft
+
+    def stale(self) -> set[int]:
+        """Ids of tool results a later step replaced (items never change within a draft)."""
+        if self._stale is None:
+            self._stale = superseded_results(self.items)
+        return self._stale
+
+    def __post_init__(self) -> None:
+        self._sum = sum(s.tokens for s in self.slots)
+
+    def total(self) -> int:
+        return self.fixed + self._sum + self.warm_tokens
+
+    def replace(self, index: int, msg: Message, tokens: int, state: str) -> None:
+        slot = self.slots[index]
+        self._sum += tokens - slot.tokens
+        self.slots[index] = slot.replaced(msg, tokens, state)
+
+    def last_step_start(self) -> int:
+        for i in range(len(self.slots) - 1, -1, -1):
+            if self.slots[i].msg.role == "assistant":
+                return i
+        return len(self.slots)
+
+    def tokens_before_item(self, end: int) -> int:
+        """Tokens of the messages rendering items[:end] (synthetic results go with their assistant message)."""
+        n = 0
+        for s in self.slots:
+            if s.item_index >= end:
+                break
+            n += s.tokens
+        return n
+
+    def overflow_message(self, limit: int, budget: Budget) -> str:
+        biggest = max(self.slots, key=lambda s: s.tokens, default=None)
+        what = ""
+        if biggest is not None:
+            role = "tool result" if biggest.is_tool_result else f"{biggest.msg.role} message"
+            ev = f" (event {biggest.msg.event_id})" if biggest.msg.event_id is not None else ""
+            what = f" The largest item is a {role}{ev} of {biggest.tokens:,} tokens."
+        return (
+            f"the request cannot fit the context window: it still needs {self.total():,} tokens after pruning and "
+            f"compaction, but the limit is {limit:,} (window {budget.window:,} − reserve {budget.reserve:,} for the reply; "
+            f"system prompt and tool schemas alone take {self.fixed:,}).{what} Shorten the message, start a new "
+            f"session (/new), or use a model with a larger window."
+        )

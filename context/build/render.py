@@ -1,0 +1,186 @@
+"""Render a history view into measured request messages (the builder's working draft).
+
+Every message is counted once with `count_message`, and remembered in the BuildCache under its
+event id, so the next build renders only what is new: it resumes from the longest rendered prefix of
+the view, and items it must render again (after a compaction changed the view) are memo hits. Slots
+are frozen so that rendered prefixes can be shared between builds; the draft replaces a slot to
+prune it and keeps a running total, so each cut is re-measured in O(1).
+
+Repairs that keep a request valid for every provider, deterministically: an assistant tool call
+with no result right after it gets a synthetic error result; a tool result whose call is not in
+view (e.g. masked) is shown as a user-side note instead of a dangling "tool" message.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from ctxagent.context.build.cache import BuildCache, RenderState
+from ctxagent.context.build.inputs import BuildInputs, Draft, Slot
+from ctxagent.context.history import Event, Summary, ViewItem
+from ctxagent.context.ledger import Ledger, files_line, quotes_block, with_quotes
+from ctxagent.context.prune import value_rank
+from ctxagent.context.request import Message, ToolCall
+from ctxagent.context.tokens import REQUEST_OVERHEAD, TokenCounter, count_message
+
+__all__ = ["Draft", "Slot", "assemble", "render", "warm_position", "with_content"]
+
+SUMMARY_HEADER = ("[Summary of earlier conversation (events {first}–{last}); the original messages are kept in the "
+                  "session log — read_event id=N shows event N]")
+MISSING_RESULT = "[no result recorded for this tool call: it was interrupted or cancelled]"
+
+
+def warm_position(messages: list[Message]) -> int:
+    """Right before the newest user message if the history ends with one; else after the trailing tool results."""
+    if messages and messages[-1].role == "user" and messages[-1].kind == "message":
+        return len(messages) - 1
+    return len(messages)
+
+
+def _spill_meta(ev: Event) -> dict[str, Any] | None:
+    spill = ev.tool_result.spill_ref
+    return spill.model_dump(mode="json", exclude_none=True) if spill is not None and spill.handle else None
+
+
+def _render_summary(it: Summary, quoted: str, counter: TokenCounter) -> tuple[Message, int]:
+    if it.method == "server" and it.block is not None:
+        # the provider's own compaction block: it opened an assistant reply and goes back verbatim
+        msg = Message(role="assistant", content=it.text, kind="server_compaction", event_id=it.event_id, block=it.block)
+        return msg, count_message(msg, counter)
+    text = SUMMARY_HEADER.format(first=it.first_id, last=it.last_id) + "\n" + it.text + (f"\n{quoted}" if quoted else "")
+    msg = Message(role="user", content=text, kind="summary", event_id=it.event_id)
+    return msg, count_message(msg, counter)
+
+
+def _render_result(it: Event, answered: bool, quotes: tuple[str, ...],
+                   counter: TokenCounter) -> tuple[Message, int, int, dict[str, Any] | None]:
+    """(message, tokens, value rank, spill meta) of a tool result; `answered`: its call is right before it.
+    A spilled result shows its preview, then the ledger's requirement lines of the part cut away."""
+    r = it.tool_result
+    spill = _spill_meta(it)
+    content = with_quotes(r.content, quotes) if spill else r.content
+    if answered:
+        msg = Message(role="tool", content=content, tool_call_id=r.call_id, name=r.name, is_error=r.is_error, event_id=it.id)
+    else:  # its call is not in view: keep the facts, as a user-side note
+        msg = Message(role="user", content=f"[output of an earlier {r.name or 'tool'} call {r.call_id}]\n{content}", event_id=it.id)
+    return msg, count_message(msg, counter), value_rank(r.content, r.name, r.is_error), spill
+
+
+def _render_assistant(it: Event, counter: TokenCounter) -> tuple[Message, int] | None:
+    step = it.assistant
+    calls = [ToolCall(c.id, c.name, dict(c.arguments)) for c in step.tool_calls]
+    if not step.text and not calls:
+        return None  # an empty reply (e.g. cancelled before any output) carries nothing and some APIs reject it
+    msg = Message(role="assistant", content=step.text, tool_calls=calls, event_id=it.id)
+    return msg, count_message(msg, counter)
+
+
+def _render_user(it: Event, counter: TokenCounter) -> tuple[Message, int]:
+    msg = Message(role="user", content=it.user.text, event_id=it.id)
+    return msg, count_message(msg, counter)
+
+
+def _render_missing(call_id: str, name: str, counter: TokenCounter) -> tuple[Message, int]:
+    msg = Message(role="tool", content=MISSING_RESULT, tool_call_id=call_id, name=name, is_error=True)
+    return msg, count_message(msg, counter)
+
+
+def render(items: list[ViewItem], counter: TokenCounter, cache: BuildCache | None = None,
+           ledger: Ledger | None = None, summary_quotes_tokens: int = 0) -> list[Slot]:
+    """The view's messages as slots. With a cache: resumes from the longest rendered prefix of `items`
+    and renders each remaining event through the per-event memo (the result is the same either way).
+    `ledger`: the session ledger, whose quotes go with the results and summaries that cut them
+    (a summary's within `summary_quotes_tokens`)."""
+    cache = (cache or BuildCache()).bind(counter)
+    quotes = {q.event_id: q for q in ledger.quotes} if ledger is not None else {}
+    memo = cache.memo
+    start = cache.render_prefix(items)
+    slots: list[Slot] = list(start.slots) if start else []
+    pending: list[tuple[str, str]] = list(start.pending) if start else []  # calls awaiting a result right after their assistant message
+    turn = start.turn if start else 0
+
+    def flush() -> None:
+        for call_id, name in pending:
+            msg, n = memo(("missing", call_id, name), None, lambda c=call_id, nm=name: _render_missing(c, nm, counter),  # type: ignore[misc]
+                          kind="renders", chars=len(MISSING_RESULT))
+            slots.append(Slot(msg, n, "tools", "synthetic", turn, -1))
+        pending.clear()
+
+    for idx in range(len(start.items) if start else 0, len(items)):
+        it = items[idx]
+        if isinstance(it, Summary):
+            flush()
+            masked = [q for q in quotes.values() if it.first_id <= q.event_id <= it.last_id] if quotes else []
+            quoted = quotes_block(masked, summary_quotes_tokens, counter) if masked else ""
+            files = files_line(ledger.touched, it.first_id, it.last_id) if ledger is not None else ""
+            quoted = "\n".join(x for x in (files, quoted) if x)
+            msg, n = memo(("summary", it.event_id), (it, quoted), lambda s=it, q=quoted: _render_summary(s, q, counter),  # type: ignore[misc]
+                          kind="renders", chars=len(it.text) + len(quoted))
+            slots.append(Slot(msg, n, "hot", "summary", turn, idx, event_id=it.event_id))
+            continue
+        size = cache.size(it)
+        if it.kind == "tool_result":
+            result = it.tool_result
+            call_id = result.call_id
+            match = next((p for p in pending if p[0] == call_id), None)
+            if match is not None:
+                pending.remove(match)
+            lines = quotes[it.id].lines if it.id in quotes else ()
+            msg, n, rank, spill = memo(("result", it.id, match is not None), (it, lines),
+                                       lambda e=it, a=match is not None, q=lines: _render_result(e, a, q, counter),  # type: ignore[misc]
+                                       kind="renders", chars=len(result.content))
+            slots.append(Slot(msg, n, "tools", "spilled" if spill else "verbatim", turn, idx,
+                              is_tool_result=True, rank=rank, source=result.content,
+                              spill=spill, event_id=it.id, full_tokens=size, quotes=lines))
+            continue
+        flush()
+        if it.kind == "user":
+            turn = it.user.turn or turn + 1
+            msg, n = memo(("user", it.id), it, lambda e=it: _render_user(e, counter),  # type: ignore[misc]
+                          kind="renders", chars=len(it.user.text))
+            slots.append(Slot(msg, n, "hot", "verbatim", turn, idx, event_id=it.id, full_tokens=size))
+        elif it.kind == "assistant":
+            rendered = memo(("assistant", it.id), it, lambda e=it: _render_assistant(e, counter),  # type: ignore[misc]
+                            kind="renders", chars=len(it.assistant.text))
+            if rendered is None:
+                continue
+            msg, n = rendered
+            slots.append(Slot(msg, n, "hot", "verbatim", turn, idx, event_id=it.id, full_tokens=size))
+            pending.extend((c.id, c.name) for c in msg.tool_calls)
+    cache.keep_render(RenderState(list(items), list(slots), tuple(pending), turn))
+    flush()
+    return slots
+
+
+def assemble(items: list[ViewItem], inputs: BuildInputs, warm: str, cache: BuildCache | None = None,
+             ledger: Ledger | None = None) -> Draft:
+    counter = inputs.counter
+    cache = (cache or BuildCache()).bind(counter)
+    slots = render(items, counter, cache, ledger, inputs.budget.base("warm") // 2)
+    system_tokens, tool_spec_tokens = cache.fixed_tokens(inputs.system, inputs.tools)
+    warm_msg = Message(role="user", content=warm, kind="warm") if warm else None
+    warm_tokens = count_message(warm_msg, counter) if warm_msg else 0
+    return Draft(items, slots, REQUEST_OVERHEAD + system_tokens + tool_spec_tokens, system_tokens, tool_spec_tokens,
+                 warm_msg, warm_tokens, protect_from(slots, inputs.protect_turns), inputs.protect_turns)
+
+
+def protect_from(slots: list[Slot], protect: int) -> int:
+    """Slot index where the last `protect` user turns start (all of them if fewer; none if protect ≤ 0).
+    Scans from the end: the recent turns are few, the history is long."""
+    if protect <= 0:
+        return len(slots)
+    found = 0
+    first = 0
+    for i in range(len(slots) - 1, -1, -1):
+        s = slots[i]
+        if s.msg.role == "user" and s.msg.kind == "message" and not s.is_tool_result:
+            found += 1
+            first = i
+            if found == protect:
+                return i
+    return first if found else 0
+
+
+def with_content(msg: Message, content: str) -> Message:
+    return dataclasses.replace(msg, content=content)

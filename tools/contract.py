@@ -1,0 +1,231 @@
+"""The tool contract: typed arguments validated into clear errors, results that never raise.
+
+A tool is a name, a description, a JSON schema for its arguments, a permission class, and a
+`run(args, ctx) -> ToolResult`. A `FunctionTool`'s arguments are a pydantic model (`ToolArgs`):
+the model generates the JSON schema sent to the model and validates a call's arguments once, into
+the typed object the tool function receives. `ToolRegistry.run` turns unknown tools and any
+exception into an error result for the model and never lets an exception escape into the agent loop.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar, Generic, Literal, Protocol, TypeVar
+
+from ctxagent.context.errors import CtxagentError
+from ctxagent.context.request import ToolSpec
+from ctxagent.tools.safe_text import clean_args, clean_result
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+Permission = Literal["read", "edit", "command"]
+
+
+@dataclass
+class ToolResult:
+    content: str
+    is_error: bool = False
+    # Structured facts for the engine and the UI, e.g. {"files": ["a.py"], "diff": "...",
+    # "lines": {"a.py": [[3, 7]]}, "tests": {"passed": 3, "failed": 1}, "exit_code": 0}.
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class ToolContext:
+    root: Path  # the repository root; every path is confined to it
+    cancel: threading.Event = field(default_factory=threading.Event)
+    config: dict[str, Any] = field(default_factory=dict)  # e.g. {"test_command": "...", "shell_timeout": 120}
+    state_dir: Path | None = None  # <root>/.ctxagent
+    services: dict[str, Any] = field(default_factory=dict)  # "spill": SpillStore, "memory": MemoryStore, "summarize": fn, "session": id, "turn": n
+
+
+class Tool(Protocol):
+    name: str
+    description: str
+    schema: dict[str, Any]  # JSON schema of the arguments (type: object)
+    permission: Permission
+
+    def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult: ...
+
+    def must_ask(self, args: Any) -> bool:
+        """True when this call needs the user's yes whatever the permission mode (e.g. writing
+        the user-wide memory): yolo, auto-edit and "allow for this session" do not cover it."""
+        ...
+
+
+# --- arguments ------------------------------------------------------------------------------------
+
+
+class ToolArgs(BaseModel):
+    """Base of every tool's arguments: JSON types taken strictly (no "1" for 1), no unknown names.
+
+    An optional argument is declared `X | None = Field(None, description=...)`; the schema shows
+    it as plain X (a model omits what it does not need; an explicit null means the same)."""
+
+    model_config = ConfigDict(strict=True, extra="forbid")
+    # Whether the schema says `additionalProperties: false`. Unknown names are refused either way;
+    # the memory and spill tools never said it, and their schemas stay byte-identical (the tool
+    # list is part of every request's cached prefix).
+    schema_closed: ClassVar[bool] = True
+
+
+class NoArgs(ToolArgs):
+    """For tools that take no arguments."""
+
+
+A = TypeVar("A", bound=ToolArgs)
+
+
+def args_schema(model: type[ToolArgs]) -> dict[str, Any]:
+    """The JSON schema the model is shown: pydantic's, without titles, defaults and `null` branches."""
+    raw = model.model_json_schema()
+    props = {name: _plain(spec) for name, spec in raw.get("properties", {}).items()}
+    schema: dict[str, Any] = {"type": "object", "properties": props, "required": list(raw.get("required", []))}
+    if model.schema_closed:
+        schema["additionalProperties"] = False
+    return schema
+
+
+_KEY_ORDER = ("type", "enum", "items", "minimum", "description")  # as the hand-written schemas had them
+
+
+def _plain(spec: dict[str, Any]) -> dict[str, Any]:
+    out = {k: v for k, v in spec.items() if k not in ("title", "default", "anyOf")}
+    branches = [b for b in spec.get("anyOf", []) if b.get("type") != "null"]
+    if len(branches) == 1:  # `X | None`: the null branch is how "not given" is spelled, not a type to offer
+        out = {**_plain(branches[0]), **out}
+    if isinstance(out.get("items"), dict):
+        out["items"] = _plain(out["items"])
+    return dict(sorted(out.items(), key=lambda kv: _KEY_ORDER.index(kv[0]) if kv[0] in _KEY_ORDER else len(_KEY_ORDER)))
+
+
+def _where(loc: tuple[int | str, ...]) -> str:
+    name = str(loc[0]) if loc else "arguments"
+    return name + "".join(f"[{part}]" for part in loc[1:])
+
+
+def _json_type(schema: dict[str, Any], loc: tuple[int | str, ...]) -> str:
+    spec: dict[str, Any] = schema.get("properties", {}).get(str(loc[0]), {}) if loc else {}
+    for _ in loc[1:]:
+        spec = spec.get("items", {})
+    return str(spec.get("type", "a valid value"))
+
+
+def argument_problem(exc: ValidationError, schema: dict[str, Any], args: dict[str, Any]) -> str:
+    """One short message for the model, in the words of JSON ("argument 'path' must be string, got int")."""
+    errors = exc.errors(include_url=False)
+    missing = [_where(e["loc"]) for e in errors if e["type"] == "missing"]
+    if missing:
+        return f"missing required argument(s): {', '.join(missing)}"
+    unknown = [_where(e["loc"]) for e in errors if e["type"] == "extra_forbidden"]
+    if unknown:
+        return f"unknown argument(s): {', '.join(unknown)}; expected: {', '.join(schema['properties']) or 'none'}"
+    first = errors[0]
+    loc, value = tuple(first["loc"]), first.get("input")
+    where = _where(loc)
+    if first["type"] == "literal_error":
+        spec = schema["properties"].get(str(loc[0]), {})
+        return f"argument '{where}' must be one of {spec.get('enum', [])}"
+    if first["type"] in ("greater_than_equal", "greater_than", "less_than_equal", "less_than"):
+        return f"argument '{where}' {first['msg'].lower().replace('input should be ', 'must be ')}, got {value!r}"
+    return f"argument '{where}' must be {_json_type(schema, loc)}, got {type(value).__name__}"
+
+
+RAW_KEY = "_raw"  # the session log keeps arguments that were not valid JSON as {"_raw": text}
+
+
+def malformed_json(raw: str) -> str:
+    return f"the arguments were not a valid JSON object: {raw[:500]!r}"
+
+
+def parse_args(model: type[A], schema: dict[str, Any], args: Any) -> A | str:
+    """The validated arguments, or a message for the model saying what is wrong with them."""
+    if not isinstance(args, dict):
+        return f"arguments must be a JSON object, got {type(args).__name__}"
+    if set(args) == {RAW_KEY} and RAW_KEY not in schema["properties"]:
+        return malformed_json(str(args[RAW_KEY]))
+    try:
+        return model.model_validate(args)
+    except ValidationError as exc:
+        return argument_problem(exc, schema, args)
+
+
+# --- tools and the registry -----------------------------------------------------------------------
+
+
+@dataclass
+class FunctionTool(Generic[A]):
+    """A tool made from a plain function over its typed arguments — the usual way to define one.
+
+    `run` validates the arguments once (a bad call is an error result naming the argument), calls
+    the function, and turns a `CtxagentError` into its message and any other exception into a named
+    error: a tool never takes the loop down."""
+
+    name: str
+    description: str
+    args_model: type[A]
+    permission: Permission
+    fn: Callable[[A, ToolContext], ToolResult]
+    always_ask: Callable[[dict[str, Any]], bool] | None = None  # see Tool.must_ask; gets the raw arguments
+    schema: dict[str, Any] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.schema = args_schema(self.args_model)
+
+    def parse(self, args: Any) -> A | str:
+        return parse_args(self.args_model, self.schema, args)
+
+    def must_ask(self, args: Any) -> bool:
+        return self.always_ask is not None and isinstance(args, dict) and self.always_ask(args)
+
+    def run(self, args: Any, ctx: ToolContext) -> ToolResult:
+        parsed = self.parse(args)
+        if isinstance(parsed, str):
+            return ToolResult(f"error: invalid arguments for {self.name}: {parsed}", is_error=True)
+        try:
+            return self.fn(parsed, ctx)
+        except CtxagentError as exc:
+            return ToolResult(f"error: {exc}", is_error=True)
+        except Exception as exc:  # a tool never takes the loop down
+            return ToolResult(f"error: {self.name} failed: {type(exc).__name__}: {exc}", is_error=True)
+
+
+class ToolRegistry:
+    def __init__(self, tools: list[Tool] | None = None):
+        self._tools: dict[str, Tool] = {}
+        for t in tools or []:
+            self.add(t)
+
+    def add(self, tool: Tool) -> None:
+        self._tools[tool.name] = tool
+
+    def get(self, name: str) -> Tool | None:
+        return self._tools.get(name)
+
+    def names(self) -> list[str]:
+        return list(self._tools)
+
+    def specs(self) -> list[ToolSpec]:
+        return [ToolSpec(t.name, t.description, t.schema) for t in self._tools.values()]
+
+    def permission(self, name: str) -> Permission:
+        tool = self._tools.get(name)
+        return tool.permission if tool else "read"
+
+    def must_ask(self, name: str, args: Any) -> bool:
+        tool = self._tools.get(name)
+        return tool is not None and tool.must_ask(args)
+
+    def run(self, name: str, args: Any, ctx: ToolContext) -> ToolResult:
+        """Run a model's call. Its text is made safe on the way in and out (`tools/safe_text.py`)."""
+        tool = self._tools.get(name)
+        if tool is None:
+            return ToolResult(f"error: unknown tool '{clean_result(name)}'. Available tools: {', '.join(self._tools)}",
+                              is_error=True)
+        try:
+            result = tool.run(clean_args(args), ctx)
+        except Exception as exc:  # the loop never dies from a tool
+            result = ToolResult(f"error: {name} failed: {type(exc).__name__}: {exc}", is_error=True)
+        return ToolResult(clean_result(result.content), result.is_error, clean_result(result.meta))
