@@ -1,3 +1,97 @@
-"""The runtime: config, model providers, the agent loop, checkpoints, CLI entry points."""
+"""The runtime: config, model providers, the agent loop, checkpoints, the CLI, the scripted model.
+
+This is the package's face: what the app (`ctxagent.tui`) and a library user import. Each name is
+imported on first use (context/floor/lazy.py), so `import ctxagent.agent` loads no SDK.
+"""
+
+from typing import TYPE_CHECKING
 
 __version__ = "0.1.0"
+
+_EXPORTS = {
+    # the loop and how it is assembled
+    "Agent": "ctxagent.agent.loop",
+    "AgentParts": "ctxagent.agent.loop",
+    "Approver": "ctxagent.agent.loop",
+    "create_agent": "ctxagent.agent.factory",
+    # what the loop tells its front end
+    "AgentEvent": "ctxagent.agent.updates",
+    "AssistantDelta": "ctxagent.agent.updates",
+    "AssistantDone": "ctxagent.agent.updates",
+    "CompactionDone": "ctxagent.agent.updates",
+    "ContextBuilt": "ctxagent.agent.updates",
+    "Notice": "ctxagent.agent.updates",
+    "PermissionDecision": "ctxagent.agent.updates",
+    "PermissionRequest": "ctxagent.agent.updates",
+    "StepStarted": "ctxagent.agent.updates",
+    "ToolFinished": "ctxagent.agent.updates",
+    "ToolStarted": "ctxagent.agent.updates",
+    "TurnFinished": "ctxagent.agent.updates",
+    "TurnStarted": "ctxagent.agent.updates",
+    "DIRECT_CALL_PREFIX": "ctxagent.agent.user_tools",
+    # configuration and trust
+    "Config": "ctxagent.agent.config",
+    "flags_from_args": "ctxagent.agent.config",
+    "load_config": "ctxagent.agent.config",
+    "decline": "ctxagent.agent.trust",
+    "describe_ignored": "ctxagent.agent.trust",
+    "needs_prompt": "ctxagent.agent.trust",
+    "trust": "ctxagent.agent.trust",
+    # sessions and what a user does to them
+    "Session": "ctxagent.agent.session",
+    "find_repo_root": "ctxagent.agent.session",
+    "list_sessions": "ctxagent.agent.session",
+    "open_session": "ctxagent.agent.session",
+    "describe_rewind": "ctxagent.agent.session_ops",
+    "find_user_turn": "ctxagent.agent.session_ops",
+    "switch_model": "ctxagent.agent.session_ops",
+    "TurnInfo": "ctxagent.agent.checkpoints.turns",
+    # models
+    "cost_usd": "ctxagent.agent.providers.registry",
+    "model_info": "ctxagent.agent.providers.registry",
+    "parse_model_name": "ctxagent.agent.providers.registry",
+    # the command line, set-up help and the demo
+    "cli_main": "ctxagent.agent.cli.main:main",
+    "setup_text": "ctxagent.agent.cli.setup_help",
+    "DEMO_LABEL": "ctxagent.agent.scripted.demo",
+    "DEMO_PROMPT": "ctxagent.agent.scripted.demo",
+    "Demo": "ctxagent.agent.scripted.demo",
+    "prepare_demo": "ctxagent.agent.scripted.demo",
+    # the repository's files, as the tools see them
+    "list_repo_files": "ctxagent.tools.confine",
+}
+__all__ = ["__version__", *sorted(_EXPORTS)]
+
+if TYPE_CHECKING:
+    from ctxagent.agent.checkpoints.turns import TurnInfo
+    from ctxagent.agent.cli.main import main as cli_main
+    from ctxagent.agent.cli.setup_help import setup_text
+    from ctxagent.agent.config import Config, flags_from_args, load_config
+    from ctxagent.agent.factory import create_agent
+    from ctxagent.agent.loop import Agent, AgentParts, Approver
+    from ctxagent.agent.providers.registry import cost_usd, model_info, parse_model_name
+    from ctxagent.agent.scripted.demo import DEMO_LABEL, DEMO_PROMPT, Demo, prepare_demo
+    from ctxagent.agent.session import Session, find_repo_root, list_sessions, open_session
+    from ctxagent.agent.session_ops import describe_rewind, find_user_turn, switch_model
+    from ctxagent.agent.trust import decline, describe_ignored, needs_prompt, trust
+    from ctxagent.agent.updates import (
+        AgentEvent,
+        AssistantDelta,
+        AssistantDone,
+        CompactionDone,
+        ContextBuilt,
+        Notice,
+        PermissionDecision,
+        PermissionRequest,
+        StepStarted,
+        ToolFinished,
+        ToolStarted,
+        TurnFinished,
+        TurnStarted,
+    )
+    from ctxagent.agent.user_tools import DIRECT_CALL_PREFIX
+    from ctxagent.tools.confine import list_repo_files
+else:
+    from ctxagent.context.floor.lazy import lazy_face
+
+    __getattr__, __dir__ = lazy_face(globals(), _EXPORTS)

@@ -1,4 +1,85 @@
-"""The context engine: tokens, budget, history log + views, builder, spill/prune/compact, memory, monitor.
+"""The context engine: tokens, budget, the session log and its view, the builder, spill / prune /
+compact, the monitor, memory.
 
 Runs without a model, a terminal or a network; imports neither `ctxagent.agent` nor `ctxagent.tui`.
+This is its face: a library user builds a request from a log with `build(BuildInputs(...))` and
+reads the `ContextReport`. Each name is imported on first use (context/floor/lazy.py), so importing
+the face is cheap.
 """
+
+from typing import TYPE_CHECKING
+
+_EXPORTS = {
+    # the build: inputs, result, and the request's fingerprint
+    "BuildInputs": "ctxagent.context.build.inputs",
+    "BuildResult": "ctxagent.context.build.inputs",
+    "WarmProvider": "ctxagent.context.build.inputs",
+    "build": "ctxagent.context.build.engine",
+    "request_sha256": "ctxagent.context.build.engine",
+    # the session log and its view
+    "Event": "ctxagent.context.history",
+    "SessionLog": "ctxagent.context.history",
+    "Summary": "ctxagent.context.history",
+    "view": "ctxagent.context.history",
+    "SpillRef": "ctxagent.context.events",
+    # budget, counting, calibration
+    "Budget": "ctxagent.context.budget",
+    "TokenCounter": "ctxagent.context.tokens",
+    "CachedCounter": "ctxagent.context.tokens",
+    "get_counter": "ctxagent.context.tokens",
+    "count_request": "ctxagent.context.tokens",
+    "Calibrator": "ctxagent.context.calibrator",
+    # the request the providers translate
+    "Message": "ctxagent.context.request",
+    "Request": "ctxagent.context.request",
+    "ToolCall": "ctxagent.context.request",
+    "ToolSpec": "ctxagent.context.request",
+    # the report and its breakpoints
+    "ContextReport": "ctxagent.context.report",
+    "DEFAULT_THRESHOLDS": "ctxagent.context.monitor",
+    "advice_for": "ctxagent.context.monitor",
+    # spill store
+    "SpillStore": "ctxagent.context.spill",
+    # memory records, as views show them
+    "Record": "ctxagent.context.memory.record",
+    "RETIRED": "ctxagent.context.memory.record",
+    # the one exception tree (context/errors.py documents it)
+    "CtxagentError": "ctxagent.context.errors",
+    "ConfigError": "ctxagent.context.errors",
+    "ContextOverflowError": "ctxagent.context.errors",
+    "HistoryError": "ctxagent.context.errors",
+    "ProviderError": "ctxagent.context.errors",
+    "ToolError": "ctxagent.context.errors",
+    # text that reaches a terminal
+    "plural": "ctxagent.context.floor.display",
+    "show_controls": "ctxagent.context.floor.display",
+    "strip_controls": "ctxagent.context.floor.display",
+}
+__all__ = sorted(_EXPORTS)
+
+if TYPE_CHECKING:
+    from ctxagent.context.budget import Budget
+    from ctxagent.context.build.engine import build, request_sha256
+    from ctxagent.context.build.inputs import BuildInputs, BuildResult, WarmProvider
+    from ctxagent.context.calibrator import Calibrator
+    from ctxagent.context.errors import (
+        ConfigError,
+        ContextOverflowError,
+        CtxagentError,
+        HistoryError,
+        ProviderError,
+        ToolError,
+    )
+    from ctxagent.context.events import SpillRef
+    from ctxagent.context.floor.display import plural, show_controls, strip_controls
+    from ctxagent.context.history import Event, SessionLog, Summary, view
+    from ctxagent.context.memory.record import RETIRED, Record
+    from ctxagent.context.monitor import DEFAULT_THRESHOLDS, advice_for
+    from ctxagent.context.report import ContextReport
+    from ctxagent.context.request import Message, Request, ToolCall, ToolSpec
+    from ctxagent.context.spill import SpillStore
+    from ctxagent.context.tokens import CachedCounter, TokenCounter, count_request, get_counter
+else:
+    from ctxagent.context.floor.lazy import lazy_face
+
+    __getattr__, __dir__ = lazy_face(globals(), _EXPORTS)

@@ -1,0 +1,52 @@
+"""The package faces: every name in `__all__` resolves, the lazy map and the type checker's imports
+agree, and importing a face loads no provider SDK, pydantic or tokenizer."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+FACES = {"ctxagent.agent": ROOT / "agent" / "__init__.py", "ctxagent.context": ROOT / "context" / "__init__.py"}
+
+
+def _type_checking_names(path: Path) -> dict[str, str]:
+    """name -> module of the face's `if TYPE_CHECKING:` imports (the alias's name when aliased)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    names: dict[str, str] = {}
+    for node in tree.body:
+        if isinstance(node, ast.If) and getattr(node.test, "id", None) == "TYPE_CHECKING":
+            for imp in node.body:
+                assert isinstance(imp, ast.ImportFrom) and imp.module
+                for alias in imp.names:
+                    names[alias.asname or alias.name] = imp.module + ("" if alias.asname is None else ":" + alias.name)
+    return names
+
+
+@pytest.mark.parametrize("face", sorted(FACES))
+def test_every_exported_name_resolves(face: str) -> None:
+    module = importlib.import_module(face)
+    for name in module.__all__:
+        assert getattr(module, name) is not None, name
+    with pytest.raises(AttributeError):
+        module.no_such_name  # noqa: B018
+
+
+@pytest.mark.parametrize("face", sorted(FACES))
+def test_lazy_map_matches_type_checking_imports(face: str) -> None:
+    module = importlib.import_module(face)
+    lazy = dict(module._EXPORTS)
+    assert _type_checking_names(FACES[face]) == lazy
+
+
+def test_importing_the_faces_is_cheap() -> None:
+    code = ("import sys, ctxagent.agent, ctxagent.context; "
+            "heavy = [m for m in ('anthropic', 'openai', 'pydantic', 'tiktoken', 'textual', 'sqlite3') if m in sys.modules]; "
+            "print(','.join(heavy))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == ""
