@@ -37,6 +37,9 @@ _EXPORTS = {
     "describe_ignored": "ctxagent.agent.trust",
     "needs_prompt": "ctxagent.agent.trust",
     "trust": "ctxagent.agent.trust",
+    # `trust` under a name no submodule shadows: once ctxagent.agent.trust is imported (agent/config.py
+    # does), the package attribute `trust` is that module, and `from ctxagent.agent import trust` gets it
+    "trust_repo": "ctxagent.agent.trust:trust",
     # sessions and what a user does to them
     "Session": "ctxagent.agent.session",
     "find_repo_root": "ctxagent.agent.session",
@@ -74,6 +77,7 @@ if TYPE_CHECKING:
     from ctxagent.agent.session import Session, find_repo_root, list_sessions, open_session
     from ctxagent.agent.session_ops import describe_rewind, find_user_turn, switch_model
     from ctxagent.agent.trust import decline, describe_ignored, needs_prompt, trust
+    from ctxagent.agent.trust import trust as trust_repo
     from ctxagent.agent.updates import (
         AgentEvent,
         AssistantDelta,

@@ -1,30 +1,34 @@
 """The ctxagent Textual app: a session screen (tui/session_screen.py) as its default screen, the
-set-up screen when no model is usable, and the keys that work everywhere.
+set-up screen when no model is usable, and the keys that work everywhere; and `run_app`, which
+opens it from the command line (`ctxagent`, --resume, --continue, demo).
 
-Start-up is built for a usable prompt at once: the first frame shows the session screen with the
-input focused (keys typed early land in it); the agent — provider, tokenizer, memory, checkpoints —
-is built on a worker thread after that frame, and a message sent before it is ready waits for it.
+Start-up is built for a usable prompt at once: only what the first frame needs happens before the
+app starts (the config, the session log); the first frame shows the session screen with the input
+focused (keys typed early land in it); the agent — provider, tokenizer, memory, checkpoints — is
+built on a worker thread after that frame, a message sent before it is ready waits for it, and a
+configuration it cannot use opens the set-up screen.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from collections.abc import Callable
 from functools import partial
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ctxagent.tui.messages import SetupNeeded
-from ctxagent.tui.session_screen import AgentFactory, SessionScreen
+from ctxagent.tui.session_screen import SessionScreen
+from textual import work
 from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
 
 if TYPE_CHECKING:
-    from ctxagent.agent.config import Config
-    from ctxagent.agent.loop import Agent
-    from ctxagent.agent.scripted.demo import Demo
-    from ctxagent.agent.session import Session
+    from ctxagent.agent import Agent, Config, Demo, Session
+    from ctxagent.tui.control import AgentFactory, SessionControl, SessionOpener
     from ctxagent.tui.setup_screen import LocalServer, SetupChoice
 
 CTRL_C_AGAIN_S = 2.0  # a second Ctrl+C within this time quits
@@ -44,7 +48,7 @@ class CtxApp(App[int]):
         *,
         label: str = "",
         initial_input: str = "",
-        open_session: Callable[..., Session] | None = None,
+        open_session: SessionOpener | None = None,
         reload_config: Callable[[], Config] | None = None,
         local_server: LocalServer | None = None,
         probe: bool = True,
@@ -93,7 +97,7 @@ class CtxApp(App[int]):
         for cmd in COMMANDS:
             yield SystemCommand(f"/{cmd.name}", cmd.help, partial(self._palette_slash, run_slash, cmd.name))
 
-    def _palette_slash(self, run: Callable[[SessionScreen, str], None], name: str) -> None:
+    def _palette_slash(self, run: Callable[[SessionControl, str], None], name: str) -> None:
         try:
             run(self.session_screen, f"/{name}")
         except LookupError:
@@ -103,15 +107,13 @@ class CtxApp(App[int]):
     def on_setup_needed(self, message: SetupNeeded) -> None:
         self.ask_for_setup(message.problem)
 
+    @work(thread=True, group="setup", name="probe")
     def ask_for_setup(self, problem: str) -> None:
         """No usable model: look for a local server (off the UI thread), then show the set-up screen."""
-        def job() -> None:
-            from ctxagent.tui.setup_screen import probe_local_server
+        from ctxagent.tui.setup_screen import probe_local_server
 
-            local = self.local_server or (probe_local_server() if self.probe else None)
-            self.call_from_thread(self._show_setup, problem, local)
-
-        self.run_worker(job, thread=True, group="setup", name="probe")
+        local = self.local_server or (probe_local_server() if self.probe else None)
+        self.call_from_thread(self._show_setup, problem, local)
 
     def _show_setup(self, problem: str, local: LocalServer | None) -> None:
         from ctxagent.tui.setup_screen import SetupScreen
@@ -128,35 +130,30 @@ class CtxApp(App[int]):
         screen = self.session_screen
         screen.session.config.model = choice.model
         screen.session.config.base_url = choice.base_url
-        screen.build_agent()
+        screen.starter.build()
 
     def _start_demo(self) -> None:
         """The set-up screen's demo button: the same scripted demo as `ctxagent demo`, in this app."""
         screen = self.session_screen if any(isinstance(s, SessionScreen) for s in self.screen_stack) else None
+        self._prepare_demo(screen)
 
-        def job() -> None:
-            from ctxagent.agent.config import load_config
-            from ctxagent.agent.scripted.demo import prepare_demo
-            from ctxagent.agent.session import open_session
+    @work(thread=True, group="setup", name="demo", description="prepare the demo")
+    def _prepare_demo(self, screen: SessionScreen | None) -> None:
+        from ctxagent.agent import load_config, open_session, prepare_demo
 
-            demo = prepare_demo()
-            session = open_session(demo.repo, load_config(demo.repo, demo.flags))
-            if screen is None:
-                self.call_from_thread(self._show_demo, demo, session, None)
-                return
-            agent = screen.new_agent(session)
-            self.call_from_thread(self._show_demo, demo, session, agent)
-
-        self.run_worker(job, thread=True, group="setup", name="demo")
+        demo = prepare_demo()
+        session = open_session(demo.repo, load_config(demo.repo, demo.flags))
+        agent = screen.new_agent(session) if screen is not None else None
+        self.call_from_thread(self._show_demo, demo, session, agent)
 
     def _show_demo(self, demo: Demo, session: Session, agent: Agent | None) -> None:
-        from ctxagent.agent.scripted.demo import DEMO_LABEL, DEMO_PROMPT
+        from ctxagent.agent import DEMO_LABEL, DEMO_PROMPT
 
         self.demo = demo
         self.session = session
         if agent is None:  # no session screen yet (the app opened without a session)
             if self.make_agent is None:
-                from ctxagent.agent.factory import create_agent
+                from ctxagent.agent import create_agent
 
                 self.make_agent = create_agent
             self.push_screen(SessionScreen(session, self.make_agent, label=DEMO_LABEL, initial_input=DEMO_PROMPT,
@@ -208,12 +205,40 @@ class CtxApp(App[int]):
 
 
 def run_app(args: argparse.Namespace) -> int:
-    """`ctxagent` (and --resume / --continue, demo): build the session from the CLI args, run the app."""
-    from ctxagent.tui.launch import launch
+    """`ctxagent` (and --resume / --continue, demo): build the session from the CLI args, run the app.
+    `args.initial_input` is pre-typed in the input box (the demo's suggested request)."""
+    from ctxagent.agent import find_repo_root, flags_from_args, load_config, open_session
+    from ctxagent.context import CtxagentError
 
-    return launch(
-        args,
-        label=getattr(args, "app_label", "") or "",
-        initial_input=getattr(args, "initial_input", "") or "",
-        probe=getattr(args, "probe", True),
-    )
+    root = find_repo_root(Path(getattr(args, "cwd", None) or ".").resolve())
+    flags = flags_from_args(args)
+    try:
+        config = load_config(root, flags)
+        session = open_session(root, config, resume=_resume_ref(args))
+    except CtxagentError as exc:
+        print(f"ctxagent: {exc}", file=sys.stderr)
+        return 2
+    label = getattr(args, "app_label", "") or getattr(args, "label", "") or ""
+    app = CtxApp(session, _create_agent, label=label, initial_input=getattr(args, "initial_input", "") or "",
+                 probe=getattr(args, "probe", True), reload_config=lambda: load_config(root, flags))
+    try:
+        result = app.run()
+    finally:
+        session.log.close()
+        if app.session is not None and app.session is not session:
+            app.session.log.close()
+    return int(result or 0)
+
+
+def _resume_ref(args: argparse.Namespace) -> str | None:
+    if getattr(args, "continue_", False):
+        return ""
+    resume = getattr(args, "resume", None)
+    return None if resume is None else str(resume)
+
+
+def _create_agent(session: Session, **kwargs: Any) -> Agent:
+    """The agent factory, imported when the app's worker first builds an agent (not before the first frame)."""
+    from ctxagent.agent import create_agent
+
+    return create_agent(session, **kwargs)

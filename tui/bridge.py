@@ -10,21 +10,21 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING, Any
 
-from ctxagent.agent.updates import AgentEvent, PermissionDecision, PermissionRequest
+from ctxagent.agent import AgentEvent, PermissionDecision, PermissionRequest
 from ctxagent.tui.messages import AgentUpdate
 
 if TYPE_CHECKING:
-    from ctxagent.tui.session_screen import SessionScreen
+    from ctxagent.tui.control import SessionControl
 
 
 class WorkerBridge:
-    def __init__(self, screen: SessionScreen) -> None:
-        self.screen = screen
+    def __init__(self, control: SessionControl) -> None:
+        self.control = control
 
     def on_event(self, ev: AgentEvent) -> None:
         """The agent's `on_event`, called on its worker thread."""
-        if not self.screen.stopping:
-            self.screen.post_message(AgentUpdate(ev))
+        if not self.control.stopping:
+            self.control.post_message(AgentUpdate(ev))
 
     def approve(self, request: PermissionRequest) -> PermissionDecision:
         """The agent's approver: the permission modal, answered by the user."""
@@ -32,7 +32,7 @@ class WorkerBridge:
 
         answer = self.ask(PermissionModal(request))
         if answer is None:
-            return PermissionDecision(allow=False, reason="ctxagent is closing" if self.screen.stopping else "no answer")
+            return PermissionDecision(allow=False, reason="ctxagent is closing" if self.control.stopping else "no answer")
         return answer
 
     def confirm_overwrite(self, paths: list[str]) -> bool:
@@ -51,9 +51,9 @@ class WorkerBridge:
             box.append(value)
             answered.set()
 
-        app = self.screen.app
+        app = self.control.app
         app.call_from_thread(app.push_screen, modal, done)
         while not answered.wait(0.1):
-            if self.screen.stopping:
+            if self.control.stopping:
                 return None
         return box[0]

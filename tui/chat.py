@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ctxagent.context.floor.display import strip_controls
+from ctxagent.context import strip_controls
 from ctxagent.tui.safe import markup_safe, plain
 from rich.text import Text
 from textual.widgets import Collapsible, Static

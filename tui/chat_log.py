@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ctxagent.agent.updates import (
+from ctxagent.agent import (
+    DIRECT_CALL_PREFIX,
     AgentEvent,
     AssistantDelta,
     AssistantDone,
@@ -14,7 +15,6 @@ from ctxagent.agent.updates import (
     ToolFinished,
     ToolStarted,
 )
-from ctxagent.agent.user_tools import DIRECT_CALL_PREFIX
 from ctxagent.tui.chat import NoticeLine, SummaryPanel, ToolPanel
 from ctxagent.tui.gauge import human_tokens
 from textual.containers import VerticalScroll
@@ -66,11 +66,11 @@ class ChatLog(VerticalScroll):
                 panel.collapsed = not (ev.call_id.startswith(DIRECT_CALL_PREFIX) and ev.name == "shell")  # !command: open
                 await self.mount(panel)
             case ToolFinished():
-                panel = self.panel(ev.call_id)
-                if panel is None:
-                    panel = ToolPanel(ev.call_id, ev.name, {})
-                    await self.mount(panel)
-                panel.finish(ev.content, ev.is_error, ev.duration_ms, ev.meta)
+                shown = self.panel(ev.call_id)
+                if shown is None:
+                    shown = ToolPanel(ev.call_id, ev.name, {})
+                    await self.mount(shown)
+                shown.finish(ev.content, ev.is_error, ev.duration_ms, ev.meta)
             case Notice():
                 await self.mount(NoticeLine(ev.message, ev.level))
             case CompactionDone():

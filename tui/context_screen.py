@@ -13,10 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ctxagent.context.events import SpillRef
-from ctxagent.context.history import Event
-from ctxagent.context.monitor import DEFAULT_THRESHOLDS, advice_for
-from ctxagent.context.report import ContextReport
+from ctxagent.context import DEFAULT_THRESHOLDS, ContextReport, Event, SpillRef, advice_for
 from ctxagent.tui.gauge import GLYPH, LEVEL_STYLE, STYLE, human_tokens, slice_tokens
 from ctxagent.tui.safe import one_line, plain
 from rich.console import Group
@@ -29,7 +26,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Footer, Static
 
 if TYPE_CHECKING:
-    from ctxagent.context.build.engine import BuildResult
+    from ctxagent.context import BuildResult
 
 PROMPT_SLICES = ("system", "hot", "warm", "tools")
 WHAT = {  # one short phrase: the table stays one line a row at 80 columns
@@ -213,9 +210,8 @@ def history_lines(events: Iterable[Event]) -> list[str]:
                 target = next((x for x in evs if x.id == back.to_id and x.kind == "user"), None)
                 by_turn = target.user.turn if target is not None else "?"
             lines.append(f"rewound to before turn {by_turn}: it and later turns hidden (kept in the log)")
-        elif e.kind == "tool_result" and e.tool_result.spill_ref is not None:
-            result = e.tool_result
-            lines.append(f"turn {turn} · {result.name or '?'}: {_spill_words(result.spill_ref)}")
+        elif e.kind == "tool_result" and (spill := e.tool_result.spill_ref) is not None:
+            lines.append(f"turn {turn} · {e.tool_result.name or '?'}: {_spill_words(spill)}")
     return lines or ["nothing spilled, cut, summarized or rewound yet"]
 
 

@@ -16,7 +16,7 @@ def _launch_app(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from ctxagent.agent.cli.main import main as cli_main
+    from ctxagent.agent import cli_main
 
     return cli_main(argv, tui_launcher=_launch_app)
 

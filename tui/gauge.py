@@ -10,8 +10,7 @@ shows usage per step of the session.
 
 from __future__ import annotations
 
-from ctxagent.context.monitor import DEFAULT_THRESHOLDS, advice_for
-from ctxagent.context.report import ContextReport
+from ctxagent.context import DEFAULT_THRESHOLDS, ContextReport, advice_for
 from rich.text import Text
 from textual.reactive import reactive
 from textual.widget import Widget

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ctxagent.context.memory.record import RETIRED
+from ctxagent.context import RETIRED
 from ctxagent.tui.safe import plain
 from rich.text import Text
 from textual.app import ComposeResult
@@ -19,7 +19,7 @@ from textual.screen import ModalScreen
 from textual.widgets import DataTable, Footer, Input, Static
 
 if TYPE_CHECKING:
-    from ctxagent.context.memory.record import Record
+    from ctxagent.context import Record
 
 
 class MemoryLike(Protocol):

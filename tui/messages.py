@@ -15,9 +15,7 @@ from typing import TYPE_CHECKING
 from textual.message import Message
 
 if TYPE_CHECKING:
-    from ctxagent.agent.loop import Agent
-    from ctxagent.agent.session import Session
-    from ctxagent.agent.updates import AgentEvent
+    from ctxagent.agent import Agent, AgentEvent, Session
 
 
 class AgentUpdate(Message):

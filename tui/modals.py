@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ctxagent.agent.updates import PermissionDecision, PermissionRequest
-from ctxagent.context.floor.display import show_controls
+from ctxagent.agent import PermissionDecision, PermissionRequest
+from ctxagent.context import show_controls
 from ctxagent.tui.safe import judged, plain
 from rich.text import Text
 from textual import events

@@ -6,7 +6,7 @@ the chat: the app imports it after the first frame (the agent's build warms it),
 
 from __future__ import annotations
 
-from ctxagent.context.floor.display import strip_controls
+from ctxagent.context import strip_controls
 from textual.widgets import Markdown
 from textual.widgets.markdown import MarkdownStream
 

@@ -9,7 +9,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from ctxagent.agent.checkpoints.turns import TurnInfo
+from ctxagent.agent import TurnInfo
 from ctxagent.tui.safe import one_line, plain
 from rich.text import Text
 from textual.app import ComposeResult

@@ -9,7 +9,7 @@ what the user must judge, shows them), and every helper below goes through it.
 
 from __future__ import annotations
 
-from ctxagent.context.floor.display import show_controls, strip_controls
+from ctxagent.context import show_controls, strip_controls
 from rich.text import Text
 from textual.markup import escape
 

@@ -1,13 +1,14 @@
 """The session screen: chat, breakpoint bar, input, usage gauge and status line for one session.
 
-It owns the session and its agent. The agent is built on a worker thread after the first frame
-(tui/agent_start.py; the prompt takes keys at once, a message sent before the agent is ready waits
-for it). A turn, and
-every session action that may call the model or touch files (compact, rewind, new session, resume,
-model switch), runs on a worker thread while `busy` is set; agent events come back as `AgentUpdate`
-messages, actions end with `ActionFinished`. `level` is the engine's advice for the latest build
-(`context.monitor.advice_for` at the session's thresholds) — the gauge colours by the same rule, and
-crossing a level raises the bar (compress) or the modal (new session).
+It owns the session and its agent, and is the `SessionControl` (tui/control.py) that the slash
+commands, the worker bridge and the agent's start work through. The agent is built on a worker
+thread after the first frame (`AgentStarter`, tui/agent_start.py; the prompt takes keys at once, a
+message sent before the agent is ready waits for it). A turn, and every session action that may
+call the model or touch files (compact, rewind, new session, resume, model switch), runs on a
+worker thread while `busy` is set; agent events come back as `AgentUpdate` messages, actions end
+with `ActionFinished`. `level` is the engine's advice for the latest build (`advice_for` at the
+session's thresholds) — the gauge colours by the same rule, and crossing a level raises the bar
+(compress) or the modal (new session).
 """
 
 from __future__ import annotations
@@ -15,9 +16,9 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from ctxagent.agent.updates import (
+from ctxagent.agent import (
     AssistantDone,
     ContextBuilt,
     Notice,
@@ -26,23 +27,18 @@ from ctxagent.agent.updates import (
     TurnFinished,
     TurnStarted,
 )
-from ctxagent.context.floor.display import plural
-from ctxagent.context.monitor import advice_for
-from ctxagent.tui.agent_start import AgentStartMixin
+from ctxagent.context import advice_for, plural
+from ctxagent.tui.agent_start import AgentStarter
 from ctxagent.tui.bridge import WorkerBridge
 from ctxagent.tui.chat import NoticeLine, UserMessage
 from ctxagent.tui.chat_log import ChatLog
 from ctxagent.tui.gauge import UsageGauge
-from ctxagent.tui.messages import (
-    ActionFinished,
-    AgentUpdate,
-    Outcome,
-)
+from ctxagent.tui.messages import ActionFinished, AgentReady, AgentUpdate, Outcome
 from ctxagent.tui.modals import BreakpointBar, BreakpointModal
 from ctxagent.tui.prompt import ChatInput
 from ctxagent.tui.status import StatusLine
-from ctxagent.tui.transcript import cost_usd, transcript_widgets
-from textual import events
+from ctxagent.tui.transcript import cost_usd, transcript_widgets, usage_totals
+from textual import events, getters, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.notifications import SeverityLevel
@@ -50,16 +46,13 @@ from textual.reactive import reactive
 from textual.screen import Screen
 
 if TYPE_CHECKING:
-    from ctxagent.agent.config import Config
-    from ctxagent.agent.loop import Agent
-    from ctxagent.agent.session import Session
+    from ctxagent.agent import Agent, Config, Session
+    from ctxagent.tui.control import AgentFactory, SessionOpener, TurnRunner
 
-AgentFactory = Callable[..., "Agent"]  # (session, on_event=, approver=) -> Agent
-TurnRunner = Callable[["Agent", threading.Event], Any]  # runs one turn on the worker thread
 RANK = {"ok": 0, "compress": 1, "new_session": 2}
 
 
-class SessionScreen(AgentStartMixin, Screen[None]):
+class SessionScreen(Screen[None]):
     DEFAULT_CSS = """
     SessionScreen { layout: vertical; }
     SessionScreen #chat { height: 1fr; }
@@ -78,14 +71,18 @@ class SessionScreen(AgentStartMixin, Screen[None]):
     busy: reactive[bool] = reactive(False)  # a turn or a session action is running
     level: reactive[str] = reactive("ok")  # the engine's advice for the latest build
 
+    chat = getters.query_one("#chat", ChatLog)
+    input = getters.query_one("#input", ChatInput)
+    gauge = getters.query_one("#gauge", UsageGauge)
+    status = getters.query_one("#status", StatusLine)
+    bar = getters.query_one("#breakpoint", BreakpointBar)
+
     def __init__(self, session: Session, make_agent: AgentFactory, *, label: str = "", initial_input: str = "",
-                 open_session: Callable[..., Session] | None = None,
+                 open_session: SessionOpener | None = None,
                  reload_config: Callable[[], Config] | None = None) -> None:
         super().__init__()
         self.session = session
-        self.make_agent = make_agent
         self.open_session = open_session
-        self.reload_config = reload_config  # the config again, from the same sources (after trusting the repository)
         self.label = label
         self.initial_input = initial_input
         self.agent: Agent | None = None
@@ -93,8 +90,8 @@ class SessionScreen(AgentStartMixin, Screen[None]):
         self.stopping = False  # the app is closing: workers must not wait for the UI
         self.turn_ended_at = 0.0
         self.bridge = WorkerBridge(self)
+        self.starter = AgentStarter(self, self.bridge, make_agent, reload_config)
         self._pending: list[Callable[[], None]] = []  # run when the running turn or action ends
-        self._queued: TurnRunner | None = None  # sent before the agent was ready: runs when it is
 
     # -- layout ---------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -104,37 +101,22 @@ class SessionScreen(AgentStartMixin, Screen[None]):
         yield UsageGauge(id="gauge")
         yield StatusLine(id="status")
 
-    @property
-    def chat(self) -> ChatLog:
-        return self.query_one("#chat", ChatLog)
-
-    @property
-    def input(self) -> ChatInput:
-        return self.query_one("#input", ChatInput)
-
-    @property
-    def gauge(self) -> UsageGauge:
-        return self.query_one("#gauge", UsageGauge)
-
-    @property
-    def status(self) -> StatusLine:
-        return self.query_one("#status", StatusLine)
-
-    @property
-    def bar(self) -> BreakpointBar:
-        return self.query_one("#breakpoint", BreakpointBar)
-
     def _repo_files(self) -> list[str]:
-        from ctxagent.tools.confine import list_repo_files
+        from ctxagent.agent import list_repo_files
 
         return list_repo_files(self.session.root)[0]
 
     def on_mount(self) -> None:
-        self._show_session_facts(priced=False)  # the price table is read after the first frame
+        self.show_session_facts(priced=False)  # the price table is read after the first frame
         self.status.set(activity="starting")
         self.offer_input(self.initial_input)
         self.input.focus()
         self.call_after_refresh(self._after_first_frame)
+
+    def _after_first_frame(self) -> None:
+        self.show_session_facts()
+        self.chat.mount_all(transcript_widgets(self.session.log.events))
+        self.starter.start()
 
     def offer_input(self, text: str) -> None:
         """Type a suggested request into an empty input (the demo's), saying so."""
@@ -153,59 +135,44 @@ class SessionScreen(AgentStartMixin, Screen[None]):
 
     # -- input ----------------------------------------------------------------------------------
     def on_chat_input_submitted(self, event: ChatInput.Submitted) -> None:
-        """Enter: a slash command, `!command`, or a message for the model (`//text`: text with a slash)."""
-        from ctxagent.tui.commands import parse_slash, unescape
-        from ctxagent.tui.slash import run_slash
+        """Enter: what the line means is tui/slash.py's `run_input`; the box keeps text it did not take."""
+        from ctxagent.tui.slash import run_input
 
         event.stop()
-        text, stripped = event.text, event.text.lstrip()
-        if not stripped:
-            return
-        if parse_slash(text) is not None:
-            run_slash(self, text)
-            accepted = True
-        elif stripped.startswith("!") and not stripped.startswith("!!"):
-            command = stripped[1:].strip()
-            accepted = bool(command) and self.start_turn(f"!{command}", lambda agent, cancel: agent.run_command(command, cancel))
-            if not command:
-                self.say("usage: !COMMAND — e.g. !git status", "warning")
-        else:
-            message = unescape(text)
-            accepted = self.start_turn(message, lambda agent, cancel: agent.run_turn(message, cancel))
-        if accepted:
-            event.chat_input.remember(text)
+        if run_input(self, event.text):
+            event.chat_input.remember(event.text)
             event.chat_input.clear()
 
     def start_turn(self, shown: str, run: TurnRunner) -> bool:
         """Show the user's input and run the turn on a worker thread. Before the agent is ready the first
         input waits for it; False (the input box keeps the text) while another turn runs."""
-        if self.busy or (self.agent is None and self._queued is not None):
+        if self.busy or (self.agent is None and self.starter.queued is not None):
             self.say("A turn is running — wait for it, or press Esc to interrupt." if self.busy
                      else "The model is still starting; your first message is already waiting.", "warning")
             return False
         self.chat.mount(UserMessage(shown, self._next_turn()))
         if self.agent is None:
-            self._queued = run
+            self.starter.queued = run
             self.chat.mount(NoticeLine("the model is starting — your message is sent as soon as it is ready"))
             return True
-        self._run_turn(run)
+        self.run_turn(run)
         return True
 
-    def _run_turn(self, run: TurnRunner) -> None:
+    def run_turn(self, run: TurnRunner) -> None:
         agent = self.agent
         assert agent is not None
         self.busy = True
         self.cancel = cancel = threading.Event()
         self.status.set(activity="thinking")
+        self._turn(run, agent, cancel)
 
-        def job() -> None:
-            try:
-                run(agent, cancel)
-            except Exception as exc:  # the loop reports its own errors; this is a bug guard, not flow
-                self.post_message(AgentUpdate(Notice(f"{type(exc).__name__}: {exc}", "error")))
-                self.post_message(AgentUpdate(TurnFinished(self._next_turn(), "error", "", 0)))
-
-        self.run_worker(job, thread=True, group="agent", name="turn")
+    @work(thread=True, group="agent", name="turn", description="a turn")  # no repr of the agent
+    def _turn(self, run: TurnRunner, agent: Agent, cancel: threading.Event) -> None:
+        try:
+            run(agent, cancel)
+        except Exception as exc:  # the loop reports its own errors; this is a bug guard, not flow
+            self.post_message(AgentUpdate(Notice(f"{type(exc).__name__}: {exc}", "error")))
+            self.post_message(AgentUpdate(TurnFinished(self._next_turn(), "error", "", 0)))
 
     def _next_turn(self) -> int:
         return int(self.session.log.turn) + 1
@@ -232,9 +199,70 @@ class SessionScreen(AgentStartMixin, Screen[None]):
             return "cleared"
         return ""
 
+    def quit(self) -> None:
+        self.stopping = True
+        self.cancel.set()
+        self.app.exit(0)
+
+    # -- telling the user -------------------------------------------------------------------------
     def say(self, message: str, severity: SeverityLevel = "information") -> None:
         """A toast. Never markup: messages often quote text from outside (paths, errors)."""
         self.app.notify(message, severity=severity, markup=False)
+
+    def notice(self, text: str, severity: str = "info") -> None:
+        self.chat.mount(NoticeLine(text, severity))
+
+    def set_activity(self, activity: str) -> None:
+        self.status.set(activity=activity)
+
+    def clear_chat(self) -> None:
+        self.chat.remove_children()
+
+    @property
+    def model_label(self) -> str:
+        return self.status.info.model
+
+    def show_session_facts(self, *, priced: bool = True) -> None:
+        cfg = self.session.config
+        self.gauge.thresholds = (float(cfg.compress_at), float(cfg.new_session_at))
+        totals = usage_totals(self.session.log.events)
+        model = self.agent.model_label if self.agent is not None else (cfg.model or "?")
+        self.status.set(label=self.label, model=model, session=str(self.session.id), permissions=cfg.permission_mode,
+                        tokens_in=totals.input_tokens, tokens_out=totals.output_tokens)
+        if priced:
+            self.status.set(cost=cost_usd(model, totals))
+
+    # -- the agent --------------------------------------------------------------------------------
+    def new_agent(self, session: Session) -> Agent:
+        """An agent for `session` wired to this screen (call it on a worker thread: it is slow to build)."""
+        return self.starter.new_agent(session)
+
+    def on_agent_ready(self, message: AgentReady) -> None:
+        self.starter.ready(message)
+
+    def show_agent(self, agent: Agent) -> None:
+        """Make `agent` current: gauge and status from its reports; a fresh measure after a rewind."""
+        self.agent = agent
+        self.gauge.reset()
+        self.gauge.history = [float(r.usage_pct) for r in agent.reports[:-1]]
+        last = agent.last_report
+        if last is not None:
+            self.gauge.update_report(last)
+        self.set_reactive(SessionScreen.level, self._advice(last.usage_pct) if last is not None else "ok")
+        self.bar.hide()
+        self.show_session_facts()
+        self.status.set(model=agent.model_label, calibration=agent.calibration_ratio, activity="idle")
+        events = self.session.log.events
+        if events and events[-1].kind in ("rewind", "compaction"):
+            self.measure_next()  # the last report predates it: show what the next step will send
+
+    def measure_next(self) -> None:
+        agent = self.agent
+        if agent is not None:
+            self.start_action("measure", lambda: (agent.preview(), Outcome(True))[1], activity="measuring")
+
+    def confirm_overwrite(self, paths: list[str]) -> bool:
+        return self.bridge.confirm_overwrite(paths)
 
     # -- agent events ---------------------------------------------------------------------------
     async def on_agent_update(self, message: AgentUpdate) -> None:
@@ -297,18 +325,14 @@ class SessionScreen(AgentStartMixin, Screen[None]):
             self.bar.show(pct)
 
     def _after_full_prompt(self, choice: str | None) -> None:
-        from ctxagent.tui import slash
+        from ctxagent.tui.slash import breakpoint_chosen
 
-        if choice == "compact":
-            slash.compact(self, "")
-        elif choice == "new_session":
-            slash.new_session(self, with_summary=True)
+        breakpoint_chosen(self, choice)
 
     def on_breakpoint_bar_chosen(self, message: BreakpointBar.Chosen) -> None:
-        from ctxagent.tui import slash
+        from ctxagent.tui.slash import breakpoint_chosen
 
-        if message.choice == "compact":
-            slash.compact(self, "")
+        breakpoint_chosen(self, message.choice)
 
     def action_breakpoint(self, choice: str) -> None:
         self.bar.choose(choice)
@@ -329,15 +353,15 @@ class SessionScreen(AgentStartMixin, Screen[None]):
             return
         self.busy = True
         self.status.set(activity=activity or name)
+        self._action(name, work)
 
-        def job() -> None:
-            try:
-                outcome = work()
-            except Exception as exc:  # an action that fails says so in the chat; the session goes on
-                outcome = Outcome(False, f"{name} failed: {type(exc).__name__}: {exc}")
-            self.post_message(ActionFinished(name, outcome))
-
-        self.run_worker(job, thread=True, group="agent", name=name)
+    @work(thread=True, group="agent", name="action", description="a session action")
+    def _action(self, name: str, job: Callable[[], Outcome]) -> None:
+        try:
+            outcome = job()
+        except Exception as exc:  # an action that fails says so in the chat; the session goes on
+            outcome = Outcome(False, f"{name} failed: {type(exc).__name__}: {exc}")
+        self.post_message(ActionFinished(name, outcome))
 
     def on_action_finished(self, message: ActionFinished) -> None:
         out = message.outcome

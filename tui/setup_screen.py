@@ -58,7 +58,7 @@ def _ollama_models(data: object) -> list[str]:
 
 def setup_instructions(problem: str = "") -> str:
     """What to set, said once for the app and the command line (agent/cli/setup_help.py)."""
-    from ctxagent.agent.cli.setup_help import setup_text
+    from ctxagent.agent import setup_text
 
     lines = [f"Problem: {problem}", ""] if problem else []
     return "\n".join(lines) + setup_text()

@@ -1,8 +1,9 @@
 """What each slash command does: one small function per command of the registry (tui/commands.py).
 
-A handler takes the session screen and the argument text. Anything that may call the model or
-touch files (compact, rewind, new session, resume, model switch) runs as a session action on a
-worker thread (`SessionScreen.start_action`); the operations themselves live in agent/.
+A handler takes the session it works on, as a `SessionControl` (tui/control.py), and the argument
+text. Anything that may call the model or touch files (compact, rewind, new session, resume, model
+switch) runs as a session action on a worker thread (`SessionControl.start_action`); the operations
+themselves live in agent/.
 """
 
 from __future__ import annotations
@@ -11,15 +12,14 @@ from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING
 
-from ctxagent.tui.chat import NoticeLine
-from ctxagent.tui.commands import help_text, parse_slash
+from ctxagent.tui.commands import help_text, parse_slash, unescape
 from ctxagent.tui.messages import Outcome
 
 if TYPE_CHECKING:
+    from ctxagent.tui.control import SessionControl
     from ctxagent.tui.rewind_screen import RewindChoice
-    from ctxagent.tui.session_screen import SessionScreen
 
-Handler = Callable[["SessionScreen", str], None]
+Handler = Callable[["SessionControl", str], None]
 HANDLERS: dict[str, Handler] = {}
 NEED_NO_AGENT = {"help", "quit", "clear", "cost"}
 
@@ -32,95 +32,112 @@ def handles(name: str) -> Callable[[Handler], Handler]:
     return register
 
 
-def run_slash(screen: SessionScreen, text: str) -> None:
+def run_input(control: SessionControl, text: str) -> bool:
+    """What Enter does with the input line: a slash command, `!command`, or a message for the model
+    (`//text`: text starting with a slash). False when it was not taken (the box keeps the text)."""
+    stripped = text.lstrip()
+    if not stripped:
+        return False
+    if parse_slash(text) is not None:
+        run_slash(control, text)
+        return True
+    if stripped.startswith("!") and not stripped.startswith("!!"):
+        command = stripped[1:].strip()
+        if not command:
+            control.say("usage: !COMMAND — e.g. !git status", "warning")
+            return False
+        return control.start_turn(f"!{command}", lambda agent, cancel: agent.run_command(command, cancel))
+    message = unescape(text)
+    return control.start_turn(message, lambda agent, cancel: agent.run_turn(message, cancel))
+
+
+def run_slash(control: SessionControl, text: str) -> None:
     parsed = parse_slash(text)
     if parsed is None:
         return
     if parsed.command is None:
-        screen.say(f"unknown command /{parsed.name} — /help lists them", "error")
+        control.say(f"unknown command /{parsed.name} — /help lists them", "error")
         return
-    if screen.agent is None and parsed.command.name not in NEED_NO_AGENT:
-        screen.say("The model is not ready yet.", "warning")
+    if control.agent is None and parsed.command.name not in NEED_NO_AGENT:
+        control.say("The model is not ready yet.", "warning")
         return
-    HANDLERS[parsed.command.name](screen, parsed.arg)
+    HANDLERS[parsed.command.name](control, parsed.arg)
 
 
 # -- simple ones --------------------------------------------------------------------------------
 
 @handles("help")
-def show_help(screen: SessionScreen, arg: str) -> None:
+def show_help(control: SessionControl, arg: str) -> None:
     from ctxagent.tui.pickers import InfoModal
 
-    screen.app.push_screen(InfoModal("## Slash commands\n\n" + help_text()))
+    control.app.push_screen(InfoModal("## Slash commands\n\n" + help_text()))
 
 
 @handles("quit")
-def quit_app(screen: SessionScreen, arg: str) -> None:
-    screen.stopping = True
-    screen.cancel.set()
-    screen.app.exit(0)
+def quit_app(control: SessionControl, arg: str) -> None:
+    control.quit()
 
 
 @handles("cost")
-def show_cost(screen: SessionScreen, arg: str) -> None:
+def show_cost(control: SessionControl, arg: str) -> None:
     from ctxagent.tui.pickers import InfoModal
     from ctxagent.tui.transcript import cost_markdown
 
-    screen.app.push_screen(InfoModal(cost_markdown(screen.status.info.model, screen.session.log.events)))
+    control.app.push_screen(InfoModal(cost_markdown(control.model_label, control.session.log.events)))
 
 
 @handles("clear")
-def clear(screen: SessionScreen, arg: str) -> None:
-    screen.chat.remove_children()
-    screen.chat.mount(NoticeLine("view cleared — the session log keeps everything (/rewind, /resume, /context)"))
+def clear(control: SessionControl, arg: str) -> None:
+    control.clear_chat()
+    control.notice("view cleared — the session log keeps everything (/rewind, /resume, /context)")
 
 
 @handles("memory")
-def memory(screen: SessionScreen, arg: str) -> None:
+def memory(control: SessionControl, arg: str) -> None:
     from ctxagent.tui.memory_screen import MemoryScreen
 
-    assert screen.agent is not None
-    screen.app.push_screen(MemoryScreen(screen.agent.memory, arg))
+    assert control.agent is not None
+    control.app.push_screen(MemoryScreen(control.agent.memory, arg))
 
 
 @handles("remember")
-def remember(screen: SessionScreen, arg: str) -> None:
+def remember(control: SessionControl, arg: str) -> None:
     if not arg.strip():
-        screen.say("usage: /remember TEXT — e.g. /remember never edit generated files", "warning")
+        control.say("usage: /remember TEXT — e.g. /remember never edit generated files", "warning")
         return
-    assert screen.agent is not None
+    assert control.agent is not None
     try:
-        screen.agent.remember(arg)
+        control.agent.remember(arg)
     except Exception as exc:  # memory is a side system: the pin is in the log regardless
-        screen.say(f"memory store: {exc}", "warning")
-    screen.chat.mount(NoticeLine(f"📌 pinned: {arg.strip()}"))
+        control.say(f"memory store: {exc}", "warning")
+    control.notice(f"📌 pinned: {arg.strip()}")
 
 
 @handles("context")
-def context(screen: SessionScreen, arg: str) -> None:
+def context(control: SessionControl, arg: str) -> None:
     """The last request the agent built; measure the next one first when there is none yet (a resume)."""
-    agent = screen.agent
+    agent = control.agent
     assert agent is not None
     if agent.last_build is None:
         def work() -> Outcome:
             agent.preview()  # None when even the relieved history cannot fit: the screen says so
-            return Outcome(True, then=partial(_show_context, screen))
+            return Outcome(True, then=partial(_show_context, control))
 
-        screen.start_action("measure", work, activity="measuring")
+        control.start_action("measure", work, activity="measuring")
         return
-    _show_context(screen)
+    _show_context(control)
 
 
-def _show_context(screen: SessionScreen) -> None:
+def _show_context(control: SessionControl) -> None:
     from ctxagent.tui.context_screen import ContextScreen, ContextSnapshot
 
-    agent = screen.agent
+    agent = control.agent
     assert agent is not None
-    cfg = screen.session.config
+    cfg = control.session.config
     budget = agent.parts.budget
-    screen.app.push_screen(ContextScreen(ContextSnapshot(
+    control.app.push_screen(ContextScreen(ContextSnapshot(
         build=agent.last_build, sent=agent.last_build_sent, shares={s: budget.base(s) for s in budget.fractions},
-        tokenizer=agent.parts.tokenizer, events=list(screen.session.log.events),
+        tokenizer=agent.parts.tokenizer, events=list(control.session.log.events),
         thresholds=(float(cfg.compress_at), float(cfg.new_session_at)),
     )))
 
@@ -128,92 +145,101 @@ def _show_context(screen: SessionScreen) -> None:
 # -- the model ----------------------------------------------------------------------------------
 
 @handles("model")
-def model(screen: SessionScreen, arg: str) -> None:
+def model(control: SessionControl, arg: str) -> None:
     name = arg.strip()
     if not name:
-        screen.say(f"model: {screen.status.info.model} — switch with /model provider:name")
+        control.say(f"model: {control.model_label} — switch with /model provider:name")
         return
-    from ctxagent.agent.session_ops import switch_model
+    from ctxagent.agent import switch_model
 
-    old = screen.agent
+    old = control.agent
 
     def work() -> Outcome:
         try:
-            agent = switch_model(screen.session, name, screen.new_agent, carry_from=old)
+            agent = switch_model(control.session, name, control.new_agent, carry_from=old)
         except Exception as exc:
-            return Outcome(False, f"cannot switch to {name}: {exc} — still on {screen.status.info.model}")
+            return Outcome(False, f"cannot switch to {name}: {exc} — still on {control.model_label}")
         return Outcome(True, f"model: {agent.model_label}", agent=agent)
 
-    screen.start_action("model switch", work, activity="switching model")
+    control.start_action("model switch", work, activity="switching model")
 
 
 # -- compaction and sessions --------------------------------------------------------------------
 
 @handles("compact")
-def compact(screen: SessionScreen, arg: str) -> None:
-    agent = screen.agent
+def compact(control: SessionControl, arg: str) -> None:
+    agent = control.agent
     assert agent is not None
     focus = arg.strip() or None
-    screen.start_action("compact", lambda: Outcome(agent.compact(focus) is not None), activity="compacting")
+    control.start_action("compact", lambda: Outcome(agent.compact(focus) is not None), activity="compacting")
 
 
 @handles("new")
-def new(screen: SessionScreen, arg: str) -> None:
-    new_session(screen, with_summary=arg.strip().lower() in ("summary", "seed", "--summary"))
+def new(control: SessionControl, arg: str) -> None:
+    new_session(control, with_summary=arg.strip().lower() in ("summary", "seed", "--summary"))
 
 
-def new_session(screen: SessionScreen, with_summary: bool) -> None:
-    agent = screen.agent
+def new_session(control: SessionControl, with_summary: bool) -> None:
+    agent = control.agent
     assert agent is not None
-    old_id = screen.session.id
+    old_id = control.session.id
 
     def work() -> Outcome:
-        new = agent.new_session(with_summary, screen.open_session)
-        new_agent = screen.new_agent(new)
+        new = agent.new_session(with_summary, control.open_session)
+        new_agent = control.new_agent(new)
         what = "with a summary of" if with_summary else "after"
         return Outcome(True, f"new session {new.id} {what} {old_id}", session=new, agent=new_agent)
 
-    screen.start_action("new session", work, activity="new session")
+    control.start_action("new session", work, activity="new session")
 
 
 @handles("resume")
-def resume(screen: SessionScreen, arg: str) -> None:
-    from ctxagent.agent.session import list_sessions
+def resume(control: SessionControl, arg: str) -> None:
+    from ctxagent.agent import list_sessions
     from ctxagent.tui.pickers import SessionPicker
 
-    if screen.busy:
-        screen.say("wait for the turn to end first", "warning")
+    if control.busy:
+        control.say("wait for the turn to end first", "warning")
         return
-    screen.app.push_screen(SessionPicker(list_sessions(screen.session.root), str(screen.session.id)),
-                           partial(_resume_picked, screen))
+    control.app.push_screen(SessionPicker(list_sessions(control.session.root), str(control.session.id)),
+                            partial(_resume_picked, control))
 
 
-def _resume_picked(screen: SessionScreen, session_id: str | None) -> None:
-    if not session_id or session_id == str(screen.session.id):
+def _resume_picked(control: SessionControl, session_id: str | None) -> None:
+    if not session_id or session_id == str(control.session.id):
         return
-    open_session = screen.open_session
-    if open_session is None:
-        from ctxagent.agent.session import open_session
-    root, config = screen.session.root, screen.session.config
+    from ctxagent.agent import open_session
+
+    opener = control.open_session or open_session
+    root, config = control.session.root, control.session.config
 
     def work() -> Outcome:
-        new = open_session(root, config, resume=session_id)
-        agent = screen.new_agent(new)
+        new = opener(root, config, resume=session_id)
+        agent = control.new_agent(new)
         return Outcome(True, f"resumed session {session_id}", session=new, agent=agent)
 
-    screen.start_action("resume", work, activity="resuming")
+    control.start_action("resume", work, activity="resuming")
+
+
+def breakpoint_chosen(control: SessionControl, choice: str | None) -> None:
+    """The breakpoint bar's or the full-window dialog's answer: compact now, or a new session that
+    starts from a summary of this one ("later" and no answer do nothing)."""
+    if choice == "compact":
+        compact(control, "")
+    elif choice == "new_session":
+        new_session(control, with_summary=True)
 
 
 # -- rewind ---------------------------------------------------------------------------------------
 
 @handles("rewind")
-def rewind(screen: SessionScreen, arg: str) -> None:
+def rewind(control: SessionControl, arg: str) -> None:
     from ctxagent.tui.rewind_screen import RewindScreen
 
-    agent = screen.agent
+    agent = control.agent
     assert agent is not None
-    if screen.busy:
-        screen.say("wait for the turn to end (or Esc) before rewinding", "warning")
+    if control.busy:
+        control.say("wait for the turn to end (or Esc) before rewinding", "warning")
         return
 
     def work() -> Outcome:
@@ -221,26 +247,26 @@ def rewind(screen: SessionScreen, arg: str) -> None:
 
         def pick() -> None:
             if menu.note and menu.turns:
-                screen.say(f"{menu.note}; conversation rewind only", "warning")
-            screen.app.push_screen(RewindScreen(menu.turns, has_code=menu.has_code), partial(_rewind_picked, screen))
+                control.say(f"{menu.note}; conversation rewind only", "warning")
+            control.app.push_screen(RewindScreen(menu.turns, has_code=menu.has_code), partial(_rewind_picked, control))
 
         return Outcome(True, then=pick)
 
-    screen.start_action("rewind", work, activity="reading checkpoints")
+    control.start_action("rewind", work, activity="reading checkpoints")
 
 
-def _rewind_picked(screen: SessionScreen, choice: RewindChoice | None) -> None:
-    from ctxagent.agent.session_ops import describe_rewind, find_user_turn
+def _rewind_picked(control: SessionControl, choice: RewindChoice | None) -> None:
+    from ctxagent.agent import describe_rewind, find_user_turn
 
     if choice is None:
         return
-    agent = screen.agent
+    agent = control.agent
     assert agent is not None
 
     def work() -> Outcome:
-        text = find_user_turn(screen.session.log, choice.turn).user.text
-        result = agent.rewind(choice.turn, choice.mode, screen.bridge.confirm_overwrite)
+        text = find_user_turn(control.session.log, choice.turn).user.text
+        result = agent.rewind(choice.turn, choice.mode, control.confirm_overwrite)
         restore = text if choice.mode in ("both", "conversation") else ""
         return Outcome(True, describe_rewind(result, choice.turn, choice.mode), rerender=True, restore_input=restore)
 
-    screen.start_action("rewind", work, activity="rewinding")
+    control.start_action("rewind", work, activity="rewinding")

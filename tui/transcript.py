@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from ctxagent.context.history import Event, Summary, view
+from ctxagent.context import Event, Summary, view
 from ctxagent.tui.chat import SummaryPanel, ToolPanel, UserMessage
 from textual.widget import Widget
 
@@ -35,14 +35,14 @@ def transcript_widgets(events: Iterable[Event]) -> list[Widget]:
                 out.append(panel)
         elif item.kind == "tool_result":
             result = item.tool_result
-            panel = panels.get(result.call_id)
-            if panel is None:
-                panel = ToolPanel(result.call_id, result.name or "?", {})
-                out.append(panel)
+            shown = panels.get(result.call_id)
+            if shown is None:
+                shown = ToolPanel(result.call_id, result.name or "?", {})
+                out.append(shown)
             meta: dict[str, Any] = result.meta.to_data()
             if result.spill_ref is not None:
                 meta["spill"] = result.spill_ref.to_data()
-            panel.finish(result.content, result.is_error, result.duration_ms, meta)
+            shown.finish(result.content, result.is_error, result.duration_ms, meta)
     return out
 
 
@@ -68,8 +68,8 @@ def usage_totals(events: Iterable[Event]) -> UsageTotals:
 
 def cost_usd(model_label: str, usage: UsageTotals | dict[str, int]) -> float | None:
     """Dollars for `usage` at the registry's prices; None when the model's prices are unknown."""
-    from ctxagent.agent.providers.registry import cost_usd as priced
-    from ctxagent.agent.providers.registry import model_info, parse_model_name
+    from ctxagent.agent import cost_usd as priced
+    from ctxagent.agent import model_info, parse_model_name
 
     try:
         provider, model = parse_model_name(model_label)
