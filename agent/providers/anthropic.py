@@ -10,11 +10,12 @@ The SDK's own retries are off (`max_retries=0`): `agent/retry.py` retries, visib
 breaks after text arrived yields that text first and then raises StreamError, so the caller keeps it.
 A response over the size cap (`response_cap.py`) is cut, kept and marked, ending with
 Stop("response_cap"). The API's own context management (`Request.server_edits`) is spoken in
-`anthropic_context.py`.
+`anthropic_context.py`. `list_models` reads the provider's model catalogue (`GET /v1/models`).
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import threading
 from collections.abc import Iterator
@@ -32,7 +33,15 @@ from ctxagent.agent.providers.anthropic_context import (
     betas_for,
     compaction_wire_block,
 )
-from ctxagent.agent.providers.protocol import Stop, StreamEvent, TextDelta, TokenCount, ToolCallEvent, Usage
+from ctxagent.agent.providers.protocol import (
+    CatalogueModel,
+    Stop,
+    StreamEvent,
+    TextDelta,
+    TokenCount,
+    ToolCallEvent,
+    Usage,
+)
 from ctxagent.agent.providers.response_cap import (
     MAX_RESPONSE_CHARS,
     RESPONSE_CAP_STOP,
@@ -112,8 +121,38 @@ def wire_messages(messages: list[Message]) -> list[dict[str, Any]]:
     return merged
 
 
+def list_models(api_key: str, base_url: str | None, *, timeout: float, max_bytes: int,
+                max_models: int) -> list[CatalogueModel]:
+    """The provider's catalogue: every model with its window, maximum output and lifecycle."""
+    client = anthropic.Anthropic(api_key=api_key, base_url=base_url or DEFAULT_BASE_URL, max_retries=0, timeout=timeout,
+                                 http_client=capped_http_client(anthropic, max_bytes))
+    out: list[CatalogueModel] = []
+    for m in client.models.list(limit=1000, lifecycle=["active", "deprecated", "retired"]):
+        out.append(CatalogueModel(
+            id=m.id, display_name=m.display_name or "", window=int(m.max_input_tokens or 0),
+            max_output=int(m.max_tokens or 0), lifecycle=str(m.lifecycle or ""), retires=_date(m.retires_at),
+            dated=False))
+        if len(out) >= max_models:
+            break
+    return out
+
+
+def _date(value: Any) -> dt.date | None:
+    if value is None or value == "":
+        return None
+    if isinstance(value, dt.datetime):
+        return value.date()
+    if isinstance(value, dt.date):
+        return value
+    try:
+        return dt.date.fromisoformat(str(value)[:10])
+    except ValueError:
+        return None
+
+
 class AnthropicProvider:
     name = "anthropic"
+    key_env = "ANTHROPIC_API_KEY"  # named in an authentication error (the same as its ProviderSpec's)
 
     def __init__(self, model: str, api_key: str, base_url: str | None = None, max_tokens: int | None = None,
                  *, timeout: float = 600.0, streaming: bool = True,
@@ -171,7 +210,7 @@ class AnthropicProvider:
 
     def _map(self, e: BaseException, started: bool = False) -> ProviderError | None:
         return classify_exception(
-            e, provider=self.name, model=self.model, key_env="ANTHROPIC_API_KEY",
+            e, provider=self.name, model=self.model, key_env=self.key_env,
             status_error=anthropic.APIStatusError, connection_error=anthropic.APIConnectionError,
             transport_error=httpx2.HTTPError, started=started)
 

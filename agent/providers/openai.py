@@ -9,11 +9,12 @@ user-side text of the same group follows the tool messages, merged into one user
 Usage: `prompt_tokens` is the whole prompt; the cached part (prompt_tokens_details.cached_tokens) is
 reported as `cache_read` and subtracted from `input_tokens`, so `Usage.prompt_tokens` equals the
 reported prompt_tokens. A response over the size cap (`response_cap.py`) is cut, kept and marked,
-ending with Stop("response_cap").
+ending with Stop("response_cap"). `list_models` reads the server's model list (`GET /v1/models`).
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import threading
 from collections.abc import Iterator
@@ -24,6 +25,7 @@ import httpx2
 import openai
 from ctxagent.agent.providers import response_cap
 from ctxagent.agent.providers.protocol import (
+    CatalogueModel,
     Stop,
     StreamEvent,
     TextDelta,
@@ -92,8 +94,38 @@ def wire_messages(system: str, messages: list[Message]) -> list[dict[str, Any]]:
     return out
 
 
+def list_models(api_key: str, base_url: str | None, *, timeout: float, max_bytes: int,
+                max_models: int) -> list[CatalogueModel]:
+    """The models the key (or the server) can use; a shutdown date makes one deprecated until that day."""
+    client = openai.OpenAI(api_key=api_key, base_url=normalize_base_url(base_url), max_retries=0, timeout=timeout,
+                           http_client=capped_http_client(openai, max_bytes))
+    out: list[CatalogueModel] = []
+    for m in client.models.list():
+        shutdown = _date(getattr(m, "shutdown_date", None))
+        # Listed means served today; a shutdown date makes it deprecated until that day. Without one
+        # the listing says nothing about deprecation ("" keeps the registry's word).
+        out.append(CatalogueModel(id=m.id, lifecycle="deprecated" if shutdown else "", retires=shutdown))
+        if len(out) >= max_models:
+            break
+    return out
+
+
+def _date(value: Any) -> dt.date | None:
+    if value is None or value == "":
+        return None
+    if isinstance(value, dt.datetime):
+        return value.date()
+    if isinstance(value, dt.date):
+        return value
+    try:
+        return dt.date.fromisoformat(str(value)[:10])
+    except ValueError:
+        return None
+
+
 class OpenAIProvider:
     name = "openai"
+    key_env = "OPENAI_API_KEY"  # named in an authentication error (the same as its ProviderSpec's)
 
     def __init__(self, model: str, api_key: str, base_url: str | None = None, max_tokens: int | None = None,
                  *, timeout: float = 600.0, streaming: bool = True,
@@ -125,7 +157,7 @@ class OpenAIProvider:
 
     def _map(self, e: BaseException, started: bool = False) -> ProviderError | None:
         return classify_exception(
-            e, provider=self.name, model=self.model, key_env="OPENAI_API_KEY",
+            e, provider=self.name, model=self.model, key_env=self.key_env,
             status_error=openai.APIStatusError, connection_error=openai.APIConnectionError,
             transport_error=httpx2.HTTPError, api_error=openai.APIError, started=started)
 
