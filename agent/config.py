@@ -19,6 +19,7 @@ import tomllib
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
+from ctxagent.agent.providers import specs
 from ctxagent.agent.trust import IgnoredKey, split_untrusted
 from ctxagent.context.budget import PROFILES, SLICE_NAMES
 from ctxagent.context.errors import ConfigError
@@ -26,7 +27,9 @@ from ctxagent.context.floor.state_paths import check_state_dir, project_state_di
 from ctxagent.context.server_edits import SERVER_STRATEGIES
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-SECRET_FIELDS = ("anthropic_api_key", "openai_api_key")
+# Each provider's key and base URL fields are named by its ProviderSpec (providers/specs.py); they
+# are declared below because the model is static (tests/test_providers_specs.py checks they agree).
+SECRET_FIELDS = tuple(s.key_field for s in specs.providers() if s.key_field)
 PERMISSION_MODES = ("ask", "auto-edit", "yolo")
 STRATEGIES = ("ctxagent", "full", "window", *SERVER_STRATEGIES)
 # Filled in by the loader, never read from a file.
@@ -80,15 +83,14 @@ class Config(BaseModel):
         return d
 
     def secrets(self) -> list[str]:
-        return [v for v in (self.anthropic_api_key, self.openai_api_key) if v]
+        return [v for v in (getattr(self, f) for f in SECRET_FIELDS) if v]
 
 
 FILE_KEYS = frozenset(Config.model_fields) - _INTERNAL_FIELDS
+# environment variable → config field: each provider's key and base URL, then the model
 _ENV = {
-    "ANTHROPIC_API_KEY": "anthropic_api_key",
-    "OPENAI_API_KEY": "openai_api_key",
-    "ANTHROPIC_BASE_URL": "anthropic_base_url",
-    "OPENAI_BASE_URL": "openai_base_url",
+    **{s.key_env: s.key_field for s in specs.providers() if s.key_env and s.key_field},
+    **{s.base_url_env: s.base_url_field for s in specs.providers() if s.base_url_env and s.base_url_field},
     "CTXAGENT_MODEL": "model",
 }
 

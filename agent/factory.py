@@ -10,7 +10,7 @@ from pathlib import Path
 from ctxagent.agent.cli.setup_help import no_model_message
 from ctxagent.agent.config import Config
 from ctxagent.agent.loop import Agent, AgentParts, Approver
-from ctxagent.agent.providers import catalogue
+from ctxagent.agent.providers import catalogue, specs
 from ctxagent.agent.providers.protocol import Provider, TextDelta
 from ctxagent.agent.providers.registry import (
     ModelInfo,
@@ -19,7 +19,6 @@ from ctxagent.agent.providers.registry import (
     make_provider,
     model_info,
     parse_model_name,
-    start_model,
 )
 from ctxagent.agent.session import Session
 from ctxagent.agent.updates import AgentEvent, Notice
@@ -84,22 +83,15 @@ def instructions_file(root: Path, name: str) -> str | None:
 
 
 def default_model(config: Config) -> str | None:
-    """The model a key alone starts with: Anthropic's when ANTHROPIC_API_KEY is set (it wins when
-    both keys are), else OpenAI's; None with a generic --base-url (a local server names its own models)."""
+    """The model a key alone starts with: the start model of the first provider (in the specs'
+    precedence: Anthropic's, then OpenAI's) whose key is set; None with a generic --base-url (a local
+    server names its own models)."""
     if config.base_url:
         return None
-    for provider, key in (("anthropic", config.anthropic_api_key), ("openai", config.openai_api_key)):
-        if key and start_model(provider):
-            return f"{provider}:{start_model(provider)}"
+    for spec in specs.providers():
+        if spec.start_model and spec.credentials(config)[0]:
+            return f"{spec.name}:{spec.start_model}"
     return None
-
-
-def key_and_base_url(config: Config, provider: str) -> tuple[str | None, str | None]:
-    if provider == "anthropic":
-        return config.anthropic_api_key, config.base_url or config.anthropic_base_url
-    if provider == "openai":
-        return config.openai_api_key, config.base_url or config.openai_base_url
-    return None, None
 
 
 def resolve_model(config: Config) -> tuple[str, ModelInfo]:
@@ -111,7 +103,8 @@ def resolve_model(config: Config) -> tuple[str, ModelInfo]:
         raise ConfigError(no_model_message())
     provider, model = parse_model_name(name)
     label = f"{provider}:{model}"
-    listed = catalogue.load(provider, key_and_base_url(config, provider)[1]).models if provider != "scripted" else {}
+    spec = specs.get(provider)
+    listed = catalogue.load(provider, spec.credentials(config)[1]).models if spec.list_models else {}
     info = model_info(provider, model, default_window=config.default_window, catalogue=listed)
     problem = lifecycle_problem(info, label)
     if problem is not None and problem[0] == "retired":
@@ -120,18 +113,20 @@ def resolve_model(config: Config) -> tuple[str, ModelInfo]:
 
 
 def _provider_for(config: Config, label: str, max_tokens: int) -> Provider:
-    provider, _ = parse_model_name(label)
-    key, base = key_and_base_url(config, provider)
+    key, base = specs.get(parse_model_name(label)[0]).credentials(config)
     return make_provider(label, api_key=key, base_url=base, max_tokens=max_tokens)
 
 
 def check_strategy(strategy: str, label: str) -> None:
-    """A server-side strategy needs the provider whose server does it (ConfigError otherwise)."""
-    if strategy in SERVER_STRATEGIES and parse_model_name(label)[0] != "anthropic":
-        raise ConfigError(
-            f"strategy {strategy} is the Anthropic API's own context management and needs an anthropic: model "
-            f"(this session uses {label}). OpenAI's compaction exists only in its Responses API, which ctxagent's "
-            "OpenAI provider (Chat Completions) does not use: `bench replay` emulates it as openai-compact.")
+    """A server-side strategy needs a provider whose server does it (ConfigError otherwise)."""
+    spec = specs.get(parse_model_name(label)[0])
+    if strategy in SERVER_STRATEGIES and not spec.server_edits:
+        servers = [s for s in specs.providers() if s.server_edits]
+        titles = " or ".join(f"the {s.title} API's" for s in servers)
+        names = " or ".join(f"{s.name}:" for s in servers)
+        note = f" {spec.no_server_edits_note}" if spec.no_server_edits_note else ""
+        raise ConfigError(f"strategy {strategy} is {titles} own context management and needs an {names} model "
+                          f"(this session uses {label}).{note}")
 
 
 def summarizer_for(config: Config, label: str) -> Callable[[str], str] | None:
@@ -139,8 +134,8 @@ def summarizer_for(config: Config, label: str) -> Callable[[str], str] | None:
     if config.summary_model == "none":
         return None
     provider_name, model = parse_model_name(label)
-    if provider_name == "scripted" and not config.summary_model:
-        return None  # a scripted session's script holds only the main model's turns
+    if not specs.get(provider_name).summary_sibling and not config.summary_model:
+        return None  # no cheaper sibling to ask (a scripted session's script holds only the main model's turns)
     target = config.summary_model or f"{provider_name}:{cheaper_sibling(provider_name, model)}"
     try:
         provider = _provider_for(config, target, 2048)

@@ -2,7 +2,8 @@
 
 A repository's `.ctxagent/config.toml` is untrusted input: a cloned repository could ship one
 (git refuses nothing) that turns permissions off, points the API at another server (and so hands
-it the key), or names a program to run. Such keys (`SENSITIVE_KEYS`, and a `scripted:` model) are
+it the key), or names a program to run. Such keys (`SENSITIVE_KEYS`, and a model of a provider
+whose spec gives an `untrusted_reason`, such as `scripted:`) are
 ignored from the repository layer unless the user trusted that repository — like other agents'
 trusted-folder prompt. Values that can only make ctxagent do less (`permission_mode = "ask"`,
 `summary_model = "none"`) apply anyway. The user's own config file, the environment and flags are always trusted.
@@ -32,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ctxagent.agent.providers import specs
 from ctxagent.context.errors import ConfigError
 from ctxagent.context.floor.state_paths import describe_os_error, user_state_dir
 
@@ -46,17 +48,15 @@ TRUST_FILE = "trusted_repos.json"
 SENSITIVE_KEYS: dict[str, str] = {
     "permission_mode": "changes what the agent may do without asking you",
     "base_url": "sends your API key and code to another server",
-    "anthropic_base_url": "sends your Anthropic API key and code to another server",
-    "openai_base_url": "sends your OpenAI API key and code to another server",
-    "anthropic_api_key": "runs your requests on an account the repository chose",
-    "openai_api_key": "runs your requests on an account the repository chose",
+    **{s.base_url_field: f"sends your {s.title} API key and code to another server"
+       for s in specs.providers() if s.base_url_field},
+    **{s.key_field: "runs your requests on an account the repository chose" for s in specs.providers() if s.key_field},
     "test_command": "names a program ctxagent would run",
     "shell_timeout": "changes how long commands may run",
     "summary_model": "sends the conversation to a model the repository chose",
 }
 # Values that can only make ctxagent do less: applied from any repository.
 HARMLESS_VALUES: dict[str, frozenset[str]] = {"permission_mode": frozenset({"ask"}), "summary_model": frozenset({"none"})}
-_SCRIPTED_MODEL_REASON = "a scripted model: the repository would choose the tool calls"
 
 
 @dataclass(frozen=True)
@@ -177,8 +177,9 @@ def split_untrusted(values: Mapping[str, Any], root: str | os.PathLike[str], sou
     ignored: list[IgnoredKey] = []
     for key, value in values.items():
         reason = SENSITIVE_KEYS.get(key)
-        if key == "model" and isinstance(value, str) and value.strip().lower().startswith("scripted:"):
-            reason = _SCRIPTED_MODEL_REASON
+        provider = specs.provider_of_model(value) if key == "model" and isinstance(value, str) else None
+        if provider is not None and provider.untrusted_reason:
+            reason = provider.untrusted_reason
         if isinstance(value, str) and value in HARMLESS_VALUES.get(key, ()):
             reason = None
         if reason is None:

@@ -7,6 +7,7 @@ import tomllib
 from importlib import resources
 
 import pytest
+from ctxagent.agent.providers import specs
 from ctxagent.agent.providers.anthropic import AnthropicProvider
 from ctxagent.agent.providers.catalogue import CatalogueModel
 from ctxagent.agent.providers.openai import OpenAIProvider
@@ -20,7 +21,6 @@ from ctxagent.agent.providers.registry import (
     make_provider,
     model_info,
     parse_model_name,
-    start_model,
 )
 from ctxagent.agent.providers.scripted import ScriptedProvider
 from ctxagent.context.errors import ConfigError
@@ -68,9 +68,11 @@ def test_data_file_is_complete_and_consistent() -> None:
         assert lifecycle in ("active", "deprecated", "retired"), name
         if lifecycle != "active":  # a model on its way out names where to go, and that one is current
             assert models[entry["replacement"]].get("lifecycle", "active") == "active", name
-    for provider, start in raw["start"].items():
-        assert models[start]["provider"] == provider and models[start].get("lifecycle", "active") == "active"
-        assert models[start]["prices"]["input"] > 0
+    for spec in specs.providers():  # each provider's start model (providers/specs.py) is one of its entries
+        if spec.start_model:
+            start = models[spec.start_model]
+            assert start["provider"] == spec.name and start.get("lifecycle", "active") == "active", spec.name
+            assert start["prices"]["input"] > 0
     assert load_registry()["models"].keys() == models.keys()
 
 
@@ -213,7 +215,7 @@ def test_cheaper_sibling() -> None:
     assert cheaper_sibling("openai", "gpt-6-luna") == "gpt-6-luna"
     assert cheaper_sibling("openai", "llama3.1:8b") == "llama3.1:8b"
     assert cheaper_sibling("scripted", "/tmp/s.json") == "/tmp/s.json"
-    assert start_model("anthropic") == "claude-sonnet-5-5" and start_model("openai") == "gpt-6.1-sol"
+    assert specs.get("anthropic").start_model == "claude-sonnet-5-5" and specs.get("openai").start_model == "gpt-6.1-sol"
 
 
 def test_make_provider_key_rules(tmp_path: object) -> None:

@@ -1,4 +1,7 @@
-"""`ctxagent doctor [SESSION]`: seed 002's troubleshooting list, automated, plus set-up checks.
+"""`ctxagent doctor [SESSION]`: the set-up checks (the model and its key, the offline tokenizer, the
+memory database) and a session's context health: token use against the window, a context report for
+every model call (the context was rebuilt before each step), no base64 blobs or huge JSON left in the
+visible history, every compaction's originals still in the log, no torn log lines.
 
 Each check returns (status, title, detail): status "ok" or "warn"; a warn says what to do.
 """
@@ -13,7 +16,7 @@ import sys
 from pathlib import Path
 
 from ctxagent.agent.cli.commands import add_command
-from ctxagent.agent.config import load_config
+from ctxagent.agent.config import Config, load_config
 from ctxagent.agent.session import find_repo_root, resolve_session
 from ctxagent.context.errors import CtxagentError
 from ctxagent.context.floor.display import plural, strip_controls
@@ -25,19 +28,29 @@ _BASE64 = re.compile(r"[A-Za-z0-9+/=]{400,}")
 
 
 def check_model(root: Path) -> Check:
+    try:
+        cfg = load_config(root, {})
+    except CtxagentError as exc:
+        return ("warn", "model", f"{exc}")
+    return model_check(cfg)
+
+
+def model_check(cfg: Config) -> Check:
+    """The model `cfg` starts with, its key by the provider's rule (the one the provider factory
+    applies: `ProviderSpec.key_problem`), and its lifecycle."""
     from ctxagent.agent.factory import resolve_model
+    from ctxagent.agent.providers import specs
     from ctxagent.agent.providers.registry import lifecycle_problem
 
     try:
-        cfg = load_config(root, {})
         label, info = resolve_model(cfg)  # a key alone picks the default; a retired model is refused
     except CtxagentError as exc:
         return ("warn", "model", f"{exc}")
-    provider = label.split(":", 1)[0]
-    if provider == "anthropic" and not cfg.anthropic_api_key and not (cfg.base_url or cfg.anthropic_base_url):
-        return ("warn", "model", f"{label} needs ANTHROPIC_API_KEY")
-    if provider == "openai" and not cfg.openai_api_key and not (cfg.base_url or cfg.openai_base_url):
-        return ("warn", "model", f"{label} needs OPENAI_API_KEY (or --base-url for a local server)")
+    provider, model = label.split(":", 1)
+    spec = specs.get(provider)
+    key_problem = spec.key_problem(model, *spec.credentials(cfg))
+    if key_problem is not None:
+        return ("warn", "model", key_problem)
     problem = lifecycle_problem(info, label)
     if problem is not None:
         return ("warn", "model", problem[1])

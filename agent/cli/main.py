@@ -65,13 +65,13 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
 
 
 def _model_help(argv: list[str]) -> str:
-    """--model's help names each provider's start model; the model registry is read for it only when
-    the top-level help is printed (a start of the app need not load it)."""
+    """--model's help names each provider's start model; the provider specs are imported for it only
+    when the top-level help is printed (a start of the app need not load them)."""
     if "-h" not in argv and "--help" not in argv:
         return "provider:model (`ctxagent --help` gives examples; `ctxagent models` lists them)"
-    from ctxagent.agent.providers.registry import start_model
+    from ctxagent.agent.cli.setup_help import start_examples
 
-    return (f"provider:model, e.g. anthropic:{start_model('anthropic')} or openai:{start_model('openai')} "
+    return (f"provider:model, e.g. {start_examples()} "
             "(default: the one your API key's provider starts with; `ctxagent models` lists them)")
 
 

@@ -13,27 +13,32 @@ from pathlib import Path
 from typing import Any
 
 from ctxagent.agent.cli.commands import add_command
+from ctxagent.agent.providers import specs
 from ctxagent.context.errors import CtxagentError
 from ctxagent.context.floor.display import strip_controls
 
-PROVIDER_ORDER = ("anthropic", "openai")
+LOCAL = "local"  # the section of models served by your own OpenAI-compatible server
+
+
+def _catalogued() -> list[specs.ProviderSpec]:
+    """The providers with a model list of their own, in precedence order."""
+    return [s for s in specs.providers() if s.list_models is not None]
 
 
 def refresh_catalogues(config: Any, *, force: bool = False, only: str | None = None) -> dict[str, Any]:
     """Fetch the catalogue of every provider the config can reach (a key, or a base URL for a local
     server): when stale, or always with `force`. Never raises; returns provider → Catalogue."""
-    from ctxagent.agent.factory import key_and_base_url
     from ctxagent.agent.providers import catalogue
 
     out: dict[str, Any] = {}
-    for provider in PROVIDER_ORDER:
-        if only and provider != only:
+    for spec in _catalogued():
+        if only and spec.name != only:
             continue
-        key, base = key_and_base_url(config, provider)
+        key, base = spec.credentials(config)
         if not key and not (force and base):
             continue  # no key: nothing to ask (a local server is asked only on an explicit --refresh)
         fetch = catalogue.fetch if force else catalogue.refresh_if_stale
-        out[provider] = fetch(provider, key, base)
+        out[spec.name] = fetch(spec.name, key, base)
     return out
 
 
@@ -47,7 +52,7 @@ def refresh_for_start(config: Any) -> None:
         provider = parse_model_name(name)[0] if name else ""
     except CtxagentError:
         return  # the start reports a bad model name itself
-    if provider in PROVIDER_ORDER:
+    if any(s.name == provider for s in _catalogued()):
         refresh_catalogues(config, only=provider)
 
 
@@ -69,24 +74,25 @@ def _price_text(info: Any) -> str:
 
 def model_rows(config: Any, today: dt.date | None = None) -> list[dict[str, Any]]:
     """One row per model: registry entries and catalogue-only models, with their merged figures."""
-    from ctxagent.agent.factory import key_and_base_url
     from ctxagent.agent.providers import catalogue
-    from ctxagent.agent.providers.registry import is_local, load_registry, model_info, start_model
+    from ctxagent.agent.providers.registry import is_local, load_registry, model_info
 
     today = today or dt.date.today()
     rows: list[dict[str, Any]] = []
     registry = load_registry()["models"]
+    catalogued = _catalogued()
     listed_by: dict[str, dict[str, Any]] = {
-        p: catalogue.load(p, key_and_base_url(config, p)[1]).models for p in PROVIDER_ORDER}
-    names: list[tuple[str, str]] = [(str(e.get("provider", "openai")), n) for n, e in registry.items()]
-    for provider in PROVIDER_ORDER:
-        names += [(provider, mid) for mid in listed_by[provider] if mid not in registry]
+        s.name: catalogue.load(s.name, s.credentials(config)[1]).models for s in catalogued}
+    local = specs.local_provider().name
+    names: list[tuple[str, str]] = [(str(e.get("provider") or local), n) for n, e in registry.items()]
+    for spec in catalogued:
+        names += [(spec.name, mid) for mid in listed_by[spec.name] if mid not in registry]
     for provider, name in names:
         info = model_info(provider, name, catalogue=listed_by.get(provider))
-        local = is_local(provider, name)
+        served_locally = is_local(provider, name)
         rows.append({
             "model": f"{provider}:{name}",
-            "provider": "local" if local else provider,
+            "provider": LOCAL if served_locally else provider,
             "window": info.window,
             "max_output": info.max_output,
             "price_in": info.prices.input,
@@ -95,9 +101,9 @@ def model_rows(config: Any, today: dt.date | None = None) -> list[dict[str, Any]
             "retires": info.retires.isoformat() if info.retires else None,
             "replacement": info.replacement or None,
             "source": "both" if name in registry and info.source == "catalogue" else info.source,
-            "default": name == start_model(provider),
+            "default": name == specs.get(provider).start_model,
             "_lifecycle_text": _lifecycle_text(info, today),
-            "_price_text": "free (local)" if local else _price_text(info),
+            "_price_text": "free (local)" if served_locally else _price_text(info),
         })
     return rows
 
@@ -132,8 +138,8 @@ def cmd_models(args: argparse.Namespace) -> int:
     if args.refresh:
         fetched = refresh_catalogues(config, force=True)
         if not fetched:
-            sys.stderr.write("ctxagent: no ANTHROPIC_API_KEY or OPENAI_API_KEY (or --base-url): "
-                             "showing the built-in registry only\n")
+            keys = " or ".join(str(s.key_env) for s in _catalogued() if s.key_env)
+            sys.stderr.write(f"ctxagent: no {keys} (or --base-url): showing the built-in registry only\n")
         for provider, cat in fetched.items():
             if cat.error:
                 sys.stderr.write(strip_controls(f"ctxagent: could not read {provider}'s model list ({cat.error}); "
@@ -149,7 +155,7 @@ def cmd_models(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps([{k: v for k, v in r.items() if not k.startswith("_")} for r in rows], ensure_ascii=False, indent=2))
         return 0
-    sections = [("anthropic", "Anthropic"), ("openai", "OpenAI"), ("local", "local (OpenAI-compatible servers)")]
+    sections = [(s.name, s.title) for s in _catalogued()] + [(LOCAL, f"local ({specs.local_provider().title}-compatible servers)")]
     out = []
     for key, title in sections:
         part = [r for r in rows if r["provider"] == key]
@@ -166,7 +172,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p = add_command(sub, "models", description=__doc__)
     p.add_argument("--refresh", action="store_true", help="read each provider's model catalogue now (needs its key)")
     p.add_argument("--all", action="store_true", help="include retired models")
-    p.add_argument("--provider", choices=["anthropic", "openai", "local"], help="only this provider's models")
+    p.add_argument("--provider", choices=[*(s.name for s in _catalogued()), LOCAL], help="only this provider's models")
     p.add_argument("--base-url", help="read the catalogue of this server (an OpenAI-compatible one, or a proxy)")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.add_argument("--cwd", help="repository whose configuration to use (default: the current directory)")

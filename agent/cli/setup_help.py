@@ -1,38 +1,45 @@
 """What to tell a user who has no usable model configured (headless, no app, and the app's set-up
-screen, which takes its example lines from `model_examples()`)."""
+screen, which takes its example lines from `model_examples()`). The providers, their key variables
+and start models come from their specs (providers/specs.py)."""
 
 from __future__ import annotations
 
 import sys
 from typing import TextIO
 
-from ctxagent.agent.providers.registry import start_model
+from ctxagent.agent.providers import specs
+
+
+def start_examples() -> str:
+    """`anthropic:M or openai:M`: what each key alone starts with."""
+    return " or ".join(f"{s.name}:{s.start_model}" for s in specs.keyed() if s.start_model)
 
 
 def model_examples() -> list[str]:
     """The set-up lines: a key alone is enough (the model is optional), or a local server."""
-    anthropic, openai = start_model("anthropic"), start_model("openai")
-    return [
-        f"export ANTHROPIC_API_KEY=...   (starts with anthropic:{anthropic})",
-        f"export OPENAI_API_KEY=...      (starts with openai:{openai})",
-        "optional, another model:  export CTXAGENT_MODEL=anthropic:MODEL   (`ctxagent models` lists them)",
-        "a local OpenAI-compatible server (Ollama, vLLM, llama.cpp, LM Studio):",
-        "    ctxagent --model openai:qwen2.5-coder --base-url http://127.0.0.1:11434",
+    keyed = [s for s in specs.keyed() if s.start_model]
+    local = specs.local_provider()
+    lines = [f"export {s.key_env}=...".ljust(31) + f"(starts with {s.name}:{s.start_model})" for s in keyed]
+    return lines + [
+        f"optional, another model:  export CTXAGENT_MODEL={keyed[0].name}:MODEL   (`ctxagent models` lists them)",
+        f"a local {local.title}-compatible server (Ollama, vLLM, llama.cpp, LM Studio):",
+        f"    ctxagent --model {local.name}:qwen2.5-coder --base-url http://127.0.0.1:11434",
     ]
 
 
 def no_model_message() -> str:
     """The one-line error when neither a model nor a key is configured."""
-    return (f"no model configured: set ANTHROPIC_API_KEY or OPENAI_API_KEY (a key alone starts with "
-            f"anthropic:{start_model('anthropic')} or openai:{start_model('openai')}), or pass --model; "
-            "for a local OpenAI-compatible server add --base-url http://127.0.0.1:11434")
+    keys = " or ".join(str(s.key_env) for s in specs.keyed())
+    return (f"no model configured: set {keys} (a key alone starts with {start_examples()}), or pass --model; "
+            f"for a local {specs.local_provider().title}-compatible server add --base-url http://127.0.0.1:11434")
 
 
 def setup_text() -> str:
+    first = next(s for s in specs.keyed() if s.start_model)
     lines = ["ctxagent needs a model. Set one of:"]
     lines += ["  " + line for line in model_examples()]
     lines += [
-        "If both keys are set, Anthropic's is used. Or put `model = \"...\"` in .ctxagent/config.toml.",
+        f"If both keys are set, {first.title}'s is used. Or put `model = \"...\"` in .ctxagent/config.toml.",
         "Try it without a key: ctxagent demo",
         "Run one task headless: ctxagent -p \"fix the failing test\" --yes",
     ]

@@ -6,11 +6,12 @@ message, tool_result blocks first; assistant tool calls become `tool_use` blocks
 (`cache_control: {"type": "ephemeral"}`): the stable prefix (system block and the last tool schema),
 the end of the part already pruned and the end of the history — `anthropic_cache.py`.
 
-The SDK's own retries are off (`max_retries=0`): `agent/retry.py` retries, visibly. A stream that
-breaks after text arrived yields that text first and then raises StreamError, so the caller keeps it.
+The client, its retries (none: `agent/retry.py` retries, visibly) and the error mapping are shared
+with openai.py (`client.py`). A stream that breaks after text arrived yields that text first and then
+raises StreamError, so the caller keeps it.
 A response over the size cap (`response_cap.py`) is cut, kept and marked, ending with
 Stop("response_cap"). The API's own context management (`Request.server_edits`) is spoken in
-`anthropic_context.py`.
+`anthropic_context.py`. `list_models` reads the provider's model catalogue (`GET /v1/models`).
 """
 
 from __future__ import annotations
@@ -21,8 +22,6 @@ from collections.abc import Iterator
 from typing import Any
 
 import anthropic
-import httpx2
-from ctxagent.agent.providers import response_cap
 from ctxagent.agent.providers.anthropic_cache import EPHEMERAL, mark_history_end, mark_stable_end
 from ctxagent.agent.providers.anthropic_context import (
     COUNT_KEYS,
@@ -32,17 +31,26 @@ from ctxagent.agent.providers.anthropic_context import (
     betas_for,
     compaction_wire_block,
 )
-from ctxagent.agent.providers.protocol import Stop, StreamEvent, TextDelta, TokenCount, ToolCallEvent, Usage
-from ctxagent.agent.providers.response_cap import (
-    MAX_RESPONSE_CHARS,
-    RESPONSE_CAP_STOP,
-    TextBudget,
-    capped_http_client,
-    cut_mark,
-    is_too_large,
+from ctxagent.agent.providers.client import (
+    END,
+    TOO_LARGE,
+    SDKProvider,
+    as_date,
+    cut_events,
+    sdk_client,
+    tool_event,
 )
-from ctxagent.agent.providers.wire_errors import classify_exception
-from ctxagent.context.errors import ProviderError, StreamError
+from ctxagent.agent.providers.protocol import (
+    CatalogueModel,
+    Stop,
+    StreamEvent,
+    TextDelta,
+    TokenCount,
+    ToolCallEvent,
+    Usage,
+)
+from ctxagent.agent.providers.response_cap import MAX_RESPONSE_CHARS, TextBudget, cut_mark
+from ctxagent.context.errors import StreamError
 from ctxagent.context.request import Message, Request
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
@@ -112,27 +120,35 @@ def wire_messages(messages: list[Message]) -> list[dict[str, Any]]:
     return merged
 
 
-class AnthropicProvider:
-    name = "anthropic"
+def list_models(api_key: str, base_url: str | None, *, timeout: float, max_bytes: int,
+                max_models: int) -> list[CatalogueModel]:
+    """The provider's catalogue: every model with its window, maximum output and lifecycle."""
+    client = sdk_client(anthropic, anthropic.Anthropic, api_key=api_key, base_url=base_url or DEFAULT_BASE_URL,
+                        timeout=timeout, max_bytes=max_bytes)
+    out: list[CatalogueModel] = []
+    for m in client.models.list(limit=1000, lifecycle=["active", "deprecated", "retired"]):
+        out.append(CatalogueModel(
+            id=m.id, display_name=m.display_name or "", window=int(m.max_input_tokens or 0),
+            max_output=int(m.max_tokens or 0), lifecycle=str(m.lifecycle or ""), retires=as_date(m.retires_at),
+            dated=False))
+        if len(out) >= max_models:
+            break
+    return out
 
-    def __init__(self, model: str, api_key: str, base_url: str | None = None, max_tokens: int | None = None,
-                 *, timeout: float = 600.0, streaming: bool = True,
-                 max_response_chars: int | None = None, max_response_bytes: int | None = None):
-        self.model = model
-        self.max_tokens = max_tokens
-        self.streaming = streaming
-        self.base_url = base_url or DEFAULT_BASE_URL
-        # None: the caps in response_cap.py, read now (so a test can lower them for one provider)
-        self.max_response_chars = max_response_chars or response_cap.MAX_RESPONSE_CHARS
-        self.max_response_bytes = max_response_bytes or response_cap.MAX_RESPONSE_BYTES
-        # The key is passed explicitly so the SDK never falls back to profile files or other env vars.
-        self._client = anthropic.Anthropic(api_key=api_key, base_url=self.base_url, max_retries=0, timeout=timeout,
-                                           http_client=capped_http_client(anthropic, self.max_response_bytes))
+
+class AnthropicProvider(SDKProvider):
+    name = "anthropic"
+    key_env = "ANTHROPIC_API_KEY"
+    sdk = anthropic
+    client_class = anthropic.Anthropic
+
+    @staticmethod
+    def normalize_base_url(base_url: str | None) -> str:
+        return base_url or DEFAULT_BASE_URL
 
     def body(self, request: Request) -> dict[str, Any]:
         """The kwargs of `messages.create`, which is also the JSON body on the wire."""
-        max_tokens = request.max_tokens if self.max_tokens is None else min(request.max_tokens, self.max_tokens)
-        body: dict[str, Any] = {"model": self.model, "max_tokens": max_tokens}
+        body: dict[str, Any] = {"model": self.model, "max_tokens": self.output_tokens(request)}
         if request.system:
             body["system"] = [{"type": "text", "text": request.system, "cache_control": dict(EPHEMERAL)}]
         body["messages"] = wire_messages(request.messages)
@@ -161,31 +177,13 @@ class AnthropicProvider:
         try:
             result = self._client.beta.messages.count_tokens(**kwargs, betas=betas_for(body))
         except Exception as e:
-            mapped = self._map(e)
-            if mapped is None:
-                raise
-            raise mapped from e
+            self.raise_mapped(e)
         report = getattr(result, "context_management", None)
         original = getattr(report, "original_input_tokens", None) if report is not None else None
         return TokenCount(int(result.input_tokens), int(original) if original is not None else None)
 
-    def _map(self, e: BaseException, started: bool = False) -> ProviderError | None:
-        return classify_exception(
-            e, provider=self.name, model=self.model, key_env="ANTHROPIC_API_KEY",
-            status_error=anthropic.APIStatusError, connection_error=anthropic.APIConnectionError,
-            transport_error=httpx2.HTTPError, started=started)
-
     def stream(self, request: Request, cancel: threading.Event | None = None) -> Iterator[StreamEvent]:
-        body = self.body(request)
-        try:
-            response = self._create(body)
-        except Exception as e:
-            if is_too_large(e):  # a whole non-streamed body over the byte cap: nothing to keep
-                raise ProviderError(f"the response from anthropic:{self.model} was too large to read") from e
-            mapped = self._map(e)
-            if mapped is None:
-                raise
-            raise mapped from e
+        response = self.open_response(self._create, self.body(request))
         if not self.streaming:
             yield from _message_events(response, self.max_response_chars)
             return
@@ -207,18 +205,12 @@ class AnthropicProvider:
                     yield _usage(usage)
                     yield Stop("cancelled")
                     return
-                try:
-                    ev = next(events)
-                except StopIteration:
+                ev = self.next_event(events)
+                if ev is END:
                     break
-                except Exception as e:
-                    if is_too_large(e):
-                        yield from _cut(budget, usage, cut_mark(self.max_response_bytes, "bytes"))
-                        return
-                    mapped = self._map(e, started=True)
-                    if mapped is None:
-                        raise
-                    raise mapped from e
+                if ev is TOO_LARGE:
+                    yield from _cut(budget, usage, self.bytes_cut_mark())
+                    return
                 kind = ev.type
                 over = False
                 if kind == "message_start":
@@ -252,7 +244,7 @@ class AnthropicProvider:
                     return
                 if kind == "content_block_stop":
                     if tool is not None:
-                        yield _tool_event(tool["id"], tool["name"], "".join(tool["json"]))
+                        yield tool_event(tool["id"], tool["name"], "".join(tool["json"]))
                         tool = None
                     elif compaction is not None:
                         done = compaction.event()
@@ -268,7 +260,7 @@ class AnthropicProvider:
         finally:
             stream.close()
         if not finished:
-            raise StreamError(f"the stream from anthropic:{self.model} ended before message_stop (connection cut?)")
+            raise StreamError(f"the stream from {self.name}:{self.model} ended before message_stop (connection cut?)")
         reported = edits.event()
         if reported is not None:
             yield reported
@@ -277,9 +269,7 @@ class AnthropicProvider:
 
 
 def _cut(budget: TextBudget, usage: dict[str, int], mark: str = "") -> Iterator[StreamEvent]:
-    yield TextDelta(mark or cut_mark(budget.limit))
-    yield _usage(usage)
-    yield Stop(RESPONSE_CAP_STOP)
+    yield from cut_events(mark or cut_mark(budget.limit), _usage(usage))
 
 
 def _take_usage(acc: dict[str, int], u: Any) -> None:
@@ -297,16 +287,6 @@ def _take_usage(acc: dict[str, int], u: Any) -> None:
 def _usage(acc: dict[str, int]) -> Usage:
     return Usage(input_tokens=acc["input"], output_tokens=acc["output"],
                  cache_read=acc["cache_read"], cache_write=acc["cache_write"])
-
-
-def _tool_event(call_id: str, name: str, raw: str) -> ToolCallEvent:
-    if not raw.strip():
-        return ToolCallEvent(id=call_id, name=name, arguments={}, raw_arguments=raw)
-    try:
-        args = json.loads(raw)
-    except ValueError:
-        return ToolCallEvent(id=call_id, name=name, arguments=None, raw_arguments=raw)
-    return ToolCallEvent(id=call_id, name=name, arguments=args if isinstance(args, dict) else None, raw_arguments=raw)
 
 
 def _message_events(message: Any, max_chars: int = MAX_RESPONSE_CHARS) -> Iterator[StreamEvent]:

@@ -2,8 +2,9 @@
 
 Anthropic's `GET /v1/models` returns each model's input window (`max_input_tokens`), maximum output
 (`max_tokens`) and lifecycle (`active` / `deprecated` / `retired`, with `retires_at`); OpenAI's
-`GET /v1/models` says which models a key can use and, for some, a `shutdown_date`. Both are read
-through the official SDKs (so the scripted server tests the same code path), with a short timeout.
+`GET /v1/models` says which models a key can use and, for some, a `shutdown_date`. A provider's
+spec names its reader (`list_models` in its module, through its official SDK, so the scripted server
+tests the same code path); it is called with a short timeout.
 
 A fetch never fails a start: offline, a bad key or a garbled answer leaves the last good cache (or
 none) and records the failure, so the next attempt waits `RETRY_AFTER_FAILURE` instead of paying
@@ -12,16 +13,15 @@ the timeout again on every run. The cache holds no key, only the base URL the li
 
 from __future__ import annotations
 
-import datetime as dt
 import hashlib
 import json
 import os
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-from ctxagent.agent.providers.response_cap import capped_http_client
+from ctxagent.agent.providers.protocol import CatalogueModel
+from ctxagent.agent.providers.specs import NO_KEY, find
 from ctxagent.context.floor.state_paths import user_state_dir
 
 MAX_AGE = 24 * 3600  # a catalogue younger than this is used as is
@@ -29,31 +29,6 @@ RETRY_AFTER_FAILURE = 3600
 FETCH_TIMEOUT = 3.0  # seconds; the catalogue is a nicety, never worth a slow start
 MAX_MODELS = 2000  # stop paging after this many (a hostile or broken server could page forever)
 CATALOGUE_MAX_BYTES = 8 * 1024 * 1024  # one page of the list; a real one is tens of kilobytes
-
-
-@dataclass(frozen=True)
-class CatalogueModel:
-    id: str
-    display_name: str = ""
-    window: int = 0  # max input tokens; 0 when the provider does not say (OpenAI)
-    max_output: int = 0  # 0 when the provider does not say
-    lifecycle: str = ""  # "active" | "deprecated" | "retired"; "" when the provider does not say
-    retires: dt.date | None = None
-    dated: bool = True  # True: past `retires` means retired (OpenAI's shutdown date); Anthropic's
-    #                     lifecycle field alone decides ("a past date is overdue, not retired")
-
-    def to_json(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["retires"] = self.retires.isoformat() if self.retires else None
-        return d
-
-    @staticmethod
-    def from_json(d: dict[str, Any]) -> CatalogueModel:
-        retires = d.get("retires")
-        return CatalogueModel(
-            id=str(d["id"]), display_name=str(d.get("display_name") or ""), window=int(d.get("window") or 0),
-            max_output=int(d.get("max_output") or 0), lifecycle=str(d.get("lifecycle") or ""),
-            retires=dt.date.fromisoformat(retires) if retires else None, dated=bool(d.get("dated", True)))
 
 
 @dataclass
@@ -105,63 +80,15 @@ def _save(cat: Catalogue) -> None:
         pass  # a read-only state dir costs a refetch next time, nothing more
 
 
-def _date(value: Any) -> dt.date | None:
-    if value is None or value == "":
-        return None
-    if isinstance(value, dt.datetime):
-        return value.date()
-    if isinstance(value, dt.date):
-        return value
-    try:
-        return dt.date.fromisoformat(str(value)[:10])
-    except ValueError:
-        return None
-
-
-def _fetch_anthropic(api_key: str, base_url: str | None, timeout: float) -> list[CatalogueModel]:
-    import anthropic
-    from ctxagent.agent.providers.anthropic import DEFAULT_BASE_URL
-
-    client = anthropic.Anthropic(api_key=api_key, base_url=base_url or DEFAULT_BASE_URL, max_retries=0, timeout=timeout,
-                                 http_client=capped_http_client(anthropic, CATALOGUE_MAX_BYTES))
-    out: list[CatalogueModel] = []
-    for m in client.models.list(limit=1000, lifecycle=["active", "deprecated", "retired"]):
-        out.append(CatalogueModel(
-            id=m.id, display_name=m.display_name or "", window=int(m.max_input_tokens or 0),
-            max_output=int(m.max_tokens or 0), lifecycle=str(m.lifecycle or ""), retires=_date(m.retires_at),
-            dated=False))
-        if len(out) >= MAX_MODELS:
-            break
-    return out
-
-
-def _fetch_openai(api_key: str, base_url: str | None, timeout: float) -> list[CatalogueModel]:
-    import openai
-    from ctxagent.agent.providers.openai import normalize_base_url
-
-    client = openai.OpenAI(api_key=api_key, base_url=normalize_base_url(base_url), max_retries=0, timeout=timeout,
-                           http_client=capped_http_client(openai, CATALOGUE_MAX_BYTES))
-    out: list[CatalogueModel] = []
-    for m in client.models.list():
-        shutdown = _date(getattr(m, "shutdown_date", None))
-        # Listed means served today; a shutdown date makes it deprecated until that day. Without one
-        # the listing says nothing about deprecation ("" keeps the registry's word).
-        out.append(CatalogueModel(id=m.id, lifecycle="deprecated" if shutdown else "", retires=shutdown))
-        if len(out) >= MAX_MODELS:
-            break
-    return out
-
-
 def fetch(provider: str, api_key: str | None, base_url: str | None, *, timeout: float = FETCH_TIMEOUT) -> Catalogue:
     """Ask the provider now and store the answer; on failure keep the old list and record why."""
     cat = load(provider, base_url)
     try:
-        if provider == "anthropic":
-            models = _fetch_anthropic(api_key or "not-needed", base_url, timeout)
-        elif provider == "openai":
-            models = _fetch_openai(api_key or "not-needed", base_url, timeout)
-        else:
+        spec = find(provider)
+        if spec is None or spec.list_models is None:
             return cat
+        models = spec.list_models(api_key or NO_KEY, base_url, timeout=timeout, max_bytes=CATALOGUE_MAX_BYTES,
+                                  max_models=MAX_MODELS)
     except Exception as exc:  # noqa: BLE001 - offline, bad key, odd server: never fatal
         cat.failed_at, cat.error = time.time(), f"{type(exc).__name__}: {str(exc)[:200]}"
         _save(cat)
@@ -176,6 +103,7 @@ def refresh_if_stale(provider: str, api_key: str | None, base_url: str | None, *
                      timeout: float = FETCH_TIMEOUT) -> Catalogue:
     """The cached catalogue, fetched first when it is old (and the last failure is not recent)."""
     cat = load(provider, base_url)
-    if cat.fresh() or provider not in ("anthropic", "openai"):
+    spec = find(provider)
+    if cat.fresh() or spec is None or spec.list_models is None:
         return cat
     return fetch(provider, api_key, base_url, timeout=timeout)

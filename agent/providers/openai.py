@@ -9,7 +9,8 @@ user-side text of the same group follows the tool messages, merged into one user
 Usage: `prompt_tokens` is the whole prompt; the cached part (prompt_tokens_details.cached_tokens) is
 reported as `cache_read` and subtracted from `input_tokens`, so `Usage.prompt_tokens` equals the
 reported prompt_tokens. A response over the size cap (`response_cap.py`) is cut, kept and marked,
-ending with Stop("response_cap").
+ending with Stop("response_cap"). The client and the error mapping are shared with anthropic.py
+(`client.py`); `list_models` reads the server's model list (`GET /v1/models`).
 """
 
 from __future__ import annotations
@@ -20,10 +21,18 @@ from collections.abc import Iterator
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-import httpx2
 import openai
-from ctxagent.agent.providers import response_cap
+from ctxagent.agent.providers.client import (
+    END,
+    TOO_LARGE,
+    SDKProvider,
+    as_date,
+    cut_events,
+    sdk_client,
+    tool_event,
+)
 from ctxagent.agent.providers.protocol import (
+    CatalogueModel,
     Stop,
     StreamEvent,
     TextDelta,
@@ -31,16 +40,8 @@ from ctxagent.agent.providers.protocol import (
     Usage,
     refuse_server_edits,
 )
-from ctxagent.agent.providers.response_cap import (
-    MAX_RESPONSE_CHARS,
-    RESPONSE_CAP_STOP,
-    TextBudget,
-    capped_http_client,
-    cut_mark,
-    is_too_large,
-)
-from ctxagent.agent.providers.wire_errors import classify_exception
-from ctxagent.context.errors import ProviderError, StreamError
+from ctxagent.agent.providers.response_cap import MAX_RESPONSE_CHARS, TextBudget, cut_mark
+from ctxagent.context.errors import StreamError
 from ctxagent.context.request import Message, Request
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -92,26 +93,32 @@ def wire_messages(system: str, messages: list[Message]) -> list[dict[str, Any]]:
     return out
 
 
-class OpenAIProvider:
-    name = "openai"
+def list_models(api_key: str, base_url: str | None, *, timeout: float, max_bytes: int,
+                max_models: int) -> list[CatalogueModel]:
+    """The models the key (or the server) can use; a shutdown date makes one deprecated until that day."""
+    client = sdk_client(openai, openai.OpenAI, api_key=api_key, base_url=normalize_base_url(base_url),
+                        timeout=timeout, max_bytes=max_bytes)
+    out: list[CatalogueModel] = []
+    for m in client.models.list():
+        shutdown = as_date(getattr(m, "shutdown_date", None))
+        # Listed means served today; a shutdown date makes it deprecated until that day. Without one
+        # the listing says nothing about deprecation ("" keeps the registry's word).
+        out.append(CatalogueModel(id=m.id, lifecycle="deprecated" if shutdown else "", retires=shutdown))
+        if len(out) >= max_models:
+            break
+    return out
 
-    def __init__(self, model: str, api_key: str, base_url: str | None = None, max_tokens: int | None = None,
-                 *, timeout: float = 600.0, streaming: bool = True,
-                 max_response_chars: int | None = None, max_response_bytes: int | None = None):
-        self.model = model
-        self.max_tokens = max_tokens
-        self.streaming = streaming
-        self.custom_server = bool(base_url)
-        self.base_url = normalize_base_url(base_url)
-        # None: the caps in response_cap.py, read now (so a test can lower them for one provider)
-        self.max_response_chars = max_response_chars or response_cap.MAX_RESPONSE_CHARS
-        self.max_response_bytes = max_response_bytes or response_cap.MAX_RESPONSE_BYTES
-        self._client = openai.OpenAI(api_key=api_key, base_url=self.base_url, max_retries=0, timeout=timeout,
-                                     http_client=capped_http_client(openai, self.max_response_bytes))
+
+class OpenAIProvider(SDKProvider):
+    name = "openai"
+    key_env = "OPENAI_API_KEY"
+    sdk = openai
+    client_class = openai.OpenAI
+    normalize_base_url = staticmethod(normalize_base_url)
 
     def body(self, request: Request) -> dict[str, Any]:
         """The kwargs of `chat.completions.create`, which is also the JSON body on the wire."""
-        max_tokens = request.max_tokens if self.max_tokens is None else min(request.max_tokens, self.max_tokens)
+        max_tokens = self.output_tokens(request)
         body: dict[str, Any] = {"model": self.model, "messages": wire_messages(request.system, request.messages)}
         if request.tools:
             body["tools"] = [{"type": "function", "function": {
@@ -123,28 +130,12 @@ class OpenAIProvider:
             body["stream_options"] = {"include_usage": True}
         return body
 
-    def _map(self, e: BaseException, started: bool = False) -> ProviderError | None:
-        return classify_exception(
-            e, provider=self.name, model=self.model, key_env="OPENAI_API_KEY",
-            status_error=openai.APIStatusError, connection_error=openai.APIConnectionError,
-            transport_error=httpx2.HTTPError, api_error=openai.APIError, started=started)
-
-    def _raise_mapped(self, e: Exception, started: bool = False) -> None:
-        mapped = self._map(e, started)
-        if mapped is None:
-            raise e
-        raise mapped from e
+    def _error_classes(self) -> dict[str, Any]:
+        return {**super()._error_classes(), "api_error": openai.APIError}
 
     def stream(self, request: Request, cancel: threading.Event | None = None) -> Iterator[StreamEvent]:
-        refuse_server_edits(request, f"openai:{self.model} (Chat Completions)")
-        body = self.body(request)
-        try:
-            response = self._client.chat.completions.create(**body)
-        except Exception as e:
-            if is_too_large(e):  # a whole non-streamed body over the byte cap: nothing to keep
-                raise ProviderError(f"the response from openai:{self.model} was too large to read") from e
-            self._raise_mapped(e)
-            raise  # unreachable: _raise_mapped always raises
+        refuse_server_edits(request, f"{self.name}:{self.model} (Chat Completions)")
+        response = self.open_response(lambda body: self._client.chat.completions.create(**body), self.body(request))
         if not self.streaming:
             yield from _completion_events(response, self.max_response_chars)
             return
@@ -162,16 +153,12 @@ class OpenAIProvider:
                     yield usage  # half-streamed tool calls are dropped: their arguments may be cut
                     yield Stop("cancelled")
                     return
-                try:
-                    chunk = next(events)
-                except StopIteration:
+                chunk = self.next_event(events)
+                if chunk is END:
                     break
-                except Exception as e:
-                    if is_too_large(e):
-                        # tool calls are complete only at the finish: a cut drops them
-                        yield from _cut(budget, usage, cut_mark(self.max_response_bytes, "bytes"))
-                        return
-                    self._raise_mapped(e, started=True)
+                if chunk is TOO_LARGE:  # tool calls are complete only at the finish: a cut drops them
+                    yield from _cut(budget, usage, self.bytes_cut_mark())
+                    return
                 if getattr(chunk, "usage", None) is not None:
                     usage = _usage(chunk.usage)
                 over = False
@@ -201,33 +188,21 @@ class OpenAIProvider:
         finally:
             stream.close()
         if finish is None:
-            raise StreamError(f"the stream from openai:{self.model} ended without a finish_reason (connection cut?)")
+            raise StreamError(f"the stream from {self.name}:{self.model} ended without a finish_reason (connection cut?)")
         yield from _calls_events(calls)
         yield usage
         yield Stop(_FINISH.get(finish, finish))
 
 
 def _cut(budget: TextBudget, usage: Usage, mark: str = "") -> Iterator[StreamEvent]:
-    yield TextDelta(mark or cut_mark(budget.limit))
-    yield usage
-    yield Stop(RESPONSE_CAP_STOP)
+    yield from cut_events(mark or cut_mark(budget.limit), usage)
 
 
 def _calls_events(calls: dict[int, dict[str, Any]]) -> Iterator[ToolCallEvent]:
     for index in sorted(calls):
         slot = calls[index]
-        yield _tool_event(slot["id"] or f"call_{index}", slot["name"], "".join(slot["args"]))
+        yield tool_event(slot["id"] or f"call_{index}", slot["name"], "".join(slot["args"]))
     calls.clear()
-
-
-def _tool_event(call_id: str, name: str, raw: str) -> ToolCallEvent:
-    if not raw.strip():
-        return ToolCallEvent(id=call_id, name=name, arguments={}, raw_arguments=raw)
-    try:
-        args = json.loads(raw)
-    except ValueError:
-        return ToolCallEvent(id=call_id, name=name, arguments=None, raw_arguments=raw)
-    return ToolCallEvent(id=call_id, name=name, arguments=args if isinstance(args, dict) else None, raw_arguments=raw)
 
 
 def _usage(u: Any) -> Usage:
@@ -258,7 +233,7 @@ def _completion_events(completion: Any, max_chars: int = MAX_RESPONSE_CHARS) -> 
             if budget.clip(raw)[1]:
                 yield from _cut(budget, usage)
                 return
-            yield _tool_event(tc.id or f"call_{i}", getattr(fn, "name", "") or "", raw)
+            yield tool_event(tc.id or f"call_{i}", getattr(fn, "name", "") or "", raw)
     yield usage
     finish = choice.finish_reason if choice is not None else None
     yield Stop(_FINISH.get(finish or "stop", finish or "end_turn"))

@@ -5,14 +5,16 @@ by `ctxagent inspect` to show the exact request of a step) and streams the reply
 TextDelta*, ToolCallEvent*, Usage, Stop. A provider that does server-side context management
 (`Request.server_edits`) also yields ServerCompaction (before the reply's text) and ServerEdits
 (before Usage) when its server acted. Failures raise `ctxagent.context.errors.ProviderError`
-subclasses; retries with backoff live in `agent/retry.py`, not in the providers.
+subclasses; retries with backoff live in `agent/retry.py`, not in the providers. A provider with a
+model list of its own returns it as CatalogueModel entries (`list_models` in its module).
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any, Protocol
 
 from ctxagent.context.events import AppliedEditData
@@ -75,6 +77,33 @@ class TokenCount:
     original_input_tokens: int | None = None
 
 
+@dataclass(frozen=True)
+class CatalogueModel:
+    """One model of a provider's own list (`providers/catalogue.py` caches them)."""
+
+    id: str
+    display_name: str = ""
+    window: int = 0  # max input tokens; 0 when the provider does not say (OpenAI)
+    max_output: int = 0  # 0 when the provider does not say
+    lifecycle: str = ""  # "active" | "deprecated" | "retired"; "" when the provider does not say
+    retires: dt.date | None = None
+    dated: bool = True  # True: past `retires` means retired (OpenAI's shutdown date); Anthropic's
+    #                     lifecycle field alone decides ("a past date is overdue, not retired")
+
+    def to_json(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["retires"] = self.retires.isoformat() if self.retires else None
+        return d
+
+    @staticmethod
+    def from_json(d: dict[str, Any]) -> CatalogueModel:
+        retires = d.get("retires")
+        return CatalogueModel(
+            id=str(d["id"]), display_name=str(d.get("display_name") or ""), window=int(d.get("window") or 0),
+            max_output=int(d.get("max_output") or 0), lifecycle=str(d.get("lifecycle") or ""),
+            retires=dt.date.fromisoformat(retires) if retires else None, dated=bool(d.get("dated", True)))
+
+
 StreamEvent = TextDelta | ToolCallEvent | Usage | Stop | ServerCompaction | ServerEdits
 
 
@@ -89,7 +118,7 @@ def refuse_server_edits(request: Request, where: str) -> None:
 
 
 class Provider(Protocol):
-    name: str  # "anthropic" | "openai" | "scripted"
+    name: str  # its ProviderSpec's name (providers/specs.py)
     model: str  # the model name without the provider prefix
 
     def body(self, request: Request) -> dict[str, Any]:

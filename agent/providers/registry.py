@@ -1,11 +1,13 @@
 """Model names, the model registry (agent/data/models.toml) and the provider factory.
 
+What depends on the provider (its key rule, bare model names, tokenizer family, ...) is read off its
+`ProviderSpec` (providers/specs.py); this module holds the model-name and registry logic.
+
     parse_model_name("anthropic:claude-sonnet-5-5") -> ("anthropic", "claude-sonnet-5-5")
     model_info("openai", "gpt-5.4-mini")            -> ModelInfo(window=400000, ...)
     make_provider("openai:qwen2.5-coder:7b", api_key=None, base_url="http://127.0.0.1:11434")
     cost_usd(info, usage)                           -> dollars
     cheaper_sibling("anthropic", "claude-opus-5-5") -> "claude-haiku-5-5"
-    start_model("anthropic")                        -> "claude-sonnet-5-5" (a key alone starts with it)
     lifecycle_problem(info, "anthropic")            -> None | ("deprecated" | "retired", message)
 """
 
@@ -18,15 +20,13 @@ import tomllib
 from dataclasses import dataclass, field, replace
 from importlib import resources
 from typing import Any
-from urllib.parse import urlsplit
 
+from ctxagent.agent.providers import specs
 from ctxagent.agent.providers.protocol import Provider, Usage
 from ctxagent.context.errors import ConfigError
 
-PROVIDERS = ("anthropic", "openai", "scripted")
 TOKENIZERS = ("o200k_base", "cl100k_base", "heuristic")
 LIFECYCLES = ("active", "deprecated", "retired")
-_OPENAI_BARE = re.compile(r"^(gpt-|chatgpt-|o\d)", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -77,17 +77,20 @@ def load_registry() -> dict[str, Any]:
             raise ConfigError(f"models.toml: {name}: unknown lifecycle {entry.get('lifecycle')!r}")
         if entry.get("replacement") and entry["replacement"] not in models:
             raise ConfigError(f"models.toml: {name}: replacement {entry['replacement']!r} is not in the registry")
+        if entry.get("provider") is not None and specs.find(entry["provider"]) is None:
+            raise ConfigError(f"models.toml: {name}: unknown provider {entry['provider']!r}")
     return data
 
 
 def is_local(provider: str, name: str) -> bool:
-    """A model served by an OpenAI-compatible server of your own (Ollama, vLLM, ...), not by OpenAI."""
-    return provider == "openai" and not _OPENAI_BARE.match(_candidates(name)[-1])
+    """A model served by a local server of your own (Ollama, vLLM, ...), not by the provider itself."""
+    spec = specs.find(provider)
+    return spec is not None and spec.serves_local and not spec.owns_bare_name(_candidates(name)[-1])
 
 
-def start_model(provider: str) -> str:
-    """The model a key of `provider` alone starts with (models.toml [start])."""
-    return str(load_registry().get("start", {}).get(provider, ""))
+def _examples(model: str | None = None) -> str:
+    """`anthropic:M or openai:M`: each keyed provider's start model, or `model` under each prefix."""
+    return " or ".join(f"{s.name}:{model or s.start_model}" for s in specs.keyed())
 
 
 @functools.lru_cache(maxsize=1)
@@ -104,28 +107,29 @@ def _index() -> dict[str, str]:
 def parse_model_name(s: str) -> tuple[str, str]:
     """`provider:model` (or a bare name) → (provider, model).
 
-    Bare names: claude-* → anthropic; gpt-*, o1/o3/o4… → openai; a local model the registry knows
-    (llama3.1, qwen2.5-coder:7b, …) → openai (the OpenAI-compatible servers serve them).
+    Any registered provider's prefix (providers/specs.py); bare names by each spec's `bare_names`
+    (claude-* → anthropic; gpt-*, o1/o3/o4… → openai); a local model the registry knows (llama3.1,
+    qwen2.5-coder:7b, …) → its entry's provider, or the one local servers speak (openai).
     """
     s = (s or "").strip()
     if not s:
-        raise ConfigError(f"no model given: use e.g. --model anthropic:{start_model('anthropic')} "
-                          f"or openai:{start_model('openai')}")
+        raise ConfigError(f"no model given: use e.g. --model {_examples()}")
     prefix, sep, rest = s.partition(":")
-    if sep and prefix.lower() in PROVIDERS:
+    spec = specs.find(prefix) if sep else None
+    if spec is not None:
         if not rest.strip():
             raise ConfigError(f"model name {s!r} has no model after '{prefix}:'")
-        return prefix.lower(), rest.strip()
-    if s.lower().startswith("claude"):
-        return "anthropic", s
-    if _OPENAI_BARE.match(s):
-        return "openai", s
+        return spec.name, rest.strip()
+    for spec in specs.providers():
+        if spec.owns_bare_name(s):
+            return spec.name, s
     key = _lookup(s)
     if key is not None:
-        return str(load_registry()["models"][key].get("provider", "openai")), s
+        return str(load_registry()["models"][key].get("provider") or specs.local_provider().name), s
+    local = specs.local_provider().name
     raise ConfigError(
-        f"cannot tell the provider of model {s!r}: write anthropic:{s} or openai:{s} "
-        "(openai: also serves Ollama, vLLM, llama.cpp and LM Studio with --base-url)")
+        f"cannot tell the provider of model {s!r}: write {_examples(s)} "
+        f"({local}: also serves Ollama, vLLM, llama.cpp and LM Studio with --base-url)")
 
 
 def _candidates(model: str) -> list[str]:
@@ -166,12 +170,17 @@ def _next_version(rest: str) -> bool:
     return bool(_VERSION_STEP.match(rest))
 
 
-def _guess_tokenizer(model: str) -> str:
+def _family_spec(model: str) -> specs.ProviderSpec | None:
+    """The provider whose bare names `model` has (whatever prefix it came with: a proxy serves Claude
+    under openai:), which says its tokenizer family and registry family."""
     name = _candidates(model)[-1]
-    if _OPENAI_BARE.match(name):
-        return "o200k_base"
-    if name.startswith("claude"):
-        return "cl100k_base"
+    return next((s for s in specs.providers() if s.owns_bare_name(name)), None)
+
+
+def _guess_tokenizer(model: str) -> str:
+    spec = _family_spec(model)
+    if spec is not None:
+        return spec.tokenizer
     return str(load_registry().get("defaults", {}).get("tokenizer", "heuristic"))
 
 
@@ -190,13 +199,14 @@ def model_info(provider: str, model: str, default_window: int = 128000,
     """
     data = load_registry()
     defaults = data.get("defaults", {})
-    key = None if provider == "scripted" else _lookup(model)
+    registered = _uses_registry(provider)
+    key = _lookup(model) if registered else None
     if key is None:
-        family = data.get("families", {}).get("claude", {}) if (
-            provider != "scripted" and _candidates(model)[-1].startswith("claude")) else {}
+        kin = _family_spec(model) if registered else None
+        family = data.get("families", {}).get(kin.family, {}) if kin is not None and kin.family else {}
         info = ModelInfo(window=int(family.get("window", default_window)),
                          max_output=int(family.get("max_output", defaults.get("max_output", 8192))),
-                         tokenizer=_guess_tokenizer(model) if provider != "scripted" else "heuristic",
+                         tokenizer=_guess_tokenizer(model) if registered else "heuristic",
                          known=False, source="default")
     else:
         entry = data["models"][key]
@@ -213,7 +223,7 @@ def model_info(provider: str, model: str, default_window: int = 128000,
             replacement=str(entry.get("replacement", "")),
             long_context=_prices(entry["long_context"]) if entry.get("long_context") else None,
         )
-    listed = None if provider == "scripted" else (catalogue or {}).get(model) or (catalogue or {}).get(key or "")
+    listed = (catalogue or {}).get(model) or (catalogue or {}).get(key or "") if registered else None
     if listed is None:
         return info
     info = replace(info, known=True, source="catalogue", provider=provider,
@@ -223,6 +233,12 @@ def model_info(provider: str, model: str, default_window: int = 128000,
     if info.lifecycle_on() == "retired":  # listed without a word on it: still served, whatever we thought
         return replace(info, lifecycle="deprecated", retire_by_date=False)
     return info
+
+
+def _uses_registry(provider: str) -> bool:
+    """False for a provider whose model name is no model (a script path): no registry, no catalogue."""
+    spec = specs.find(provider)
+    return spec is None or spec.uses_registry
 
 
 def lifecycle_problem(info: ModelInfo, label: str, today: dt.date | None = None) -> tuple[str, str] | None:
@@ -260,7 +276,7 @@ def cheaper_sibling(provider: str, model: str) -> str:
     Returns the bare model name (same provider as given); a model without a known sibling (local,
     scripted, already the cheapest) is its own sibling.
     """
-    if provider == "scripted":
+    if not _uses_registry(provider):
         return model
     key = _lookup(model)
     if key is None:
@@ -271,41 +287,13 @@ def cheaper_sibling(provider: str, model: str) -> str:
     return str(sibling)
 
 
-def _is_loopback(base_url: str | None) -> bool:
-    if not base_url:
-        return False
-    host = (urlsplit(base_url).hostname or "").lower()
-    return host == "localhost" or host.startswith("127.") or host == "::1"
-
-
 def make_provider(model_name: str, *, api_key: str | None = None, base_url: str | None = None,
                   max_tokens: int | None = None) -> Provider:
-    """A ready provider for `provider:model`. Raises ConfigError when a needed key is missing.
-
-    OpenAI with a custom `base_url` runs without a key (local servers need none); Anthropic needs
-    one unless `base_url` is a loopback address (a local proxy or the scripted server).
-    """
+    """A ready provider for `provider:model`. Raises ConfigError when its spec's key rule is not met
+    (`ProviderSpec.key_problem`: the rule `ctxagent doctor` checks too)."""
     provider, model = parse_model_name(model_name)
-    if provider == "scripted":
-        from ctxagent.agent.providers.scripted import ScriptedProvider
-
-        return ScriptedProvider(model, max_tokens=max_tokens)
-    if provider == "anthropic":
-        if not api_key:
-            if not _is_loopback(base_url):
-                raise ConfigError(
-                    f"no API key for anthropic:{model}: set ANTHROPIC_API_KEY, "
-                    "or use --base-url for a local Anthropic-compatible server that needs none")
-            api_key = "not-needed"
-        from ctxagent.agent.providers.anthropic import AnthropicProvider
-
-        return AnthropicProvider(model, api_key=api_key, base_url=base_url, max_tokens=max_tokens)
-    if not api_key:
-        if not base_url:
-            raise ConfigError(
-                f"no API key for openai:{model}: set OPENAI_API_KEY, or use --base-url (or OPENAI_BASE_URL) "
-                "for an OpenAI-compatible server such as Ollama, vLLM, llama.cpp or LM Studio")
-        api_key = "not-needed"
-    from ctxagent.agent.providers.openai import OpenAIProvider
-
-    return OpenAIProvider(model, api_key=api_key, base_url=base_url, max_tokens=max_tokens)
+    spec = specs.get(provider)
+    problem = spec.key_problem(model, api_key, base_url)
+    if problem is not None:
+        raise ConfigError(problem)
+    return spec.make(model, api_key, base_url, max_tokens)

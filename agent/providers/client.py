@@ -1,0 +1,144 @@
+"""What the SDK-backed providers (anthropic.py, openai.py) share: the SDK client, the response limits,
+opening a response and reading a stream's next event, and the common end of a cut response.
+
+Each SDK client is made the same way (`sdk_client`): the key passed explicitly, so the SDK never
+falls back to profile files or other environment variables; the SDK's own retries off (`max_retries=0`:
+`agent/retry.py` retries, visibly); every response body capped in bytes (`response_cap.py`). The
+catalogue readers (`list_models` in each provider's module) use the same client.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Callable, Iterator
+from types import ModuleType
+from typing import Any, ClassVar, NoReturn
+
+import httpx2
+from ctxagent.agent.providers import response_cap
+from ctxagent.agent.providers.protocol import Stop, StreamEvent, TextDelta, ToolCallEvent, Usage
+from ctxagent.agent.providers.response_cap import (
+    RESPONSE_CAP_STOP,
+    capped_http_client,
+    cut_mark,
+    is_too_large,
+)
+from ctxagent.agent.providers.wire_errors import classify_exception
+from ctxagent.context.errors import ProviderError
+from ctxagent.context.request import Request
+
+DEFAULT_TIMEOUT = 600.0  # seconds for one request: a long answer streams for minutes
+END = object()  # `SDKProvider.next_event`: the stream ended
+TOO_LARGE = object()  # `SDKProvider.next_event`: the body passed the byte cap
+
+
+def sdk_client(sdk: Any, make: Callable[..., Any], *, api_key: str, base_url: str, timeout: float,
+               max_bytes: int) -> Any:
+    """`make(...)` (anthropic.Anthropic, openai.OpenAI) with ctxagent's settings; `sdk` is its module."""
+    return make(api_key=api_key, base_url=base_url, max_retries=0, timeout=timeout,
+                http_client=capped_http_client(sdk, max_bytes))
+
+
+class SDKProvider:
+    """The constructor and error handling of a provider speaking through an official SDK.
+
+    A subclass names its SDK (`sdk`, `client_class`), its key's environment variable and the SDK's
+    extra error classes, normalises its base URL, and writes `body`, `_create` and the stream readers.
+    """
+
+    name: str
+    key_env: str  # named in an authentication error (the same as its ProviderSpec's)
+    sdk: ModuleType  # the SDK module
+    client_class: ClassVar[type]  # the SDK's client class
+
+    def __init__(self, model: str, api_key: str, base_url: str | None = None, max_tokens: int | None = None,
+                 *, timeout: float = DEFAULT_TIMEOUT, streaming: bool = True,
+                 max_response_chars: int | None = None, max_response_bytes: int | None = None):
+        self.model = model
+        self.max_tokens = max_tokens
+        self.streaming = streaming
+        self.custom_server = bool(base_url)  # not the provider's own API: a proxy or a server of your own
+        self.base_url = self.normalize_base_url(base_url)
+        # None: the caps in response_cap.py, read now (so a test can lower them for one provider)
+        self.max_response_chars = max_response_chars or response_cap.MAX_RESPONSE_CHARS
+        self.max_response_bytes = max_response_bytes or response_cap.MAX_RESPONSE_BYTES
+        self._client = sdk_client(self.sdk, self.client_class, api_key=api_key, base_url=self.base_url,
+                                  timeout=timeout, max_bytes=self.max_response_bytes)
+
+    @staticmethod
+    def normalize_base_url(base_url: str | None) -> str:
+        raise NotImplementedError
+
+    def output_tokens(self, request: Request) -> int:
+        """The request's max_tokens, capped by this provider's."""
+        return request.max_tokens if self.max_tokens is None else min(request.max_tokens, self.max_tokens)
+
+    def _error_classes(self) -> dict[str, Any]:
+        return {"status_error": self.sdk.APIStatusError, "connection_error": self.sdk.APIConnectionError}
+
+    def _map(self, e: BaseException, started: bool = False) -> ProviderError | None:
+        return classify_exception(e, provider=self.name, model=self.model, key_env=self.key_env,
+                                  transport_error=httpx2.HTTPError, started=started, **self._error_classes())
+
+    def raise_mapped(self, e: BaseException, started: bool = False) -> NoReturn:
+        """Raise `e` as the ctxagent error it is (or as itself when it is none of the provider's)."""
+        mapped = self._map(e, started)
+        if mapped is None:
+            raise e
+        raise mapped from e
+
+    def open_response(self, create: Callable[[dict[str, Any]], Any], body: dict[str, Any]) -> Any:
+        """`create(body)`: the response (or stream), its failure mapped."""
+        try:
+            return create(body)
+        except Exception as e:
+            if is_too_large(e):  # a whole non-streamed body over the byte cap: nothing to keep
+                raise ProviderError(f"the response from {self.name}:{self.model} was too large to read") from e
+            self.raise_mapped(e)
+
+    def next_event(self, events: Iterator[Any]) -> Any:
+        """The stream's next event, END at its end, TOO_LARGE past the byte cap; other failures mapped."""
+        try:
+            return next(events)
+        except StopIteration:
+            return END
+        except Exception as e:
+            if is_too_large(e):
+                return TOO_LARGE
+            self.raise_mapped(e, started=True)
+
+    def bytes_cut_mark(self) -> str:
+        return cut_mark(self.max_response_bytes, "bytes")
+
+
+def cut_events(mark: str, usage: Usage) -> Iterator[StreamEvent]:
+    """The end of a response cut at the cap: the mark, the usage so far, Stop("response_cap")."""
+    yield TextDelta(mark)
+    yield usage
+    yield Stop(RESPONSE_CAP_STOP)
+
+
+def tool_event(call_id: str, name: str, raw: str) -> ToolCallEvent:
+    """A tool call from its streamed JSON arguments: `{}` when empty, None when not a JSON object."""
+    if not raw.strip():
+        return ToolCallEvent(id=call_id, name=name, arguments={}, raw_arguments=raw)
+    try:
+        args = json.loads(raw)
+    except ValueError:
+        return ToolCallEvent(id=call_id, name=name, arguments=None, raw_arguments=raw)
+    return ToolCallEvent(id=call_id, name=name, arguments=args if isinstance(args, dict) else None, raw_arguments=raw)
+
+
+def as_date(value: Any) -> dt.date | None:
+    """A catalogue's date field (a datetime, a date or an ISO string) as a date; None when absent or garbled."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, dt.datetime):
+        return value.date()
+    if isinstance(value, dt.date):
+        return value
+    try:
+        return dt.date.fromisoformat(str(value)[:10])
+    except ValueError:
+        return None

@@ -1,0 +1,216 @@
+"""One `ProviderSpec` per provider: everything ctxagent decides by provider name, in one record.
+
+    spec = get("anthropic")
+    spec.key_problem("claude-sonnet-5-5", api_key=None, base_url="https://proxy.example.com")
+        -> "no API key for anthropic:claude-sonnet-5-5: set ANTHROPIC_API_KEY (...)"
+    spec.credentials(config)      -> (key, base URL) the config gives this provider
+    spec.make("claude-sonnet-5-5", api_key="sk-...", base_url=None, max_tokens=8192) -> Provider
+
+The built-in providers are registered with the same `register()` a plugin would call (as simonw/llm
+loads its built-in models through its own plugin hook): adding a provider is one spec. Registration
+order is precedence: with two keys set, the first provider with a key picks the start model.
+
+Importing this module is cheap: no SDK, no HTTP client. A spec's `make` and `list_models` import
+the provider's module (and its SDK) only when called.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+from urllib.parse import urlsplit
+
+if TYPE_CHECKING:
+    from ctxagent.agent.providers.protocol import CatalogueModel, Provider
+
+# When a provider goes without an API key: never, when the base URL is a loopback address (a local
+# proxy or the scripted server), or with any base URL (a server of your own, which may be on
+# another machine: Ollama, vLLM, llama.cpp, LM Studio need no key).
+KeyRule = Literal["always", "unless-loopback", "unless-base-url"]
+# What the SDKs get when no key is needed: they refuse to start without some key.
+NO_KEY = "not-needed"
+
+MakeProvider = Callable[[str, "str | None", "str | None", "int | None"], "Provider"]
+ListModels = Callable[..., "list[CatalogueModel]"]
+
+
+def is_loopback(base_url: str | None) -> bool:
+    """True for a base URL on this machine (localhost, 127.x, ::1)."""
+    if not base_url:
+        return False
+    try:
+        host = (urlsplit(base_url.strip()).hostname or "").lower()
+    except ValueError:
+        return False
+    return host == "localhost" or host.startswith("127.") or host == "::1"
+
+
+@dataclass(frozen=True)
+class ProviderSpec:
+    """What ctxagent knows of one provider, besides its wire code (the provider's own module)."""
+
+    name: str  # the prefix of `name:model`
+    title: str  # how people write it: "Anthropic"
+    make: MakeProvider  # (model, api key, base URL, max_tokens) -> Provider; imports the SDK when called
+    key_field: str | None = None  # the Config field of its API key; None: it takes none
+    key_env: str | None = None  # the environment variable of that key
+    base_url_field: str | None = None  # the Config field of its own base URL (`base_url` overrides it)
+    base_url_env: str | None = None
+    key_rule: KeyRule = "always"
+    keyless_hint: str = ""  # the way out that the missing-key message offers, after "or "
+    start_model: str = ""  # the model a key alone starts with (must be in models.toml)
+    bare_names: re.Pattern[str] | None = None  # model names without a prefix that are this provider's
+    tokenizer: str = "heuristic"  # the local tokenizer family of `bare_names` models the registry lacks
+    family: str = ""  # models.toml [families.X] for `bare_names` models the registry lacks
+    serves_local: bool = False  # its API is what local servers speak: registry models without a provider
+    uses_registry: bool = True  # False: the model name is no model (a script path): no registry, no catalogue
+    summary_sibling: bool = True  # False: summaries need summary_model (no cheaper sibling to ask)
+    server_edits: bool = False  # its server does the server-side strategies (anthropic-clear/-compact)
+    no_server_edits_note: str = ""  # said when a server-side strategy is asked of it
+    list_models: ListModels | None = None  # (key, base URL, *, timeout, max_bytes, max_models) -> its catalogue
+    untrusted_reason: str = ""  # why a repository's own config may not pick it until trusted ("" : it may)
+
+    def key_problem(self, model: str, api_key: str | None, base_url: str | None) -> str | None:
+        """None when this provider can start with this key and base URL; else what to tell the user."""
+        if self.key_env is None or api_key:
+            return None
+        if self.key_rule == "unless-base-url" and base_url:
+            return None
+        if self.key_rule == "unless-loopback" and is_loopback(base_url):
+            return None
+        text = f"no API key for {self.name}:{model}: set {self.key_env}"
+        if base_url and self.key_rule == "unless-loopback":
+            host = urlsplit(base_url.strip()).hostname or "?"  # the host only: a URL may carry a password
+            text += f" ({host} is not a loopback address: only a local server may go without a key)"
+        return text + (f", or {self.keyless_hint}" if self.keyless_hint else "")
+
+    def credentials(self, config: Any) -> tuple[str | None, str | None]:
+        """(API key, base URL) that `config` gives this provider; a generic `base_url` wins over its own."""
+        key = getattr(config, self.key_field) if self.key_field else None
+        if self.base_url_field is None:
+            return key, None
+        return key, config.base_url or getattr(config, self.base_url_field)
+
+    def owns_bare_name(self, name: str) -> bool:
+        return self.bare_names is not None and self.bare_names.match(name) is not None
+
+
+_SPECS: dict[str, ProviderSpec] = {}
+
+
+def register(spec: ProviderSpec) -> ProviderSpec:
+    """Make `spec.name:` a provider. A name is registered once (ValueError otherwise)."""
+    if not re.fullmatch(r"[a-z][a-z0-9_-]*", spec.name):
+        raise ValueError(f"provider name {spec.name!r}: lower-case letters, digits, '-' and '_' only")
+    if spec.name in _SPECS:
+        raise ValueError(f"provider {spec.name!r} is already registered")
+    _SPECS[spec.name] = spec
+    return spec
+
+
+def unregister(name: str) -> ProviderSpec | None:
+    """Remove a provider (for plugins and tests); the removed spec, or None."""
+    return _SPECS.pop(name, None)
+
+
+def find(name: str) -> ProviderSpec | None:
+    """The spec of a provider name (any case), or None."""
+    return _SPECS.get((name or "").lower())
+
+
+def get(name: str) -> ProviderSpec:
+    """The spec of a provider name that parsing already accepted (KeyError for any other)."""
+    spec = find(name)
+    if spec is None:
+        raise KeyError(f"unknown provider {name!r}; known: {', '.join(_SPECS)}")
+    return spec
+
+
+def providers() -> tuple[ProviderSpec, ...]:
+    """Every registered provider, in precedence order."""
+    return tuple(_SPECS.values())
+
+
+def keyed() -> tuple[ProviderSpec, ...]:
+    """The providers a user sets up with a key (the ones help text and `ctxagent models` name)."""
+    return tuple(s for s in _SPECS.values() if s.key_env)
+
+
+def local_provider() -> ProviderSpec:
+    """The provider whose API local model servers speak."""
+    return next(s for s in _SPECS.values() if s.serves_local)
+
+
+def provider_of_model(value: str) -> ProviderSpec | None:
+    """The spec named by a `provider:` prefix of `value`, without parsing it further (None: no prefix)."""
+    prefix, sep, _ = (value or "").strip().partition(":")
+    return find(prefix.strip()) if sep else None
+
+
+# -- the built-in providers; each constructor imports its SDK only when called ----------------------
+
+
+def _make_anthropic(model: str, api_key: str | None, base_url: str | None, max_tokens: int | None) -> Provider:
+    from ctxagent.agent.providers.anthropic import AnthropicProvider
+
+    return AnthropicProvider(model, api_key=api_key or NO_KEY, base_url=base_url, max_tokens=max_tokens)
+
+
+def _list_anthropic(*args: Any, **kwargs: Any) -> list[CatalogueModel]:
+    from ctxagent.agent.providers.anthropic import list_models
+
+    return list_models(*args, **kwargs)
+
+
+def _make_openai(model: str, api_key: str | None, base_url: str | None, max_tokens: int | None) -> Provider:
+    from ctxagent.agent.providers.openai import OpenAIProvider
+
+    return OpenAIProvider(model, api_key=api_key or NO_KEY, base_url=base_url, max_tokens=max_tokens)
+
+
+def _list_openai(*args: Any, **kwargs: Any) -> list[CatalogueModel]:
+    from ctxagent.agent.providers.openai import list_models
+
+    return list_models(*args, **kwargs)
+
+
+def _make_scripted(model: str, api_key: str | None, base_url: str | None, max_tokens: int | None) -> Provider:
+    from ctxagent.agent.providers.scripted import ScriptedProvider
+
+    return ScriptedProvider(model, max_tokens=max_tokens)
+
+
+ANTHROPIC = ProviderSpec(
+    name="anthropic", title="Anthropic", make=_make_anthropic,
+    key_field="anthropic_api_key", key_env="ANTHROPIC_API_KEY",
+    base_url_field="anthropic_base_url", base_url_env="ANTHROPIC_BASE_URL",
+    # A key-less request to a remote Anthropic endpoint fails at the first step with a 401; a local
+    # proxy (or the scripted server) is the one case that works without one.
+    key_rule="unless-loopback", keyless_hint="use --base-url for a local Anthropic-compatible server that needs none",
+    start_model="claude-sonnet-5-5", bare_names=re.compile(r"^claude", re.IGNORECASE),
+    tokenizer="cl100k_base", family="claude", server_edits=True, list_models=_list_anthropic,
+)
+OPENAI = ProviderSpec(
+    name="openai", title="OpenAI", make=_make_openai,
+    key_field="openai_api_key", key_env="OPENAI_API_KEY",
+    base_url_field="openai_base_url", base_url_env="OPENAI_BASE_URL",
+    # Self-hosted OpenAI-compatible servers need no key and often run on another machine (a GPU box).
+    key_rule="unless-base-url",
+    keyless_hint="use --base-url (or OPENAI_BASE_URL) for an OpenAI-compatible server such as Ollama, vLLM, "
+                 "llama.cpp or LM Studio",
+    start_model="gpt-6.1-sol", bare_names=re.compile(r"^(gpt-|chatgpt-|o\d)", re.IGNORECASE),
+    tokenizer="o200k_base", serves_local=True, list_models=_list_openai,
+    no_server_edits_note="OpenAI's compaction exists only in its Responses API, which ctxagent's OpenAI provider "
+                         "(Chat Completions) does not use: `bench replay` emulates it as openai-compact.",
+)
+SCRIPTED = ProviderSpec(
+    name="scripted", title="scripted", make=_make_scripted,
+    uses_registry=False, summary_sibling=False,  # the script holds only the main model's turns
+    untrusted_reason="a scripted model: the repository would choose the tool calls",
+)
+BUILTIN_PROVIDERS = (ANTHROPIC, OPENAI, SCRIPTED)
+
+for _spec in BUILTIN_PROVIDERS:
+    register(_spec)
