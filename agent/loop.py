@@ -9,8 +9,10 @@ is how agents hit a 400). The history is the append-only session log; nothing he
 `Agent` is composed of plain parts, each with its own state: a `StepRunner` (the steps and their
 reports), a `ToolRunner` (permissions, checkpoints, tool results) and a `ServerContext` (the
 provider's own context management), sharing one `Journal` (agent/parts.py) for log, memory and UI.
-What a user does to a session besides a message (compact, rewind, remember, a new session) is one
-function each in agent/session_ops.py; the Agent's methods call them with its own log and stores.
+What a user does to a session besides a message (rewind, remember, a new session, a model switch) is
+one function each in agent/session_ops.py; the Agent's methods call them with its own log and stores.
+`compact` (/compact, auto_compact) is the user asking for a summary now; a step's own relief is the
+builder's.
 """
 
 from __future__ import annotations

@@ -15,6 +15,7 @@ from typing import Any
 
 from ctxagent.context.build.engine import build, request_sha256
 from ctxagent.context.build.inputs import BuildInputs, BuildResult
+from ctxagent.context.build.step import request_body
 from ctxagent.context.errors import HistoryError
 from ctxagent.context.events import ContextReportData, SystemPromptData
 from ctxagent.context.history import Event
@@ -26,8 +27,8 @@ BodyFor = Callable[[str, Request], dict[str, Any]]
 
 
 def neutral_body(_model: str, request: Request) -> dict[str, Any]:
-    """The provider-neutral body (`Request.to_dict()`), as `build_step` hashes it by default."""
-    return request.to_dict()
+    """The body `build_step` hashes by default (`request_body`: the provider-neutral one)."""
+    return request_body(request)
 
 
 @dataclass
