@@ -11,8 +11,8 @@ __version__ = "0.1.0"
 _EXPORTS = {
     # the loop and how it is assembled
     "Agent": "ctxagent.agent.loop",
-    "AgentParts": "ctxagent.agent.loop",
-    "Approver": "ctxagent.agent.loop",
+    "AgentParts": "ctxagent.agent.parts",
+    "Approver": "ctxagent.agent.parts",
     "create_agent": "ctxagent.agent.factory",
     # what the loop tells its front end
     "AgentEvent": "ctxagent.agent.updates",
@@ -45,8 +45,8 @@ _EXPORTS = {
     "find_repo_root": "ctxagent.agent.session",
     "list_sessions": "ctxagent.agent.session",
     "open_session": "ctxagent.agent.session",
-    "describe_rewind": "ctxagent.agent.session_ops",
-    "find_user_turn": "ctxagent.agent.session_ops",
+    "describe_rewind": "ctxagent.agent.checkpoints.rewind",
+    "find_user_turn": "ctxagent.agent.checkpoints.rewind",
     "switch_model": "ctxagent.agent.session_ops",
     "TurnInfo": "ctxagent.agent.checkpoints.turns",
     # models
@@ -66,16 +66,18 @@ _EXPORTS = {
 __all__ = ["__version__", *sorted(_EXPORTS)]
 
 if TYPE_CHECKING:
+    from ctxagent.agent.checkpoints.rewind import describe_rewind, find_user_turn
     from ctxagent.agent.checkpoints.turns import TurnInfo
     from ctxagent.agent.cli.main import main as cli_main
     from ctxagent.agent.cli.setup_help import setup_text
     from ctxagent.agent.config import Config, flags_from_args, load_config
     from ctxagent.agent.factory import create_agent
-    from ctxagent.agent.loop import Agent, AgentParts, Approver
+    from ctxagent.agent.loop import Agent
+    from ctxagent.agent.parts import AgentParts, Approver
     from ctxagent.agent.providers.registry import cost_usd, model_info, parse_model_name
     from ctxagent.agent.scripted.demo import DEMO_LABEL, DEMO_PROMPT, Demo, prepare_demo
     from ctxagent.agent.session import Session, find_repo_root, list_sessions, open_session
-    from ctxagent.agent.session_ops import describe_rewind, find_user_turn, switch_model
+    from ctxagent.agent.session_ops import switch_model
     from ctxagent.agent.trust import decline, describe_ignored, needs_prompt, trust
     from ctxagent.agent.trust import trust as trust_repo
     from ctxagent.agent.updates import (

@@ -13,14 +13,22 @@ the server may then show the model less than was sent. The loop keeps the record
   count), never the edited one: an edit is not a tokenizer difference;
 - a compaction block becomes a `compaction` event (method "server") masking everything the request
   showed, whose block is sent back verbatim from then on.
+
+`ServerContext` is the Agent's side of it (asked by the step runner, agent/step.py, before and after
+each request); the functions are the rules it applies. `usage_data` is the one conversion of the
+provider's `Usage` into the log's `UsageData`.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
+from ctxagent.agent.parts import Journal
 from ctxagent.agent.providers.protocol import ServerCompaction, ServerEdits, TokenCount, Usage
+from ctxagent.agent.updates import CompactionDone
+from ctxagent.context.errors import ProviderError
 from ctxagent.context.events import CompactionData, ServerContextData, UsageData
 from ctxagent.context.history import Event, view
 from ctxagent.context.monitor import advice_for
@@ -28,10 +36,14 @@ from ctxagent.context.report import ContextReport
 from ctxagent.context.request import Request
 from ctxagent.context.server_edits import compaction_range
 
+if TYPE_CHECKING:
+    from ctxagent.agent.providers.protocol import Provider
+    from ctxagent.agent.session import Session
+    from ctxagent.context.calibrator import Calibrator
 
-def _usage_data(u: Usage | None) -> UsageData | None:
-    if u is None:
-        return None
+
+def usage_data(u: Usage) -> UsageData:
+    """The provider's token usage as the log records it."""
     return UsageData(input_tokens=u.input_tokens, output_tokens=u.output_tokens, cache_read=u.cache_read,
                      cache_write=u.cache_write)
 
@@ -41,11 +53,12 @@ def server_record(strategy: str, request: Request, edits: ServerEdits | None, co
     """The assistant event's account of the server's context management; None when none was asked for."""
     if not request.server_edits:
         return None
+    billed = edits.compaction_usage if edits is not None else None
     return ServerContextData(
         strategy=strategy,
         applied_edits=list(edits.applied) if edits is not None else [],
         compacted=compaction is not None,
-        compaction_usage=_usage_data(edits.compaction_usage if edits is not None else None),
+        compaction_usage=usage_data(billed) if billed is not None else None,
         seen_tokens=usage.prompt_tokens or None,
         original_tokens=count.original_input_tokens if count is not None else None,
     )
@@ -119,62 +132,57 @@ def seen_reports(events: list[Event], reports: list[ContextReport], thresholds: 
     return out
 
 
-class ServerContextMixin:
-    """The Agent's side of the server's context management (see the module doc)."""
+@dataclass(frozen=True)
+class Seen:
+    """What the model saw of a step's request, when the server's edits made it less than was sent."""
 
-    session: Any
-    parts: Any
-    reports: list[ContextReport]
-    _count_off: bool = False  # count_tokens failed once: not asked again this session
+    tokens: int  # provider tokens
+    note: str  # the report's note saying why
 
-    def _thresholds(self) -> tuple[float, float]:
-        cfg = self.session.config
-        return (cfg.compress_at, cfg.new_session_at)
 
-    def _show_seen(self, step: int, tokens: int, note: str) -> None:
-        from ctxagent.agent.updates import ContextBuilt
+class ServerContext:
+    """The Agent's side of the server's context management (see the module doc): asked before a
+    request is sent (`count`) and after its answer (`outcome`); what the model saw is returned as a
+    `Seen` for the step runner to show in the step's report."""
 
-        if not self.reports:
-            return
-        self.reports[-1] = report_as_seen(self.reports[-1], tokens, self._thresholds(), note)
-        self.on_event(ContextBuilt(step, self.reports[-1]))  # type: ignore[attr-defined]
+    def __init__(self, session: Session, provider: Provider, calibrator: Calibrator, journal: Journal):
+        self.session = session
+        self.provider = provider
+        self.calibrator = calibrator
+        self.journal = journal
+        self._count_off = False  # count_tokens failed once: not asked again this session
 
-    def _server_count(self, step: int, request: Request, calibrated_total: int) -> TokenCount | None:
+    def count(self, request: Request, calibrated_total: int) -> tuple[TokenCount | None, Seen | None]:
         """Ask the server what the model will see, where its edits may apply (a failure is reported once)."""
-        from ctxagent.context.errors import ProviderError
-
         if self._count_off or not worth_counting(request, calibrated_total):
-            return None
+            return None, None
         try:
-            count = count_with(self.parts.provider, request)
+            count = count_with(self.provider, request)
         except ProviderError as exc:
             self._count_off = True
-            self._notice(f"count_tokens failed ({exc}); the gauge shows what is sent until a response says "  # type: ignore[attr-defined]
-                         "what the model saw", "warning")
-            return None
+            self.journal.notice(f"count_tokens failed ({exc}); the gauge shows what is sent until a response says "
+                                "what the model saw", "warning")
+            return None, None
         if count is not None and count.original_input_tokens and count.input_tokens < count.original_input_tokens:
-            self._show_seen(step, count.input_tokens, f"the server counts {count.input_tokens:,} of "
-                            f"{count.original_input_tokens:,} tokens after its context edits (count_tokens)")
-        return count
+            return count, Seen(count.input_tokens, f"the server counts {count.input_tokens:,} of "
+                               f"{count.original_input_tokens:,} tokens after its context edits (count_tokens)")
+        return count, None
 
-    def _server_outcome(self, step: int, request: Request, report_total: int, edits: ServerEdits | None,
-                        compaction: ServerCompaction | None, usage: Usage,
-                        count: TokenCount | None) -> ServerContextData | None:
-        """Log a server compaction, calibrate on the prompt as sent, show what the model saw; returns
-        the record for the assistant event."""
-        from ctxagent.agent.updates import CompactionDone
-
+    def outcome(self, request: Request, report_total: int, edits: ServerEdits | None,
+                compaction: ServerCompaction | None, usage: Usage,
+                count: TokenCount | None) -> tuple[ServerContextData | None, Seen | None]:
+        """Log a server compaction, calibrate on the prompt as sent; returns the record for the
+        assistant event, and what the model saw when the server acted."""
         record = server_record(self.session.config.strategy, request, edits, compaction, usage, count)
         if compaction is not None:
             data = compaction_event(self.session.log.events, compaction)
             if data is not None:
-                ev = self.session.log.append(data)
-                self._ingest([ev])  # type: ignore[attr-defined]
-                self.on_event(CompactionDone(data.first_id, data.last_id, data.method, report_total,  # type: ignore[attr-defined]
-                                             usage.prompt_tokens))
+                self.journal.record(data)
+                self.journal.emit(CompactionDone(data.first_id, data.last_id, data.method, report_total,
+                                                 usage.prompt_tokens))
         target = calibration_target(record, usage)
         if target and report_total:
-            self.parts.calibrator.update(report_total, target)
+            self.calibrator.update(report_total, target)
         if record is not None and acted(record) and record.seen_tokens:
-            self._show_seen(step, record.seen_tokens, describe(record))
-        return record
+            return record, Seen(record.seen_tokens, describe(record))
+        return record, None

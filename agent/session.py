@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import io
-import os
 import secrets
 import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from ctxagent.agent.config import Config
 from ctxagent.context.errors import HistoryError, StateDirError
+from ctxagent.context.events import SessionStartData, UserData
 from ctxagent.context.floor.gitsafe import toplevel
 from ctxagent.context.floor.sanitize import Sanitizer
 from ctxagent.context.floor.state_paths import describe_os_error, ensure_state_dir, project_state_dir
@@ -74,52 +72,12 @@ class Session:
         return self.log.session_id
 
 
-class PendingSessionLog(SessionLog):
-    """A new session's log that reaches the disk with its first user message.
-
-    Until then its events (session_start, system_prompt, ...) are kept in memory, so a start that
-    fails (a config error, the set-up screen, a quit before typing) leaves no empty session behind.
-    It is a SessionLog in every other way; `pending` says whether the file exists yet.
-    """
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._fh = io.StringIO()  # SessionLog.append writes here until the first user message
-
-    @property
-    def pending(self) -> bool:
-        return isinstance(self._fh, io.StringIO)
-
-    def append(self, kind: Any, expect_id: int | None = None, **data: Any):  # noqa: ANN201 - SessionLog's Event
-        ev = super().append(kind, expect_id, **data)
-        if self.pending and ev.kind == "user":
-            self._materialize()
-        return ev
-
-    def _materialize(self) -> None:
-        buffered = self._fh.getvalue()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.lock()  # the write lock comes with the file
-        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o600)
-        fh = os.fdopen(fd, "a", encoding="utf-8")
-        fh.write(buffered)
-        fh.flush()
-        self._fh = fh
-
-    def sync(self) -> None:
-        if not self.pending:
-            super().sync()
-
-    def close(self) -> None:
-        if self.pending:
-            return  # nothing worth keeping was said: no file
-        super().close()
-
-
 def open_session(root: Path, config: Config, resume: str | None = None, *, parent: str | None = None) -> Session:
     """A new session, or the one `resume` names ("" = the latest).
 
-    A new session's log is a PendingSessionLog: its file is created by the first user message.
+    A new session's log is pending until its first user message creates the file (SessionLog's
+    `pending_until`): a start that fails (a config error, the set-up screen, a quit before typing)
+    leaves no empty session behind.
     """
     root = root.resolve()
     state = ensure_state_dir(root)
@@ -139,8 +97,8 @@ def open_session(root: Path, config: Config, resume: str | None = None, *, paren
             # The file comes with the first message; whether it can be written is known now, so a
             # read-only `.ctxagent/` is a clear error at the start, not mid-turn. (Nothing is left.)
             tempfile.TemporaryFile(dir=path.parent).close()
-            log = PendingSessionLog(path=path, session_id=session_id, sanitize=sanitize)
-            log.append("session_start", session=log.session_id, model=config.model or "", cwd=str(root), parent=parent)
+            log = SessionLog(path=path, session_id=session_id, sanitize=sanitize, pending_until=UserData.KIND)
+            log.append(SessionStartData(session=log.session_id, model=config.model or "", cwd=str(root), parent=parent))
     except OSError as exc:  # a read-only `.ctxagent/`, a full disk
         raise StateDirError(f"cannot write the session log in {state / 'sessions'}: {describe_os_error(exc)}") from exc
     return Session(root=root, state_dir=state, config=config, log=log)

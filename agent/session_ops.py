@@ -1,16 +1,13 @@
 """Session operations: what a user does to a session besides sending it a message.
 
-One implementation each, used by the app's slash commands, the CLI (`ctxagent rewind`) and `Agent`
-(through `SessionOpsMixin`); the app never writes the log itself.
+One implementation each, used by the app's slash commands, the CLI and `Agent` (agent/loop.py, which
+exposes them with its own log, checkpoints and memory); the app never writes the log itself.
 
-- `rewind`: back to just before a user turn — the code (from the checkpoint taken before the turn's
-  first change), the conversation (a `rewind` event, written only here, payload
-  `{to_id, turn, mode}`; non-destructive, the log keeps everything), and the memory (records the
-  rewound turns wrote are retired: no longer recalled, still listed).
-- `rewind_menu`: the turns the /rewind picker offers, with code checkpoints when they are readable.
+- `rewind`, `rewind_menu`, `describe_rewind`, `find_user_turn`: the one rewind, in
+  agent/checkpoints/rewind.py (imported here, the session operations' home).
 - `remember`: /remember TEXT — a pinned constraint (a `memory` event, and a pinned memory record).
-- `seed_new_session`: /new with a summary, and the 90 % prompt's "new session": the old session's
-  summary and pinned constraints at the start of the new log.
+- `new_session` / `seed_new_session`: /new, with a summary or not, and the 90 % prompt's "new
+  session": the old session's summary and pinned constraints at the start of the new log.
 - `switch_model`: /model NAME — an agent for another model on the same session and log.
 - `compaction_done`: what a compaction record dropped, in the user's words (turns and messages).
 """
@@ -18,132 +15,43 @@ One implementation each, used by the app's slash commands, the CLI (`ctxagent re
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
-from ctxagent.agent.checkpoints.turns import TurnInfo, first_line
+from ctxagent.agent.checkpoints.rewind import (
+    REWIND_MODES,
+    RewindMenu,
+    RewindMode,
+    describe_rewind,
+    find_user_turn,
+    log_turns,
+    rewind,
+    rewind_menu,
+)
 from ctxagent.agent.updates import CompactionDone
-from ctxagent.context.errors import CtxagentError, HistoryError
-from ctxagent.context.events import CompactionData, MemoryData, RewindData
-from ctxagent.context.history import Event, SessionLog, hidden_by_rewinds, view
+from ctxagent.context.events import CompactionData, MemoryData
+from ctxagent.context.history import Event, SessionLog, view
 
 if TYPE_CHECKING:
-    from ctxagent.agent.checkpoints.store import Checkpoints, ConfirmOverwrite, RewindResult
-    from ctxagent.agent.loop import Agent, AgentParts
     from ctxagent.agent.session import Session
     from ctxagent.context.memory.store import MemoryStore
 
-RewindMode = Literal["both", "conversation", "code"]
-REWIND_MODES: tuple[RewindMode, ...] = ("both", "conversation", "code")
-
-
-# -- rewind ---------------------------------------------------------------------------------------
-
-def find_user_turn(log: SessionLog, turn: int) -> Event:
-    """The user event of `turn`: the newest visible one, else the newest hidden one."""
-    hidden = hidden_by_rewinds(log.events)
-    candidates = [e for e in log.events if e.kind == "user" and e.user.turn == int(turn)]
-    visible = [e for e in candidates if e.id not in hidden]
-    if visible:
-        return visible[-1]
-    if candidates:
-        return candidates[-1]
-    raise HistoryError(f"session {log.session_id} has no turn {turn}")
-
-
-def log_turns(log: SessionLog) -> list[TurnInfo]:
-    """Visible user turns from the log alone (no code checkpoints): the files each one's tools changed,
-    no diffstat and nothing a code rewind could restore."""
-    from ctxagent.context.compact import changed_files
-
-    hidden = hidden_by_rewinds(log.events)
-    live = [e for e in log.events if e.id not in hidden]
-    out: list[TurnInfo] = []
-    starts = [i for i, e in enumerate(live) if e.kind == "user"]
-    for n, start in enumerate(starts):
-        user = live[start]
-        end = starts[n + 1] if n + 1 < len(starts) else len(live)
-        out.append(TurnInfo(
-            turn=user.user.turn, event_id=user.id, time=user.ts, first_line=first_line(user.user.text),
-            checkpoint=None, own_checkpoint=False, files_changed=changed_files(live[start + 1:end]),
-        ))
-    return out
-
-
-@dataclass(frozen=True)
-class RewindMenu:
-    """What the /rewind picker offers: the turns, and whether code can be restored (else why not)."""
-
-    turns: list[TurnInfo]
-    has_code: bool
-    note: str = ""  # why code rewind is unavailable, when it is
-
-
-def rewind_menu(log: SessionLog, checkpoints: Checkpoints | None) -> RewindMenu:
-    if checkpoints is None:
-        return RewindMenu(log_turns(log), False, "no code checkpoints in this session")
-    try:
-        return RewindMenu(checkpoints.turns(log), True)
-    except CtxagentError as exc:
-        return RewindMenu(log_turns(log), False, f"code checkpoints unavailable ({exc})")
-
-
-def rewind(
-    log: SessionLog,
-    turn: int,
-    mode: RewindMode = "both",
-    *,
-    checkpoints: Checkpoints | None = None,
-    memory: Iterable[MemoryStore] = (),
-    confirm_overwrite: ConfirmOverwrite | None = None,
-) -> RewindResult:
-    """Go back to just before `turn`: the code, the conversation, or both.
-
-    Code: files whose content differs from what the agent last left (changed outside the agent) are
-    overwritten or deleted only if `confirm_overwrite(paths)` returns True; with no callback they are
-    skipped. Conversation: one `rewind` event hides the turn's user message and everything after it.
-    Memory: with the conversation, records the rewound turns wrote are retired in every store given
-    (the project's and the user's); a store failing is reported in `warnings`, it undoes nothing.
-    """
-    from ctxagent.agent.checkpoints.store import RewindResult
-
-    if mode not in REWIND_MODES:
-        raise ValueError(f"rewind mode must be both, conversation or code, not {mode!r}")
-    user_event = find_user_turn(log, turn)
-    result = RewindResult()
-    if mode in ("both", "code"):
-        if checkpoints is None:
-            raise HistoryError("this session has no code checkpoints: only the conversation can be rewound")
-        target = checkpoints.checkpoint_for(log, user_event.id)
-        if target is not None:
-            checkpoints.restore(log.session_id, target, confirm_overwrite, result)
-    if mode in ("both", "conversation"):
-        ev = log.append(RewindData(to_id=user_event.id, turn=int(turn), mode=mode))
-        log.sync()
-        result.conversation_to_id = user_event.id
-        result.rewind_event_id = ev.id
-        for store in memory:
-            try:
-                result.memory_retired += store.retire_after(log.session_id, int(turn))
-            except CtxagentError as exc:
-                result.warnings.append(f"memory records of the rewound turns are still recalled: {exc}")
-    return result
-
-
-def describe_rewind(result: RewindResult, turn: int, mode: str) -> str:
-    """One line for the user: what a rewind restored, deleted, skipped and retired."""
-    parts = [f"rewound to before turn {turn} ({'code and conversation' if mode == 'both' else mode + ' only'})"]
-    for label, files in (("restored", result.files_restored), ("deleted", result.files_deleted),
-                         ("skipped", result.skipped)):
-        if files:
-            shown = ", ".join(files[:6]) + (f" and {len(files) - 6} more" if len(files) > 6 else "")
-            parts.append(f"{label}: {shown}")
-    if result.memory_retired:
-        n = result.memory_retired
-        parts.append(f"{n} memory record{'s' if n != 1 else ''} from those turns no longer recalled")
-    parts += result.warnings
-    return "; ".join(parts)
+__all__ = [
+    "REWIND_MODES",
+    "RewindMenu",
+    "RewindMode",
+    "compaction_done",
+    "describe_rewind",
+    "find_user_turn",
+    "log_turns",
+    "new_session",
+    "remember",
+    "rewind",
+    "rewind_menu",
+    "seed_new_session",
+    "session_summary",
+    "switch_model",
+]
 
 
 # -- remember, new session ------------------------------------------------------------------------
@@ -187,7 +95,29 @@ def seed_new_session(new_log: SessionLog, old_log: SessionLog, summary: str, met
     new_log.sync()
 
 
-def switch_model(session: Session, name: str, make_agent: Callable[[Session], Agent], carry_from: Agent | None = None) -> Agent:
+def new_session(old: Session, with_summary: bool, summarize: Callable[[str], str] | None = None,
+                open_session: Callable[..., Session] | None = None) -> Session:
+    """A new session of the same repository and config, child of `old`; seeded with `old`'s summary
+    and pinned constraints when `with_summary` (`summarize`: the model call for it, None = extractive)."""
+    if open_session is None:
+        from ctxagent.agent.session import open_session
+    new = open_session(old.root, old.config, parent=old.id)
+    if with_summary:
+        summary, method = session_summary(old.log.events, summarize)
+        seed_new_session(new.log, old.log, summary, method)
+    old.log.sync()
+    return new
+
+
+class _Permits(Protocol):
+    @property
+    def allowed_for_session(self) -> set[str]: ...
+
+
+A = TypeVar("A", bound=_Permits)
+
+
+def switch_model(session: Session, name: str, make_agent: Callable[[Session], A], carry_from: A | None = None) -> A:
     """An agent for model `name` on the same session (same log, same turn numbering); the session's
     config names the new model only if that agent could be built (else it raises, nothing changed).
     `carry_from`: the previous agent, whose "allow for this session" permissions carry over."""
@@ -199,7 +129,7 @@ def switch_model(session: Session, name: str, make_agent: Callable[[Session], Ag
         session.config.model = old
         raise
     if carry_from is not None:
-        agent.allowed_for_session |= carry_from.allowed_for_session
+        agent.allowed_for_session.update(carry_from.allowed_for_session)
     return agent
 
 
@@ -215,59 +145,3 @@ def compaction_done(log: SessionLog, record: CompactionData, tokens_before: int,
         first, last, record.method, tokens_before, tokens_after, summary=record.summary, messages=len(covered),
         first_turn=min(turns, default=0), last_turn=max(turns, default=0),
     )
-
-
-# -- the Agent's side -----------------------------------------------------------------------------
-
-class SessionOpsMixin:
-    """The session operations as `Agent` methods, with the agent's own checkpoints and memory."""
-
-    session: Session
-    parts: AgentParts
-
-    @property
-    def model_label(self) -> str:
-        return self.parts.model_label
-
-    @property
-    def memory(self) -> MemoryStore | None:
-        return self.parts.memory
-
-    @property
-    def checkpoints(self) -> Checkpoints | None:
-        return self.parts.checkpoints
-
-    @property
-    def calibration_ratio(self) -> float:
-        return float(self.parts.calibrator.ratio)
-
-    def memory_stores(self) -> list[MemoryStore]:
-        """Every store this session writes to: the project's, and the user's (cross-project)."""
-        stores = [self.parts.memory] if self.parts.memory is not None else []
-        user = getattr(self.parts.warm, "user_store", None)
-        return stores + ([user] if user is not None else [])
-
-    def remember(self, text: str) -> Event:
-        """/remember TEXT (see `remember`: the pin is in the log even when the memory store then fails)."""
-        return remember(self.session.log, text, self.parts.memory)
-
-    def rewind_menu(self) -> RewindMenu:
-        return rewind_menu(self.session.log, self.parts.checkpoints)
-
-    def rewind(self, turn: int, mode: RewindMode = "both", confirm_overwrite: ConfirmOverwrite | None = None) -> RewindResult:
-        return rewind(self.session.log, turn, mode, checkpoints=self.parts.checkpoints, memory=self.memory_stores(),
-                      confirm_overwrite=confirm_overwrite)
-
-    def new_session(self, with_summary: bool, open_session: Callable[..., Session] | None = None) -> Session:
-        """A new session of the same repository and config, child of this one; seeded with this one's
-        summary and pinned constraints when `with_summary`."""
-        if open_session is None:
-            from ctxagent.agent.session import open_session
-        old = self.session
-        new = open_session(old.root, old.config, parent=old.id)
-        if with_summary:
-            summary, method = session_summary(old.log.events, self.parts.summarize)
-            seed_new_session(new.log, old.log, summary, method)
-        old.log.sync()
-        return new
-

@@ -1,10 +1,15 @@
-"""One step of a turn: build the context, log what was built, stream the model's answer.
+"""One step of a turn: build the context, record what was built, stream the model's answer.
 
-A mixin of `Agent` (agent/loop.py), split out so the loop keeps only the turn's shape. A step
-rebuilds the context from the log (`context.builder.build`), logs the compactions the build planned
-and a `context_report` (with the sha256 of the request body, so `inspect` can prove a rebuild), then
-streams the provider's answer into one `assistant` event. A provider that says the prompt is too
-long gets one forced compaction and one retry.
+`StepRunner` is owned by the `Agent` (agent/loop.py). A step rebuilds the context from the log and
+records it (`context.build.step.build_step`: the compactions the build planned, then a
+`context_report` with the sha256 of the request body, so `inspect` can prove a rebuild), then streams
+the provider's answer into one `assistant` event. The steps' reports (`reports`, one per step sent)
+and the last request built live here.
+
+A provider that says the prompt is too long counts more than the calibrated estimate: the step is
+rebuilt once with a calibration that learns it (`refused_ratio`), so the builder's own relief —
+pruning, its planned compactions, logged like any — makes it fit, and sent again; when even that
+cannot fit or is refused again, the step ends with a clear error.
 """
 
 from __future__ import annotations
@@ -12,8 +17,9 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from ctxagent.agent.parts import AgentParts, Journal
 from ctxagent.agent.providers.protocol import (
     ServerCompaction,
     ServerEdits,
@@ -23,169 +29,152 @@ from ctxagent.agent.providers.protocol import (
     Usage,
 )
 from ctxagent.agent.retry import stream_with_retry
+from ctxagent.agent.server_context import Seen, ServerContext, report_as_seen, usage_data
 from ctxagent.agent.session_ops import compaction_done
-from ctxagent.agent.updates import (
-    AgentEvent,
-    AssistantDelta,
-    AssistantDone,
-    CompactionDone,
-    ContextBuilt,
-    StepStarted,
-)
+from ctxagent.agent.updates import AssistantDelta, AssistantDone, ContextBuilt, StepStarted
 from ctxagent.context.build.cache import BuildCache
-from ctxagent.context.build.engine import BuildInputs, BuildResult, build, request_sha256
+from ctxagent.context.build.engine import build
+from ctxagent.context.build.inputs import BuildResult
+from ctxagent.context.build.step import Builder, StepSetup, build_next, record_step, refused_ratio
 from ctxagent.context.errors import ContextLengthError, ContextOverflowError, ProviderError, StreamError
-from ctxagent.context.events import (
-    AssistantData,
-    BuildParams,
-    ContextReportData,
-    ErrorData,
-    ToolCallData,
-    UsageData,
-)
+from ctxagent.context.events import AssistantData, ErrorData, ToolCallData
 from ctxagent.context.report import ContextReport
 
 if TYPE_CHECKING:
-    from ctxagent.agent.loop import AgentParts
     from ctxagent.agent.session import Session
-    from ctxagent.context.history import Event, SessionLog
 
 
 @dataclass
 class StepOutcome:
     text: str = ""
     calls: list[ToolCallEvent] = field(default_factory=list)
-    error: bool = False
+    stop: str = "end_turn"  # the step's stop reason, as the provider said it
+    error: ErrorData | None = None  # what the turn stops on (logged, and said)
 
 
-class StepMixin:
-    """`_step` and what it needs; every other name it uses on `self` is defined by `Agent`."""
+class StepRunner:
+    """Builds, records and sends the steps of a session's turns."""
 
-    session: Session
-    parts: AgentParts
-    log: SessionLog
-    on_event: Callable[[AgentEvent], None]
-    reports: list[ContextReport]
-    last_build: BuildResult | None
-    last_build_sent: bool
-    _build_cache: BuildCache
-    _turn_no: int
-    _ingest: Callable[[list[Event]], None]
-    _notice: Callable[..., None]
-    _error: Callable[..., None]
-    compact: Callable[..., CompactionDone | None]
-    _server_count: Callable[..., Any]  # agent/server_context.py: the provider's own context management
-    _server_outcome: Callable[..., Any]
+    def __init__(self, session: Session, parts: AgentParts, journal: Journal, server: ServerContext,
+                 reports: list[ContextReport], builder: Builder = build):
+        self.session = session
+        self.parts = parts
+        self.journal = journal
+        self.server = server
+        self.reports = reports
+        self.builder = builder  # the build function (`context.build.engine.build`; a benchmark passes a timed one)
+        self.cache = BuildCache()  # per-event build work kept across steps: a step costs O(new content)
+        # the last request built (sent, or only previewed after /compact, /rewind, a resume): /context shows it
+        self.last_build: BuildResult | None = None
+        self.last_build_sent = False
 
     @property
     def step(self) -> int:
         """Steps are numbered 1, 2, … in request order across the whole session."""
         return len(self.reports)
 
-    def _step(self, turn: int, query: str, cancel: threading.Event) -> StepOutcome:
-        step = self.step + 1
-        self.on_event(StepStarted(step, turn))
-        try:
-            return self._attempt(step, turn, query, cancel)
-        except ContextLengthError as exc:
-            # The provider counts differently from us: force a compaction and retry once.
-            self._notice(f"provider says the prompt is too long ({exc}); compacting and retrying once", "warning")
-            if self.compact() is None:
-                self._error(str(exc), type(exc).__name__, step)
-                return StepOutcome(error=True)
-            step = self.step + 1
-            try:
-                return self._attempt(step, turn, query, cancel)
-            except ProviderError as exc2:
-                self._error(str(exc2), type(exc2).__name__, step)
-                return StepOutcome(error=True)
-        except ProviderError as exc:
-            self._error(str(exc), type(exc).__name__, step)
-            return StepOutcome(error=True)
-
-    def _attempt(self, step: int, turn: int, query: str, cancel: threading.Event) -> StepOutcome:
-        """Build, record and send one request; a provider's error goes to the caller."""
-        try:
-            result = self._build(step, turn, query)
-        except ContextOverflowError as exc:
-            self._error(str(exc), "ContextOverflowError", step)
-            return StepOutcome(error=True)
-        self._record_build(step, result)
-        return self._stream(step, result, cancel)
-
-    def _build(self, step: int, turn: int, query: str, *, allow_compaction: bool = True) -> BuildResult:
-        cfg = self.session.config
-        return build(
-            BuildInputs(
-                events=self.log.events,
-                system=self.parts.system,
-                tools=self.parts.registry.specs(),
-                budget=self.parts.budget,
-                counter=self.parts.counter,
-                step=step,
-                turn=turn,
-                strategy=cfg.strategy,
-                calibration_ratio=self.parts.calibrator.ratio,
-                warm=self.parts.warm,
-                summarize=self.parts.summarize,
-                allow_compaction=allow_compaction,
-                protect_turns=cfg.protect_turns,
-                thresholds=(cfg.compress_at, cfg.new_session_at),
-                model=self.parts.model_label,
-                cache=self._build_cache,
-            )
+    def setup(self) -> StepSetup:
+        """The fixed inputs of a build, read from the session's config at each step."""
+        cfg, parts = self.session.config, self.parts
+        return StepSetup(
+            system=parts.system, tools=parts.registry.specs(), budget=parts.budget, counter=parts.counter,
+            model=parts.model_label, strategy=cfg.strategy, protect_turns=cfg.protect_turns,
+            thresholds=(cfg.compress_at, cfg.new_session_at), tokenizer=parts.tokenizer, warm=parts.warm,
+            summarize=parts.summarize, cache=self.cache,
         )
 
-    def _record_build(self, step: int, result: BuildResult) -> None:
-        # usually one record; two when the current turn alone overflowed and its older steps were summarized too
-        for planned in result.compactions:
-            c = planned.data
-            ev = self.log.append(c, expect_id=planned.event_id)
-            self._ingest([ev])
-            self.on_event(compaction_done(self.log, c, 0, result.report.total))
-        body = self.parts.provider.body(result.request)
-        self.log.append(ContextReportData(
-            step=step,
-            report=result.report.to_dict(),
-            request_sha256=request_sha256(body),
-            warm=result.warm_text,
-            calibration_ratio=self.parts.calibrator.ratio,
-            model=self.parts.model_label,
-            build=self._build_params(),
-        ))
+    def build(self, step: int, turn: int, ratio: float, *, allow_compaction: bool = True) -> BuildResult:
+        """The request for `step`, not recorded (raises ContextOverflowError when it cannot fit)."""
+        return build_next(self.session.log, self.setup(), step=step, turn=turn, calibration_ratio=ratio,
+                          allow_compaction=allow_compaction, builder=self.builder)
+
+    def preview(self, turn: int) -> ContextReport | None:
+        """Build the next request without sending or logging it; None when even the relieved history
+        cannot fit."""
+        try:
+            result = self.build(self.step + 1, turn, self.parts.calibrator.ratio, allow_compaction=False)
+        except ContextOverflowError:
+            return None
+        self.last_build, self.last_build_sent = result, False
+        self.journal.emit(ContextBuilt(result.report.step, result.report))
+        return result.report
+
+    def run(self, turn: int, cancel: threading.Event) -> StepOutcome:
+        step = self.step + 1
+        self.journal.emit(StepStarted(step, turn))
+        ratio = self.parts.calibrator.ratio
+        try:
+            result = self.build(step, turn, ratio)
+        except ContextOverflowError as exc:
+            return StepOutcome(error=self.journal.error(str(exc), "ContextOverflowError", step))
+        self._record(step, result, ratio)
+        try:
+            return self._stream(step, turn, result, cancel)
+        except ContextLengthError as exc:
+            return self._retry_refused(turn, cancel, result, ratio, exc)
+        except ProviderError as exc:
+            return StepOutcome(error=self.journal.error(str(exc), type(exc).__name__, step))
+
+    def _record(self, step: int, result: BuildResult, ratio: float) -> None:
+        """Log the step (its planned compactions and its report) and show it."""
+        recorded = record_step(self.session.log, self.setup(), result, calibration_ratio=ratio,
+                               body=self.parts.provider.body)
+        for ev in recorded.compactions:
+            self.journal.ingest([ev])
+            self.journal.emit(compaction_done(self.session.log, ev.compaction, 0, result.report.total))
         self.reports.append(result.report)
         self.last_build, self.last_build_sent = result, True
-        self.on_event(ContextBuilt(step, result.report))
+        self.journal.emit(ContextBuilt(step, result.report))
 
-    def _build_params(self) -> BuildParams:
-        """Every scalar the builder used, so `ctxagent inspect` can rebuild this step exactly."""
-        cfg, b = self.session.config, self.parts.budget
-        return BuildParams(
-            window=b.window, fractions=b.fractions, max_output=b.max_output, profile=b.profile,
-            tools_high=b.tools_high, tools_low=b.tools_low, protect_steps=b.protect_steps,
-            strategy=cfg.strategy, protect_turns=cfg.protect_turns,
-            thresholds=(cfg.compress_at, cfg.new_session_at), tokenizer=self.parts.tokenizer,
-        )
+    def _retry_refused(self, turn: int, cancel: threading.Event, refused: BuildResult, ratio: float,
+                       exc: ContextLengthError) -> StepOutcome:
+        """The provider counts more than we estimated: rebuild with a calibration that says so (the
+        builder's relief does the rest) and send once more — unless the rebuild cannot fit, or is no
+        smaller (a strategy that does not relieve)."""
+        raised = refused_ratio(refused.report.total, self.parts.budget, ratio)
+        self.journal.notice(f"provider says the prompt is too long ({exc}); rebuilding it as if the provider counted "
+                            f"{raised:.2f}× ctxagent's estimate, and retrying once", "warning")
+        step = self.step + 1
+        try:
+            result = self.build(step, turn, raised)
+        except ContextOverflowError as overflow:
+            return StepOutcome(error=self.journal.error(f"{exc}; relieving the history does not make it fit: {overflow}",
+                                                        type(exc).__name__, step))
+        if result.report.total >= refused.report.total:
+            return StepOutcome(error=self.journal.error(
+                f"{exc}; strategy {self.session.config.strategy} cannot make the request smaller", type(exc).__name__, step))
+        self._record(step, result, raised)
+        try:
+            return self._stream(step, turn, result, cancel)
+        except ProviderError as exc2:
+            return StepOutcome(error=self.journal.error(str(exc2), type(exc2).__name__, step))
 
-    def _stream(self, step: int, result: BuildResult, cancel: threading.Event) -> StepOutcome:
+    def _show_seen(self, step: int, seen: Seen | None) -> None:
+        if seen is None or not self.reports:
+            return
+        cfg = self.session.config
+        self.reports[-1] = report_as_seen(self.reports[-1], seen.tokens, (cfg.compress_at, cfg.new_session_at), seen.note)
+        self.journal.emit(ContextBuilt(step, self.reports[-1]))
+
+    def _stream(self, step: int, turn: int, result: BuildResult, cancel: threading.Event) -> StepOutcome:
         texts: list[str] = []
         calls: list[ToolCallEvent] = []
         usage = Usage()
         stop = "end_turn"
         partial = False
+        error: ErrorData | None = None
         provider = self.parts.provider
         edits: ServerEdits | None = None  # the server's own context management, when asked for
         compaction: ServerCompaction | None = None
-        count = self._server_count(step, result.request, result.report.calibrated_total)
-
-        def on_retry(message: str) -> None:
-            self._notice(message, "warning")
+        count, seen = self.server.count(result.request, result.report.calibrated_total)
+        self._show_seen(step, seen)
+        on_retry: Callable[[str], None] = lambda message: self.journal.notice(message, "warning")  # noqa: E731
 
         try:
             for ev in stream_with_retry(lambda: provider.stream(result.request, cancel), on_retry=on_retry, cancel=cancel):
                 if isinstance(ev, TextDelta):
                     texts.append(ev.text)
-                    self.on_event(AssistantDelta(step, ev.text))
+                    self.journal.emit(AssistantDelta(step, ev.text))
                 elif isinstance(ev, ToolCallEvent):
                     calls.append(ev)
                 elif isinstance(ev, Usage):
@@ -207,24 +196,21 @@ class StepMixin:
             stop = "stream_error"
             calls = []  # tool calls from a broken stream are not trusted
             message = f"the stream broke ({exc}); kept the {len(''.join(texts))} characters that arrived"
-            self.log.append(ErrorData(message=message, error_type=type(exc).__name__, step=step))
-            self._notice(message, "warning")
+            error = self.journal.error(message, type(exc).__name__, step, level="warning")
         text = "".join(texts)
-        usage_data = UsageData(input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
-                               cache_read=usage.cache_read, cache_write=usage.cache_write)
-        usage_d = usage_data.to_data()
-        server = self._server_outcome(step, result.request, result.report.total, edits, compaction, usage, count)
-        ev = self.log.append(AssistantData(
+        logged_usage = usage_data(usage)
+        server, seen = self.server.outcome(result.request, result.report.total, edits, compaction, usage, count)
+        self._show_seen(step, seen)
+        self.journal.record(AssistantData(
             text=text,
             tool_calls=[ToolCallData(id=c.id, name=c.name, arguments=c.arguments if c.arguments is not None else {"_raw": c.raw_arguments})
                         for c in calls],
             stop_reason=stop,
-            usage=usage_data,
+            usage=logged_usage,
             step=step,
-            turn=self._turn_no,
+            turn=turn,
             partial=partial,
             server=server,
         ))
-        self._ingest([ev])
-        self.on_event(AssistantDone(step, text, len(calls), usage_d, partial))
-        return StepOutcome(text=text, calls=calls, error=stop == "stream_error")
+        self.journal.emit(AssistantDone(step, text, len(calls), logged_usage.to_data(), partial))
+        return StepOutcome(text=text, calls=calls, stop=stop, error=error)

@@ -1,69 +1,77 @@
 """Running one step's tool calls: permissions, the pre-change checkpoint, sanitize → spill → log.
 
-A mixin of `Agent` (agent/loop.py), split out so the loop itself stays small and linear; it uses the
-agent's session, parts, approver and event helpers.
+`ToolRunner` is owned by the `Agent` (agent/loop.py). It keeps what the permissions and the code
+checkpoints need across calls: the tools allowed for the rest of the session, and the turn's
+checkpoint and changed files (`start_turn` / `end_turn` bracket a turn). The tools get the session's
+services (`ToolServices`: spill store, log, memory — the user's store too — summarizer, session, turn).
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from ctxagent.agent.parts import AgentParts, Approver, Journal
 from ctxagent.agent.providers.protocol import ToolCallEvent
 from ctxagent.agent.updates import PermissionRequest, ToolFinished, ToolStarted
+from ctxagent.context.events import CheckpointData, PermissionData, ToolResultData
 from ctxagent.context.ledger import result_facts
 from ctxagent.context.tool_meta import changed_files_of_call
 from ctxagent.tools.atomic_write import sweep_repository
-from ctxagent.tools.contract import ToolContext, ToolResult, malformed_json
+from ctxagent.tools.contract import ToolContext, ToolResult, ToolServices, malformed_json
 from ctxagent.tools.tests_runner import detect_test_command
 
 if TYPE_CHECKING:
-    from ctxagent.agent.loop import AgentParts
     from ctxagent.agent.session import Session
-    from ctxagent.agent.updates import AgentEvent, PermissionDecision
-    from ctxagent.context.history import Event, SessionLog
 
 
-class ToolCallsMixin:
-    """`_run_tools` and what it needs; every name it uses on `self` is defined by `Agent`."""
+class ToolRunner:
+    """Runs the tool calls of a session's steps (the model's, and the user's own @file / !command)."""
 
-    session: Session
-    parts: AgentParts
-    log: SessionLog
-    approver: Callable[[PermissionRequest], PermissionDecision]
-    on_event: Callable[[AgentEvent], None]
-    allowed_for_session: set[str]
-    _turn_checkpoint: str | None
-    _turn_files: set[str]
-    _turn_no: int
-    _ingest: Callable[[list[Event]], None]
-    _safe: Callable[[Callable[[], Any]], Any]
+    def __init__(self, session: Session, parts: AgentParts, journal: Journal, approver: Approver):
+        self.session = session
+        self.parts = parts
+        self.journal = journal
+        self.approver = approver
+        self.allowed_for_session: set[str] = set()  # "allow for this session" answers
+        self.turn_checkpoint: str | None = None  # taken before the turn's first file-changing tool
+        self.turn_files: set[str] = set()
+        self._temp_files_swept = False
 
-    _temp_files_swept = False
+    def start_turn(self) -> None:
+        self.turn_checkpoint = None
+        self.turn_files = set()
 
-    def _run_tools(self, calls: list[ToolCallEvent], turn: int, cancel: threading.Event) -> None:
+    def end_turn(self, turn: int) -> None:
+        """The checkpoint of what the turn left, when it changed anything (also after a cancel)."""
+        checkpoints = self.parts.checkpoints
+        if self.turn_checkpoint and checkpoints is not None:
+            files = sorted(self.turn_files)
+            self.journal.safe(lambda: checkpoints.mark_turn_end(self.session.id, turn, files))
+
+    def run(self, calls: list[ToolCallEvent], turn: int, cancel: threading.Event) -> None:
         if not self._temp_files_swept:  # a write killed mid-way (SIGKILL) may have left its temp file
             self._temp_files_swept = True
-            self._safe(lambda: sweep_repository(self.session.root))
+            self.journal.safe(lambda: sweep_repository(self.session.root))
         ctx = ToolContext(
             root=self.session.root,
             cancel=cancel,
             config=self.parts.tool_config,
             state_dir=self.session.state_dir,
-            services={
-                "spill": self.parts.spill,
-                "log": self.log,
-                "memory": self.parts.memory,
-                "summarize": self.parts.summarize,
-                "session": self.session.id,
-                "turn": turn,
-            },
+            services=ToolServices(
+                spill=self.parts.spill,
+                log=self.session.log,
+                memory=self.parts.memory,
+                user_memory=self.parts.user_memory,
+                summarize=self.parts.summarize,
+                session=self.session.id,
+                turn=turn,
+            ),
         )
         for call in calls:
             started = time.monotonic()
-            self.on_event(ToolStarted(call.id, call.name, call.arguments or {}))
+            self.journal.emit(ToolStarted(call.id, call.name, call.arguments or {}))
             if cancel.is_set():
                 result = ToolResult("cancelled by the user before this tool ran", is_error=True)
             elif call.arguments is None:
@@ -76,8 +84,8 @@ class ToolCallsMixin:
                     result = self.parts.registry.run(call.name, call.arguments, ctx)
                     if self.parts.registry.permission(call.name) != "read" and not result.is_error:
                         changed = result.meta.get("changed_files") or changed_files_of_call(call.name, call.arguments)
-                        self._turn_files.update(str(f) for f in changed or result.meta.get("files") or [])
-            self._append_result(call, result, int((time.monotonic() - started) * 1000))
+                        self.turn_files.update(str(f) for f in changed or result.meta.get("files") or [])
+            self._append_result(call, result, int((time.monotonic() - started) * 1000), turn)
 
     def _permitted(self, call: ToolCallEvent, turn: int) -> ToolResult | None:
         """None when the call may run; otherwise the refusal to show the model."""
@@ -93,18 +101,21 @@ class ToolCallsMixin:
             args = call.arguments or {}
             preview = self._command_preview(call.name, args) if kind == "command" else _edit_preview(call.name, args)
             decision = self.approver(PermissionRequest(call.id, call.name, kind, args, preview))
-            self.log.append("permission", call_id=call.id, decision="allow" if decision.allow else "deny", reason=decision.reason)
+            self.journal.append(PermissionData(call_id=call.id, decision="allow" if decision.allow else "deny",
+                                               reason=decision.reason))
             if not decision.allow:
                 reason = f" Reason: {decision.reason}" if decision.reason else ""
                 return ToolResult(f"permission denied for {call.name}.{reason}", is_error=True)
             if decision.remember and not always:
                 self.allowed_for_session.add(call.name)
         # Shell and test commands can change files too: checkpoint before the first of either.
-        if self._turn_checkpoint is None and self.parts.checkpoints is not None:
-            commit = self._safe(lambda: self.parts.checkpoints.snapshot(self.session.id, turn, len(self.log.events)))
+        checkpoints = self.parts.checkpoints
+        if self.turn_checkpoint is None and checkpoints is not None:
+            at = self.session.log.next_id
+            commit = self.journal.safe(lambda: checkpoints.snapshot(self.session.id, turn, at))
             if commit:
-                self._turn_checkpoint = commit
-                self.log.append("checkpoint", turn=turn, commit=commit)
+                self.turn_checkpoint = commit
+                self.journal.append(CheckpointData(turn=turn, commit=commit))
         return None
 
     def _command_preview(self, name: str, args: dict[str, Any]) -> str:
@@ -115,9 +126,10 @@ class ToolCallsMixin:
         configured = self.parts.tool_config.get("test_command")
         return configured or detect_test_command(self.session.root) or "(no test command detected)"
 
-    def _append_result(self, call: ToolCallEvent, result: ToolResult, duration_ms: int) -> None:
+    def _append_result(self, call: ToolCallEvent, result: ToolResult, duration_ms: int, turn: int) -> None:
         # Sanitize before anything is persisted: the spill file must not hold secrets either.
-        content = self.log.sanitize(result.content) if self.log.sanitize else result.content
+        log = self.session.log
+        content = log.sanitize(result.content) if log.sanitize else result.content
         facts = result_facts(call.name, call.arguments or {}, content) if not result.is_error else {}
         spill_meta = None
         if call.name != "read_spill":  # a page of a spill is already bounded; spilling it again would loop
@@ -128,8 +140,7 @@ class ToolCallsMixin:
             changed = changed_files_of_call(call.name, call.arguments or {})
             if changed:
                 meta["changed_files"] = changed
-        ev = self.log.append(
-            "tool_result",
+        self.journal.record(ToolResultData(
             call_id=call.id,
             name=call.name,
             content=content,
@@ -137,10 +148,9 @@ class ToolCallsMixin:
             duration_ms=duration_ms,
             meta=meta,
             spill=spill_meta,
-            turn=self._turn_no,
-        )
-        self._ingest([ev])
-        self.on_event(ToolFinished(call.id, call.name, content, result.is_error, duration_ms, {**meta, "spill": spill_meta}))
+            turn=turn,
+        ))
+        self.journal.emit(ToolFinished(call.id, call.name, content, result.is_error, duration_ms, {**meta, "spill": spill_meta}))
 
 
 def _edit_preview(name: str, args: dict[str, Any]) -> str:

@@ -84,9 +84,13 @@ class CompactionDone:
 @dataclass(frozen=True)
 class TurnFinished:
     turn: int
-    stop_reason: str  # "end_turn" | "max_steps" | "cancelled" | "error"
+    # "end_turn" | "max_tokens" | "response_cap" (the last reply was cut: providers/protocol.py
+    # CUT_STOPS) | "max_steps" | "cancelled" | "error"
+    stop_reason: str
     text: str
     steps: int
+    error_type: str = ""  # with "error": the exception's name ("AuthError", "ContextLengthError", …)
+    error: str = ""  # with "error": the message, as logged and said
 
 
 @dataclass(frozen=True)

@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ctxagent.agent.loop import Agent
     from ctxagent.agent.providers.protocol import ToolCallEvent
+    from ctxagent.context.events import AssistantData
 
 DIRECT_CALL_PREFIX = "direct-"
 MAX_MENTIONS = 10
@@ -61,10 +61,9 @@ def direct_calls(turn: int, calls: list[tuple[str, dict[str, object]]]) -> list[
             for i, (name, args) in enumerate(calls)]
 
 
-def log_direct_calls(agent: Agent, calls: list[ToolCallEvent], turn: int) -> None:
+def direct_calls_event(calls: list[ToolCallEvent], step: int, turn: int) -> AssistantData:
     """The assistant event that carries the user's own calls (no model call: no usage, `direct`)."""
-    ev = agent.log.append(
-        "assistant", text="", tool_calls=[{"id": c.id, "name": c.name, "arguments": c.arguments} for c in calls],
-        stop_reason="tool_use", usage={}, step=agent.step, turn=turn, partial=False, direct=True,
-    )
-    agent._ingest([ev])
+    from ctxagent.context.events import AssistantData, ToolCallData
+
+    return AssistantData(text="", tool_calls=[ToolCallData(id=c.id, name=c.name, arguments=c.arguments or {}) for c in calls],
+                         stop_reason="tool_use", step=step, turn=turn, partial=False, direct=True)

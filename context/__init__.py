@@ -3,8 +3,10 @@ compact, the monitor, memory.
 
 Runs without a model, a terminal or a network; imports neither `ctxagent.agent` nor `ctxagent.tui`.
 This is its face: a library user builds a request from a log with `build(BuildInputs(...))` and
-reads the `ContextReport`. Each name is imported on first use (context/floor/lazy.py), so importing
-the face is cheap.
+reads the `ContextReport` — or, step by step, `build_step(log, StepSetup(...))` builds the next
+request and records it in the log (planned compactions, a `context_report`), and `rebuild_step`
+rebuilds any recorded step from the log alone. Each name is imported on first use
+(context/floor/lazy.py), so importing the face is cheap.
 """
 
 from typing import TYPE_CHECKING
@@ -16,12 +18,30 @@ _EXPORTS = {
     "WarmProvider": "ctxagent.context.build.inputs",
     "build": "ctxagent.context.build.engine",
     "request_sha256": "ctxagent.context.build.engine",
+    # one step: build the next request, record it in the log, rebuild it later
+    "RecordedStep": "ctxagent.context.build.step",
+    "StepSetup": "ctxagent.context.build.step",
+    "build_next": "ctxagent.context.build.step",
+    "build_step": "ctxagent.context.build.step",
+    "RebuiltStep": "ctxagent.context.build.rebuild",
+    "rebuild_step": "ctxagent.context.build.rebuild",
+    "record_system_prompt": "ctxagent.context.build.step",
     # the session log and its view
     "Event": "ctxagent.context.history",
     "SessionLog": "ctxagent.context.history",
     "Summary": "ctxagent.context.history",
     "view": "ctxagent.context.history",
+    # what the log holds: one payload type per event kind (SessionLog.append takes them)
+    "AssistantData": "ctxagent.context.events",
+    "BuildParams": "ctxagent.context.events",
+    "CompactionData": "ctxagent.context.events",
+    "ContextReportData": "ctxagent.context.events",
+    "Payload": "ctxagent.context.events",
     "SpillRef": "ctxagent.context.events",
+    "SystemPromptData": "ctxagent.context.events",
+    "ToolCallData": "ctxagent.context.events",
+    "ToolResultData": "ctxagent.context.events",
+    "UserData": "ctxagent.context.events",
     # budget, counting, calibration
     "Budget": "ctxagent.context.budget",
     "TokenCounter": "ctxagent.context.tokens",
@@ -61,6 +81,14 @@ if TYPE_CHECKING:
     from ctxagent.context.budget import Budget
     from ctxagent.context.build.engine import build, request_sha256
     from ctxagent.context.build.inputs import BuildInputs, BuildResult, WarmProvider
+    from ctxagent.context.build.rebuild import RebuiltStep, rebuild_step
+    from ctxagent.context.build.step import (
+        RecordedStep,
+        StepSetup,
+        build_next,
+        build_step,
+        record_system_prompt,
+    )
     from ctxagent.context.calibrator import Calibrator
     from ctxagent.context.errors import (
         ConfigError,
@@ -70,7 +98,18 @@ if TYPE_CHECKING:
         ProviderError,
         ToolError,
     )
-    from ctxagent.context.events import SpillRef
+    from ctxagent.context.events import (
+        AssistantData,
+        BuildParams,
+        CompactionData,
+        ContextReportData,
+        Payload,
+        SpillRef,
+        SystemPromptData,
+        ToolCallData,
+        ToolResultData,
+        UserData,
+    )
     from ctxagent.context.floor.display import plural, show_controls, strip_controls
     from ctxagent.context.history import Event, SessionLog, Summary, view
     from ctxagent.context.memory.record import RETIRED, Record

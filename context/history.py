@@ -10,6 +10,10 @@ with the ranges and rewinds that refer to them) and reported — neither is ever
 A log open for writing holds an exclusive lock (`<id>.jsonl.lock`): two processes appending to one
 session would interleave lines, so the second gets a clear HistoryError. Logs are created 0600: they
 hold the user's code and conversation.
+
+A log may start *pending* (`pending_until="user"`): its events are kept in memory and the file is
+created only when the first event of that kind is appended, so a start that fails (a config error, a
+quit before typing) leaves no empty session behind.
 """
 
 from __future__ import annotations
@@ -234,12 +238,20 @@ class SessionLog:
     events: list[Event] = field(default_factory=list)
     skipped: list[SkippedLine] = field(default_factory=list)
     sanitize: Callable[[Any], Any] | None = None
+    pending_until: str | None = None  # the kind of event that creates the file (see the module doc)
     _fh: Any = None
     _lock_fh: Any = None
     _turn: int = 0
+    _pending: bool = field(default=False, init=False)
 
     def __post_init__(self) -> None:
         self._turn = max((ev.turn or 0 for ev in self.events if ev.kind == "user"), default=0)
+        self._pending = self.pending_until is not None
+
+    @property
+    def pending(self) -> bool:
+        """True while the log's file does not exist yet (see `pending_until`)."""
+        return self._pending
 
     @classmethod
     def create(cls, directory: Path, session_id: str, sanitize: Callable[[Any], Any] | None = None) -> SessionLog:
@@ -329,16 +341,18 @@ class SessionLog:
         """The id the next appended event gets."""
         return len(self.events)
 
-    def append(self, kind: str | Payload, expect_id: int | None = None, **data: Any) -> Event:
-        """Append one event: `append(UserData(text=…, turn=…))`, or `append("user", text=…, turn=…)`.
+    def append(self, payload: Payload, expect_id: int | None = None) -> Event:
+        """Append one event: `append(UserData(text=…, turn=…))` — one of the payload types of
+        context/events.py, whose `KIND` is the event's kind.
 
         The payload is validated (a HistoryError names the wrong field) and sanitized before it is
         written. `expect_id`: the id the caller planned for this event (the builder plans the ids of
         the compactions it returns); a mismatch raises instead of writing a range that points elsewhere.
         """
-        if isinstance(kind, Payload):
-            data = kind.to_data()
-            kind = type(kind).KIND or str(data.pop("kind", ""))
+        if not isinstance(payload, Payload):
+            raise TypeError(f"SessionLog.append takes a payload of context/events.py, not {type(payload).__name__}")
+        data = payload.to_data()
+        kind = type(payload).KIND or str(data.pop("kind", ""))
         if self.sanitize is not None:
             data = self.sanitize(data)
         if expect_id is not None and expect_id != len(self.events):
@@ -348,19 +362,29 @@ class SessionLog:
             ev.payload  # noqa: B018 - never write what load would reject
         except ValidationError as exc:
             raise HistoryError(f"refusing to log a malformed {kind} event: {problem_of(exc)}") from None
-        if self._fh is None:
-            self.lock()
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-            self._fh = os.fdopen(fd, "a", encoding="utf-8")
-        self._fh.write(ev.to_json() + "\n")
-        self._fh.flush()
-        self.events.append(ev)
+        if self._pending:
+            self.events.append(ev)
+            if kind == self.pending_until:  # the file comes with this event, holding all so far
+                self._write(self.events, create=True)
+        else:
+            self._write([ev])
+            self.events.append(ev)
         if kind == "user":
             self._turn = max(self._turn, ev.turn or 0)
         return ev
 
+    def _write(self, events: list[Event], *, create: bool = False) -> None:
+        if self._fh is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.lock()  # the write lock comes with the file
+            flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | (os.O_EXCL if create else 0)
+            self._fh, self._pending = os.fdopen(os.open(self.path, flags, 0o600), "a", encoding="utf-8"), False
+        self._fh.write("".join(e.to_json() + "\n" for e in events))
+        self._fh.flush()
+
     def sync(self) -> None:
-        """Make every appended event durable (called at the end of each turn)."""
+        """Make every appended event durable (called at the end of each turn); a pending log has
+        nothing on disk to sync."""
         if self._fh is not None:
             self._fh.flush()
             os.fsync(self._fh.fileno())

@@ -13,12 +13,17 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Generic, Literal, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, Protocol, TypeVar
 
 from ctxagent.context.errors import CtxagentError
 from ctxagent.context.request import ToolSpec
 from ctxagent.tools.safe_text import clean_args, clean_result
 from pydantic import BaseModel, ConfigDict, ValidationError
+
+if TYPE_CHECKING:
+    from ctxagent.context.history import SessionLog
+    from ctxagent.context.memory.store import MemoryStore
+    from ctxagent.context.spill import SpillStore
 
 Permission = Literal["read", "edit", "command"]
 
@@ -33,12 +38,27 @@ class ToolResult:
 
 
 @dataclass
+class ToolServices:
+    """What the agent lends its tools for a turn. Each is optional: without it a tool falls back to
+    what it can open itself under the repository (the spill store, the project's memory database) or
+    says it cannot work (read_event needs the log)."""
+
+    spill: SpillStore | None = None
+    log: SessionLog | None = None  # the session's log (read_event)
+    memory: MemoryStore | None = None  # the project's memory store
+    user_memory: MemoryStore | None = None  # the user's store, shared by every project (scope "user")
+    summarize: Callable[[str], str] | None = None  # a one-shot model call (summarize_context)
+    session: str = ""  # the session id, stamped on memory records
+    turn: int = 0  # the running user turn
+
+
+@dataclass
 class ToolContext:
     root: Path  # the repository root; every path is confined to it
     cancel: threading.Event = field(default_factory=threading.Event)
     config: dict[str, Any] = field(default_factory=dict)  # e.g. {"test_command": "...", "shell_timeout": 120}
     state_dir: Path | None = None  # <root>/.ctxagent
-    services: dict[str, Any] = field(default_factory=dict)  # "spill": SpillStore, "memory": MemoryStore, "summarize": fn, "session": id, "turn": n
+    services: ToolServices = field(default_factory=ToolServices)
 
 
 class Tool(Protocol):

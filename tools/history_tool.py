@@ -33,10 +33,9 @@ DESCRIPTION = (
 
 
 def _log(ctx: ToolContext) -> SessionLog:
-    log = ctx.services.get("log")
-    if not isinstance(log, SessionLog):
+    if ctx.services.log is None:
         raise ToolError("read_event needs the session log, which this context does not have")
-    return log
+    return ctx.services.log
 
 
 def event_text(ev: Event, spill: SpillStore | None) -> tuple[str, str]:
@@ -70,8 +69,7 @@ def run_read_event(args: ReadEventArgs, ctx: ToolContext) -> ToolResult:
     if not 0 <= args.id < len(events):
         return ToolResult(f"error: no event {args.id} in this session (ids 0–{len(events) - 1})", is_error=True)
     ev = events[args.id]
-    spill = ctx.services.get("spill")
-    what, text = event_text(ev, spill if isinstance(spill, SpillStore) else SpillStore.for_root(ctx.root))
+    what, text = event_text(ev, ctx.services.spill or SpillStore.for_root(ctx.root))
     rewound = " — rewound: no longer part of the conversation" if ev.id in hidden_by_rewinds(events) else ""
     page = page_text(text, f"event {ev.id}: {what}{rewound}", f"read_event id={ev.id}", args.offset or 0,
                      args.limit or 200, args.grep or None, seconds=float(ctx.config.get("regex_seconds") or MATCH_SECONDS))

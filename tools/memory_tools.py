@@ -1,7 +1,8 @@
 """Memory tools for the model: search_memory, store_memory, summarize_context.
 
-The store is `ctx.services["memory"]` when the agent wired one in, else the project's
-`<root>/.ctxagent/memory.db` (opened once per path and kept). The same functions back the MCP
+The store is `ctx.services.memory` when the agent wired one in, else the project's
+`<root>/.ctxagent/memory.db` (opened once per path and kept); likewise the user's store
+(`ctx.services.user_memory`, else the one under the user's state folder). The same functions back the MCP
 server (`ctxagent mcp`), so an outside agent sees exactly what ours sees.
 """
 
@@ -27,9 +28,8 @@ _OPEN_LOCK = threading.Lock()
 
 
 def store_for(ctx: ToolContext) -> MemoryStore:
-    svc = ctx.services.get("memory")
-    if svc is not None:
-        return svc
+    if ctx.services.memory is not None:
+        return ctx.services.memory
     path = project_db_path(ctx.root).resolve()
     with _OPEN_LOCK:
         if path not in _OPEN:
@@ -39,9 +39,8 @@ def store_for(ctx: ToolContext) -> MemoryStore:
 
 def user_store_for(ctx: ToolContext) -> MemoryStore:
     """The user-level store (CTXAGENT_HOME or the platform's state dir), shared by every project."""
-    svc = ctx.services.get("user_memory")
-    if svc is not None:
-        return svc
+    if ctx.services.user_memory is not None:
+        return ctx.services.user_memory
     path = (user_state_dir() / "memory.db").resolve()
     with _OPEN_LOCK:
         if path not in _OPEN:
@@ -130,7 +129,7 @@ def _store_tool(args: StoreMemoryArgs, ctx: ToolContext) -> ToolResult:
     project = store_for(ctx)
     store = user_store_for(ctx) if args.scope == "user" else project
     text, rid = store_memory(store, args.content, args.type, args.layer or "warm", args.tags or [],
-                             str(ctx.services.get("session") or ""), int(ctx.services.get("turn") or 0),
+                             ctx.services.session, ctx.services.turn,
                              user_texts=project.user_texts())  # what the user typed is kept per project
     return ToolResult(text, meta={"record": rid, "scope": args.scope or "project"})
 
@@ -191,7 +190,7 @@ class SummarizeArgs(ToolArgs):
 
 
 def _summarize_tool(args: SummarizeArgs, ctx: ToolContext) -> ToolResult:
-    summary, method = summarize_context(args.text, args.max_tokens or 500, ctx.services.get("summarize"))
+    summary, method = summarize_context(args.text, args.max_tokens or 500, ctx.services.summarize)
     return ToolResult(summary, meta={"method": method})
 
 

@@ -23,10 +23,7 @@ DESCRIPTION = (
 
 
 def _store(ctx: ToolContext) -> SpillStore:
-    store = ctx.services.get("spill")
-    if isinstance(store, SpillStore):
-        return store
-    return SpillStore.for_root(ctx.root)
+    return ctx.services.spill or SpillStore.for_root(ctx.root)
 
 
 def run_read_spill(args: ReadSpillArgs, ctx: ToolContext) -> ToolResult:

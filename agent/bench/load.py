@@ -19,11 +19,14 @@ from statistics import median
 from typing import Any
 
 from ctxagent.agent.config import Config
-from ctxagent.agent.loop import Agent, AgentParts
+from ctxagent.agent.loop import Agent
+from ctxagent.agent.parts import AgentParts
 from ctxagent.agent.providers.scripted import ScriptedProvider
 from ctxagent.agent.session import open_session
 from ctxagent.agent.updates import AgentEvent, ContextBuilt, StepStarted
 from ctxagent.context.budget import Budget
+from ctxagent.context.build.engine import build
+from ctxagent.context.build.inputs import BuildInputs, BuildResult
 from ctxagent.context.calibrator import Calibrator
 from ctxagent.context.memory.recall import MemoryRecall
 from ctxagent.context.memory.store import MemoryStore
@@ -106,18 +109,16 @@ def run_load(turns: int = 1000, window: int = 32_000, every: int = 100, workdir:
                 build_ms.append((time.perf_counter() - state["t0"]) * 1000)
                 misses.append(counter.misses - state["m0"])
 
-        agent = Agent(session, parts, on_event=on_event)
         builder_ms: list[float] = []
-        agent_build = agent._build
 
-        def timed_build(*args: Any, **kwargs: Any) -> Any:
+        def timed_build(inputs: BuildInputs) -> BuildResult:
             t0 = time.perf_counter()
             try:
-                return agent_build(*args, **kwargs)
+                return build(inputs)
             finally:
                 builder_ms.append((time.perf_counter() - t0) * 1000)
 
-        agent._build = timed_build  # type: ignore[method-assign]
+        agent = Agent(session, parts, on_event=on_event, builder=timed_build)
         last_builder = 0
         result = LoadResult(turns=turns, steps=0, window=window, completed=False)
         if trace:

@@ -76,10 +76,6 @@ class TreeEntry:
     def is_symlink(self) -> bool:
         return self.mode == "120000"
 
-    @property
-    def is_executable(self) -> bool:
-        return self.mode == "100755"
-
 
 @dataclass(frozen=True)
 class RefInfo:

@@ -1,4 +1,5 @@
-"""Code checkpoints per user turn, and `/rewind` of code, conversation or both.
+"""Code checkpoints per user turn: snapshots, the turns' diffs, and restoring the code (the rewind
+itself, of code, conversation and memory, is agent/checkpoints/rewind.py).
 
 The agent loop calls `Checkpoints.snapshot(session, turn, event_id)` before the first
 file-changing tool of a user turn and appends a `checkpoint {turn, commit}` event to the session
@@ -32,13 +33,12 @@ from pathlib import Path
 from typing import Any
 
 from ctxagent.agent.checkpoints.shadow_git import CheckpointError, ShadowRepo, TreeEntry
-from ctxagent.agent.checkpoints.turns import FileStat, TurnInfo, hidden_by_rewinds, list_turns
+from ctxagent.agent.checkpoints.turns import FileStat, TurnInfo, list_turns
 from ctxagent.agent.checkpoints.worktree import prune_empty_dirs, remove_path, write_entry
-from ctxagent.agent.session_ops import RewindMode, find_user_turn
 from ctxagent.context.errors import CtxagentError
 from ctxagent.context.events import CheckpointData, SessionStartData
 from ctxagent.context.floor.state_paths import describe_os_error, ensure_parent
-from ctxagent.context.history import Event, SessionLog
+from ctxagent.context.history import SessionLog
 
 try:
     import fcntl
@@ -52,13 +52,9 @@ __all__ = [
     "Checkpoints",
     "ConfirmOverwrite",
     "FileStat",
-    "RewindMode",
     "RewindResult",
     "TurnInfo",
     "checkpoints_for_log",
-    "hidden_by_rewinds",
-    "rewind",
-    "turns",
 ]
 
 
@@ -234,10 +230,6 @@ class Checkpoints:
                 posts[str(facts["pre"])] = (ref.commit, [str(f) for f in facts.get("files") or []])
         return posts
 
-    def find_turn(self, log: SessionLog, turn: int) -> Event:
-        """The user event of `turn`: the newest visible one, else the newest hidden one."""
-        return find_user_turn(log, turn)
-
     def checkpoint_for(self, log: SessionLog, user_event_id: int) -> str | None:
         """The snapshot that holds the code as it was when the user event was sent."""
         with self._locked():
@@ -251,15 +243,7 @@ class Checkpoints:
         with self._locked():
             return list_turns(self.shadow, log, self._positions(log), self._posts(log.session_id), include_hidden)
 
-    # -- rewind --------------------------------------------------------------------------------
-
-    def rewind(self, log: SessionLog, turn: int, mode: RewindMode = "both",
-               confirm_overwrite: ConfirmOverwrite | None = None) -> RewindResult:
-        """Go back to just before `turn` with these checkpoints (see `session_ops.rewind`, the one
-        rewind; this form rewinds no memory)."""
-        from ctxagent.agent.session_ops import rewind
-
-        return rewind(log, turn, mode, checkpoints=self, confirm_overwrite=confirm_overwrite)
+    # -- restoring the code ---------------------------------------------------------------------
 
     def restore(self, session_id: str, target: str, confirm_overwrite: ConfirmOverwrite | None = None,
                 result: RewindResult | None = None) -> RewindResult:
@@ -338,16 +322,3 @@ def checkpoints_for_log(log: SessionLog, default_root: Path | None = None) -> Ch
         if cwd and Path(cwd).is_dir():
             return Checkpoints(Path(cwd))
     return Checkpoints(default_root or Path.cwd())
-
-
-def turns(log: SessionLog, checkpoints: Checkpoints | None = None) -> list[TurnInfo]:
-    """The /rewind picker's list of visible user turns (see Checkpoints.turns)."""
-    cps = checkpoints or checkpoints_for_log(log)
-    return cps.turns(log)
-
-
-def rewind(log: SessionLog, turn: int, mode: RewindMode = "both", confirm_overwrite: ConfirmOverwrite | None = None,
-           checkpoints: Checkpoints | None = None) -> RewindResult:
-    """Rewind a session to just before `turn` (see Checkpoints.rewind)."""
-    cps = checkpoints or checkpoints_for_log(log)
-    return cps.rewind(log, turn, mode, confirm_overwrite)

@@ -36,8 +36,8 @@ from typing import Any, TextIO
 
 from ctxagent.agent.config import flags_from_args, load_config
 from ctxagent.agent.factory import create_agent
-from ctxagent.agent.loop import deny_mutations
-from ctxagent.agent.providers.response_cap import RESPONSE_CAP_STOP
+from ctxagent.agent.parts import deny_mutations
+from ctxagent.agent.providers.protocol import CUT_STOPS
 from ctxagent.agent.session import find_repo_root, open_session
 from ctxagent.agent.trust import describe_ignored
 from ctxagent.agent.updates import (
@@ -49,6 +49,7 @@ from ctxagent.agent.updates import (
     PermissionRequest,
     ToolFinished,
     ToolStarted,
+    TurnFinished,
 )
 from ctxagent.context.errors import ConfigError, CtxagentError, HistoryError
 from ctxagent.context.floor.display import strip_controls
@@ -56,7 +57,6 @@ from ctxagent.context.floor.state_paths import describe_os_error
 
 EXIT_OK, EXIT_PROVIDER, EXIT_CONFIG, EXIT_AUTH, EXIT_OVERFLOW, EXIT_MAX_STEPS = 0, 1, 2, 3, 4, 5
 EXIT_REFUSED, EXIT_CUT, EXIT_CANCELLED = 6, 7, 130
-CUT_STOPS = ("max_tokens", RESPONSE_CAP_STOP)
 _C1 = re.compile(r"[\x80-\x9f]")
 
 
@@ -184,19 +184,16 @@ def run_headless(args: Any, out: TextIO | None = None, err: TextIO | None = None
         return EXIT_PROVIDER
     finally:
         _close(session)
-    this_run = _this_run(session.log.events)
-    errors = [e for e in this_run if e.kind == "error"]  # not a resumed session's old ones
-    last_error = errors[-1].data if errors and done.stop_reason == "error" else None
-    stop = _stop_reason(done.stop_reason, this_run)
-    code = _exit_code(stop, last_error.get("error_type") if last_error else None, bool(approver.refused))
-    if last_error and str(last_error.get("message")) not in printed_errors:
-        _write(err, f"ctxagent: {last_error.get('message')}\n")
+    stop = done.stop_reason
+    code = _exit_code(stop, done.error_type or None, bool(approver.refused))
+    if done.error and done.error not in printed_errors:
+        _write(err, f"ctxagent: {done.error}\n")
     if stop in CUT_STOPS:
         why = ("the model reached its output limit (max_tokens)" if stop == "max_tokens"
                else "the reply passed ctxagent's size cap")
         _write(err, f"ctxagent: the reply was cut: {why}; what arrived is kept in the session\n")
     if args.output == "json":
-        payload = json.dumps(_json_result(agent, done, last_error, stop, approver.refused), ensure_ascii=False)
+        payload = json.dumps(_json_result(agent, done, approver.refused), ensure_ascii=False)
         out.write(_C1.sub(lambda m: f"\\u{ord(m.group(0)):04x}", payload) + "\n")  # JSON-escaped C1 controls
         out.flush()
     return code
@@ -205,16 +202,6 @@ def run_headless(args: Any, out: TextIO | None = None, err: TextIO | None = None
 def _this_run(events: list[Any]) -> list[Any]:
     start = max((e.id for e in events if e.kind == "user"), default=0)
     return events[start:]
-
-
-def _stop_reason(loop_stop: str, this_run: list[Any]) -> str:
-    """The loop says end_turn for any step without tool calls; the log knows whether the last reply
-    was cut at the output limit or at the size cap."""
-    if loop_stop != "end_turn":
-        return loop_stop
-    last = next((e for e in reversed(this_run) if e.kind == "assistant"), None)
-    reason = (last.assistant.stop_reason or "") if last is not None else ""
-    return reason if reason in CUT_STOPS else loop_stop
 
 
 def _close(session: Any) -> None:
@@ -229,8 +216,7 @@ def _json_notice(ev: AgentEvent, err: TextIO, printed_errors: set[str]) -> None:
         notice(err, ev, printed_errors)
 
 
-def _json_result(agent: Any, done: Any, error: dict[str, Any] | None, stop: str,
-                 refused: list[dict[str, str]]) -> dict[str, Any]:
+def _json_result(agent: Any, done: TurnFinished, refused: list[dict[str, str]]) -> dict[str, Any]:
     log = agent.session.log
     turn_events = [e for e in _this_run(log.events) if e.kind in ("assistant", "tool_result")]
     usage = {"input_tokens": 0, "output_tokens": 0, "cache_read": 0, "cache_write": 0}
@@ -245,10 +231,10 @@ def _json_result(agent: Any, done: Any, error: dict[str, Any] | None, stop: str,
         "steps": done.steps,
         "tool_calls": sum(1 for e in turn_events if e.kind == "tool_result"),
         "usage": usage,
-        "stop_reason": stop,
+        "stop_reason": done.stop_reason,
         "refused": refused,
         "context": agent.last_report.to_dict() if agent.last_report else None,
     }
-    if error:
-        result["error"] = {"type": error.get("error_type"), "message": error.get("message")}
+    if done.stop_reason == "error":
+        result["error"] = {"type": done.error_type, "message": done.error}
     return result

@@ -17,6 +17,7 @@ from ctxagent.context.floor.display import plural, strip_controls
 from ctxagent.context.history import SessionLog
 from ctxagent.context.monitor import format_report_table
 from ctxagent.context.report import ContextReport
+from ctxagent.context.request import Request
 
 
 def _root(args: argparse.Namespace) -> Path:
@@ -77,12 +78,20 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def wire_body(model: str, request: Request) -> dict[str, Any]:
+    """The body `model`'s provider sends for `request`: what a step's sha256 was taken of."""
+    from ctxagent.agent.providers.registry import make_provider
+
+    provider = make_provider(model, api_key="inspect", base_url="http://127.0.0.1:9", max_tokens=request.max_tokens)
+    return provider.body(request)
+
+
 @_guard
 def cmd_inspect(args: argparse.Namespace) -> int:
-    from ctxagent.agent.cli.inspect_step import rebuild_step
+    from ctxagent.context.build.rebuild import rebuild_step
 
     log = _load(args, args.session)
-    step = rebuild_step(log.events, args.step)
+    step = rebuild_step(log.events, args.step, wire_body)
     if args.json:
         out: dict[str, Any] = {
             "request": step.body,

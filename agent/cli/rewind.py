@@ -1,7 +1,7 @@
 """`ctxagent rewind SESSION --to TURN [--code|--conversation|--both]` — /rewind without the TUI.
 
-The same operation as the app's /rewind (`agent/session_ops.rewind`): code, conversation, and the
-memory records of the rewound turns retired. Headless there is nobody to ask, so files changed
+The same operation as the app's /rewind (the one rewind, agent/checkpoints/rewind.py): code,
+conversation, and the memory records of the rewound turns retired. Headless there is nobody to ask, so files changed
 outside the agent since its last turn are skipped (and listed) unless `--force`. `--list` prints the
 turns the picker would show.
 """
@@ -20,8 +20,8 @@ from ctxagent.context.errors import CtxagentError
 from ctxagent.context.history import SessionLog
 
 if TYPE_CHECKING:
-    from ctxagent.agent.checkpoints.store import TurnInfo
-    from ctxagent.agent.session_ops import RewindMode
+    from ctxagent.agent.checkpoints.rewind import RewindMode
+    from ctxagent.agent.checkpoints.turns import TurnInfo
     from ctxagent.context.memory.store import MemoryStore
 
 
@@ -83,9 +83,9 @@ def _memory_stores(cps_state_dir: Path) -> list[MemoryStore]:
 
 def cmd_rewind(args: argparse.Namespace) -> int:
     # Imported here so that building the top-level parser stays cheap.
+    from ctxagent.agent.checkpoints.rewind import rewind
     from ctxagent.agent.checkpoints.store import checkpoints_for_log
     from ctxagent.agent.session import resolve_session
-    from ctxagent.agent.session_ops import rewind
 
     stores: list[MemoryStore] = []
     try:

@@ -52,6 +52,10 @@ class Stop:
     reason: str  # "end_turn" | "tool_use" | "max_tokens" | "stop" | "cancelled" | ...
 
 
+RESPONSE_CAP_STOP = "response_cap"  # the Stop reason of a response cut at ctxagent's size cap (response_cap.py)
+CUT_STOPS = ("max_tokens", RESPONSE_CAP_STOP)  # stop reasons of a reply that was cut, not finished
+
+
 @dataclass(frozen=True)
 class ServerCompaction:
     """The server compacted the conversation before answering (Anthropic compact_20260112): `content`

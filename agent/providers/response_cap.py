@@ -18,10 +18,10 @@ from collections.abc import Iterator
 from typing import Any
 
 import httpx2
+from ctxagent.agent.providers.protocol import RESPONSE_CAP_STOP as RESPONSE_CAP_STOP
 
 MAX_RESPONSE_CHARS = 2_000_000  # ~500k tokens of text: far above any max_tokens ctxagent asks for
 MAX_RESPONSE_BYTES = 64 * 1024 * 1024
-RESPONSE_CAP_STOP = "response_cap"  # the Stop reason of a response cut at the cap
 
 
 class ResponseTooLarge(Exception):

@@ -2,6 +2,9 @@
 strategies, slice relief) import them without a cycle.
 
 - `BuildInputs`: everything one build reads (the log so far, system prompt, tools, budget, counter…).
+  `BuildParams` (context/events.py) is its scalars as the log records them with each step:
+  `inputs.params()` writes them, `BuildInputs.from_params(...)` reads them back — the two directions
+  in one place, so what `inspect` rebuilds is what was built.
 - `Slot` / `Draft`: the working draft — each visible message measured once, replaced (never changed
   in place) when a relief tier cuts it, with a running total.
 - `PlannedCompaction` / `BuildResult`: what a build returns. A compaction the build made carries the
@@ -17,7 +20,7 @@ from typing import Any, Protocol
 
 from ctxagent.context.budget import Budget
 from ctxagent.context.build.cache import BuildCache
-from ctxagent.context.events import CompactionData
+from ctxagent.context.events import BuildParams, CompactionData
 from ctxagent.context.history import Event, ViewItem
 from ctxagent.context.report import ContextReport
 from ctxagent.context.request import Message, Request, ToolSpec
@@ -51,6 +54,31 @@ class BuildInputs:
     # per-event work remembered across builds (the agent keeps one per session); None = the cache tied
     # to `counter`. The result is the same with or without it, warm or cold.
     cache: BuildCache | None = None
+
+    def params(self, tokenizer: str | None = None) -> BuildParams:
+        """Every scalar this build uses, as a step's `context_report` records them. `tokenizer`: the
+        counter's family as configured (default: the counter's name)."""
+        b = self.budget
+        return BuildParams(
+            window=b.window, fractions=b.fractions, max_output=b.max_output, profile=b.profile,
+            tools_high=b.tools_high, tools_low=b.tools_low, protect_steps=b.protect_steps,
+            strategy=self.strategy, protect_turns=self.protect_turns, thresholds=self.thresholds,
+            tokenizer=tokenizer or self.counter.name,
+        )
+
+    @classmethod
+    def from_params(cls, params: BuildParams, *, events: list[Event], system: str, tools: list[ToolSpec],
+                    counter: TokenCounter, step: int, turn: int, calibration_ratio: float = 1.0,
+                    warm_override: str | None = None, model: str = "", allow_compaction: bool = False) -> BuildInputs:
+        """The inputs a recorded build used, from its `BuildParams` and the log around it (`inspect`).
+        A log written before the slice rule was recorded rebuilds with the defaults it had then."""
+        slice_rule = {k: v for k in ("tools_high", "tools_low", "protect_steps") if (v := getattr(params, k)) is not None}
+        budget = Budget(params.window, fractions=params.fractions, max_output=params.max_output, profile=params.profile,
+                        **slice_rule)
+        return cls(events=events, system=system, tools=tools, budget=budget, counter=counter, step=step, turn=turn,
+                   strategy=params.strategy, calibration_ratio=calibration_ratio, warm_override=warm_override,
+                   summarize=None, allow_compaction=allow_compaction, protect_turns=params.protect_turns,
+                   thresholds=params.thresholds, model=model)
 
 
 @dataclass(frozen=True)

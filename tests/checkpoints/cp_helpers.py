@@ -8,7 +8,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ctxagent.agent.checkpoints.store import Checkpoints
+from ctxagent.agent.checkpoints.rewind import RewindMode, rewind
+from ctxagent.agent.checkpoints.store import Checkpoints, ConfirmOverwrite, RewindResult, checkpoints_for_log
+from ctxagent.context.events import AssistantData, CheckpointData, SessionStartData, ToolResultData, UserData
 from ctxagent.context.history import SessionLog
 
 GIT_ENV = {
@@ -72,22 +74,31 @@ class FakeLoop:
         self.turn += 1
         self._snapped = False
         self.files = []
-        return self.log.append("user", text=text, turn=self.turn).id
+        return self.log.append(UserData(text=text, turn=self.turn)).id
 
     def change(self, fn: Callable[[Path], None], *files: str) -> None:
         if not self._snapped:
             commit = self.cps.snapshot(self.log.session_id, self.turn, len(self.log.events))
-            self.log.append("checkpoint", turn=self.turn, commit=commit)
+            self.log.append(CheckpointData(turn=self.turn, commit=commit))
             self._snapped = True
         fn(self.root)
         self.files.extend(files)
-        self.log.append("tool_result", call_id=f"c{len(self.log.events)}", name="edit_file", content="ok",
-                        is_error=False, duration_ms=1, meta={"files": list(files)})
+        self.log.append(ToolResultData(call_id=f"c{len(self.log.events)}", name="edit_file", content="ok",
+                                       is_error=False, duration_ms=1, meta={"files": list(files)}))
 
     def reply(self, text: str = "done") -> None:
-        self.log.append("assistant", text=text, tool_calls=[], stop_reason="end_turn", usage={}, step=1)
+        self.log.append(AssistantData(text=text, tool_calls=[], stop_reason="end_turn", step=1))
         if self._snapped:
             self.cps.mark_turn_end(self.log.session_id, self.turn, self.files)
+
+    def rewind(self, turn: int, mode: RewindMode = "both", confirm: ConfirmOverwrite | None = None) -> RewindResult:
+        """The one rewind (agent/checkpoints/rewind.py) with this loop's checkpoints."""
+        return rewind(self.log, turn, mode, checkpoints=self.cps, confirm_overwrite=confirm)
+
+
+def rewind_log(log: SessionLog, turn: int, mode: RewindMode = "both", confirm: ConfirmOverwrite | None = None) -> RewindResult:
+    """The one rewind, with the checkpoints of the repository the log belongs to."""
+    return rewind(log, turn, mode, checkpoints=checkpoints_for_log(log), confirm_overwrite=confirm)
 
 
 OPEN_LOGS: list[SessionLog] = []  # closed after each test (tests/checkpoints/conftest.py)
@@ -97,7 +108,7 @@ def make_loop(root: Path, session_id: str = "20250101-000000-abc123") -> FakeLoo
     state = root / ".ctxagent"
     log = SessionLog.create(state / "sessions", session_id)
     OPEN_LOGS.append(log)
-    log.append("session_start", session=session_id, model="test:model", cwd=str(root))
+    log.append(SessionStartData(session=session_id, model="test:model", cwd=str(root)))
     return FakeLoop(root=root, log=log, cps=Checkpoints(root, state))
 
 

@@ -7,9 +7,10 @@ import stat
 from pathlib import Path
 
 import pytest
-from cp_helpers import make_loop, write
-from ctxagent.agent.checkpoints.store import checkpoints_for_log, rewind, turns
+from cp_helpers import make_loop, rewind_log, write
+from ctxagent.agent.checkpoints.store import checkpoints_for_log
 from ctxagent.context.errors import HistoryError
+from ctxagent.context.events import CompactionData
 from ctxagent.context.history import Event, SessionLog, Summary
 
 BINARY = bytes(range(256)) + b"\r\n\x00\xff" * 50
@@ -46,7 +47,7 @@ def test_code_and_conversation_rewind_restores_the_tree_exactly(repo: Path) -> N
     loop.reply("still nothing")
     before_rewind_events = len(loop.log.events)
 
-    result = loop.cps.rewind(loop.log, 2, "both")
+    result = loop.rewind(2, "both")
 
     assert sorted(result.files_restored) == sorted(["assets/logo.bin", "run.sh", "src/app.py", "untracked/notes.txt", "中文/说明.md"])
     assert result.files_deleted == ["new/pkg/mod.py"]
@@ -84,7 +85,7 @@ def test_file_changed_outside_the_agent_asks_and_is_skipped_on_no(repo: Path) ->
         asked.append(paths)
         return False
 
-    result = loop.cps.rewind(loop.log, 1, "code", decline)
+    result = loop.rewind(1, "code", decline)
     assert asked == [["README.md", "user_new.txt"]]
     assert result.files_restored == ["src/app.py"] and result.files_deleted == []
     assert result.skipped == ["README.md", "user_new.txt"] == result.changed_outside
@@ -100,9 +101,9 @@ def test_confirming_overwrites_outside_changes_and_none_skips_them(repo: Path) -
     loop.change(lambda r: write(r, "README.md", "# agent\n"), "README.md")
     loop.reply()
     write(repo, "README.md", "# user\n")
-    skipped = loop.cps.rewind(loop.log, 1, "code", None)
+    skipped = loop.rewind(1, "code", None)
     assert skipped.skipped == ["README.md"] and (repo / "README.md").read_text() == "# user\n"
-    forced = loop.cps.rewind(loop.log, 1, "code", lambda paths: paths == ["README.md"])
+    forced = loop.rewind(1, "code", lambda paths: paths == ["README.md"])
     assert forced.files_restored == ["README.md"] and (repo / "README.md").read_text() == "# demo\n"
     assert forced.backup_commit is not None  # the overwritten tree is kept as an undo point
     backup = loop.cps.shadow.tree_entries(forced.backup_commit)["README.md"]
@@ -121,7 +122,7 @@ def test_turns_list_files_and_diffstat_and_rewind_to_a_turn_without_changes(repo
     loop.change(lambda r: write(r, "img.bin", BINARY), "img.bin")
     loop.change(lambda r: (r / "doomed.txt").unlink(), "doomed.txt")
     loop.reply()
-    infos = turns(loop.log)
+    infos = checkpoints_for_log(loop.log).turns(loop.log)
     assert [t.turn for t in infos] == [1, 2, 3]
     t1, t2, t3 = infos
     assert t1.first_line == "add a feature" and t1.own_checkpoint
@@ -132,12 +133,12 @@ def test_turns_list_files_and_diffstat_and_rewind_to_a_turn_without_changes(repo
     assert not t2.own_checkpoint and t2.files_changed == [] and t2.checkpoint == t3.checkpoint
     assert {s.path: (s.status, s.added) for s in t3.diffstat} == {"img.bin": ("A", None), "doomed.txt": ("D", 0)}
     # Rewinding to turn 2 (no change of its own) restores the tree as it was when turn 2 began.
-    result = rewind(loop.log, 2, "code")
+    result = rewind_log(loop.log, 2, "code")
     assert result.files_deleted == ["img.bin"] and result.files_restored == ["doomed.txt"]
     assert (repo / "src/feature.py").exists() and (repo / "src/app.py").read_text().startswith("print('v2')")
     # A second rewind after the first one asks nothing: the rewound tree is what the agent left.
     asked: list[list[str]] = []
-    again = rewind(loop.log, 1, "code", lambda p: asked.append(p) or True)
+    again = rewind_log(loop.log, 1, "code", lambda p: asked.append(p) or True)
     assert asked == [] and again.files_deleted == ["src/feature.py"]
     assert (repo / "src/app.py").read_text() == "print('v1')\n"
 
@@ -148,16 +149,16 @@ def test_conversation_rewind_past_a_compaction_brings_originals_back(repo: Path)
     for i in range(1, 4):
         ids.append(loop.user(f"turn {i}"))
         loop.reply(f"answer {i}")
-    loop.log.append("compaction", first_id=ids[0], last_id=ids[1] + 1, summary="Decisions: none", method="extractive")
+    loop.log.append(CompactionData(first_id=ids[0], last_id=ids[1] + 1, summary="Decisions: none", method="extractive"))
     loop.user("turn 4")
     loop.reply("answer 4")
     assert _texts(loop.log.view()) == ["turn 3", "turn 4"]  # turns 1-2 behind the summary
-    result = rewind(loop.log, 3, "conversation")
+    result = rewind_log(loop.log, 3, "conversation")
     assert result.files_restored == [] and result.checkpoint is None
     view = loop.log.view()
     assert _texts(view) == ["turn 1", "turn 2"]
     assert not [it for it in view if isinstance(it, Summary)]
-    assert [t.turn for t in turns(loop.log)] == [1, 2]
+    assert [t.turn for t in checkpoints_for_log(loop.log).turns(loop.log)] == [1, 2]
 
 
 def test_code_rewind_to_a_turn_hidden_by_an_earlier_conversation_rewind(repo: Path) -> None:
@@ -167,9 +168,9 @@ def test_code_rewind_to_a_turn_hidden_by_an_earlier_conversation_rewind(repo: Pa
     loop.user("two")
     loop.change(lambda r: write(r, "two.txt", "2\n"), "two.txt")
     loop.reply()
-    rewind(loop.log, 2, "conversation")
-    assert [t.turn for t in turns(loop.log)] == [1]
-    result = rewind(loop.log, 2, "code")
+    rewind_log(loop.log, 2, "conversation")
+    assert [t.turn for t in checkpoints_for_log(loop.log).turns(loop.log)] == [1]
+    result = rewind_log(loop.log, 2, "code")
     assert result.files_deleted == ["two.txt"]
     infos = checkpoints_for_log(loop.log).turns(loop.log, include_hidden=True)
     assert [(t.turn, t.visible) for t in infos] == [(1, True), (2, False)]
@@ -189,7 +190,7 @@ def test_file_and_folder_swap_places_and_symlinks_are_restored(repo: Path) -> No
 
     loop.change(swap, "thing/inner.txt", "link")
     loop.reply()
-    result = rewind(loop.log, 1, "both")
+    result = rewind_log(loop.log, 1, "both")
     assert sorted(result.files_restored) == ["link", "thing"] and result.files_deleted == ["thing/inner.txt"]
     assert (repo / "thing").read_text() == "a file\n"
     assert os.readlink(repo / "link") == "README.md"
@@ -201,7 +202,7 @@ def test_ignored_files_are_never_deleted_or_overwritten(repo: Path) -> None:
     loop.change(lambda r: write(r, "build/artifact.o", b"\x7fELF"), "build/artifact.o")
     loop.change(lambda r: write(r, "app.log", "log\n"))
     loop.reply()
-    result = rewind(loop.log, 1, "code")
+    result = rewind_log(loop.log, 1, "code")
     assert result.files_deleted == [] and result.files_restored == []
     assert (repo / "build/artifact.o").read_bytes() == b"\x7fELF" and (repo / "app.log").exists()
 
@@ -210,6 +211,6 @@ def test_unknown_turn_and_bad_mode_are_clear_errors(repo: Path) -> None:
     loop = make_loop(repo)
     loop.user("only turn")
     with pytest.raises(HistoryError, match="no turn 7"):
-        rewind(loop.log, 7)
+        rewind_log(loop.log, 7)
     with pytest.raises(ValueError):
-        rewind(loop.log, 1, "everything")  # type: ignore[arg-type]
+        rewind_log(loop.log, 1, "everything")  # type: ignore[arg-type]

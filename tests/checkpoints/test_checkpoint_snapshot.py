@@ -67,7 +67,7 @@ def test_user_git_state_is_identical_after_snapshots_and_rewind(repo: Path) -> N
     loop.change(lambda r: write(r, "src/app.py", "print('agent')\n"), "src/app.py")
     loop.change(lambda r: (r / "doomed.txt").unlink(), "doomed.txt")
     loop.reply()
-    loop.cps.rewind(loop.log, 1, "both")
+    loop.rewind(1, "both")
     loop.cps.turns(loop.log)
 
     after = user_git_state(repo)
@@ -93,7 +93,7 @@ def test_non_git_directory_honours_gitignore(tmp_path: Path) -> None:
     loop.reply()
     files = shadow_files(loop.cps, loop.cps.shadow.resolve(f"refs/ctxagent/{loop.log.session_id}/1/pre") or "")
     assert set(files) == {".gitignore", "main.py"}
-    result = loop.cps.rewind(loop.log, 1, "code")
+    result = loop.rewind(1, "code")
     assert result.files_restored == ["main.py"] and result.files_deleted == ["helper.py"]
     assert (root / "main.py").read_text() == "x = 1\n"
     assert (root / "cache" / "big.dat").read_text() == "changed by a build\n"
@@ -160,6 +160,6 @@ def test_turn_without_end_mark_treats_its_changes_as_unconfirmed(repo: Path) -> 
     loop.user("crashes midway")
     loop.change(lambda r: write(r, "README.md", "# half done\n"), "README.md")
     asked: list[list[str]] = []
-    result = loop.cps.rewind(loop.log, 1, "code", lambda paths: asked.append(paths) or True)
+    result = loop.rewind(1, "code", lambda paths: asked.append(paths) or True)
     assert asked == [["README.md"]] and result.files_restored == ["README.md"]
     assert (repo / "README.md").read_text() == "# demo\n"

@@ -12,14 +12,22 @@ from pathlib import Path
 
 import pytest
 from ctxagent.context.errors import HistoryError
-from ctxagent.context.events import CompactionData, ToolMeta, ToolResultData, UserData
+from ctxagent.context.events import (
+    AssistantData,
+    CompactionData,
+    RewindData,
+    SessionStartData,
+    ToolMeta,
+    ToolResultData,
+    UserData,
+)
 from ctxagent.context.history import SessionLog, view
 
 
 def test_typed_append_round_trips_and_the_turn_is_tracked(tmp_path: Path) -> None:
     with SessionLog.create(tmp_path, "s1") as log:
         log.append(UserData(text="不要修改配置文件", turn=1))
-        log.append("assistant", text="ok", tool_calls=[{"id": "c1", "name": "edit_file", "arguments": {"path": "a.py"}}])
+        log.append(AssistantData(text="ok", tool_calls=[{"id": "c1", "name": "edit_file", "arguments": {"path": "a.py"}}]))
         log.append(ToolResultData(call_id="c1", name="edit_file", content="done", meta=ToolMeta(changed_files=["a.py"])))
         assert log.turn == 1 and log.next_turn == 2
     loaded = SessionLog.load(tmp_path / "s1.jsonl")
@@ -33,7 +41,7 @@ def test_typed_append_round_trips_and_the_turn_is_tracked(tmp_path: Path) -> Non
 def test_append_refuses_a_malformed_payload_and_a_wrong_planned_id(tmp_path: Path) -> None:
     with SessionLog.create(tmp_path, "s2") as log:
         with pytest.raises(HistoryError, match="rewind"):
-            log.append("rewind")  # no to_id
+            log.append(RewindData.model_construct())  # built unvalidated, without its to_id: append validates
         with pytest.raises(HistoryError, match="planned event id 5"):
             log.append(CompactionData(first_id=0, last_id=0, summary="x"), expect_id=5)
         assert log.events == [] and (tmp_path / "s2.jsonl").read_text() == ""
@@ -78,7 +86,7 @@ def test_view_ignores_placeholders(tmp_path: Path) -> None:
 def test_lone_surrogates_never_crash_the_log(tmp_path: Path) -> None:
     with SessionLog.create(tmp_path, "s5") as log:
         log.append(UserData(text="open caf\udce9.txt", turn=1))
-        log.append("tool_result", call_id="c", name="list_files", content="caf\udce9.txt\n")
+        log.append(ToolResultData(call_id="c", name="list_files", content="caf\udce9.txt\n"))
     loaded = SessionLog.load(tmp_path / "s5.jsonl")
     assert loaded.skipped == [] and loaded.events[0].user.text.startswith("open caf")
 
@@ -97,8 +105,9 @@ def test_a_second_writer_gets_a_clear_error_not_an_interleaved_log(tmp_path: Pat
             "import sys; from pathlib import Path\n"
             "from ctxagent.context.history import SessionLog\n"
             "from ctxagent.context.errors import HistoryError\n"
+            "from ctxagent.context.events import UserData\n"
             "log = SessionLog.load(Path(sys.argv[1]))\n"
-            "try:\n    log.append('user', text='y', turn=2)\nexcept HistoryError as e:\n    print('REFUSED', e)\n"
+            "try:\n    log.append(UserData(text='y', turn=2))\nexcept HistoryError as e:\n    print('REFUSED', e)\n"
         )
         out = subprocess.run([sys.executable, "-c", code, str(log.path)], capture_output=True, text=True, timeout=120)
         assert "REFUSED" in out.stdout and "in use by another ctxagent process" in out.stdout
@@ -109,3 +118,24 @@ def test_a_second_writer_gets_a_clear_error_not_an_interleaved_log(tmp_path: Pat
     again.append(UserData(text="y", turn=2))
     again.close()
     assert len(SessionLog.load(tmp_path / "s7.jsonl").events) == 2
+
+
+def test_a_pending_log_reaches_the_disk_with_its_first_event_of_that_kind(tmp_path: Path) -> None:
+    log = SessionLog(path=tmp_path / "s8.jsonl", session_id="s8", pending_until="user")
+    log.append(SessionStartData(session="s8"))
+    log.sync()  # nothing on disk yet, nothing to sync
+    assert log.pending and not log.path.exists()
+    log.append(UserData(text="第一条消息", turn=1))
+    assert not log.pending and log.path.stat().st_mode & 0o777 == 0o600
+    assert [e.kind for e in SessionLog.load(log.path).events] == ["session_start", "user"]
+    log.append(AssistantData(text="ok"))
+    log.close()
+    log.append(AssistantData(text="after a close: appended, not created again"))
+    log.close()
+    assert [e.data.get("text") for e in SessionLog.load(log.path).events][2:] == [
+        "ok", "after a close: appended, not created again"]
+    # closed before its first user message: no file at all
+    never = SessionLog(path=tmp_path / "s9.jsonl", session_id="s9", pending_until="user")
+    never.append(SessionStartData(session="s9"))
+    never.close()
+    assert not never.path.exists() and never.events[0].kind == "session_start"

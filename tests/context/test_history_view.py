@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ctxagent.context.events import AssistantData, UserData
 from ctxagent.context.history import Event, SessionLog, Summary, item_id, view
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -94,8 +95,8 @@ def test_rewind_of_a_rewind_is_hidden_by_an_earlier_target() -> None:
 
 def test_view_survives_a_torn_log(tmp_path) -> None:
     log = SessionLog.create(tmp_path, "s")
-    log.append("user", text="不要修改配置文件", turn=1)
-    log.append("assistant", text="好的", tool_calls=[])
+    log.append(UserData(text="不要修改配置文件", turn=1))
+    log.append(AssistantData(text="好的", tool_calls=[]))
     log.close()
     with (tmp_path / "s.jsonl").open("a", encoding="utf-8") as fh:
         fh.write('{"id": 2, "kind": "user", "data": {"te')

@@ -3,6 +3,7 @@ from __future__ import annotations
 import base64
 import json
 
+from ctxagent.context.events import ToolResultData
 from ctxagent.context.floor.sanitize import IMAGE_STRIPPED, REDACTED, Sanitizer
 from ctxagent.context.history import SessionLog
 
@@ -67,7 +68,7 @@ def test_ordinary_text_untouched() -> None:
 def test_session_log_sanitizes_before_writing(tmp_path) -> None:
     key = "sk-ant-api03-" + "Z" * 40
     log = SessionLog.create(tmp_path, "s1", sanitize=Sanitizer([key]))
-    log.append("tool_result", call_id="c", name="shell", content=f"KEY={key} img={PNG}", is_error=False)
+    log.append(ToolResultData(call_id="c", name="shell", content=f"KEY={key} img={PNG}", is_error=False))
     log.close()
     raw = (tmp_path / "s1.jsonl").read_text(encoding="utf-8")
     assert key not in raw and "base64," not in raw

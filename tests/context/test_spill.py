@@ -9,7 +9,7 @@ from ctx_helpers import numbered_lines
 from ctxagent.context.errors import ToolError
 from ctxagent.context.spill import SpillStore
 from ctxagent.context.tokens import HeuristicCounter, get_counter
-from ctxagent.tools.contract import ToolContext, ToolRegistry
+from ctxagent.tools.contract import ToolContext, ToolRegistry, ToolServices
 from ctxagent.tools.spill_tool import READ_SPILL, make_read_spill_tool
 
 C = get_counter("o200k_base")
@@ -97,7 +97,7 @@ def test_read_spill_tool(tmp_path: Path) -> None:
     ctx = ToolContext(root=tmp_path)  # no service: falls back to <root>/.ctxagent/spill
     res = registry.run("read_spill", {"handle": meta["handle"], "grep": "03999"}, ctx)
     assert not res.is_error and "4000: 03999 日志" in res.content
-    res = registry.run("read_spill", {"handle": meta["handle"], "offset": 100, "limit": 3}, ToolContext(root=Path("/nonexistent"), services={"spill": store}))
+    res = registry.run("read_spill", {"handle": meta["handle"], "offset": 100, "limit": 3}, ToolContext(root=Path("/nonexistent"), services=ToolServices(spill=store)))
     assert "101: 00100" in res.content
     res = registry.run("read_spill", {"handle": "ffffffffffff"}, ctx)
     assert res.is_error and "no spilled output" in res.content

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from ctxagent.agent.scripted.script import estimate_input_tokens
 from ctxagent.context.spill import SpillStore
-from ctxagent.tools.contract import ToolContext
+from ctxagent.tools.contract import ToolContext, ToolServices
 from ctxagent.tools.spill_tool import make_read_spill_tool
 
 WINDOW = 32_000
@@ -76,7 +76,7 @@ def test_far_larger_than_the_window(repo: Path, scripted_server, ctxagent_run, r
     assert cat["data"]["spill"] and cat["data"]["spill"]["tokens"] > 250_000
     assert "NEEDLE-7731" not in cat["data"]["content"]
     tool = make_read_spill_tool()
-    ctx = ToolContext(root=repo, services={"spill": SpillStore(repo / ".ctxagent" / "spill")})
+    ctx = ToolContext(root=repo, services=ToolServices(spill=SpillStore(repo / ".ctxagent" / "spill")))
     found = tool.run({"handle": cat["data"]["spill"]["handle"], "grep": "NEEDLE-7731"}, ctx)
     assert not found.is_error and "disk quota exceeded" in found.content
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ctxagent.agent.cli.inspect_step import rebuild_step
+from ctxagent.agent.cli.inspect import wire_body
 from ctxagent.agent.config import Config
 from ctxagent.agent.loop import Agent, AgentParts
 from ctxagent.agent.providers.anthropic import AnthropicProvider
@@ -26,6 +26,7 @@ from ctxagent.agent.session import open_session
 from ctxagent.agent.updates import AgentEvent, CompactionDone, ContextBuilt
 from ctxagent.context.budget import Budget
 from ctxagent.context.build.engine import request_sha256
+from ctxagent.context.build.rebuild import rebuild_step
 from ctxagent.context.calibrator import Calibrator
 from ctxagent.context.server_edits import CLEARED
 from ctxagent.context.spill import SpillStore
@@ -99,7 +100,7 @@ def _check_inspect(agent: Agent, srv: ScriptedServer) -> None:
     bodies = [r["body"] for r in srv.requests]
     assert len(bodies) == agent.step
     for step in range(1, agent.step + 1):
-        rebuilt = rebuild_step(events, step)
+        rebuilt = rebuild_step(events, step, wire_body)
         assert rebuilt.verified, f"step {step} does not rebuild"
         assert request_sha256(rebuilt.body) == request_sha256(bodies[step - 1])
 

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from ctxagent.context.memory.store import MemoryStore
-from ctxagent.tools.contract import ToolContext, ToolRegistry
+from ctxagent.tools.contract import ToolContext, ToolRegistry, ToolServices
 from ctxagent.tools.memory_tools import memory_tools
 
 
@@ -46,7 +46,7 @@ def test_memory_cli_add_search_list_forget_stats(tmp_path: Path) -> None:
 def test_memory_tools_via_registry(tmp_path: Path) -> None:
     reg = ToolRegistry(memory_tools())
     assert {"search_memory", "store_memory", "summarize_context"} <= set(reg.names())
-    ctx = ToolContext(root=tmp_path, services={"session": "s9", "turn": 4})
+    ctx = ToolContext(root=tmp_path, services=ToolServices(session="s9", turn=4))
     r = reg.run("store_memory", {"content": "Use MySQL for the database.", "type": "decision"}, ctx)
     assert not r.is_error and r.content.startswith("stored record 1")
     r = reg.run("store_memory", {"content": "Use PostgreSQL for the database now.", "type": "decision", "tags": ["db"]}, ctx)
@@ -59,7 +59,7 @@ def test_memory_tools_via_registry(tmp_path: Path) -> None:
     assert r.is_error  # schema enum
     r = reg.run("store_memory", {"content": "   ", "type": "note"}, ctx)
     assert r.is_error and "needs content" in r.content
-    # the project DB on disk is where the records went (no services["memory"] given)
+    # the project DB on disk is where the records went (no services.memory given)
     store = MemoryStore.open_project(tmp_path)
     assert store.get(2).session == "s9" and store.get(2).turn == 4 and store.get(2).tags == ["db"]
 
@@ -72,12 +72,12 @@ def test_memory_tools_use_injected_store_and_summarizer(tmp_path: Path) -> None:
         calls.append(prompt)
         return "Decisions:\n- use Redis\nConstraints:\n- none\nChanges:\n- none\nOpen tasks:\n- none"
 
-    ctx = ToolContext(root=tmp_path, services={"memory": store, "summarize": fake_model})
+    ctx = ToolContext(root=tmp_path, services=ToolServices(memory=store, summarize=fake_model))
     reg = ToolRegistry(memory_tools())
     reg.run("store_memory", {"content": "remember the cache TTL is 60s", "type": "note"}, ctx)
     assert store.stats()["total"] == 1 and not (tmp_path / ".ctxagent").exists()
     r = reg.run("summarize_context", {"text": "long discussion … we use Redis", "max_tokens": 100}, ctx)
     assert r.meta["method"] == "model" and "use Redis" in r.content and "Stay under 100 tokens" in calls[0]
-    ctx.services["summarize"] = lambda p: "garbage without sections"
+    ctx.services.summarize = lambda p: "garbage without sections"
     r = reg.run("summarize_context", {"text": "We decided to use Redis. 不要修改配置文件。"}, ctx)
     assert r.meta["method"] == "extractive" and "use Redis" in r.content and "不要修改配置文件" in r.content

@@ -7,6 +7,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+from ctxagent.context.events import UserData
 from ctxagent.context.memory.store import MemoryStore
 
 WRITER = textwrap.dedent(
@@ -39,7 +40,7 @@ def test_two_processes_write_the_same_db_without_losing_writes(tmp_path: Path) -
 
     log = SessionLog.create(tmp_path / "sessions", "shared")
     for turn in range(1, 21):
-        log.append("user", text=f"Never break feature_{turn} in module_{turn}.py", turn=turn)
+        log.append(UserData(text=f"Never break feature_{turn} in module_{turn}.py", turn=turn))
     log.close()
     go = tmp_path / "go"
     procs = [

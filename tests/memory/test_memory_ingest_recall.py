@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+from ctxagent.context.events import AssistantData, CompactionData, SessionStartData, ToolResultData, UserData
 from ctxagent.context.history import SessionLog
 from ctxagent.context.memory.ingest import parse_summary
 from ctxagent.context.memory.recall import MemoryRecall
@@ -31,14 +32,14 @@ def _log(tmp_path: Path, name: str = "s1") -> SessionLog:
 
 def test_ingest_writes_typed_records_with_provenance(tmp_path: Path, store: MemoryStore) -> None:
     log = _log(tmp_path)
-    log.append("session_start", session="s1", model="m", cwd=str(tmp_path))
-    u = log.append("user", text="Don't modify config files. Use MySQL for the database. TODO: add login tests", turn=1)
-    log.append("assistant", text="I'll look at db.py first.", tool_calls=[{"id": "c1", "name": "edit_file", "arguments": {}}])
-    e = log.append("tool_result", call_id="c1", name="edit_file", content="--- diff", is_error=False,
-                   meta={"files": ["src/db.py"], "lines": {"src/db.py": [[3, 7], [12, 12]]}})
-    t = log.append("tool_result", call_id="c2", name="run_tests", content="== 3 passed, 1 failed ==", is_error=False,
-                   meta={"tests": {"passed": 3, "failed": 1}})
-    log.append("tool_result", call_id="c3", name="edit_file", content="error: not unique", is_error=True, meta={})
+    log.append(SessionStartData(session="s1", model="m", cwd=str(tmp_path)))
+    u = log.append(UserData(text="Don't modify config files. Use MySQL for the database. TODO: add login tests", turn=1))
+    log.append(AssistantData(text="I'll look at db.py first.", tool_calls=[{"id": "c1", "name": "edit_file", "arguments": {}}]))
+    e = log.append(ToolResultData(call_id="c1", name="edit_file", content="--- diff", is_error=False,
+                   meta={"files": ["src/db.py"], "lines": {"src/db.py": [[3, 7], [12, 12]]}}))
+    t = log.append(ToolResultData(call_id="c2", name="run_tests", content="== 3 passed, 1 failed ==", is_error=False,
+                   meta={"tests": {"passed": 3, "failed": 1}}))
+    log.append(ToolResultData(call_id="c3", name="edit_file", content="error: not unique", is_error=True, meta={}))
     log.close()
     events = SessionLog.load(log.path).events
     ids = store.ingest(events, "s1")
@@ -65,10 +66,10 @@ def test_ingest_writes_typed_records_with_provenance(tmp_path: Path, store: Memo
 
 def test_ingest_in_steps_keeps_turn_numbers(tmp_path: Path, store: MemoryStore) -> None:
     log = _log(tmp_path)
-    log.append("user", text="start", turn=1)
-    log.append("user", text="go on", turn=2)
+    log.append(UserData(text="start", turn=1))
+    log.append(UserData(text="go on", turn=2))
     store.ingest(log.events, "s1")
-    ev = log.append("tool_result", call_id="x", name="write_file", content="ok", is_error=False, meta={"files": ["a.txt"]})
+    ev = log.append(ToolResultData(call_id="x", name="write_file", content="ok", is_error=False, meta={"files": ["a.txt"]}))
     store.ingest([ev], "s1")  # the agent ingests only the new events of a step
     assert store.list(type="change")[0].turn == 2
 
@@ -78,7 +79,7 @@ def test_seed_mysql_postgresql_through_ingest(tmp_path: Path, store: MemoryStore
     for turn in range(1, 13):
         text = {3: "Use MySQL for the database.", 10: "Actually, switch to PostgreSQL for the database instead of MySQL."}.get(
             turn, f"please tidy module{turn}.py")
-        log.append("user", text=text, turn=turn)
+        log.append(UserData(text=text, turn=turn))
     store.ingest(log.events, "s1")
     current = store.search("database", type="decision")
     assert [r.content for r in current] == ["Actually, switch to PostgreSQL for the database instead of MySQL."]
@@ -94,13 +95,13 @@ def test_constraint_survives_30_noisy_turns_in_every_warm_block(tmp_path: Path, 
     log = _log(tmp_path)
     recall = MemoryRecall(store, "s1")
     counter = get_counter("cl100k_base") if callable(get_counter) else CharCounter()
-    log.append("user", text="Don't modify config files.", turn=1)
+    log.append(UserData(text="Don't modify config files.", turn=1))
     store.ingest(log.events, "s1")
     for turn in range(2, 33):
-        new = [log.append("user", text=f"Now refactor helper_{turn} in utils_{turn}.py and explain step {turn}.", turn=turn),
-               log.append("assistant", text=f"Refactored helper_{turn}; all good.", tool_calls=[]),
-               log.append("tool_result", call_id=f"c{turn}", name="edit_file", content="ok", is_error=False,
-                          meta={"files": [f"utils_{turn}.py"], "lines": {f"utils_{turn}.py": [[1, 5]]}})]
+        new = [log.append(UserData(text=f"Now refactor helper_{turn} in utils_{turn}.py and explain step {turn}.", turn=turn)),
+               log.append(AssistantData(text=f"Refactored helper_{turn}; all good.", tool_calls=[])),
+               log.append(ToolResultData(call_id=f"c{turn}", name="edit_file", content="ok", is_error=False,
+                          meta={"files": [f"utils_{turn}.py"], "lines": {f"utils_{turn}.py": [[1, 5]]}}))]
         store.ingest(new, "s1")
         block = recall.warm_block(f"refactor helper_{turn}", [f"utils_{turn}.py"], turn, 400, counter)
         assert "[constraint t1] Don't modify config files." in block, turn
@@ -147,8 +148,8 @@ Open tasks:
     assert parse_summary("Decisions:\n- none\nConstraints:\n- none\nChanges: none\nOpen tasks:\n- none") == []
     log = _log(tmp_path)
     for turn in range(1, 7):
-        log.append("user", text=f"step {turn}", turn=turn)
-    c = log.append("compaction", first_id=0, last_id=5, summary=summary, method="extractive")
+        log.append(UserData(text=f"step {turn}", turn=turn))
+    c = log.append(CompactionData(first_id=0, last_id=5, summary=summary, method="extractive"))
     store.ingest(log.events, "s1")
     types = sorted(r.type for r in store.list() if r.type != "turn")  # the six "step N" turns are kept too
     assert types == ["change", "constraint", "decision", "summary", "todo"]
@@ -160,7 +161,7 @@ Open tasks:
 
 def test_chinese_constraint_and_decision_detection(tmp_path: Path, store: MemoryStore) -> None:
     log = _log(tmp_path)
-    log.append("user", text="不要修改配置文件。我们决定用 JWT 做用户登录认证。", turn=1)
+    log.append(UserData(text="不要修改配置文件。我们决定用 JWT 做用户登录认证。", turn=1))
     store.ingest(log.events, "s1")
     assert [r.content for r in store.list(type="constraint")] == ["不要修改配置文件。"]
     assert [r.content for r in store.list(type="decision")] == ["我们决定用 JWT 做用户登录认证。"]

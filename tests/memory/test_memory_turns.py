@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from ctxagent.context.events import AssistantData, SessionStartData, UserData
 from ctxagent.context.history import SessionLog
 from ctxagent.context.memory.recall import MemoryRecall
 from ctxagent.context.memory.store import MemoryStore
@@ -30,18 +31,18 @@ def store(tmp_path: Path) -> MemoryStore:
 
 def _conversation(tmp_path: Path) -> SessionLog:
     log = SessionLog.create(tmp_path / "sessions", "s1")
-    log.append("session_start", session="s1", model="m", cwd=str(tmp_path))
-    log.append("user", text="What did you name the tortoise?", turn=1)
-    log.append("assistant", text="Shelly, after my grandmother.", tool_calls=[], turn=1)
-    log.append("user", text="我们决定周五发布新版本吗？", turn=2)
-    log.append("assistant", text="是的，周五下午发布。", tool_calls=[], turn=2)
+    log.append(SessionStartData(session="s1", model="m", cwd=str(tmp_path)))
+    log.append(UserData(text="What did you name the tortoise?", turn=1))
+    log.append(AssistantData(text="Shelly, after my grandmother.", tool_calls=[], turn=1))
+    log.append(UserData(text="我们决定周五发布新版本吗？", turn=2))
+    log.append(AssistantData(text="是的，周五下午发布。", tool_calls=[], turn=2))
     return log
 
 
 def test_ingest_writes_turn_records_with_neighbours_time_and_provenance(tmp_path: Path, store: MemoryStore) -> None:
     log = _conversation(tmp_path)
     # the log's own times, as the agent writes them; then one event said at a known moment
-    late = log.append("user", text="Thanks!", turn=3)
+    late = log.append(UserData(text="Thanks!", turn=3))
     events = [*log.events[:-1], type(late)(late.id, late.kind, late.data, ts=MAY_8)]
     store.ingest(events, "s1")
     turns = store.list(type="turn")
@@ -74,7 +75,7 @@ def test_a_question_finds_its_answer_through_the_neighbouring_turn(tmp_path: Pat
 def test_ingest_in_steps_links_turns_across_calls_and_twice_changes_nothing(tmp_path: Path, store: MemoryStore) -> None:
     log = SessionLog.create(tmp_path / "sessions", "s1")
     for i, text in enumerate(["Where is the retry limit set?", "In agent/retry.py, MAX_ATTEMPTS = 5.", "Make it 7."]):
-        ev = log.append("user" if i % 2 == 0 else "assistant", text=text, turn=i // 2 + 1)
+        ev = log.append((UserData if i % 2 == 0 else AssistantData)(text=text, turn=i // 2 + 1))
         store.ingest([ev], "s1")  # the agent ingests each event as it is logged
     store.ingest(log.events, "s1")  # a re-run: nothing twice, no context appended twice
     turns = store.list(type="turn")
@@ -86,11 +87,11 @@ def test_ingest_in_steps_links_turns_across_calls_and_twice_changes_nothing(tmp_
 
 def test_sessions_do_not_share_neighbours_and_empty_or_partial_text_is_skipped(tmp_path: Path, store: MemoryStore) -> None:
     a = SessionLog.create(tmp_path / "sessions", "a")
-    a.append("user", text="first session question", turn=1)
+    a.append(UserData(text="first session question", turn=1))
     b = SessionLog.create(tmp_path / "sessions", "b")
-    b.append("user", text="second session question", turn=1)
-    b.append("assistant", text="", tool_calls=[{"id": "c", "name": "read_file", "arguments": {}}], turn=1)
-    b.append("assistant", text="half an ans", tool_calls=[], partial=True, turn=1)
+    b.append(UserData(text="second session question", turn=1))
+    b.append(AssistantData(text="", tool_calls=[{"id": "c", "name": "read_file", "arguments": {}}], turn=1))
+    b.append(AssistantData(text="half an ans", tool_calls=[], partial=True, turn=1))
     store.ingest(a.events, "a")
     store.ingest(b.events, "b")
     turns = store.list(type="turn")
@@ -100,8 +101,8 @@ def test_sessions_do_not_share_neighbours_and_empty_or_partial_text_is_skipped(t
 
 def test_turn_records_stay_out_of_the_warm_block_and_keep_no_secret(tmp_path: Path, store: MemoryStore) -> None:
     log = SessionLog.create(tmp_path / "sessions", "s1")
-    log.append("user", text="the deploy token is sk-ant-abcdefghijklmnop1234567890, rotate it", turn=1)
-    log.append("assistant", text="Rotating the deploy token now.", tool_calls=[], turn=1)
+    log.append(UserData(text="the deploy token is sk-ant-abcdefghijklmnop1234567890, rotate it", turn=1))
+    log.append(AssistantData(text="Rotating the deploy token now.", tool_calls=[], turn=1))
     store.ingest(log.events, "s1")
     block = MemoryRecall(store, "s1").warm_block("deploy token", [], 2, 500, CharCounter())
     assert "Rotating" not in block and "deploy token is" not in block
@@ -113,9 +114,9 @@ def test_turn_records_stay_out_of_the_warm_block_and_keep_no_secret(tmp_path: Pa
 def test_a_long_turn_is_capped_and_its_neighbours_get_only_its_edges(tmp_path: Path, store: MemoryStore) -> None:
     log = SessionLog.create(tmp_path / "sessions", "s1")
     long = "alpha " * 2000 + "omega"
-    log.append("user", text="Summarize the design.", turn=1)
-    log.append("assistant", text=long, tool_calls=[], turn=1)
-    log.append("user", text="ok", turn=2)
+    log.append(UserData(text="Summarize the design.", turn=1))
+    log.append(AssistantData(text=long, tool_calls=[], turn=1))
+    log.append(UserData(text="ok", turn=2))
     store.ingest(log.events, "s1")
     first, big, last = store.list(type="turn")
     # a long turn keeps its start and its end (where an answer usually concludes)

@@ -16,7 +16,7 @@ import pytest
 from ctxagent.context.floor.bounded_regex import MATCH_SECONDS
 from ctxagent.context.spill import SpillStore
 from ctxagent.tools import make_registry
-from ctxagent.tools.contract import ToolContext
+from ctxagent.tools.contract import ToolContext, ToolServices
 from ctxagent.tools.spill_tool import READ_SPILL
 
 REG = make_registry([READ_SPILL])
@@ -94,7 +94,7 @@ def test_a_glob_past_its_budget_is_an_error_not_a_hang(repo: Path) -> None:
 def test_read_spill_grep_is_bounded_too(repo: Path) -> None:
     spill = SpillStore.for_root(repo)
     handle = spill.put("\n".join([LINE] * 20 + ["the end"]))
-    ctx = ToolContext(root=repo, config=FAST, services={"spill": spill})
+    ctx = ToolContext(root=repo, config=FAST, services=ToolServices(spill=spill))
     r = REG.run("read_spill", {"handle": handle, "grep": "(a|aa)+$"}, ctx)
     assert r.is_error and "took longer than 0.5 s" in r.content
     r = REG.run("read_spill", {"handle": handle, "grep": "the (end|start)$"}, ctx)  # a new call, a new budget

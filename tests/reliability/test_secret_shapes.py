@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 
 import pytest
+from ctxagent.context.events import ToolResultData
 from ctxagent.context.floor.sanitize import REDACTED, Sanitizer, redact_secrets
 from ctxagent.context.history import SessionLog
 from ctxagent.context.memory.store import MemoryStore
@@ -109,7 +110,7 @@ def test_log_and_spill_hold_no_shape(tmp_path: Path) -> None:
     spill = SpillStore(tmp_path / "spill")
     shown, meta = spill.maybe_spill(content, get_counter("o200k_base"), 500)
     assert meta is not None
-    log.append("tool_result", call_id="c1", name="shell", content=shown, is_error=False, spill=meta)
+    log.append(ToolResultData(call_id="c1", name="shell", content=shown, is_error=False, spill=meta))
     log.close()
     on_disk = (tmp_path / "sessions" / "s1.jsonl").read_text(encoding="utf-8") + spill.get(meta["handle"])
     for _id, _text, secret, _kept in SHAPES:

@@ -9,6 +9,14 @@ from pathlib import Path
 
 import pytest
 from ctxagent.agent.session_ops import log_turns, rewind
+from ctxagent.context.events import (
+    AssistantData,
+    CompactionData,
+    ContextReportData,
+    SessionStartData,
+    ToolResultData,
+    UserData,
+)
 from ctxagent.context.history import SessionLog
 from ctxagent.tui.chat import ToolPanel, argument_summary, preview
 from ctxagent.tui.chat_log import ChatLog
@@ -23,21 +31,21 @@ pytestmark = pytest.mark.anyio
 
 def _log(tmp_path: Path) -> SessionLog:
     log = SessionLog.create(tmp_path / "sessions", "s1")
-    log.append("session_start", session="s1", model="scripted:x", cwd=str(tmp_path))
-    log.append("user", text="fix the add function\nplease", turn=1)
-    log.append("assistant", text="reading", tool_calls=[{"id": "c1", "name": "read_file", "arguments": {"path": "calc.py"}}],
-               usage={"input_tokens": 100, "output_tokens": 10}, step=1)
-    log.append("tool_result", call_id="c1", name="read_file", content="def add(a, b):\n    return a - b\n",
-               is_error=False, duration_ms=3, meta={})
-    log.append("assistant", text="editing", tool_calls=[{"id": "c2", "name": "edit_file", "arguments": {"path": "calc.py"}}],
-               usage={"input_tokens": 150, "output_tokens": 12}, step=2)
-    log.append("tool_result", call_id="c2", name="edit_file", content="edited", is_error=False, duration_ms=4,
-               meta={"files": ["calc.py"], "diff": "--- a/calc.py\n+++ b/calc.py\n-    return a - b\n+    return a + b\n"})
-    log.append("context_report", step=2, report=make_report(50, step=2, spilled=1).to_dict(), warm="<context-memory>\n[constraint t1] 不要修改配置文件\n</context-memory>")
-    log.append("tool_result", call_id="c3", name="grep", content="x" * 50, is_error=False, duration_ms=1, meta={},
-               spill={"handle": "spill-abc", "lines": 5000})
-    log.append("user", text="now run the tests", turn=2)
-    log.append("compaction", first_id=1, last_id=6, summary="Decisions: none\nChanges: calc.py", method="extractive")
+    log.append(SessionStartData(session="s1", model="scripted:x", cwd=str(tmp_path)))
+    log.append(UserData(text="fix the add function\nplease", turn=1))
+    log.append(AssistantData(text="reading", tool_calls=[{"id": "c1", "name": "read_file", "arguments": {"path": "calc.py"}}],
+               usage={"input_tokens": 100, "output_tokens": 10}, step=1))
+    log.append(ToolResultData(call_id="c1", name="read_file", content="def add(a, b):\n    return a - b\n",
+               is_error=False, duration_ms=3, meta={}))
+    log.append(AssistantData(text="editing", tool_calls=[{"id": "c2", "name": "edit_file", "arguments": {"path": "calc.py"}}],
+               usage={"input_tokens": 150, "output_tokens": 12}, step=2))
+    log.append(ToolResultData(call_id="c2", name="edit_file", content="edited", is_error=False, duration_ms=4,
+               meta={"files": ["calc.py"], "diff": "--- a/calc.py\n+++ b/calc.py\n-    return a - b\n+    return a + b\n"}))
+    log.append(ContextReportData(step=2, report=make_report(50, step=2, spilled=1).to_dict(), warm="<context-memory>\n[constraint t1] 不要修改配置文件\n</context-memory>"))
+    log.append(ToolResultData(call_id="c3", name="grep", content="x" * 50, is_error=False, duration_ms=1, meta={},
+               spill={"handle": "spill-abc", "lines": 5000}))
+    log.append(UserData(text="now run the tests", turn=2))
+    log.append(CompactionData(first_id=1, last_id=6, summary="Decisions: none\nChanges: calc.py", method="extractive"))
     return log
 
 

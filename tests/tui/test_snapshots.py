@@ -12,6 +12,13 @@ from ctxagent.agent.checkpoints.turns import FileStat, TurnInfo
 from ctxagent.agent.updates import PermissionRequest
 from ctxagent.context.budget import Budget
 from ctxagent.context.build.engine import BuildInputs, build
+from ctxagent.context.events import (
+    AssistantData,
+    ContextReportData,
+    SessionStartData,
+    ToolResultData,
+    UserData,
+)
 from ctxagent.context.history import Event
 from ctxagent.context.request import ToolSpec
 from ctxagent.context.tokens import CachedCounter, get_counter
@@ -103,25 +110,25 @@ def _chat_session(tmp_path: Path) -> Any:
     config = load_config(repo, {"model": f"scripted:{script}", "permission_mode": "yolo", "window": 20_000})
     state = repo / ".ctxagent"
     log = SessionLog.create(state / "sessions", "20250101-120000-abc123")
-    log.append("session_start", session=log.session_id, model=config.model, cwd=str(repo))
-    log.append("user", text="fix the add function in calc.py", turn=1)
-    log.append("context_report", step=1, report=make_report(31, window=20_000, step=1).to_dict(), warm="")
-    log.append("assistant", text="Reading calc.py.", step=1, turn=1, stop_reason="tool_use",
+    log.append(SessionStartData(session=log.session_id, model=config.model, cwd=str(repo)))
+    log.append(UserData(text="fix the add function in calc.py", turn=1))
+    log.append(ContextReportData(step=1, report=make_report(31, window=20_000, step=1).to_dict(), warm=""))
+    log.append(AssistantData(text="Reading calc.py.", step=1, turn=1, stop_reason="tool_use",
                tool_calls=[{"id": "c1", "name": "read_file", "arguments": {"path": "calc.py"}}],
-               usage={"input_tokens": 900, "output_tokens": 20})
-    log.append("tool_result", call_id="c1", name="read_file", content="1\tdef add(a, b):\n2\t    return a - b",
-               is_error=False, duration_ms=3, meta={"files": ["calc.py"]}, turn=1)
-    log.append("context_report", step=2, report=make_report(48, window=20_000, step=2).to_dict(), warm="")
-    log.append("assistant", text="Fixing the operator.", step=2, turn=1, stop_reason="tool_use",
+               usage={"input_tokens": 900, "output_tokens": 20}))
+    log.append(ToolResultData(call_id="c1", name="read_file", content="1\tdef add(a, b):\n2\t    return a - b",
+               is_error=False, duration_ms=3, meta={"files": ["calc.py"]}, turn=1))
+    log.append(ContextReportData(step=2, report=make_report(48, window=20_000, step=2).to_dict(), warm=""))
+    log.append(AssistantData(text="Fixing the operator.", step=2, turn=1, stop_reason="tool_use",
                tool_calls=[{"id": "c2", "name": "edit_file",
                             "arguments": {"path": "calc.py", "old_text": "a - b", "new_text": "a + b"}}],
-               usage={"input_tokens": 1100, "output_tokens": 40})
-    log.append("tool_result", call_id="c2", name="edit_file", content="edited calc.py", is_error=False, duration_ms=5,
+               usage={"input_tokens": 1100, "output_tokens": 40}))
+    log.append(ToolResultData(call_id="c2", name="edit_file", content="edited calc.py", is_error=False, duration_ms=5,
                meta={"files": ["calc.py"], "diff": "--- a/calc.py\n+++ b/calc.py\n-    return a - b\n+    return a + b\n"},
-               turn=1)
-    log.append("context_report", step=3, report=make_report(78, window=20_000, step=3).to_dict(), warm="")
-    log.append("assistant", text="Done: **fixed** `add` — 你好.", step=3, turn=1, stop_reason="end_turn", tool_calls=[],
-               usage={"input_tokens": 1300, "output_tokens": 30})
+               turn=1))
+    log.append(ContextReportData(step=3, report=make_report(78, window=20_000, step=3).to_dict(), warm=""))
+    log.append(AssistantData(text="Done: **fixed** `add` — 你好.", step=3, turn=1, stop_reason="end_turn", tool_calls=[],
+               usage={"input_tokens": 1300, "output_tokens": 30}))
     return Session(root=repo, state_dir=state, config=config, log=log)
 
 
