@@ -21,14 +21,13 @@ from typing import Annotated, Any, Literal
 
 from ctxagent.agent.trust import IgnoredKey, split_untrusted
 from ctxagent.context.budget import PROFILES, SLICE_NAMES
+from ctxagent.context.build.dispatch import STRATEGIES
 from ctxagent.context.errors import ConfigError
 from ctxagent.context.floor.state_paths import check_state_dir, project_state_dir, user_config_dir
-from ctxagent.context.server_edits import SERVER_STRATEGIES
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 SECRET_FIELDS = ("anthropic_api_key", "openai_api_key")
 PERMISSION_MODES = ("ask", "auto-edit", "yolo")
-STRATEGIES = ("ctxagent", "full", "window", *SERVER_STRATEGIES)
 # Filled in by the loader, never read from a file.
 _INTERNAL_FIELDS = frozenset({"sources", "ignored_keys"})
 

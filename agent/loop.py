@@ -32,7 +32,7 @@ from ctxagent.agent.updates import (
 )
 from ctxagent.context.budget import Budget
 from ctxagent.context.build.cache import BuildCache
-from ctxagent.context.build.engine import BuildResult
+from ctxagent.context.build.inputs import BuildResult
 from ctxagent.context.calibrator import Calibrator
 from ctxagent.context.errors import ContextOverflowError
 from ctxagent.context.events import ErrorData, SystemPromptData, ToolResultData, UserData

@@ -33,7 +33,8 @@ from ctxagent.agent.updates import (
     StepStarted,
 )
 from ctxagent.context.build.cache import BuildCache
-from ctxagent.context.build.engine import BuildInputs, BuildResult, build, request_sha256
+from ctxagent.context.build.dispatch import build, request_sha256
+from ctxagent.context.build.inputs import BuildInputs, BuildResult
 from ctxagent.context.errors import ContextLengthError, ContextOverflowError, ProviderError, StreamError
 from ctxagent.context.events import (
     AssistantData,

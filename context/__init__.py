@@ -14,8 +14,8 @@ _EXPORTS = {
     "BuildInputs": "ctxagent.context.build.inputs",
     "BuildResult": "ctxagent.context.build.inputs",
     "WarmProvider": "ctxagent.context.build.inputs",
-    "build": "ctxagent.context.build.engine",
-    "request_sha256": "ctxagent.context.build.engine",
+    "build": "ctxagent.context.build.dispatch",
+    "request_sha256": "ctxagent.context.build.dispatch",
     # the session log and its view
     "Event": "ctxagent.context.history",
     "SessionLog": "ctxagent.context.history",
@@ -59,7 +59,7 @@ __all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:
     from ctxagent.context.budget import Budget
-    from ctxagent.context.build.engine import build, request_sha256
+    from ctxagent.context.build.dispatch import build, request_sha256
     from ctxagent.context.build.inputs import BuildInputs, BuildResult, WarmProvider
     from ctxagent.context.calibrator import Calibrator
     from ctxagent.context.errors import (

@@ -29,7 +29,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Footer, Static
 
 if TYPE_CHECKING:
-    from ctxagent.context.build.engine import BuildResult
+    from ctxagent.context import BuildResult
 
 PROMPT_SLICES = ("system", "hot", "warm", "tools")
 WHAT = {  # one short phrase: the table stays one line a row at 80 columns

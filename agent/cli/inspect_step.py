@@ -13,7 +13,8 @@ from typing import Any
 
 from ctxagent.agent.providers.registry import make_provider
 from ctxagent.context.budget import Budget
-from ctxagent.context.build.engine import BuildInputs, BuildResult, build, request_sha256
+from ctxagent.context.build.dispatch import build, request_sha256
+from ctxagent.context.build.inputs import BuildInputs, BuildResult
 from ctxagent.context.errors import HistoryError
 from ctxagent.context.events import SystemPromptData
 from ctxagent.context.history import Event
