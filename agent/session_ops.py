@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from ctxagent.agent.checkpoints.store import Checkpoints, ConfirmOverwrite, RewindResult
     from ctxagent.agent.loop import Agent, AgentParts
     from ctxagent.agent.session import Session
-    from ctxagent.context.memory.store import MemoryStore
+    from ctxagent.context.memory import MemoryStore
 
 RewindMode = Literal["both", "conversation", "code"]
 REWIND_MODES: tuple[RewindMode, ...] = ("both", "conversation", "code")

@@ -148,7 +148,7 @@ def _record_texts(data: Path | str | None) -> tuple[list[str], list[str]]:
 
 def bench_memory(record_counts: Sequence[int] = DEFAULT_RECORDS, queries: int = 200, data: Path | str | None = None,
                  progress: Any = None) -> list[dict[str, Any]]:
-    from ctxagent.context.memory.store import MemoryStore
+    from ctxagent.context.memory import MemoryStore
 
     contents, qs = _record_texts(data)
     types = ("note", "change", "decision", "note", "summary")

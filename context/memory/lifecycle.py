@@ -1,6 +1,6 @@
 """What happens to a memory record after it is written: its context grows, a newer one supersedes it,
 it ages from warm to cold, a rewind retires it, the user forgets it — and its history, read back.
-A mixin of MemoryStore (context/memory/store.py), which owns the connection and the write lock."""
+The base of MemoryDB (context/memory/store.py), which owns the connection and the write lock."""
 
 from __future__ import annotations
 
@@ -26,8 +26,8 @@ class RecordLifecycle:
     degrade_after_turns: int
     _lock: threading.RLock
 
-    def _write(self) -> AbstractContextManager[sqlite3.Connection]: ...  # MemoryStore's
-    def _get(self, conn: sqlite3.Connection, id: int) -> Record | None: ...  # MemoryStore's
+    def _write(self) -> AbstractContextManager[sqlite3.Connection]: ...  # MemoryDB's
+    def _get(self, conn: sqlite3.Connection, id: int) -> Record | None: ...  # MemoryDB's
 
     def extend_context(self, id: int, text: str) -> None:
         """Append `text` to a record's searchable context (e.g. the reply that followed a turn)."""

