@@ -147,9 +147,8 @@ class MemoryDB(RecordLifecycle):
         files = [norm_path(escape_surrogates(f)) for f in files if f]
         tags = [stored_text(str(t)) for t in tags if str(t).strip()]
         wants_pin = type == "constraint" if pinned is None else bool(pinned)
-        if wants_pin and provenance != provenance_rules.USER:
-            heard = self.user_texts() if user_texts is None else user_texts
-            wants_pin = provenance_rules.said_by_user(content, heard)
+        if wants_pin:
+            wants_pin = provenance_rules.may_pin(provenance, content, self._heard(user_texts))
         with self._write() as conn:
             if merge:
                 existing = self._find_duplicate(conn, content, type)
@@ -267,6 +266,11 @@ class MemoryDB(RecordLifecycle):
         with self._lock:
             rows = self.conn.execute("SELECT text FROM user_texts ORDER BY id DESC LIMIT ?", (int(limit),)).fetchall()
         return [str(r[0]) for r in rows]
+
+    def _heard(self, given: Sequence[str] | None) -> Iterator[str]:
+        """`given`, or this store's record of the user's turns, read only when iterated: the pin rule
+        reads them only for a constraint someone else wrote."""
+        yield from (self.user_texts() if given is None else given)
 
     # ------------------------------------------------------------------- reads
 
