@@ -233,10 +233,6 @@ class Ledger(PinCollector):
             return True
         return False
 
-    def quotes_for(self, hidden: set[int]) -> list[Quote]:
-        """The quotes whose document read is not shown verbatim (`hidden`: ids not shown verbatim)."""
-        return [q for q in self.quotes if q.event_id in hidden]
-
 
 def with_quotes(shown: str, lines: tuple[str, ...]) -> str:
     """A cut tool result (pruned or spilled preview) followed by the requirement lines of its cut part:

@@ -11,7 +11,7 @@ from contextlib import AbstractContextManager
 
 from ctxagent.context.errors import MemoryStoreError
 from ctxagent.context.floor.sanitize import escape_surrogates, redact_secrets
-from ctxagent.context.memory.record import COLUMNS, LAYERS, RETIRED, TODO_STATUSES, Record
+from ctxagent.context.memory.record import COLUMNS, RETIRED, TODO_STATUSES, Record
 from ctxagent.context.memory.term_df import bump_df, record_terms
 from ctxagent.context.memory.terms import index_text
 
@@ -89,12 +89,6 @@ class RecordLifecycle:
             raise MemoryStoreError(f"unknown status {status!r}")
         with self._write() as conn:
             conn.execute("UPDATE records SET status = ?, updated_at = ? WHERE id = ?", (status, time.time(), id))
-
-    def set_layer(self, id: int, layer: str) -> None:
-        if layer not in LAYERS:
-            raise MemoryStoreError(f"unknown layer {layer!r}")
-        with self._write() as conn:
-            conn.execute("UPDATE records SET layer = ?, updated_at = ? WHERE id = ?", (layer, time.time(), id))
 
     def age(self, current_turn: int, session: str | None = None) -> int:
         """Move warm records not said for `degrade_after_turns` turns to cold; return how many moved.
