@@ -1,6 +1,6 @@
-"""The session ledger: what the session has established, kept incrementally (seed 001's structured
-summary, maintained at every event rather than only when compacting), so it survives pruning and
-compaction of the messages it came from.
+"""The session ledger: what the session has established, kept incrementally (the structured summary's
+decisions, constraints, changes and open tasks, maintained at every event rather than only when
+compacting), so it survives pruning and compaction of the messages it came from.
 
     constraints   the user's own constraints and /remember pins          binding
     open tasks    TODO-like user lines, compaction summaries' open tasks
