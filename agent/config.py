@@ -21,9 +21,9 @@ from typing import Annotated, Any, Literal
 
 from ctxagent.agent.trust import IgnoredKey, split_untrusted
 from ctxagent.context.budget import PROFILES, SLICE_NAMES
-from ctxagent.context.build.dispatch import STRATEGIES
 from ctxagent.context.errors import ConfigError
 from ctxagent.context.floor.state_paths import check_state_dir, project_state_dir, user_config_dir
+from ctxagent.context.strategies import STRATEGIES
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 SECRET_FIELDS = ("anthropic_api_key", "openai_api_key")

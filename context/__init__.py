@@ -16,6 +16,7 @@ _EXPORTS = {
     "WarmProvider": "ctxagent.context.build.inputs",
     "build": "ctxagent.context.build.dispatch",
     "request_sha256": "ctxagent.context.build.dispatch",
+    "STRATEGIES": "ctxagent.context.strategies",
     # the session log and its view
     "Event": "ctxagent.context.history",
     "SessionLog": "ctxagent.context.history",
@@ -78,6 +79,7 @@ if TYPE_CHECKING:
     from ctxagent.context.report import ContextReport
     from ctxagent.context.request import Message, Request, ToolCall, ToolSpec
     from ctxagent.context.spill import SpillStore
+    from ctxagent.context.strategies import STRATEGIES
     from ctxagent.context.tokens import CachedCounter, TokenCounter, count_request, get_counter
 else:
     from ctxagent.context.floor.lazy import lazy_face

@@ -1,7 +1,7 @@
 """The one entry to the builder: `build(inputs)` builds one request with `inputs.strategy`.
 
-STRATEGIES is the one list of strategy names (the config, the CLI's `--strategy` and the bench read
-it here). Each strategy lives in its own module, and none imports another; this module wires them:
+The names are context/strategies.py's STRATEGIES. Each strategy lives in its own module, and none
+imports another; this module wires them:
 
     ctxagent                              context/build/engine.py (+ relief.py, warm.py)
     full, window                          context/build/baselines.py
@@ -21,14 +21,12 @@ from ctxagent.context.build.baselines import build_baseline, build_server_side
 from ctxagent.context.build.engine import build_ctxagent
 from ctxagent.context.build.inputs import BuildInputs, BuildResult
 from ctxagent.context.server_edits import SERVER_STRATEGIES
-
-BASELINES = ("full", "window")
-STRATEGIES = ("ctxagent", *BASELINES, *SERVER_STRATEGIES)
+from ctxagent.context.strategies import BASELINES, CTXAGENT, STRATEGIES
 
 
 def build(inputs: BuildInputs) -> BuildResult:
     """The request (and its report) for one step; ValueError for a strategy not in STRATEGIES."""
-    if inputs.strategy == "ctxagent":
+    if inputs.strategy == CTXAGENT:
         return build_ctxagent(inputs)
     if inputs.strategy in BASELINES:
         return build_baseline(inputs)

@@ -38,7 +38,7 @@ class BuildInputs:
     counter: TokenCounter  # a CachedCounter
     step: int
     turn: int
-    strategy: str = "ctxagent"  # one of STRATEGIES (context/build/dispatch.py)
+    strategy: str = "ctxagent"  # one of STRATEGIES (context/strategies.py)
     calibration_ratio: float = 1.0
     warm: WarmProvider | None = None  # memory hook; None = the session ledger's block alone (build/warm.py)
     warm_override: str | None = None  # exact warm text to use (inspect re-builds with it)
