@@ -24,14 +24,13 @@ from ctxagent.agent.trust import IgnoredKey, split_untrusted
 from ctxagent.context.budget import PROFILES, SLICE_NAMES
 from ctxagent.context.errors import ConfigError
 from ctxagent.context.floor.state_paths import check_state_dir, project_state_dir, user_config_dir
-from ctxagent.context.server_edits import SERVER_STRATEGIES
+from ctxagent.context.strategies import STRATEGIES
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 # Each provider's key and base URL fields are named by its ProviderSpec (providers/specs.py); they
 # are declared below because the model is static (tests/test_providers_specs.py checks they agree).
 SECRET_FIELDS = tuple(s.key_field for s in specs.providers() if s.key_field)
 PERMISSION_MODES = ("ask", "auto-edit", "yolo")
-STRATEGIES = ("ctxagent", "full", "window", *SERVER_STRATEGIES)
 # Filled in by the loader, never read from a file.
 _INTERNAL_FIELDS = frozenset({"sources", "ignored_keys"})
 

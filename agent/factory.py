@@ -154,8 +154,8 @@ def _memory_parts(session: Session) -> tuple[object | None, object | None, str]:
     read-only, disk full), the agent runs without memory and `problem` says why."""
     if not session.config.memory:
         return None, None, ""
+    from ctxagent.context.memory import MemoryStore
     from ctxagent.context.memory.recall import MemoryRecall
-    from ctxagent.context.memory.store import MemoryStore
 
     store = user = None
     try:

@@ -38,7 +38,7 @@ from ctxagent.agent.step import StepRunner
 from ctxagent.agent.tool_calls import ToolRunner
 from ctxagent.agent.updates import AgentEvent, CompactionDone, TurnFinished, TurnStarted
 from ctxagent.agent.user_tools import direct_calls, direct_calls_event, mentioned_files
-from ctxagent.context.build.engine import build
+from ctxagent.context.build.dispatch import build
 from ctxagent.context.build.inputs import BuildResult
 from ctxagent.context.build.step import record_system_prompt
 from ctxagent.context.events import ErrorData, ToolResultData, UserData
@@ -48,7 +48,7 @@ from ctxagent.context.report import ContextReport
 if TYPE_CHECKING:
     from ctxagent.agent.checkpoints.store import Checkpoints, ConfirmOverwrite, RewindResult
     from ctxagent.context.build.step import Builder
-    from ctxagent.context.memory.store import MemoryStore
+    from ctxagent.context.memory import MemoryStore
 
 __all__ = ["Agent", "AgentParts", "Approver", "deny_mutations"]
 

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from ctxagent.context.calibrator import Calibrator
     from ctxagent.context.events import Payload
     from ctxagent.context.history import Event, SessionLog
-    from ctxagent.context.memory.store import MemoryStore
+    from ctxagent.context.memory import MemoryStore
     from ctxagent.context.spill import SpillStore
     from ctxagent.context.tokens import TokenCounter
     from ctxagent.tools.contract import ToolRegistry

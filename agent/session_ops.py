@@ -34,7 +34,7 @@ from ctxagent.context.history import Event, SessionLog, view
 
 if TYPE_CHECKING:
     from ctxagent.agent.session import Session
-    from ctxagent.context.memory.store import MemoryStore
+    from ctxagent.context.memory import MemoryStore
 
 __all__ = [
     "REWIND_MODES",

@@ -33,7 +33,7 @@ from ctxagent.agent.server_context import Seen, ServerContext, report_as_seen, u
 from ctxagent.agent.session_ops import compaction_done
 from ctxagent.agent.updates import AssistantDelta, AssistantDone, ContextBuilt, StepStarted
 from ctxagent.context.build.cache import BuildCache
-from ctxagent.context.build.engine import build
+from ctxagent.context.build.dispatch import build
 from ctxagent.context.build.inputs import BuildResult
 from ctxagent.context.build.step import Builder, StepSetup, build_next, record_step, refused_ratio
 from ctxagent.context.errors import ContextLengthError, ContextOverflowError, ProviderError, StreamError

@@ -16,8 +16,8 @@ _EXPORTS = {
     "BuildInputs": "ctxagent.context.build.inputs",
     "BuildResult": "ctxagent.context.build.inputs",
     "WarmProvider": "ctxagent.context.build.inputs",
-    "build": "ctxagent.context.build.engine",
-    "request_sha256": "ctxagent.context.build.engine",
+    "build": "ctxagent.context.build.dispatch",
+    "request_sha256": "ctxagent.context.build.dispatch",
     # one step: build the next request, record it in the log, rebuild it later
     "RecordedStep": "ctxagent.context.build.step",
     "StepSetup": "ctxagent.context.build.step",
@@ -26,6 +26,7 @@ _EXPORTS = {
     "RebuiltStep": "ctxagent.context.build.rebuild",
     "rebuild_step": "ctxagent.context.build.rebuild",
     "record_system_prompt": "ctxagent.context.build.step",
+    "STRATEGIES": "ctxagent.context.strategies",
     # the session log and its view
     "Event": "ctxagent.context.history",
     "SessionLog": "ctxagent.context.history",
@@ -79,7 +80,7 @@ __all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:
     from ctxagent.context.budget import Budget
-    from ctxagent.context.build.engine import build, request_sha256
+    from ctxagent.context.build.dispatch import build, request_sha256
     from ctxagent.context.build.inputs import BuildInputs, BuildResult, WarmProvider
     from ctxagent.context.build.rebuild import RebuiltStep, rebuild_step
     from ctxagent.context.build.step import (
@@ -117,6 +118,7 @@ if TYPE_CHECKING:
     from ctxagent.context.report import ContextReport
     from ctxagent.context.request import Message, Request, ToolCall, ToolSpec
     from ctxagent.context.spill import SpillStore
+    from ctxagent.context.strategies import STRATEGIES
     from ctxagent.context.tokens import CachedCounter, TokenCounter, count_request, get_counter
 else:
     from ctxagent.context.floor.lazy import lazy_face

@@ -1,6 +1,6 @@
-"""The session ledger: what the session has established, kept incrementally (seed 001's structured
-summary, maintained at every event rather than only when compacting), so it survives pruning and
-compaction of the messages it came from.
+"""The session ledger: what the session has established, kept incrementally (the structured summary's
+decisions, constraints, changes and open tasks, maintained at every event rather than only when
+compacting), so it survives pruning and compaction of the messages it came from.
 
     constraints   the user's own constraints and /remember pins          binding
     open tasks    TODO-like user lines, compaction summaries' open tasks
@@ -232,10 +232,6 @@ class Ledger(PinCollector):
             self.constraints.pop(next(iter(self.constraints)))
             return True
         return False
-
-    def quotes_for(self, hidden: set[int]) -> list[Quote]:
-        """The quotes whose document read is not shown verbatim (`hidden`: ids not shown verbatim)."""
-        return [q for q in self.quotes if q.event_id in hidden]
 
 
 def with_quotes(shown: str, lines: tuple[str, ...]) -> str:

@@ -1,4 +1,4 @@
-"""Breakpoints and the per-step report: red flags, advice, and seed 000's table made real.
+"""Breakpoints and the per-step report: red flags, the advice (compress, new session), and the table of steps.
 
 Thresholds are on `usage_pct` (calibrated, reserve included): ≥ 75 % → "compress",
 ≥ 90 % → "new_session" (configurable).

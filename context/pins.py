@@ -1,4 +1,7 @@
-"""Session pins: the warm block's floor when no memory store is wired in.
+"""Session pins: the constraints and open tasks the session log establishes, as a fold over its events.
+
+The session ledger (context/ledger.py) extends PinCollector; its working-memory block is the warm
+block's floor, with or without a memory store (context/build/warm.py).
 
 Pinned constraints come from the user's own words (detect_constraints on user messages: "never…",
 "don't…", "不要…", "必须…") and from explicit `remember` memory events; open tasks from TODO-like
@@ -14,7 +17,6 @@ from dataclasses import dataclass
 
 from ctxagent.context.history import Event, hidden_by_rewinds
 from ctxagent.context.memory.detect import detect_constraints
-from ctxagent.context.tokens import TokenCounter
 
 WARM_OPEN = "<context-memory>"
 WARM_CLOSE = "</context-memory>"
@@ -99,44 +101,3 @@ class PinCollector:
 
 def collect_pins(events: Iterable[Event]) -> list[Pin]:
     return PinCollector().feed(live_events(events)).pins()
-
-
-def format_warm(constraints: list[str], tasks: list[str], extra: list[str] | None = None) -> str:
-    if not constraints and not tasks and not extra:
-        return ""
-    lines = [WARM_OPEN, WARM_NOTE]
-    if constraints:
-        lines.append("Pinned constraints:")
-        lines += [f"- {c}" for c in constraints]
-    if tasks:
-        lines.append("Open tasks:")
-        lines += [f"- {t}" for t in tasks]
-    if extra:
-        lines += extra
-    lines.append(WARM_CLOSE)
-    return "\n".join(lines)
-
-
-class SessionPins:
-    """The default warm provider: pinned constraints and open tasks computed from the session log."""
-
-    def __init__(self, events: Iterable[Event], pins: list[Pin] | None = None):
-        self.pins = collect_pins(events) if pins is None else list(pins)  # precomputed pins: a cache's
-
-    def warm_block(self, query: str, files: list[str], turn: int, max_tokens: int, counter: TokenCounter) -> str:
-        constraints = [f"[turn {p.turn}] {p.text}" for p in self.pins if p.kind == "constraint"]
-        tasks = [f"[turn {p.turn}] {p.text}" for p in self.pins if p.kind == "task"]
-        text = format_warm(constraints, tasks)
-        # Over its share: drop the oldest tasks first, then the oldest constraints; never silently:
-        # the block says how many were left out.
-        dropped = 0
-        while text and counter.count(text) > max_tokens and (tasks or constraints):
-            if tasks:
-                tasks.pop(0)
-            else:
-                constraints.pop(0)
-            dropped += 1
-            text = format_warm(constraints, tasks, [f"({dropped} older pinned items omitted for space)"])
-        if text and counter.count(text) > max_tokens:
-            return ""
-        return text

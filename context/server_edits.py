@@ -99,10 +99,6 @@ def server_edits_for(strategy: str, window: int) -> tuple[ServerEdit, ...]:
     return ()
 
 
-def openai_compact_threshold(window: int) -> int:
-    return int(TRIGGER_SHARE * window)
-
-
 def beta_headers(edits: Sequence[dict[str, Any]]) -> list[str]:
     """The `anthropic-beta` values wire edits need, in a stable order."""
     return sorted({BETA_HEADERS[e["type"]] for e in edits if e.get("type") in BETA_HEADERS})

@@ -170,7 +170,8 @@ _NON_ASCII = re.compile(r"[^\x00-\x7f]")
 
 
 class HeuristicCounter:
-    """Seed 002's estimate: CJK chars ÷ 1.5, other chars ÷ 4, +1 per JSON bracket or quote, × safety."""
+    """An estimate without a tokenizer: CJK chars ÷ 1.5, other chars ÷ 4, +1 per JSON bracket or quote,
+    × safety."""
 
     def __init__(self, safety: float = 1.0):
         if safety <= 0:

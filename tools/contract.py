@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 if TYPE_CHECKING:
     from ctxagent.context.history import SessionLog
-    from ctxagent.context.memory.store import MemoryStore
+    from ctxagent.context.memory import MemoryStore
     from ctxagent.context.spill import SpillStore
 
 Permission = Literal["read", "edit", "command"]

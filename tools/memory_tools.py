@@ -14,9 +14,9 @@ from typing import Any, Literal
 
 from ctxagent.context.floor.state_paths import user_state_dir
 from ctxagent.context.history import Event
+from ctxagent.context.memory import MemoryStore, project_db_path
 from ctxagent.context.memory.provenance import MODEL
 from ctxagent.context.memory.record import Record
-from ctxagent.context.memory.store import MemoryStore, project_db_path
 from ctxagent.tools.contract import FunctionTool, Tool, ToolArgs, ToolContext, ToolResult
 from pydantic import Field
 

@@ -25,11 +25,11 @@ from ctxagent.agent.providers.scripted import ScriptedProvider
 from ctxagent.agent.session import open_session
 from ctxagent.agent.updates import AgentEvent, ContextBuilt, StepStarted
 from ctxagent.context.budget import Budget
-from ctxagent.context.build.engine import build
+from ctxagent.context.build.dispatch import build
 from ctxagent.context.build.inputs import BuildInputs, BuildResult
 from ctxagent.context.calibrator import Calibrator
+from ctxagent.context.memory import MemoryStore
 from ctxagent.context.memory.recall import MemoryRecall
-from ctxagent.context.memory.store import MemoryStore
 from ctxagent.context.spill import SpillStore
 from ctxagent.context.tokens import CachedCounter, get_counter
 from ctxagent.tools import make_registry

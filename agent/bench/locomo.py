@@ -37,8 +37,8 @@ from typing import Any
 
 from ctxagent.context.events import AssistantData, Payload, UserData
 from ctxagent.context.history import Event
+from ctxagent.context.memory import MemoryStore
 from ctxagent.context.memory.embed import INSTALL_HINT, detect
-from ctxagent.context.memory.store import MemoryStore
 from ctxagent.context.memory.terms import index_text, match_of, query_units
 
 STRATEGIES = ("ctxagent", "ctxagent-hybrid", "bm25")

@@ -17,8 +17,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ctxagent.context.memory import MemoryStore
 from ctxagent.context.memory.recall import MemoryRecall
-from ctxagent.context.memory.store import MemoryStore
 
 _MODULES = ["auth", "login", "session", "db", "models", "parser", "cache", "config", "api", "routes", "utils",
             "billing", "search", "index", "worker", "queue", "render", "cli", "storage", "metrics"]

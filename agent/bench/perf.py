@@ -66,7 +66,8 @@ def _event_stream(pool: Sequence[SourceEvent]) -> Iterator[tuple[str, dict[str, 
 def bench_builder(sizes: Sequence[int] = DEFAULT_SIZES, steps: int = 5, data: Path | str | None = None,
                   progress: Any = None) -> list[dict[str, Any]]:
     from ctxagent.context.budget import Budget
-    from ctxagent.context.build.engine import BuildInputs, build
+    from ctxagent.context.build.dispatch import build
+    from ctxagent.context.build.inputs import BuildInputs
     from ctxagent.context.tokens import CachedCounter, get_counter
 
     raw = get_counter("o200k_base")
@@ -147,7 +148,7 @@ def _record_texts(data: Path | str | None) -> tuple[list[str], list[str]]:
 
 def bench_memory(record_counts: Sequence[int] = DEFAULT_RECORDS, queries: int = 200, data: Path | str | None = None,
                  progress: Any = None) -> list[dict[str, Any]]:
-    from ctxagent.context.memory.store import MemoryStore
+    from ctxagent.context.memory import MemoryStore
 
     contents, qs = _record_texts(data)
     types = ("note", "change", "decision", "note", "summary")

@@ -60,8 +60,8 @@ from ctxagent.context.ledger import result_facts
 def _memory_for(tmp: Path, session: str) -> tuple[Any, Any]:
     """A fresh memory store and its recall hook, or (None, None) if the memory layer is missing."""
     try:
+        from ctxagent.context.memory import MemoryStore
         from ctxagent.context.memory.recall import MemoryRecall
-        from ctxagent.context.memory.store import MemoryStore
     except ImportError:
         return None, None
     store = MemoryStore.open(tmp / "memory.db")

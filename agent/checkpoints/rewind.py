@@ -24,7 +24,7 @@ from ctxagent.context.events import RewindData
 from ctxagent.context.history import Event, SessionLog, hidden_by_rewinds
 
 if TYPE_CHECKING:
-    from ctxagent.context.memory.store import MemoryStore
+    from ctxagent.context.memory import MemoryStore
 
 RewindMode = Literal["both", "conversation", "code"]
 REWIND_MODES: tuple[RewindMode, ...] = ("both", "conversation", "code")

@@ -33,7 +33,7 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     """The parser for `argv`: every option of the top level, and the full parser of the command
     `argv` names (the other commands are listed by name and help line only, their modules not
     imported). Without `argv`, the top level alone."""
-    from ctxagent.agent.config import STRATEGIES
+    from ctxagent.context.strategies import STRATEGIES
 
     p = argparse.ArgumentParser(prog="ctxagent", description="A coding agent whose context window is engineered, measured and shown.",
                                 epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)

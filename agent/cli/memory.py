@@ -89,7 +89,7 @@ def _guarded(fn: Any) -> Any:
 
 
 def _open(args: argparse.Namespace) -> Any:
-    from ctxagent.context.memory.store import MemoryStore
+    from ctxagent.context.memory import MemoryStore
 
     if getattr(args, "user", False):
         return MemoryStore.open_user()

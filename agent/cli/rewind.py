@@ -22,7 +22,7 @@ from ctxagent.context.history import SessionLog
 if TYPE_CHECKING:
     from ctxagent.agent.checkpoints.rewind import RewindMode
     from ctxagent.agent.checkpoints.turns import TurnInfo
-    from ctxagent.context.memory.store import MemoryStore
+    from ctxagent.context.memory import MemoryStore
 
 
 def add_parser(sub: Any) -> None:
@@ -75,7 +75,7 @@ def _print_turns(log: SessionLog, infos: list[TurnInfo]) -> None:
 def _memory_stores(cps_state_dir: Path) -> list[MemoryStore]:
     """The stores the session may have written to — only those that exist (a rewind creates none)."""
     from ctxagent.context.floor.state_paths import user_state_dir
-    from ctxagent.context.memory.store import MemoryStore
+    from ctxagent.context.memory import MemoryStore
 
     paths = [(cps_state_dir / "memory.db", "project"), (user_state_dir() / "memory.db", "user")]
     return [MemoryStore.open(p, scope=scope) for p, scope in paths if p.is_file()]

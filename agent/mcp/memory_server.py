@@ -16,8 +16,8 @@ from ctxagent.agent import __version__
 from ctxagent.context.errors import CtxagentError
 from ctxagent.context.floor.display import strip_controls
 from ctxagent.context.floor.state_paths import spill_dir
+from ctxagent.context.memory import MemoryStore, project_db_path
 from ctxagent.context.memory.provenance import MCP
-from ctxagent.context.memory.store import MemoryStore, project_db_path
 from ctxagent.tools.memory_tools import search_memory, store_memory, summarize_context
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError as MCPToolError

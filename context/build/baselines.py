@@ -2,7 +2,7 @@
 providers' own server-side context management ("anthropic-clear", "anthropic-compact").
 
 full    everything verbatim; may exceed the window — the report says so, nothing is raised.
-window  seed 001's sliding window: history ≤ 60 % of W, each message capped at 4,000 tokens,
+window  the classic sliding window: history ≤ 60 % of W, each message capped at 4,000 tokens,
         at least 3 rounds kept, oldest rounds dropped first. No warm block, no summaries made.
 anthropic-clear / anthropic-compact
         the history as "full", with the server's edits asked for (`Request.server_edits`, rules and
@@ -14,6 +14,7 @@ anthropic-clear / anthropic-compact
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 
 from ctxagent.context.build.cache import BuildCache, cache_for
 from ctxagent.context.build.inputs import CUT_STATES, BuildInputs, BuildResult, Draft, Slot
@@ -106,17 +107,15 @@ def build_baseline(inputs: BuildInputs) -> BuildResult:
     )
 
 
-def build_server_side(inputs: BuildInputs) -> BuildResult:
+def build_server_side(inputs: BuildInputs, fallback: Callable[[BuildInputs], BuildResult]) -> BuildResult:
     """The history as "full", asking the provider for its own context management; over the limit,
-    the ctxagent engine relieves this step (a server can only edit what it is sent, and a request over
-    the window is refused before any edit)."""
-    from ctxagent.context.build.engine import build  # the builder dispatches here: import at call time
-
+    `fallback` (the ctxagent strategy, which dispatch passes) builds this step: a server can only edit
+    what it is sent, and a request over the window is refused before any edit."""
     limit = inputs.budget.effective_limit(inputs.calibration_ratio)
     result = build_baseline(dataclasses.replace(inputs, strategy="full"))
     if result.report.total > limit:
         whole = result.report.total
-        result = build(dataclasses.replace(inputs, strategy="ctxagent"))
+        result = fallback(dataclasses.replace(inputs, strategy="ctxagent"))
         result.report.notes.append(
             f"{inputs.strategy}: the whole history ({whole:,} tokens) is over the limit ({limit:,}); "
             "ctxagent's own relief built this step, the server's edits apply to what is sent")

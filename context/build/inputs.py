@@ -41,9 +41,9 @@ class BuildInputs:
     counter: TokenCounter  # a CachedCounter
     step: int
     turn: int
-    strategy: str = "ctxagent"  # "ctxagent" | "full" | "window" | "anthropic-clear" | "anthropic-compact"
+    strategy: str = "ctxagent"  # one of STRATEGIES (context/strategies.py)
     calibration_ratio: float = 1.0
-    warm: WarmProvider | None = None  # memory hook; None = SessionPins from the log
+    warm: WarmProvider | None = None  # memory hook; None = the session ledger's block alone (build/warm.py)
     warm_override: str | None = None  # exact warm text to use (inspect re-builds with it)
     summarize: Callable[[str], str] | None = None  # model call for compaction; None = extractive
     allow_compaction: bool = True

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ctxagent.context.build.engine import build, request_sha256
+from ctxagent.context.build.dispatch import build, request_sha256
 from ctxagent.context.build.inputs import BuildInputs, BuildResult
 from ctxagent.context.build.step import request_body
 from ctxagent.context.errors import HistoryError

@@ -1,7 +1,7 @@
 """Slice enforcement: keep the tool traffic shown in the history within the tools slice, cheaply.
 
-Seed 001: "超出预算的层优先压缩" — a layer over its budget is relieved first, before the whole request
-nears W − reserve. Without this rule a 200k window keeps ~190k of stale tool output verbatim.
+A slice over its budget is relieved first ("超出预算的层优先压缩"), before the whole request nears
+W − reserve. Without this rule a 200k window keeps ~190k of stale tool output verbatim.
 
 The rule (no model call, view only; the log is untouched):
 

@@ -26,7 +26,7 @@ from typing import Any
 
 from ctxagent.context.budget import Budget
 from ctxagent.context.build.cache import BuildCache
-from ctxagent.context.build.engine import build, request_sha256
+from ctxagent.context.build.dispatch import build, request_sha256
 from ctxagent.context.build.inputs import BuildInputs, BuildResult, WarmProvider
 from ctxagent.context.events import BuildParams, ContextReportData, SystemPromptData
 from ctxagent.context.history import Event, SessionLog

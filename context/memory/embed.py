@@ -18,7 +18,7 @@ import threading
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from ctxagent.context.memory.store import MemoryStore
+    from ctxagent.context.memory.store import MemoryDB
 
 ENV = "CTXAGENT_EMBEDDINGS"       # "off" (or 0/no/false) turns embeddings off even when installed
 EMBED_CHARS = 2000                # what of a record is embedded: the words that say what it is about
@@ -114,7 +114,7 @@ def passage_text(content: str, context: str) -> str:
     return content
 
 
-def embed_pending(store: MemoryStore, embedder: Embedder, limit: int | None = None, session: str | None = None,
+def embed_pending(store: MemoryDB, embedder: Embedder, limit: int | None = None, session: str | None = None,
                   batch: int = 32) -> int:
     """Embed records that have no vector from this model (newest first; at most `limit`; only
     `session`'s when given); how many."""

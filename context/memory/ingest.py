@@ -26,13 +26,12 @@ from typing import TYPE_CHECKING, Any
 from ctxagent.context.events import ToolResultData
 from ctxagent.context.history import Event
 from ctxagent.context.memory.detect import detect_constraints, detect_decisions, detect_todos
-from ctxagent.context.memory.embed import BACKFILL_BATCH
 from ctxagent.context.memory.provenance import ASSISTANT, SUMMARY, TOOL, USER
 from ctxagent.context.memory.turns import write_turn
 from ctxagent.context.tool_meta import changed_files_of
 
 if TYPE_CHECKING:
-    from ctxagent.context.memory.store import MemoryStore
+    from ctxagent.context.memory.store import MemoryDB
 
 TEST_TOOLS = frozenset({"run_tests"})
 
@@ -52,14 +51,14 @@ _NONE = re.compile(r"^\s*(?:none|n/?a|nothing|无|没有|暂无)\s*[.。]?\s*$",
 _TURN_NOTE = re.compile(r"\((?:turn|t)\s*(\d+)\)|\bturn\s+(\d+)\b|\bt(\d+)\b|第\s*(\d+)\s*轮", re.IGNORECASE)
 
 
-def _claim(store: MemoryStore, session: str, event: Event, turn: int) -> bool:
+def _claim(store: MemoryDB, session: str, event: Event, turn: int) -> bool:
     """Mark the event as ingested; False if it already was (by us or another process)."""
     with store._write() as conn:
         cur = conn.execute("INSERT OR IGNORE INTO ingested (session, event_id, turn) VALUES (?, ?, ?)", (session, event.id, turn))
         return cur.rowcount == 1
 
 
-def _turn_before(store: MemoryStore, session: str, event_id: int) -> int:
+def _turn_before(store: MemoryDB, session: str, event_id: int) -> int:
     with store._lock:
         row = store.conn.execute(
             "SELECT turn FROM ingested WHERE session = ? AND event_id <= ? ORDER BY event_id DESC LIMIT 1", (session, event_id)
@@ -67,7 +66,7 @@ def _turn_before(store: MemoryStore, session: str, event_id: int) -> int:
     return int(row[0]) if row else 0
 
 
-def ingest_events(store: MemoryStore, events: list[Event], session: str) -> list[int]:
+def ingest_events(store: MemoryDB, events: list[Event], session: str) -> list[int]:
     """Write the records `events` imply; return the ids written or confirmed, in order."""
     ids: list[int] = []
     turn = _turn_before(store, session, events[0].id) if events else 0
@@ -85,12 +84,10 @@ def ingest_events(store: MemoryStore, events: list[Event], session: str) -> list
             with store._write() as conn:
                 conn.execute("DELETE FROM ingested WHERE session = ? AND event_id = ?", (session, ev.id))
             raise
-    if ids:
-        store.embed_new(BACKFILL_BATCH, session)  # with the optional model: vectors for what this session wrote
     return ids
 
 
-def _records_for(store: MemoryStore, ev: Event, session: str, turn: int) -> list[int]:
+def _records_for(store: MemoryDB, ev: Event, session: str, turn: int) -> list[int]:
     common: dict[str, Any] = {"session": session, "turn": turn, "source_events": [ev.id]}
     out: list[int] = []
     if ev.kind == "user":
@@ -130,7 +127,7 @@ def _ranges(spans: Any) -> str:
     return ", ".join(parts)
 
 
-def _tool_records(store: MemoryStore, result: ToolResultData, common: dict[str, Any]) -> list[int]:
+def _tool_records(store: MemoryDB, result: ToolResultData, common: dict[str, Any]) -> list[int]:
     name = result.name
     meta = result.meta
     if result.is_error:
@@ -180,7 +177,7 @@ def parse_summary(summary: str) -> list[tuple[str, str]]:
     return items
 
 
-def _compaction_records(store: MemoryStore, ev: Event, session: str, turn: int) -> list[int]:
+def _compaction_records(store: MemoryDB, ev: Event, session: str, turn: int) -> list[int]:
     c = ev.compaction
     summary = c.summary
     if not summary.strip():

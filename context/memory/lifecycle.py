@@ -1,6 +1,6 @@
 """What happens to a memory record after it is written: its context grows, a newer one supersedes it,
 it ages from warm to cold, a rewind retires it, the user forgets it — and its history, read back.
-A mixin of MemoryStore (context/memory/store.py), which owns the connection and the write lock."""
+The base of MemoryDB (context/memory/store.py), which owns the connection and the write lock."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from contextlib import AbstractContextManager
 
 from ctxagent.context.errors import MemoryStoreError
 from ctxagent.context.floor.sanitize import escape_surrogates, redact_secrets
-from ctxagent.context.memory.record import COLUMNS, LAYERS, RETIRED, TODO_STATUSES, Record
+from ctxagent.context.memory.record import COLUMNS, RETIRED, TODO_STATUSES, Record
 from ctxagent.context.memory.term_df import bump_df, record_terms
 from ctxagent.context.memory.terms import index_text
 
@@ -26,8 +26,8 @@ class RecordLifecycle:
     degrade_after_turns: int
     _lock: threading.RLock
 
-    def _write(self) -> AbstractContextManager[sqlite3.Connection]: ...  # MemoryStore's
-    def _get(self, conn: sqlite3.Connection, id: int) -> Record | None: ...  # MemoryStore's
+    def _write(self) -> AbstractContextManager[sqlite3.Connection]: ...  # MemoryDB's
+    def _get(self, conn: sqlite3.Connection, id: int) -> Record | None: ...  # MemoryDB's
 
     def extend_context(self, id: int, text: str) -> None:
         """Append `text` to a record's searchable context (e.g. the reply that followed a turn)."""
@@ -89,12 +89,6 @@ class RecordLifecycle:
             raise MemoryStoreError(f"unknown status {status!r}")
         with self._write() as conn:
             conn.execute("UPDATE records SET status = ?, updated_at = ? WHERE id = ?", (status, time.time(), id))
-
-    def set_layer(self, id: int, layer: str) -> None:
-        if layer not in LAYERS:
-            raise MemoryStoreError(f"unknown layer {layer!r}")
-        with self._write() as conn:
-            conn.execute("UPDATE records SET layer = ?, updated_at = ? WHERE id = ?", (layer, time.time(), id))
 
     def age(self, current_turn: int, session: str | None = None) -> int:
         """Move warm records not said for `degrade_after_turns` turns to cold; return how many moved.

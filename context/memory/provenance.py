@@ -93,5 +93,6 @@ def said_by_user(content: str, user_texts: Iterable[str]) -> bool:
 
 
 def may_pin(provenance: str, content: str, user_texts: Iterable[str]) -> bool:
-    """The rule: only the user's words bind."""
+    """Whether a constraint written by `provenance` may be pinned (bind): the user's own words, or words
+    that restate what the user typed (`user_texts`, read only in that second case)."""
     return provenance == USER or said_by_user(content, user_texts)

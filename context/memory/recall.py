@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from ctxagent.context.memory.record import Record
-from ctxagent.context.memory.store import MemoryStore
+from ctxagent.context.memory.store import MemoryDB
 from ctxagent.context.pins import WARM_CLOSE, WARM_OPEN
 
 HEADER = "Working memory — pinned constraints (binding), open tasks, and records relevant to this step:"
@@ -28,10 +28,10 @@ class TokenCounter(Protocol):
 
 
 class MemoryRecall:
-    """The builder's WarmProvider, backed by a MemoryStore."""
+    """The builder's WarmProvider, backed by the memory database (a MemoryStore, or a bare MemoryDB)."""
 
-    def __init__(self, store: MemoryStore, session: str = "", top_k: int = 8, age: bool = True,
-                 user_store: MemoryStore | None = None):
+    def __init__(self, store: MemoryDB, session: str = "", top_k: int = 8, age: bool = True,
+                 user_store: MemoryDB | None = None):
         self.store = store
         self.user_store = user_store  # cross-project preferences: their pinned constraints come first
         self.session = session
@@ -55,7 +55,7 @@ class MemoryRecall:
         if q:
             # lexical only: a nearest vector always exists, so similarity alone would fill the block with
             # weak matches every step; the search tool is where semantic recall pays
-            relevant = self.store.search(q, layer="warm", type=RELEVANT_TYPES, limit=self.top_k + len(chosen), semantic=False)
+            relevant = self.store.lexical_search(q, layer="warm", type=RELEVANT_TYPES, limit=self.top_k + len(chosen))
         for f in files or []:
             relevant += self.store.list(file=f, layer="warm", include_superseded=False, newest_first=True, limit=3)
         extra: list[Record] = []

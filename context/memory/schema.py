@@ -60,7 +60,7 @@ MIGRATIONS: list[str] = [
     """,
     # 2: document frequency per index term, kept by the store on every write, so a search can tell a
     #    rare term from one in half the records without scanning posting lists (fts5vocab does scan).
-    #    Filled for existing records by MemoryStore.open (needs the Python tokenizer).
+    #    Filled for existing records by MemoryDB.open (needs the Python tokenizer).
     """
     CREATE TABLE term_df (term TEXT PRIMARY KEY, df INTEGER NOT NULL) WITHOUT ROWID;
     CREATE INDEX records_type_pinned ON records(type, pinned);

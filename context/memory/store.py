@@ -1,8 +1,9 @@
-"""The SQLite memory store: typed records, merge and supersede, aging, search.
+"""The SQLite memory database: typed records, merge and supersede, aging, lexical (BM25) search.
 
-One database per project at `<repo>/.ctxagent/memory.db`, one per user under the user state dir
-(`MemoryStore.open_user()`). stdlib sqlite3 in WAL mode with a busy timeout, and every write in a
-`BEGIN IMMEDIATE` transaction, so the agent, the MCP server and the CLI can write the same file at
+The database alone. What the product opens is `MemoryStore` (context/memory/__init__.py): this
+database at the project's or the user's path, plus ingest from the session log and hybrid search
+with the optional embedding model. stdlib sqlite3 in WAL mode with a busy timeout, and every write in
+a `BEGIN IMMEDIATE` transaction, so the agent, the MCP server and the CLI can write the same file at
 once without losing a write. Nothing is deleted except by `forget`.
 """
 
@@ -15,28 +16,13 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 from ctxagent.context.errors import MemoryStoreError
 from ctxagent.context.floor.sanitize import escape_surrogates
-from ctxagent.context.floor.state_paths import (
-    ensure_state_dir,
-    project_state_dir,
-    user_state_dir,
-)
-from ctxagent.context.history import Event
 from ctxagent.context.memory import provenance as provenance_rules
 from ctxagent.context.memory import rules
 from ctxagent.context.memory.dbfile import create_private, sqlite_problem
-from ctxagent.context.memory.embed import (
-    BACKFILL_BATCH,
-    Embedder,
-    VectorIndex,
-    describe,
-    detect,
-    embed_pending,
-)
-from ctxagent.context.memory.hybrid import hybrid_search
 from ctxagent.context.memory.lifecycle import RecordLifecycle, stored_text
 from ctxagent.context.memory.record import COLUMNS, LAYERS, RETIRED, TODO_STATUSES, TYPES, Record
 from ctxagent.context.memory.schema import SCHEMA_VERSION, migrate
@@ -57,35 +43,30 @@ USER_TEXTS_KEPT = 500  # user turns a constraint is matched against
 DEFAULT_IMPORTANCE = {"constraint": 0.9, "decision": 0.8, "todo": 0.7, "change": 0.5, "note": 0.4, "summary": 0.3, "spill": 0.2,
                       "turn": 0.2}
 
-def project_db_path(root: str | Path) -> Path:
-    return project_state_dir(Path(root)) / "memory.db"
 
-
-class MemoryStore(RecordLifecycle):
+class MemoryDB(RecordLifecycle):
     """Typed memory records in SQLite. Thread-safe; several processes may share the file."""
 
     def __init__(self, conn: sqlite3.Connection, path: Path | None, *, synonyms: Synonyms | None = None,
-                 degrade_after_turns: int = DEFAULT_DEGRADE_AFTER_TURNS, scope: str = "project",
-                 embeddings: bool = True):
+                 degrade_after_turns: int = DEFAULT_DEGRADE_AFTER_TURNS, scope: str = "project"):
         self.conn = conn
         self.path = path
         self.synonyms = synonyms or Synonyms()
         self.degrade_after_turns = degrade_after_turns
         self.scope = scope
         self._lock = threading.RLock()
-        self._embeddings = embeddings  # False: BM25 alone even when an embedding model is installed
-        self._vectors: VectorIndex | None = None
 
     # ----------------------------------------------------------------- opening
 
     @classmethod
     def open(cls, path: str | Path, *, synonyms: Iterable[Iterable[str]] | None = None,
              degrade_after_turns: int = DEFAULT_DEGRADE_AFTER_TURNS, scope: str = "project",
-             embeddings: bool = True) -> MemoryStore:
+             **options: Any) -> Self:
         """Open (creating and migrating) the database at `path`; ":memory:" for a throwaway one.
 
         Extra synonym groups come from `synonyms` and from `synonyms = [[...], ...]` in a
-        `config.toml` beside the database (i.e. `.ctxagent/config.toml`).
+        `config.toml` beside the database (i.e. `.ctxagent/config.toml`). `options` go to the
+        constructor of `cls` (MemoryStore's `embeddings`).
         """
         in_memory = str(path) == ":memory:"
         db_path = None if in_memory else Path(path)
@@ -109,25 +90,13 @@ class MemoryStore(RecordLifecycle):
             conn.close()
             raise MemoryStoreError(f"cannot open memory database {path}: {sqlite_problem(exc)}") from exc
         return cls(conn, db_path, synonyms=Synonyms(groups), degrade_after_turns=degrade_after_turns, scope=scope,
-                   embeddings=embeddings)
-
-    @classmethod
-    def open_project(cls, root: str | Path, **kw: Any) -> MemoryStore:
-        """The project's store; `.ctxagent/` is created (or refused, when the repository shipped it)
-        by `ensure_state_dir`."""
-        ensure_state_dir(Path(root))
-        return cls.open(project_db_path(root), **kw)
-
-    @classmethod
-    def open_user(cls, **kw: Any) -> MemoryStore:
-        """The user-level store, for preferences that hold across projects (`scope: user`)."""
-        return cls.open(user_state_dir() / "memory.db", scope="user", **kw)
+                   **options)
 
     def close(self) -> None:
         with self._lock:
             self.conn.close()
 
-    def __enter__(self) -> MemoryStore:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -178,9 +147,8 @@ class MemoryStore(RecordLifecycle):
         files = [norm_path(escape_surrogates(f)) for f in files if f]
         tags = [stored_text(str(t)) for t in tags if str(t).strip()]
         wants_pin = type == "constraint" if pinned is None else bool(pinned)
-        if wants_pin and provenance != provenance_rules.USER:
-            heard = self.user_texts() if user_texts is None else user_texts
-            wants_pin = provenance_rules.said_by_user(content, heard)
+        if wants_pin:
+            wants_pin = provenance_rules.may_pin(provenance, content, self._heard(user_texts))
         with self._write() as conn:
             if merge:
                 existing = self._find_duplicate(conn, content, type)
@@ -299,11 +267,10 @@ class MemoryStore(RecordLifecycle):
             rows = self.conn.execute("SELECT text FROM user_texts ORDER BY id DESC LIMIT ?", (int(limit),)).fetchall()
         return [str(r[0]) for r in rows]
 
-    def ingest(self, events: Iterable[Event], session: str) -> list[int]:
-        """Rule-based writes from log events (no model call); idempotent per (session, event id)."""
-        from ctxagent.context.memory.ingest import ingest_events
-
-        return ingest_events(self, list(events), session)
+    def _heard(self, given: Sequence[str] | None) -> Iterator[str]:
+        """`given`, or this store's record of the user's turns, read only when iterated: the pin rule
+        reads them only for a constraint someone else wrote."""
+        yield from (self.user_texts() if given is None else given)
 
     # ------------------------------------------------------------------- reads
 
@@ -316,43 +283,14 @@ class MemoryStore(RecordLifecycle):
             return self._get(self.conn, id)
 
     @property
-    def embedder(self) -> Embedder | None:
-        """The embedding model hybrid search uses (loaded on first use), or None: BM25 alone."""
-        return detect() if self._embeddings else None
-
-    @property
     def retrieval(self) -> str:
-        return describe(self.embedder) if self._embeddings else "BM25 (embeddings off for this store)"
+        """How this store searches (`memory stats`); MemoryStore says whether embeddings join in."""
+        return "BM25"
 
-    def embed_new(self, limit: int | None = None, session: str | None = None) -> int:
-        """Give records without a vector one (newest first; `session`'s only when given); 0 without an
-        embedding model. Never raises: a record left without a vector is still found by BM25, and a
-        later search back-fills it."""
-        emb = self.embedder
-        if emb is None:
-            return 0
-        try:
-            return embed_pending(self, emb, limit, session)
-        except Exception:
-            return 0
-
-    def search(self, query: str, layer: str | None = None, type: str | Sequence[str] | None = None,
-               file: str | None = None, turns: tuple[int, int] | None = None, limit: int = 8,
-               include_superseded: bool = False, semantic: bool = True) -> list[Record]:
-        """Records matching `query`, best first: BM25, fused with embedding similarity when a model is
-        installed and `semantic` (see hybrid.py)."""
-        emb = self.embedder if semantic else None
-        if emb is not None:
-            self.embed_new(BACKFILL_BATCH)
-            try:
-                with self._lock:
-                    if self._vectors is None or self._vectors.model != emb.name:
-                        self._vectors = VectorIndex(emb.name, emb.dim)
-                    return hybrid_search(self.conn, self._vectors, emb, query, synonyms=self.synonyms, layer=layer,
-                                         type_=type, file=file, turns=turns, limit=limit,
-                                         include_superseded=include_superseded)
-            except Exception:  # the model failed on this query: the lexical answer is still a good one
-                pass
+    def lexical_search(self, query: str, layer: str | None = None, type: str | Sequence[str] | None = None,
+                       file: str | None = None, turns: tuple[int, int] | None = None, limit: int = 8,
+                       include_superseded: bool = False) -> list[Record]:
+        """Records matching `query` by BM25 (FTS5), best first (see search.py)."""
         with self._lock:
             return search_records(self.conn, query, synonyms=self.synonyms, layer=layer, type_=type, file=file,
                                   turns=turns, limit=limit, include_superseded=include_superseded)

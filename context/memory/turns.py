@@ -23,7 +23,7 @@ from ctxagent.context.history import Event
 from ctxagent.context.memory.provenance import ASSISTANT, USER
 
 if TYPE_CHECKING:
-    from ctxagent.context.memory.store import MemoryStore
+    from ctxagent.context.memory.store import MemoryDB
 
 TURN_TYPE = "turn"
 MAX_TURN_CHARS = 8000   # a long answer stays findable by its words; the log keeps the whole of it
@@ -52,7 +52,7 @@ def _tail(text: str, n: int) -> str:
     return text if len(text) <= n else text[-n:].split(" ", 1)[-1] or text[-n:]
 
 
-def previous_turn(store: MemoryStore, session: str) -> tuple[int, str] | None:
+def previous_turn(store: MemoryDB, session: str) -> tuple[int, str] | None:
     """(id, content) of the session's latest turn record, if any."""
     with store._lock:
         row = store.conn.execute(
@@ -61,7 +61,7 @@ def previous_turn(store: MemoryStore, session: str) -> tuple[int, str] | None:
     return (int(row[0]), str(row[1])) if row else None
 
 
-def write_turn(store: MemoryStore, ev: Event, session: str, turn: int) -> int | None:
+def write_turn(store: MemoryDB, ev: Event, session: str, turn: int) -> int | None:
     """Write the turn record for `ev` and give the previous turn this one as context; its id, or None."""
     text = turn_text(ev)
     if not text:

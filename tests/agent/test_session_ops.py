@@ -19,8 +19,8 @@ from ctxagent.agent.session import open_session
 from ctxagent.agent.session_ops import log_turns, rewind
 from ctxagent.agent.updates import PermissionDecision, PermissionRequest
 from ctxagent.context.history import SessionLog
+from ctxagent.context.memory import MemoryStore
 from ctxagent.context.memory.recall import MemoryRecall
-from ctxagent.context.memory.store import MemoryStore
 
 BIN = Path(sys.executable).with_name("ctxagent")
 

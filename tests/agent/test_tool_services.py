@@ -13,8 +13,8 @@ from ctxagent.agent.updates import PermissionDecision, PermissionRequest
 from ctxagent.context.budget import Budget
 from ctxagent.context.calibrator import Calibrator
 from ctxagent.context.floor.state_paths import user_state_dir
+from ctxagent.context.memory import MemoryStore
 from ctxagent.context.memory.recall import MemoryRecall
-from ctxagent.context.memory.store import MemoryStore
 from ctxagent.context.spill import SpillStore
 from ctxagent.context.tokens import CachedCounter, get_counter
 from ctxagent.tools import make_registry

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from ctx_helpers import Log, counter, inputs, numbered_lines
 from ctxagent.context.budget import Budget
-from ctxagent.context.build.engine import build
+from ctxagent.context.build.dispatch import build
 from ctxagent.context.history import Event
 
 
@@ -51,7 +51,8 @@ def test_pinned_constraint_in_every_build(constraint: str, family: str) -> None:
 
 
 def test_session_pins_sources_dedupe_and_rewind() -> None:
-    from ctxagent.context.pins import SessionPins, collect_pins
+    from ctxagent.context.ledger import Ledger
+    from ctxagent.context.pins import collect_pins, live_events
 
     log = Log()
     log.user("Always write tests first. TODO: migrate the users table")
@@ -70,7 +71,13 @@ def test_session_pins_sources_dedupe_and_rewind() -> None:
     assert any("Fridays" in t for _, t, _ in texts)
     log.add("rewind", to_id=wrong.id)  # a rewound message un-pins what it said
     assert all("Fridays" not in p.text for p in collect_pins(log.events))
-    block = SessionPins(log.events).warm_block("q", [], 3, 10_000, counter())
+    # without a memory store the builder's warm block is the session ledger's: the pins are its floor
+    block = build(inputs(log)).warm_text
     assert block.startswith("<context-memory>") and "Pinned constraints:" in block and "Open tasks:" in block
-    tiny = SessionPins(log.events).warm_block("q", [], 3, 60, counter())
-    assert counter().count(tiny) <= 60 and ("omitted" in tiny or tiny == "")
+    assert "[turn 1] Always write tests first." in block and "Use tabs, not spaces" in block
+    assert "migrate the users table" in block and "ship v2" in block and "Fridays" not in block
+    ledger = Ledger().feed(live_events(log.events))  # what the builder folds, in a warm slice too small for it all
+    whole = counter().count(ledger.tail_block(10_000, counter()))
+    short = ledger.tail_block(whole - 1, counter())
+    assert counter().count(short) < whole and "older items omitted for space" in short  # never silently
+    assert "Always write tests first." in short  # the oldest tasks go first, constraints last

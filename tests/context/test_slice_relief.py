@@ -9,7 +9,8 @@ import math
 import pytest
 from ctx_helpers import Log, numbered_lines, run
 from ctxagent.context.budget import Budget
-from ctxagent.context.build.engine import BuildResult, request_sha256
+from ctxagent.context.build.dispatch import request_sha256
+from ctxagent.context.build.inputs import BuildResult
 from ctxagent.context.build.slice_relief import STEP_CHUNK, slice_cut
 from ctxagent.context.errors import ConfigError
 from ctxagent.context.prune import cleared_arguments, cleared_text, files_named, pruned_text

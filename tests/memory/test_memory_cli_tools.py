@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from ctxagent.context.memory.store import MemoryStore
+from ctxagent.context.memory import MemoryStore
 from ctxagent.tools.contract import ToolContext, ToolRegistry, ToolServices
 from ctxagent.tools.memory_tools import memory_tools
 

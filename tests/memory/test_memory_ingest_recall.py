@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from ctxagent.context.events import AssistantData, CompactionData, SessionStartData, ToolResultData, UserData
 from ctxagent.context.history import SessionLog
+from ctxagent.context.memory import MemoryStore
 from ctxagent.context.memory.ingest import parse_summary
 from ctxagent.context.memory.recall import MemoryRecall
-from ctxagent.context.memory.store import MemoryStore
 from ctxagent.context.tokens import get_counter
 
 

@@ -8,7 +8,7 @@ import threading
 from pathlib import Path
 
 import anyio
-from ctxagent.context.memory.store import MemoryStore
+from ctxagent.context.memory import MemoryStore
 from ctxagent.context.spill import SpillStore
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client

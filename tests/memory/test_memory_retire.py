@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ctxagent.context.memory import MemoryStore
 from ctxagent.context.memory.recall import MemoryRecall
-from ctxagent.context.memory.store import MemoryStore
 from ctxagent.context.tokens import get_counter
 
 

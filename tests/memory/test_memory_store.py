@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 from ctxagent.context.errors import MemoryStoreError
+from ctxagent.context.memory import MemoryStore
 from ctxagent.context.memory.schema import SCHEMA_VERSION
-from ctxagent.context.memory.store import MemoryStore
 from ctxagent.context.memory.terms import build_match, terms
 
 

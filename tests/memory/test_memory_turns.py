@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from ctxagent.context.events import AssistantData, SessionStartData, UserData
 from ctxagent.context.history import SessionLog
+from ctxagent.context.memory import MemoryStore
 from ctxagent.context.memory.recall import MemoryRecall
-from ctxagent.context.memory.store import MemoryStore
 from ctxagent.context.memory.turns import MAX_TURN_CHARS, NEIGHBOUR_CHARS
 
 MAY_8 = 1683550800.0  # 2023-05-08 13:00 UTC

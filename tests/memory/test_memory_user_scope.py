@@ -6,8 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from ctxagent.context.memory import MemoryStore
 from ctxagent.context.memory.recall import MemoryRecall
-from ctxagent.context.memory.store import MemoryStore
 from ctxagent.context.tokens import get_counter
 from ctxagent.tools.contract import ToolContext
 from ctxagent.tools.memory_tools import memory_tools

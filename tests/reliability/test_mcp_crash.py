@@ -14,7 +14,7 @@ import threading
 import time
 from pathlib import Path
 
-from ctxagent.context.memory.store import MemoryStore
+from ctxagent.context.memory import MemoryStore
 
 BIN = Path(sys.executable).with_name("ctxagent")
 

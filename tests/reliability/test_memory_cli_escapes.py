@@ -16,7 +16,7 @@ from pathlib import Path
 
 import anyio
 import pytest
-from ctxagent.context.memory.store import MemoryStore
+from ctxagent.context.memory import MemoryStore
 
 BIN = Path(sys.executable).with_name("ctxagent")
 HOSTILE = "Use PostgreSQL \x1b]0;pwned\x07\x1b]52;c;ZWNobyBwd25lZA==\x07\x1b[2J\x9b31m 数据库 \x07done"

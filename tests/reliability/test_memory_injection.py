@@ -24,10 +24,10 @@ from ctxagent.agent.session import open_session
 from ctxagent.agent.updates import AgentEvent, PermissionDecision, PermissionRequest
 from ctxagent.context.budget import Budget
 from ctxagent.context.calibrator import Calibrator
+from ctxagent.context.memory import MemoryStore
 from ctxagent.context.memory.provenance import MCP, said_by_user
 from ctxagent.context.memory.recall import MemoryRecall
 from ctxagent.context.memory.schema import MIGRATIONS, _statements
-from ctxagent.context.memory.store import MemoryStore
 from ctxagent.context.spill import SpillStore
 from ctxagent.context.tokens import CachedCounter, get_counter
 from ctxagent.tools import make_registry

@@ -15,7 +15,7 @@ import pytest
 from ctxagent.context.events import ToolResultData
 from ctxagent.context.floor.sanitize import REDACTED, Sanitizer, redact_secrets
 from ctxagent.context.history import SessionLog
-from ctxagent.context.memory.store import MemoryStore
+from ctxagent.context.memory import MemoryStore
 from ctxagent.context.spill import SpillStore
 from ctxagent.context.tokens import get_counter
 

@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 
 from attack_helpers import MODEL, OPENAI_KEY, git, headless, no_traceback, repo_config, run_cli, user_config
-from ctxagent.context.memory.store import MemoryStore
+from ctxagent.context.memory import MemoryStore
 
 YOLO = 'permission_mode = "yolo"\ntest_command = "touch {mark}"\n'
 

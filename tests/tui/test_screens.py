@@ -50,7 +50,7 @@ def _log(tmp_path: Path) -> SessionLog:
 
 
 async def test_memory_screen_search_and_forget_with_the_real_store(tmp_path: Path) -> None:
-    from ctxagent.context.memory.store import MemoryStore
+    from ctxagent.context.memory import MemoryStore
 
     store = MemoryStore.open(tmp_path / "memory.db")
     keep = store.add("We decided to use PostgreSQL, not MySQL", "decision", turn=2)

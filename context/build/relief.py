@@ -1,0 +1,197 @@
+"""Pressure relief of the ctxagent strategy: the tiers that make a draft fit, cheapest first.
+
+Slice enforcement first, whatever the total (context/build/slice_relief.py): tool traffic (results, and
+old calls' long arguments) beyond the tools slice is pruned in the view, oldest first, down to a lower
+watermark (hysteresis, so the prefix stays stable for prompt caching between cuts). Then, re-measuring
+after each cut and stopping as soon as the draft fits the limit:
+
+  1. prune tool results older than the protected recent turns (view only);
+  2. compact the oldest turns (a summary; the caller appends the returned compaction events, the
+     originals stay in the log);
+  3. prune recent tool results, except the newest step's;
+  4. compact the current turn's older steps (its last KEEP_RECENT_STEPS stay verbatim);
+  5. prune the newest step's results;
+  6. a clear ContextOverflowError: one message alone cannot fit.
+
+A pruned result shows a preview (context/prune.py), a cleared one a one-line stub; both keep the
+requirement lines the session ledger quoted from it. Every cut is memoized in the BuildCache under
+what it is a function of, so the next build repeats it for free.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from ctxagent.context.build.cache import BuildCache
+from ctxagent.context.build.inputs import CUT_STATES, BuildInputs, Draft, PlannedCompaction, Slot
+from ctxagent.context.build.render import assemble, with_content
+from ctxagent.context.build.slice_relief import enforce_tools_slice
+from ctxagent.context.build.warm import warm_text_for
+from ctxagent.context.compact import compaction_record, user_positions
+from ctxagent.context.errors import ContextOverflowError
+from ctxagent.context.events import CompactionData
+from ctxagent.context.history import Event, Summary, ViewItem
+from ctxagent.context.ledger import with_quotes
+from ctxagent.context.prune import LOW_VALUE, cleared_arguments, cleared_text, pruned_text
+from ctxagent.context.request import Message, ToolCall
+from ctxagent.context.tokens import TokenCounter, count_message
+
+MAX_RELIEF_ROUNDS = 64  # a safety bound: each round compacts strictly more, so few are ever needed
+KEEP_RECENT_STEPS = 2  # an in-turn compaction keeps the current turn's last steps verbatim
+MODEL_SUMMARY_ESTIMATE = 800  # tokens a model summary is assumed to take when choosing a range
+PRUNED_CHARS = 2000  # about what a pruned preview holds (the cache's size accounting)
+
+
+def relieve(inputs: BuildInputs, events: list[Event], limit: int, warm: str, notes: list[str],
+            cache: BuildCache, cold: frozenset[int]) -> tuple[Draft, list[PlannedCompaction], str]:
+    """Apply the tiers until the draft fits; return it with the compaction records to append, in order.
+
+    The pipeline is a function of the state (log + records so far), re-run from scratch after each
+    compaction, so a later re-build from the log with the records appended reaches the same draft
+    without compacting again (inspect's byte-identical replay depends on this).
+    """
+    counter = inputs.counter
+    next_id = len(events)  # ids are positions in the log: the next appended event gets this one
+    records: list[tuple[int, CompactionData, bool]] = []  # (planned event id, data, is an old-turns record)
+    summary_cap = max(256, limit // 4)
+    for _ in range(MAX_RELIEF_ROUNDS):
+        log = cache.log_state([*events, *(Event(eid, CompactionData.KIND, data.to_data())
+                                          for eid, data, _ in records)])
+        if inputs.warm_override is None and records:
+            warm, _ = warm_text_for(inputs, log.live, log.ledger, log.items)  # the ledger holds the summaries' open tasks
+        draft = assemble(list(log.items), inputs, warm, cache, log.ledger)
+        enforce_tools_slice(draft, inputs.budget, lambda s: _pruned_memo(s, counter, cache),
+                            lambda s: _cleared_memo(s, counter, cache), cold)
+        _prune(draft, "old", counter, cache, limit)
+        if draft.total() <= limit:
+            break
+        if inputs.allow_compaction:
+            end = _choose_compaction_end(draft, inputs, limit)
+            record = compaction_record(draft.items[:end], inputs.summarize, inputs.focus, counter, summary_cap) if end is not None else None
+            if record is not None:
+                if record.note:
+                    notes.append(record.note)
+                if records and records[-1][2]:
+                    # this range starts at the earlier record's first id and swallows it: replace it,
+                    # keeping its event id, so the log only ever needs the final record
+                    records[-1] = (records[-1][0], record, True)
+                else:
+                    records.append((next_id + len(records), record, True))
+                continue
+        _prune(draft, "recent", counter, cache, limit)
+        if draft.total() <= limit:
+            break
+        if inputs.allow_compaction:
+            chosen = _choose_in_turn_range(draft)
+            record = compaction_record(chosen, inputs.summarize, inputs.focus, counter, summary_cap) if chosen else None
+            if record is not None:
+                if record.note:
+                    notes.append(record.note)
+                records.append((next_id + len(records), record, False))
+                continue
+        _prune(draft, "all", counter, cache, limit)
+        break
+    if draft.total() > limit:
+        raise ContextOverflowError(draft.overflow_message(limit, inputs.budget))
+    return draft, [PlannedCompaction(eid, data) for eid, data, _ in records], warm
+
+
+def _pruned(slot: Slot, counter: TokenCounter) -> tuple[Message, int]:
+    preview = pruned_text(slot.source, counter, slot.event_id, slot.spill)
+    msg = with_content(slot.msg, with_quotes(preview, slot.quotes))
+    return msg, count_message(msg, counter)
+
+
+def _pruned_memo(slot: Slot, counter: TokenCounter, cache: BuildCache) -> tuple[Message, int]:
+    # the preview is a function of the verbatim message (itself memoized per event), the logged text
+    # and the spill handle: remember it under those
+    return cache.memo(("pruned", slot.event_id, slot.msg.role), (slot.msg, slot.source, slot.spill, slot.quotes),
+                      lambda: _pruned(slot, counter), kind="prunes", chars=PRUNED_CHARS)
+
+
+def _cleared(slot: Slot, counter: TokenCounter) -> tuple[Message, int]:
+    stub = cleared_text(slot.source, slot.msg.name, slot.event_id, slot.spill)
+    msg = with_content(slot.msg, with_quotes(stub, slot.quotes))  # quoted requirements stay with the stub
+    return msg, count_message(msg, counter)
+
+
+def _cleared_memo(slot: Slot, counter: TokenCounter, cache: BuildCache) -> tuple[Message, int]:
+    if not slot.is_tool_result:
+        return cache.memo(("cleared_call", slot.event_id), slot.msg, lambda: _cleared_call(slot, counter),
+                          kind="prunes", chars=PRUNED_CHARS)
+    # the stub names the tool (slot.msg.name): anchor on the verbatim message too, as _pruned_memo does
+    # — one cache serves several logs that agree on a prefix (the bench's strategies), so an event id
+    # alone does not say which event it is
+    return cache.memo(("cleared", slot.event_id, slot.msg.role), (slot.msg, slot.source, slot.spill, slot.quotes),
+                      lambda: _cleared(slot, counter), kind="prunes", chars=PRUNED_CHARS)
+
+
+def _cleared_call(slot: Slot, counter: TokenCounter) -> tuple[Message, int]:
+    calls = [ToolCall(c.id, c.name, cleared_arguments(c.arguments, slot.event_id)) for c in slot.msg.tool_calls]
+    msg = dataclasses.replace(slot.msg, tool_calls=calls)
+    return msg, count_message(msg, counter)
+
+
+def _prune(draft: Draft, tier: str, counter: TokenCounter, cache: BuildCache, limit: int) -> None:
+    if draft.total() <= limit:
+        return
+    for _, _, index in sorted(_tool_candidates(draft, tier=tier)):  # prune_order's order: lowest value, then oldest
+        if draft.total() <= limit:
+            return
+        slot = draft.slots[index]
+        new_msg, new_tokens = _pruned_memo(slot, counter, cache)
+        if new_tokens < slot.tokens:
+            draft.replace(index, new_msg, new_tokens, "pruned")
+
+
+def _tool_candidates(draft: Draft, *, tier: str) -> list[tuple[int, int, int]]:
+    """(rank, event id, slot index) of the tool results a tier may prune — PruneCandidate.sort_key
+    plus the index, as plain tuples: this runs every build over every visible result.
+
+    tier "old": results before the protected recent turns; "recent": also protected ones except the
+    newest step's (what the model is about to read); "all": everything left."""
+    stop = draft.protect_from if tier == "old" else draft.last_step_start() if tier == "recent" else len(draft.slots)
+    slots = draft.slots
+    stale = draft.stale()  # answers a later step replaced go first (computed only under pressure, once per draft)
+    return [(LOW_VALUE if s.event_id in stale else s.rank, s.event_id, i) for i, s in enumerate(slots[:stop])
+            if s.is_tool_result and s.state not in CUT_STATES and s.event_id is not None]
+
+
+def _choose_compaction_end(draft: Draft, inputs: BuildInputs, limit: int) -> int | None:
+    """Index in draft.items where the compacted range ends (a user message that stays visible)."""
+    users = user_positions(draft.items)
+    if not users:
+        return None
+    newest = users[-1]
+    protect = max(1, inputs.protect_turns)
+    boundary = users[-protect] if len(users) >= protect else users[0]
+    ends = [u for u in users if u >= boundary and u > 0]
+    if not ends:
+        return None
+    total = draft.total()
+    best: int | None = None
+    for end in ends:
+        covered = draft.tokens_before_item(end)
+        chosen = draft.items[:end]
+        if not chosen or (len(chosen) == 1 and isinstance(chosen[0], Summary)):
+            continue
+        estimate = MODEL_SUMMARY_ESTIMATE if inputs.summarize else max(64, covered // 20)
+        if covered - estimate <= 0:
+            continue
+        best = end
+        if total - covered + estimate <= limit:
+            return end
+    return best if best is not None and best <= newest else None
+
+
+def _choose_in_turn_range(draft: Draft) -> list[ViewItem] | None:
+    """The current turn's older steps (after the newest user message, before its last steps)."""
+    users = user_positions(draft.items)
+    start = users[-1] + 1 if users else 0
+    steps = [i for i in range(start, len(draft.items)) if isinstance(draft.items[i], Event) and draft.items[i].kind == "assistant"]
+    if len(steps) <= KEEP_RECENT_STEPS:
+        return None
+    chosen = draft.items[start : steps[-KEEP_RECENT_STEPS]]
+    if not chosen or (len(chosen) == 1 and isinstance(chosen[0], Summary)):
+        return None
+    return chosen

@@ -1,0 +1,75 @@
+"""The warm block of the ctxagent strategy: what sits right before the newest message every step.
+
+The session ledger's working-memory block first (binding pins, open tasks, failing tests, recent
+decisions, changed files: context/ledger.py), then what the memory hook recalls for this step, in at
+most RECALL_SHARE of the warm slice. Lines the ledger already shows, or leaves out because the request
+still shows their message, are not repeated. A failing memory hook is left out and a note says so:
+memory trouble never stops a step.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ctxagent.context.build.inputs import BuildInputs
+from ctxagent.context.history import Event, Summary, ViewItem
+from ctxagent.context.ledger import Ledger
+from ctxagent.context.memory.terms import normalize
+
+RECALL_SHARE = 0.3  # of the warm slice at most, for memory recalled for this step (after the session
+# ledger's working-memory block)
+
+
+def _recent_files(events: list[Event], limit: int = 10) -> list[str]:
+    files: list[str] = []
+    for ev in reversed(events):
+        if ev.kind == "tool_result":
+            files += ev.tool_result.meta.files
+        elif ev.kind == "assistant":
+            for call in ev.assistant.tool_calls:
+                path = call.arguments.get("path")
+                if isinstance(path, str):
+                    files.append(path)
+        if len(dict.fromkeys(files)) >= limit:
+            break
+    return list(dict.fromkeys(files))[:limit]
+
+
+def warm_text_for(inputs: BuildInputs, events: list[Event], ledger: Ledger | None = None,
+                  items: list[ViewItem] | None = None) -> tuple[str, str | None]:
+    """(warm block text, note): the session ledger's working-memory block, then what the memory hook
+    recalls for this step. `events`: the live events; `ledger`: theirs if already folded; `items`: the
+    view, whose summaries say which messages are no longer shown (those still shown are not repeated).
+    A failing memory hook is left out and the note says so."""
+    if inputs.warm_override is not None:
+        return inputs.warm_override, None
+    ledger = ledger if ledger is not None else Ledger().feed(events)
+    max_tokens = inputs.budget.base("warm")
+    masked = None if items is None else [(it.first_id, it.last_id) for it in items if isinstance(it, Summary)]
+    tail = ledger.tail_block(max_tokens, inputs.counter, masked)  # binding pins first: the whole share if need be
+    if inputs.warm is None:
+        return tail, None
+    query = next((e.user.text for e in reversed(events) if e.kind == "user"), "")
+    room = min(int(max_tokens * RECALL_SHARE), max_tokens - inputs.counter.count(tail))
+    try:
+        recalled = inputs.warm.warm_block(query, _recent_files(events), inputs.turn, room, inputs.counter)
+    except Exception as exc:  # memory trouble must not stop a step
+        return tail, f"memory recall failed ({type(exc).__name__}: {exc}); the session ledger alone was used"
+    # the store holds this session's pins too: what the ledger shows, or left out as shown, is not repeated
+    known = "\n".join(ledger.tail_lines()) if recalled and masked is not None else tail
+    return "\n".join(x for x in (tail, _without_repeats(recalled, known)) if x), None
+
+
+def _without_repeats(block: str, tail: str) -> str:
+    """The recalled block minus lines the ledger already shows (this session's pins are in both)."""
+    if not block or not tail:
+        return block
+    shown = {_bare(line) for line in tail.splitlines()}
+    lines = block.splitlines()
+    kept = [ln for ln in lines if not ln.startswith("- ") or _bare(ln) not in shown]
+    return "" if all(not ln.startswith("- ") for ln in kept) else "\n".join(kept)
+
+
+def _bare(line: str) -> str:
+    """A block line's text without its bullet and [turn N] / [constraint t1] tag."""
+    return normalize(re.sub(r"^-\s*(?:\[[^\]]*\]\s*)?", "", line))
