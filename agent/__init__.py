@@ -36,9 +36,7 @@ _EXPORTS = {
     "decline": "ctxagent.agent.trust",
     "describe_ignored": "ctxagent.agent.trust",
     "needs_prompt": "ctxagent.agent.trust",
-    "trust": "ctxagent.agent.trust",
-    # `trust` under a name no submodule shadows: once ctxagent.agent.trust is imported (agent/config.py
-    # does), the package attribute `trust` is that module, and `from ctxagent.agent import trust` gets it
+    # agent.trust's `trust`, under a name no submodule shadows (tests/test_faces.py)
     "trust_repo": "ctxagent.agent.trust:trust",
     # sessions and what a user does to them
     "Session": "ctxagent.agent.session",
@@ -78,7 +76,7 @@ if TYPE_CHECKING:
     from ctxagent.agent.scripted.demo import DEMO_LABEL, DEMO_PROMPT, Demo, prepare_demo
     from ctxagent.agent.session import Session, find_repo_root, list_sessions, open_session
     from ctxagent.agent.session_ops import switch_model
-    from ctxagent.agent.trust import decline, describe_ignored, needs_prompt, trust
+    from ctxagent.agent.trust import decline, describe_ignored, needs_prompt
     from ctxagent.agent.trust import trust as trust_repo
     from ctxagent.agent.updates import (
         AgentEvent,

@@ -38,16 +38,16 @@ from ctxagent.agent.step import StepRunner
 from ctxagent.agent.tool_calls import ToolRunner
 from ctxagent.agent.updates import AgentEvent, CompactionDone, TurnFinished, TurnStarted
 from ctxagent.agent.user_tools import direct_calls, direct_calls_event, mentioned_files
-from ctxagent.context.build.dispatch import build
-from ctxagent.context.build.inputs import BuildResult
-from ctxagent.context.build.step import record_system_prompt
+from ctxagent.context.builder.dispatch import build
+from ctxagent.context.builder.inputs import BuildResult
+from ctxagent.context.builder.step import record_system_prompt
 from ctxagent.context.events import ErrorData, ToolResultData, UserData
 from ctxagent.context.history import Event, SessionLog
 from ctxagent.context.report import ContextReport
 
 if TYPE_CHECKING:
     from ctxagent.agent.checkpoints.store import Checkpoints, ConfirmOverwrite, RewindResult
-    from ctxagent.context.build.step import Builder
+    from ctxagent.context.builder.step import Builder
     from ctxagent.context.memory import MemoryStore
 
 __all__ = ["Agent", "AgentParts", "Approver", "deny_mutations"]
@@ -63,7 +63,7 @@ class Agent:
         approver: Approver | None = None,
         builder: Builder = build,
     ):
-        """`builder`: the build function every step calls (`context.build.engine.build`); a benchmark
+        """`builder`: the build function every step calls (`context.builder.dispatch.build`); a benchmark
         passes one that times it."""
         self.session = session
         self.parts = parts

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from ctxagent.agent.checkpoints.store import Checkpoints
     from ctxagent.agent.providers.protocol import Provider
     from ctxagent.context.budget import Budget
-    from ctxagent.context.build.inputs import WarmProvider
+    from ctxagent.context.builder.inputs import WarmProvider
     from ctxagent.context.calibrator import Calibrator
     from ctxagent.context.events import Payload
     from ctxagent.context.history import Event, SessionLog

@@ -1,7 +1,7 @@
 """One step of a turn: build the context, record what was built, stream the model's answer.
 
 `StepRunner` is owned by the `Agent` (agent/loop.py). A step rebuilds the context from the log and
-records it (`context.build.step.build_step`: the compactions the build planned, then a
+records it (`context.builder.step.build_step`: the compactions the build planned, then a
 `context_report` with the sha256 of the request body, so `inspect` can prove a rebuild), then streams
 the provider's answer into one `assistant` event. The steps' reports (`reports`, one per step sent)
 and the last request built live here.
@@ -32,10 +32,10 @@ from ctxagent.agent.retry import stream_with_retry
 from ctxagent.agent.server_context import Seen, ServerContext, report_as_seen, usage_data
 from ctxagent.agent.session_ops import compaction_done
 from ctxagent.agent.updates import AssistantDelta, AssistantDone, ContextBuilt, StepStarted
-from ctxagent.context.build.cache import BuildCache
-from ctxagent.context.build.dispatch import build
-from ctxagent.context.build.inputs import BuildResult
-from ctxagent.context.build.step import Builder, StepSetup, build_next, record_step, refused_ratio
+from ctxagent.context.builder.cache import BuildCache
+from ctxagent.context.builder.dispatch import build
+from ctxagent.context.builder.inputs import BuildResult
+from ctxagent.context.builder.step import Builder, StepSetup, build_next, record_step, refused_ratio
 from ctxagent.context.errors import ContextLengthError, ContextOverflowError, ProviderError, StreamError
 from ctxagent.context.events import AssistantData, ErrorData, ToolCallData
 from ctxagent.context.report import ContextReport
@@ -62,7 +62,7 @@ class StepRunner:
         self.journal = journal
         self.server = server
         self.reports = reports
-        self.builder = builder  # the build function (`context.build.engine.build`; a benchmark passes a timed one)
+        self.builder = builder  # the build function (`context.builder.dispatch.build`; a benchmark passes a timed one)
         self.cache = BuildCache()  # per-event build work kept across steps: a step costs O(new content)
         # the last request built (sent, or only previewed after /compact, /rewind, a resume): /context shows it
         self.last_build: BuildResult | None = None

@@ -13,19 +13,19 @@ from typing import TYPE_CHECKING
 
 _EXPORTS = {
     # the build: inputs, result, and the request's fingerprint
-    "BuildInputs": "ctxagent.context.build.inputs",
-    "BuildResult": "ctxagent.context.build.inputs",
-    "WarmProvider": "ctxagent.context.build.inputs",
-    "build": "ctxagent.context.build.dispatch",
-    "request_sha256": "ctxagent.context.build.dispatch",
+    "BuildInputs": "ctxagent.context.builder.inputs",
+    "BuildResult": "ctxagent.context.builder.inputs",
+    "WarmProvider": "ctxagent.context.builder.inputs",
+    "build": "ctxagent.context.builder.dispatch",
+    "request_sha256": "ctxagent.context.builder.dispatch",
     # one step: build the next request, record it in the log, rebuild it later
-    "RecordedStep": "ctxagent.context.build.step",
-    "StepSetup": "ctxagent.context.build.step",
-    "build_next": "ctxagent.context.build.step",
-    "build_step": "ctxagent.context.build.step",
-    "RebuiltStep": "ctxagent.context.build.rebuild",
-    "rebuild_step": "ctxagent.context.build.rebuild",
-    "record_system_prompt": "ctxagent.context.build.step",
+    "RecordedStep": "ctxagent.context.builder.step",
+    "StepSetup": "ctxagent.context.builder.step",
+    "build_next": "ctxagent.context.builder.step",
+    "build_step": "ctxagent.context.builder.step",
+    "RebuiltStep": "ctxagent.context.builder.rebuild",
+    "rebuild_step": "ctxagent.context.builder.rebuild",
+    "record_system_prompt": "ctxagent.context.builder.step",
     "STRATEGIES": "ctxagent.context.strategies",
     # the session log and its view
     "Event": "ctxagent.context.history",
@@ -80,10 +80,10 @@ __all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:
     from ctxagent.context.budget import Budget
-    from ctxagent.context.build.dispatch import build, request_sha256
-    from ctxagent.context.build.inputs import BuildInputs, BuildResult, WarmProvider
-    from ctxagent.context.build.rebuild import RebuiltStep, rebuild_step
-    from ctxagent.context.build.step import (
+    from ctxagent.context.builder.dispatch import build, request_sha256
+    from ctxagent.context.builder.inputs import BuildInputs, BuildResult, WarmProvider
+    from ctxagent.context.builder.rebuild import RebuiltStep, rebuild_step
+    from ctxagent.context.builder.step import (
         RecordedStep,
         StepSetup,
         build_next,

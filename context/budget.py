@@ -6,7 +6,7 @@
 Slices (system, hot, warm, tools) are shares of W; a slice's unused share flows to hot, so the
 recent conversation gets whatever the stable parts did not need.
 
-The tools slice is also enforced, not only reported (context/build/slice_relief.py): once the tool results
+The tools slice is also enforced, not only reported (context/builder/slice_relief.py): once the tool results
 shown exceed `tools_high` × its share (default 0.6), old tool traffic is cleared in the view to one
 line each, oldest first, down to about `tools_low` × it (default 0.1), keeping that of the last
 `protect_turns` user turns that is also in the last `protect_steps` model steps (default 8; up to 15,
@@ -34,7 +34,7 @@ SLICE_NAMES = ("system", "hot", "warm", "tools", "reserve")
 
 DEFAULT_MAX_OUTPUT = 8192
 # relief starts when tool traffic exceeds 60 % of the tools slice and cuts it to about 10 %: with cuts
-# that go down to one line (context/build/slice_relief.py), a deep, rare cut is what a prompt cache rewards
+# that go down to one line (context/builder/slice_relief.py), a deep, rare cut is what a prompt cache rewards
 # (each cut rewrites the history after it once; every token kept is read again at every step)
 DEFAULT_TOOLS_HIGH = 0.6
 DEFAULT_TOOLS_LOW = 0.1
@@ -47,7 +47,7 @@ class Budget:
     fractions: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_FRACTIONS))
     max_output: int = DEFAULT_MAX_OUTPUT
     profile: str = "default"
-    # slice enforcement (context/build/slice_relief.py): shown tool results over tools_high × the tools slice
+    # slice enforcement (context/builder/slice_relief.py): shown tool results over tools_high × the tools slice
     # are pruned down to about tools_low × it; results in the last protect_steps model steps are kept
     tools_high: float = DEFAULT_TOOLS_HIGH
     tools_low: float = DEFAULT_TOOLS_LOW

@@ -230,7 +230,7 @@ class RewindData(Payload):
 
 class BuildParams(_Model):
     """Every scalar one build used, so `ctxagent inspect` can re-run it exactly (0 = not recorded).
-    Written by `BuildInputs.params()` and read back by `BuildInputs.from_params()` (context/build/inputs.py)."""
+    Written by `BuildInputs.params()` and read back by `BuildInputs.from_params()` (context/builder/inputs.py)."""
 
     window: int = 0
     fractions: dict[str, float] = Field(default_factory=dict)

@@ -1,7 +1,7 @@
 """Session pins: the constraints and open tasks the session log establishes, as a fold over its events.
 
 The session ledger (context/ledger.py) extends PinCollector; its working-memory block is the warm
-block's floor, with or without a memory store (context/build/warm.py).
+block's floor, with or without a memory store (context/builder/warm.py).
 
 Pinned constraints come from the user's own words (detect_constraints on user messages: "never…",
 "don't…", "不要…", "必须…") and from explicit `remember` memory events; open tasks from TODO-like

@@ -7,7 +7,7 @@ part named:
   as soon as the request fits;
 - a clear (`cleared_text`, `cleared_arguments`): one line for a result, plus the failing tests it
   reported; a call keeps its paths and short arguments — what the tools-slice rule makes, oldest
-  first (context/build/slice_relief.py).
+  first (context/builder/slice_relief.py).
 """
 
 from __future__ import annotations

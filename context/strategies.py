@@ -1,5 +1,5 @@
 """The context strategies by name: the one list. The config (`strategy = …`), the CLI's `--strategy`
-and the builder's dispatch (context/build/dispatch.py, which maps each name to the module that builds
+and the builder's dispatch (context/builder/dispatch.py, which maps each name to the module that builds
 it) read it here.
 
 A leaf, apart from the builder: the config is read before the TUI's first frame, which must not wait

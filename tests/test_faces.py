@@ -50,3 +50,13 @@ def test_importing_the_faces_is_cheap() -> None:
             "print(','.join(heavy))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""
+
+
+@pytest.mark.parametrize("face", sorted(FACES))
+def test_no_face_name_is_also_a_submodule(face: str) -> None:
+    """Importing `ctxagent.context.builder` sets the attribute `builder` on `ctxagent.context`: a face name
+    equal to a submodule's would then read as the module (`from ctxagent.agent import trust`)."""
+    module = importlib.import_module(face)
+    folder = FACES[face].parent
+    submodules = {p.stem for p in folder.glob("*.py")} | {p.name for p in folder.iterdir() if (p / "__init__.py").exists()}
+    assert not set(module.__all__) & submodules

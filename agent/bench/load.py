@@ -25,8 +25,8 @@ from ctxagent.agent.providers.scripted import ScriptedProvider
 from ctxagent.agent.session import open_session
 from ctxagent.agent.updates import AgentEvent, ContextBuilt, StepStarted
 from ctxagent.context.budget import Budget
-from ctxagent.context.build.dispatch import build
-from ctxagent.context.build.inputs import BuildInputs, BuildResult
+from ctxagent.context.builder.dispatch import build
+from ctxagent.context.builder.inputs import BuildInputs, BuildResult
 from ctxagent.context.calibrator import Calibrator
 from ctxagent.context.memory import MemoryStore
 from ctxagent.context.memory.recall import MemoryRecall

@@ -66,8 +66,8 @@ def _event_stream(pool: Sequence[SourceEvent]) -> Iterator[tuple[str, dict[str, 
 def bench_builder(sizes: Sequence[int] = DEFAULT_SIZES, steps: int = 5, data: Path | str | None = None,
                   progress: Any = None) -> list[dict[str, Any]]:
     from ctxagent.context.budget import Budget
-    from ctxagent.context.build.dispatch import build
-    from ctxagent.context.build.inputs import BuildInputs
+    from ctxagent.context.builder.dispatch import build
+    from ctxagent.context.builder.inputs import BuildInputs
     from ctxagent.context.tokens import CachedCounter, get_counter
 
     raw = get_counter("o200k_base")

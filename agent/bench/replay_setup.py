@@ -95,8 +95,8 @@ class Engine:
     @classmethod
     def load(cls, window: int, encoding: str = "o200k_base") -> Engine:
         from ctxagent.context.budget import Budget
-        from ctxagent.context.build.dispatch import build
-        from ctxagent.context.build.inputs import BuildInputs
+        from ctxagent.context.builder.dispatch import build
+        from ctxagent.context.builder.inputs import BuildInputs
         from ctxagent.context.tokens import CachedCounter, get_counter
 
         return cls(CachedCounter(get_counter(encoding), max_entries=200_000), window, build, Budget, BuildInputs)
@@ -117,7 +117,7 @@ class Engine:
 
 
 def new_build_cache() -> Any:
-    from ctxagent.context.build.cache import BuildCache
+    from ctxagent.context.builder.cache import BuildCache
 
     return BuildCache()
 

@@ -88,7 +88,7 @@ def wire_body(model: str, request: Request) -> dict[str, Any]:
 
 @_guard
 def cmd_inspect(args: argparse.Namespace) -> int:
-    from ctxagent.context.build.rebuild import rebuild_step
+    from ctxagent.context.builder.rebuild import rebuild_step
 
     log = _load(args, args.session)
     step = rebuild_step(log.events, args.step, wire_body)

@@ -4,7 +4,7 @@ any step, and retried once; what a turn ends on reaches TurnFinished."""
 from __future__ import annotations
 
 from ctxagent.agent.updates import CompactionDone, Notice
-from ctxagent.context.build.rebuild import rebuild_step
+from ctxagent.context.builder.rebuild import rebuild_step
 from ctxagent.context.history import Event, view
 
 BIG = "\n".join(f"row {i}: the parser keeps line {i} of the report as it was written" for i in range(300))

@@ -10,7 +10,7 @@ from ctxagent.agent.bench.emulations import (
     server_compaction,
 )
 from ctxagent.agent.bench.presence import NAMES_KIND
-from ctxagent.context.build.render import render
+from ctxagent.context.builder.render import render
 from ctxagent.context.history import Event, view
 from ctxagent.context.request import Message, Request, ToolCall
 from ctxagent.context.server_edits import server_edits_for

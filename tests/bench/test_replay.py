@@ -14,8 +14,8 @@ from ctxagent.agent.bench.readers import SourceEvent, Trajectory
 from ctxagent.agent.bench.replay import STRATEGIES, Engine, replay_source
 from ctxagent.agent.bench.tokens_bench import reference_estimates, tokens_source
 from ctxagent.context.budget import Budget
-from ctxagent.context.build.dispatch import build
-from ctxagent.context.build.inputs import BuildInputs
+from ctxagent.context.builder.dispatch import build
+from ctxagent.context.builder.inputs import BuildInputs
 from ctxagent.context.history import Event
 from ctxagent.context.tokens import REQUEST_OVERHEAD, count_request, count_system
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from ctxagent.context.budget import Budget
-from ctxagent.context.build.dispatch import build
-from ctxagent.context.build.inputs import BuildInputs, BuildResult
+from ctxagent.context.builder.dispatch import build
+from ctxagent.context.builder.inputs import BuildInputs, BuildResult
 from ctxagent.context.history import Event
 from ctxagent.context.request import ToolSpec
 from ctxagent.context.tokens import CachedCounter, TokenCounter, get_counter

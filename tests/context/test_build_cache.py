@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 from ctx_helpers import Log, counter, inputs
 from ctxagent.context.budget import Budget
-from ctxagent.context.build.cache import BuildCache, cache_for
-from ctxagent.context.build.dispatch import build, request_sha256
-from ctxagent.context.build.inputs import BuildResult
-from ctxagent.context.build.measure import loss_pct
+from ctxagent.context.builder.cache import BuildCache, cache_for
+from ctxagent.context.builder.dispatch import build, request_sha256
+from ctxagent.context.builder.inputs import BuildResult
+from ctxagent.context.builder.measure import loss_pct
 from ctxagent.context.history import Event, extend_view, view
 from ctxagent.context.pins import PinCollector, collect_pins, live_events
 from ctxagent.context.tokens import CachedCounter, get_counter

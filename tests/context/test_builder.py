@@ -7,8 +7,8 @@ import math
 import pytest
 from ctx_helpers import SYSTEM, TOOLS, Log, counter, inputs, numbered_lines, run
 from ctxagent.context.budget import Budget
-from ctxagent.context.build.dispatch import build, request_sha256
-from ctxagent.context.build.inputs import BuildInputs, PlannedCompaction
+from ctxagent.context.builder.dispatch import build, request_sha256
+from ctxagent.context.builder.inputs import BuildInputs, PlannedCompaction
 from ctxagent.context.errors import ContextOverflowError
 from ctxagent.context.history import Event, view
 from ctxagent.context.tokens import CachedCounter, count_message, count_request, get_counter

@@ -8,7 +8,7 @@ from typing import Any
 
 from ctx_helpers import Log, counter, inputs
 from ctxagent.context.budget import Budget
-from ctxagent.context.build.dispatch import build, request_sha256
+from ctxagent.context.builder.dispatch import build, request_sha256
 from ctxagent.context.history import Event
 from ctxagent.context.tokens import count_request
 from hypothesis import HealthCheck, given, settings

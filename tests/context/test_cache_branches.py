@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from ctx_helpers import Log, counter, inputs
 from ctxagent.context.budget import Budget
-from ctxagent.context.build.cache import BuildCache
-from ctxagent.context.build.dispatch import build, request_sha256
+from ctxagent.context.builder.cache import BuildCache
+from ctxagent.context.builder.dispatch import build, request_sha256
 
 
 def _log(tool: str) -> Log:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from ctxagent.context.build.dispatch import build
+from ctxagent.context.builder.dispatch import build
 from ctxagent.context.ledger import MAX_FILES_NAMED, QUOTES_HEAD, Ledger, files_line, result_facts
 from ctxagent.context.memory.detect import detect_requirements, failing_tests
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from ctx_helpers import Log, counter, inputs, numbered_lines
 from ctxagent.context.budget import Budget
-from ctxagent.context.build.dispatch import build
+from ctxagent.context.builder.dispatch import build
 from ctxagent.context.history import Event
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 from ctxagent.context.budget import Budget
-from ctxagent.context.build.dispatch import build
-from ctxagent.context.build.inputs import BuildInputs
+from ctxagent.context.builder.dispatch import build
+from ctxagent.context.builder.inputs import BuildInputs
 from ctxagent.context.events import AssistantData, ToolCallData, ToolResultData, UserData
 from ctxagent.context.history import Event
 from ctxagent.context.server_edits import (

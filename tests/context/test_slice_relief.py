@@ -1,4 +1,4 @@
-"""Slice enforcement (context/build/slice_relief.py): tool traffic over the tools slice is pruned in the view,
+"""Slice enforcement (context/builder/slice_relief.py): tool traffic over the tools slice is pruned in the view,
 oldest first, down to the lower watermark, without touching the protected recent steps, and with
 hysteresis — the pruned set only grows, in jumps, so the request prefix is stable between jumps."""
 
@@ -9,9 +9,9 @@ import math
 import pytest
 from ctx_helpers import Log, numbered_lines, run
 from ctxagent.context.budget import Budget
-from ctxagent.context.build.dispatch import request_sha256
-from ctxagent.context.build.inputs import BuildResult
-from ctxagent.context.build.slice_relief import STEP_CHUNK, slice_cut
+from ctxagent.context.builder.dispatch import request_sha256
+from ctxagent.context.builder.inputs import BuildResult
+from ctxagent.context.builder.slice_relief import STEP_CHUNK, slice_cut
 from ctxagent.context.errors import ConfigError
 from ctxagent.context.prune import cleared_arguments, cleared_text, files_named, pruned_text
 from ctxagent.context.request import Message

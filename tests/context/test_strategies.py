@@ -9,7 +9,7 @@ import sys
 
 import pytest
 from ctx_helpers import Log, inputs, numbered_lines
-from ctxagent.context.build.dispatch import build
+from ctxagent.context.builder.dispatch import build
 from ctxagent.context.strategies import STRATEGIES
 
 
@@ -26,7 +26,7 @@ def test_every_strategy_builds_and_an_unknown_one_is_named() -> None:
 
 def test_reading_the_names_loads_no_builder() -> None:
     code = ("import sys, ctxagent.context.strategies; "
-            "print(','.join(m for m in sys.modules if m.startswith(('ctxagent.context.build', "
+            "print(','.join(m for m in sys.modules if m.startswith(('ctxagent.context.builder', "
             "'ctxagent.context.memory', 'ctxagent.context.tokens', 'sqlite3', 'tiktoken'))))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""

@@ -25,8 +25,8 @@ from ctxagent.agent.scripted.server import ScriptedServer
 from ctxagent.agent.session import open_session
 from ctxagent.agent.updates import AgentEvent, CompactionDone, ContextBuilt
 from ctxagent.context.budget import Budget
-from ctxagent.context.build.dispatch import request_sha256
-from ctxagent.context.build.rebuild import rebuild_step
+from ctxagent.context.builder.dispatch import request_sha256
+from ctxagent.context.builder.rebuild import rebuild_step
 from ctxagent.context.calibrator import Calibrator
 from ctxagent.context.server_edits import CLEARED
 from ctxagent.context.spill import SpillStore

@@ -106,7 +106,7 @@ def test_no_mixin_classes_in_tui() -> None:
 NOT_AT_FIRST_FRAME = (
     "anthropic", "openai", "tiktoken", "sqlite3", "regex", "markdown_it",
     "ctxagent.agent.loop", "ctxagent.agent.factory", "ctxagent.agent.providers", "ctxagent.agent.checkpoints",
-    "ctxagent.context.build", "ctxagent.context.memory", "ctxagent.context.tokens", "ctxagent.tools",
+    "ctxagent.context.builder", "ctxagent.context.memory", "ctxagent.context.tokens", "ctxagent.tools",
     "ctxagent.tui.reply", "ctxagent.tui.slash", "ctxagent.tui.pickers", "ctxagent.tui.context_screen",
     "ctxagent.tui.memory_screen", "ctxagent.tui.rewind_screen", "ctxagent.tui.setup_screen",
 )

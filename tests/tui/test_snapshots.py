@@ -11,8 +11,8 @@ from typing import Any
 from ctxagent.agent.checkpoints.turns import FileStat, TurnInfo
 from ctxagent.agent.updates import PermissionRequest
 from ctxagent.context.budget import Budget
-from ctxagent.context.build.dispatch import build
-from ctxagent.context.build.inputs import BuildInputs
+from ctxagent.context.builder.dispatch import build
+from ctxagent.context.builder.inputs import BuildInputs
 from ctxagent.context.events import (
     AssistantData,
     ContextReportData,

@@ -16,8 +16,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from ctxagent.context.build.cache import BuildCache, RenderState
-from ctxagent.context.build.inputs import BuildInputs, Draft, Slot
+from ctxagent.context.builder.cache import BuildCache, RenderState
+from ctxagent.context.builder.inputs import BuildInputs, Draft, Slot
 from ctxagent.context.history import Event, Summary, ViewItem
 from ctxagent.context.ledger import Ledger, files_line, quotes_block, with_quotes
 from ctxagent.context.prune import value_rank

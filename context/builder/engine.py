@@ -1,25 +1,32 @@
 """The ctxagent strategy: a pure function from the session log (and hooks) to a provider-neutral
 request + report.
 
-Called (through context/build/dispatch.py) before every model call inside the tool loop. Layout, for
+Called (through context/builder/dispatch.py) before every model call inside the tool loop. Layout, for
 prompt-cache stability and for attention:
   1. system prompt (+ project instructions) and tool schemas — the stable prefix;
   2. history: compaction summaries in place of masked ranges, tool results as "tool" messages;
-  3. the warm block (context/build/warm.py: pinned constraints, open tasks, recalled memory) right
+  3. the warm block (context/builder/warm.py: pinned constraints, open tasks, recalled memory) right
      before the newest user message, or after the trailing tool results.
-When the draft does not fit, the relief tiers cut it, cheapest first (context/build/relief.py).
+When the draft does not fit, the relief tiers cut it, cheapest first (context/builder/relief.py).
 Invariant: count_request(request) ≤ budget.limit, and the calibrated total fits as well. Same inputs →
 identical request (inspect compares a sha256).
 """
 
 from __future__ import annotations
 
-from ctxagent.context.build.cache import BuildCache, cache_for
-from ctxagent.context.build.inputs import CUT_STATES, BuildInputs, BuildResult, Draft, PlannedCompaction, Slot
-from ctxagent.context.build.measure import make_report
-from ctxagent.context.build.relief import relieve
-from ctxagent.context.build.render import warm_position
-from ctxagent.context.build.warm import warm_text_for
+from ctxagent.context.builder.cache import BuildCache, cache_for
+from ctxagent.context.builder.inputs import (
+    CUT_STATES,
+    BuildInputs,
+    BuildResult,
+    Draft,
+    PlannedCompaction,
+    Slot,
+)
+from ctxagent.context.builder.measure import make_report
+from ctxagent.context.builder.relief import relieve
+from ctxagent.context.builder.render import warm_position
+from ctxagent.context.builder.warm import warm_text_for
 from ctxagent.context.history import Summary
 from ctxagent.context.request import Request
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import math
 
-from ctxagent.context.build.cache import BuildCache, event_tokens
-from ctxagent.context.build.inputs import CUT_STATES, BuildInputs, Draft
+from ctxagent.context.builder.cache import BuildCache, event_tokens
+from ctxagent.context.builder.inputs import CUT_STATES, BuildInputs, Draft
 from ctxagent.context.events import CompactionData
 from ctxagent.context.history import MESSAGE_KINDS, Event
 from ctxagent.context.monitor import advice_for, red_flags

@@ -16,10 +16,10 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 
-from ctxagent.context.build.cache import BuildCache, cache_for
-from ctxagent.context.build.inputs import CUT_STATES, BuildInputs, BuildResult, Draft, Slot
-from ctxagent.context.build.measure import make_report
-from ctxagent.context.build.render import assemble, with_content
+from ctxagent.context.builder.cache import BuildCache, cache_for
+from ctxagent.context.builder.inputs import CUT_STATES, BuildInputs, BuildResult, Draft, Slot
+from ctxagent.context.builder.measure import make_report
+from ctxagent.context.builder.render import assemble, with_content
 from ctxagent.context.history import Summary
 from ctxagent.context.request import Message, Request
 from ctxagent.context.server_edits import server_edits_for

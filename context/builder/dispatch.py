@@ -3,8 +3,8 @@
 The names are context/strategies.py's STRATEGIES. Each strategy lives in its own module, and none
 imports another; this module wires them:
 
-    ctxagent                              context/build/engine.py (+ relief.py, warm.py)
-    full, window                          context/build/baselines.py
+    ctxagent                              context/builder/engine.py (+ relief.py, warm.py)
+    full, window                          context/builder/baselines.py
     anthropic-clear, anthropic-compact    baselines.py's server-side build, with the ctxagent
                                           strategy for a step whose whole history is over the limit
 
@@ -17,9 +17,9 @@ import hashlib
 import json
 from typing import Any
 
-from ctxagent.context.build.baselines import build_baseline, build_server_side
-from ctxagent.context.build.engine import build_ctxagent
-from ctxagent.context.build.inputs import BuildInputs, BuildResult
+from ctxagent.context.builder.baselines import build_baseline, build_server_side
+from ctxagent.context.builder.engine import build_ctxagent
+from ctxagent.context.builder.inputs import BuildInputs, BuildResult
 from ctxagent.context.server_edits import SERVER_STRATEGIES
 from ctxagent.context.strategies import BASELINES, CTXAGENT, STRATEGIES
 

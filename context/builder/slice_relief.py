@@ -56,13 +56,13 @@ import math
 from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING
 
-from ctxagent.context.build.render import protect_from
+from ctxagent.context.builder.render import protect_from
 from ctxagent.context.history import Event
 from ctxagent.context.prune import LOW_VALUE
 
 if TYPE_CHECKING:
     from ctxagent.context.budget import Budget
-    from ctxagent.context.build.inputs import Draft, Slot
+    from ctxagent.context.builder.inputs import Draft, Slot
     from ctxagent.context.request import Message
 
 

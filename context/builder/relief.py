@@ -1,6 +1,6 @@
 """Pressure relief of the ctxagent strategy: the tiers that make a draft fit, cheapest first.
 
-Slice enforcement first, whatever the total (context/build/slice_relief.py): tool traffic (results, and
+Slice enforcement first, whatever the total (context/builder/slice_relief.py): tool traffic (results, and
 old calls' long arguments) beyond the tools slice is pruned in the view, oldest first, down to a lower
 watermark (hysteresis, so the prefix stays stable for prompt caching between cuts). Then, re-measuring
 after each cut and stopping as soon as the draft fits the limit:
@@ -22,11 +22,11 @@ from __future__ import annotations
 
 import dataclasses
 
-from ctxagent.context.build.cache import BuildCache
-from ctxagent.context.build.inputs import CUT_STATES, BuildInputs, Draft, PlannedCompaction, Slot
-from ctxagent.context.build.render import assemble, with_content
-from ctxagent.context.build.slice_relief import enforce_tools_slice
-from ctxagent.context.build.warm import warm_text_for
+from ctxagent.context.builder.cache import BuildCache
+from ctxagent.context.builder.inputs import CUT_STATES, BuildInputs, Draft, PlannedCompaction, Slot
+from ctxagent.context.builder.render import assemble, with_content
+from ctxagent.context.builder.slice_relief import enforce_tools_slice
+from ctxagent.context.builder.warm import warm_text_for
 from ctxagent.context.compact import compaction_record, user_positions
 from ctxagent.context.errors import ContextOverflowError
 from ctxagent.context.events import CompactionData

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from ctxagent.context.build.inputs import BuildInputs
+from ctxagent.context.builder.inputs import BuildInputs
 from ctxagent.context.history import Event, Summary, ViewItem
 from ctxagent.context.ledger import Ledger
 from ctxagent.context.memory.terms import normalize

@@ -1,7 +1,7 @@
 """Rebuild the exact request a past step sent, from the session log alone (what `ctxagent inspect` shows).
 
 Each step's `context_report` event records the build parameters, the warm block text and the
-calibration ratio (context/build/step.py writes it); the `system_prompt` event before it records the
+calibration ratio (context/builder/step.py writes it); the `system_prompt` event before it records the
 stable prefix. The builder is a pure function, so re-running it on the log prefix gives the same
 request; the stored sha256 of the body that was sent proves it (`verified`). The body is the
 provider's wire body when the step was recorded with one: pass the same function as `body`.
@@ -13,9 +13,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ctxagent.context.build.dispatch import build, request_sha256
-from ctxagent.context.build.inputs import BuildInputs, BuildResult
-from ctxagent.context.build.step import request_body
+from ctxagent.context.builder.dispatch import build, request_sha256
+from ctxagent.context.builder.inputs import BuildInputs, BuildResult
+from ctxagent.context.builder.step import request_body
 from ctxagent.context.errors import HistoryError
 from ctxagent.context.events import ContextReportData, SystemPromptData
 from ctxagent.context.history import Event

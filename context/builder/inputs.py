@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ctxagent.context.budget import Budget
-from ctxagent.context.build.cache import BuildCache
+from ctxagent.context.builder.cache import BuildCache
 from ctxagent.context.events import BuildParams, CompactionData
 from ctxagent.context.history import Event, ViewItem
 from ctxagent.context.report import ContextReport

@@ -1,5 +1,5 @@
 """One step of a session, for any caller of the builder: build the next request from the log and
-record what was built, so that `rebuild_step` (context/build/rebuild.py) can prove it later from the
+record what was built, so that `rebuild_step` (context/builder/rebuild.py) can prove it later from the
 log alone.
 
     setup = StepSetup(system=..., tools=..., budget=..., counter=..., model="anthropic:…")
@@ -7,7 +7,7 @@ log alone.
     recorded = build_step(log, setup, body=provider.body)   # the compactions + a context_report, logged
     send(recorded.body)
 
-`build_step` builds the next request (`context.build.engine.build`), then appends, in order, the
+`build_step` builds the next request (`context.builder.dispatch.build`), then appends, in order, the
 compactions the build planned (with the event ids it planned for them) and one `context_report` event:
 the report, the sha256 of the request body as sent, the warm text, the calibration ratio and the
 `BuildParams`. `build_next` builds without recording anything (a preview); `record_step` records
@@ -25,9 +25,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ctxagent.context.budget import Budget
-from ctxagent.context.build.cache import BuildCache
-from ctxagent.context.build.dispatch import build, request_sha256
-from ctxagent.context.build.inputs import BuildInputs, BuildResult, WarmProvider
+from ctxagent.context.builder.cache import BuildCache
+from ctxagent.context.builder.dispatch import build, request_sha256
+from ctxagent.context.builder.inputs import BuildInputs, BuildResult, WarmProvider
 from ctxagent.context.events import BuildParams, ContextReportData, SystemPromptData
 from ctxagent.context.history import Event, SessionLog
 from ctxagent.context.monitor import DEFAULT_THRESHOLDS
