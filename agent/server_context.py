@@ -15,8 +15,7 @@ the server may then show the model less than was sent. The loop keeps the record
   showed, whose block is sent back verbatim from then on.
 
 `ServerContext` is the Agent's side of it (asked by the step runner, agent/step.py, before and after
-each request); the functions are the rules it applies. `usage_data` is the one conversion of the
-provider's `Usage` into the log's `UsageData`.
+each request); the functions are the rules it applies.
 """
 
 from __future__ import annotations
@@ -26,26 +25,20 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ctxagent.agent.parts import Journal
-from ctxagent.agent.providers.protocol import ServerCompaction, ServerEdits, TokenCount, Usage
+from ctxagent.agent.providers.protocol import ServerCompaction, ServerEdits, TokenCount
 from ctxagent.agent.updates import CompactionDone
 from ctxagent.context.errors import ProviderError
-from ctxagent.context.events import CompactionData, ServerContextData, UsageData
+from ctxagent.context.events import CompactionData, ServerContextData
 from ctxagent.context.history import Event, view
 from ctxagent.context.monitor import advice_for
 from ctxagent.context.report import ContextReport
-from ctxagent.context.request import Request
+from ctxagent.context.request import Request, Usage
 from ctxagent.context.server_edits import compaction_range
 
 if TYPE_CHECKING:
     from ctxagent.agent.providers.protocol import Provider
     from ctxagent.agent.session import Session
     from ctxagent.context.calibrator import Calibrator
-
-
-def usage_data(u: Usage) -> UsageData:
-    """The provider's token usage as the log records it."""
-    return UsageData(input_tokens=u.input_tokens, output_tokens=u.output_tokens, cache_read=u.cache_read,
-                     cache_write=u.cache_write)
 
 
 def server_record(strategy: str, request: Request, edits: ServerEdits | None, compaction: ServerCompaction | None,
@@ -58,7 +51,7 @@ def server_record(strategy: str, request: Request, edits: ServerEdits | None, co
         strategy=strategy,
         applied_edits=list(edits.applied) if edits is not None else [],
         compacted=compaction is not None,
-        compaction_usage=usage_data(billed) if billed is not None else None,
+        compaction_usage=billed,
         seen_tokens=usage.prompt_tokens or None,
         original_tokens=count.original_input_tokens if count is not None else None,
     )

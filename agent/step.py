@@ -20,16 +20,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ctxagent.agent.parts import AgentParts, Journal
-from ctxagent.agent.providers.protocol import (
-    ServerCompaction,
-    ServerEdits,
-    Stop,
-    TextDelta,
-    ToolCallEvent,
-    Usage,
-)
+from ctxagent.agent.providers.protocol import ServerCompaction, ServerEdits, Stop, TextDelta
 from ctxagent.agent.retry import stream_with_retry
-from ctxagent.agent.server_context import Seen, ServerContext, report_as_seen, usage_data
+from ctxagent.agent.server_context import Seen, ServerContext, report_as_seen
 from ctxagent.agent.session_ops import compaction_done
 from ctxagent.agent.updates import AssistantDelta, AssistantDone, ContextBuilt, StepStarted
 from ctxagent.context.builder.cache import BuildCache
@@ -37,8 +30,9 @@ from ctxagent.context.builder.dispatch import build
 from ctxagent.context.builder.inputs import BuildResult
 from ctxagent.context.builder.step import Builder, StepSetup, build_next, record_step, refused_ratio
 from ctxagent.context.errors import ContextLengthError, ContextOverflowError, ProviderError, StreamError
-from ctxagent.context.events import AssistantData, ErrorData, ToolCallData
+from ctxagent.context.events import AssistantData, ErrorData
 from ctxagent.context.report import ContextReport
+from ctxagent.context.request import ToolCall, Usage
 
 if TYPE_CHECKING:
     from ctxagent.agent.session import Session
@@ -47,7 +41,7 @@ if TYPE_CHECKING:
 @dataclass
 class StepOutcome:
     text: str = ""
-    calls: list[ToolCallEvent] = field(default_factory=list)
+    calls: list[ToolCall] = field(default_factory=list)
     stop: str = "end_turn"  # the step's stop reason, as the provider said it
     error: ErrorData | None = None  # what the turn stops on (logged, and said)
 
@@ -158,7 +152,7 @@ class StepRunner:
 
     def _stream(self, step: int, turn: int, result: BuildResult, cancel: threading.Event) -> StepOutcome:
         texts: list[str] = []
-        calls: list[ToolCallEvent] = []
+        calls: list[ToolCall] = []
         usage = Usage()
         stop = "end_turn"
         partial = False
@@ -175,7 +169,7 @@ class StepRunner:
                 if isinstance(ev, TextDelta):
                     texts.append(ev.text)
                     self.journal.emit(AssistantDelta(step, ev.text))
-                elif isinstance(ev, ToolCallEvent):
+                elif isinstance(ev, ToolCall):
                     calls.append(ev)
                 elif isinstance(ev, Usage):
                     usage = ev
@@ -198,19 +192,17 @@ class StepRunner:
             message = f"the stream broke ({exc}); kept the {len(''.join(texts))} characters that arrived"
             error = self.journal.error(message, type(exc).__name__, step, level="warning")
         text = "".join(texts)
-        logged_usage = usage_data(usage)
         server, seen = self.server.outcome(result.request, result.report.total, edits, compaction, usage, count)
         self._show_seen(step, seen)
         self.journal.record(AssistantData(
             text=text,
-            tool_calls=[ToolCallData(id=c.id, name=c.name, arguments=c.arguments if c.arguments is not None else {"_raw": c.raw_arguments})
-                        for c in calls],
+            tool_calls=calls,
             stop_reason=stop,
-            usage=logged_usage,
+            usage=usage,
             step=step,
             turn=turn,
             partial=partial,
             server=server,
         ))
-        self.journal.emit(AssistantDone(step, text, len(calls), logged_usage.to_data(), partial))
+        self.journal.emit(AssistantDone(step, text, len(calls), usage, partial))
         return StepOutcome(text=text, calls=calls, stop=stop, error=error)

@@ -13,10 +13,10 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from ctxagent.agent.parts import AgentParts, Approver, Journal
-from ctxagent.agent.providers.protocol import ToolCallEvent
 from ctxagent.agent.updates import PermissionRequest, ToolFinished, ToolStarted
 from ctxagent.context.events import CheckpointData, PermissionData, ToolResultData
 from ctxagent.context.ledger import result_facts
+from ctxagent.context.request import ToolCall
 from ctxagent.context.tool_meta import changed_files_of_call
 from ctxagent.tools.atomic_write import sweep_repository
 from ctxagent.tools.contract import ToolContext, ToolResult, ToolServices, malformed_json
@@ -50,7 +50,7 @@ class ToolRunner:
             files = sorted(self.turn_files)
             self.journal.safe(lambda: checkpoints.mark_turn_end(self.session.id, turn, files))
 
-    def run(self, calls: list[ToolCallEvent], turn: int, cancel: threading.Event) -> None:
+    def run(self, calls: list[ToolCall], turn: int, cancel: threading.Event) -> None:
         if not self._temp_files_swept:  # a write killed mid-way (SIGKILL) may have left its temp file
             self._temp_files_swept = True
             self.journal.safe(lambda: sweep_repository(self.session.root))
@@ -71,10 +71,10 @@ class ToolRunner:
         )
         for call in calls:
             started = time.monotonic()
-            self.journal.emit(ToolStarted(call.id, call.name, call.arguments or {}))
+            self.journal.emit(ToolStarted(call.id, call.name, call.arguments))
             if cancel.is_set():
                 result = ToolResult("cancelled by the user before this tool ran", is_error=True)
-            elif call.arguments is None:
+            elif call.malformed:
                 result = ToolResult(f"error: invalid arguments for {call.name}: {malformed_json(call.raw_arguments)}",
                                     is_error=True)
             else:
@@ -87,7 +87,7 @@ class ToolRunner:
                         self.turn_files.update(str(f) for f in changed or result.meta.get("files") or [])
             self._append_result(call, result, int((time.monotonic() - started) * 1000), turn)
 
-    def _permitted(self, call: ToolCallEvent, turn: int) -> ToolResult | None:
+    def _permitted(self, call: ToolCall, turn: int) -> ToolResult | None:
         """None when the call may run; otherwise the refusal to show the model."""
         registry = self.parts.registry
         kind = registry.permission(call.name)
@@ -98,7 +98,7 @@ class ToolRunner:
         allowed = not always and (
             mode == "yolo" or (mode == "auto-edit" and kind == "edit") or call.name in self.allowed_for_session)
         if not allowed:
-            args = call.arguments or {}
+            args = call.arguments
             preview = self._command_preview(call.name, args) if kind == "command" else _edit_preview(call.name, args)
             decision = self.approver(PermissionRequest(call.id, call.name, kind, args, preview))
             self.journal.append(PermissionData(call_id=call.id, decision="allow" if decision.allow else "deny",
@@ -126,18 +126,18 @@ class ToolRunner:
         configured = self.parts.tool_config.get("test_command")
         return configured or detect_test_command(self.session.root) or "(no test command detected)"
 
-    def _append_result(self, call: ToolCallEvent, result: ToolResult, duration_ms: int, turn: int) -> None:
+    def _append_result(self, call: ToolCall, result: ToolResult, duration_ms: int, turn: int) -> None:
         # Sanitize before anything is persisted: the spill file must not hold secrets either.
         log = self.session.log
         content = log.sanitize(result.content) if log.sanitize else result.content
-        facts = result_facts(call.name, call.arguments or {}, content) if not result.is_error else {}
+        facts = result_facts(call.name, call.arguments, content) if not result.is_error else {}
         spill_meta = None
         if call.name != "read_spill":  # a page of a spill is already bounded; spilling it again would loop
             content, spill_meta = self.parts.spill.maybe_spill(content, self.parts.counter, self.session.config.spill_tokens)
         meta = {k: v for k, v in result.meta.items() if k != "diff" or len(str(v)) < 20000} | facts
         if not result.is_error and "changed_files" not in meta:
             # THE record of what this call changed (context/tool_meta.py), so no reader has to guess later
-            changed = changed_files_of_call(call.name, call.arguments or {})
+            changed = changed_files_of_call(call.name, call.arguments)
             if changed:
                 meta["changed_files"] = changed
         self.journal.record(ToolResultData(

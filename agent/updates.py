@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ctxagent.context.report import ContextReport
+from ctxagent.context.request import Usage
 
 
 @dataclass(frozen=True)
@@ -41,7 +42,7 @@ class AssistantDone:
     step: int
     text: str
     tool_calls: int
-    usage: dict[str, int]
+    usage: Usage
     partial: bool = False  # the stream broke; `text` is what arrived
 
 

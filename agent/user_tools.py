@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ctxagent.agent.providers.protocol import ToolCallEvent
     from ctxagent.context.events import AssistantData
+    from ctxagent.context.request import ToolCall
 
 DIRECT_CALL_PREFIX = "direct-"
 MAX_MENTIONS = 10
@@ -53,17 +53,17 @@ def mentioned_files(root: Path, text: str) -> list[str]:
     return found
 
 
-def direct_calls(turn: int, calls: list[tuple[str, dict[str, object]]]) -> list[ToolCallEvent]:
+def direct_calls(turn: int, calls: list[tuple[str, dict[str, object]]]) -> list[ToolCall]:
     # imported here, not at the top: the app's chat reads only DIRECT_CALL_PREFIX before its first frame
-    from ctxagent.agent.providers.protocol import ToolCallEvent
+    from ctxagent.context.request import ToolCall
 
-    return [ToolCallEvent(id=f"{DIRECT_CALL_PREFIX}{turn}-{i}", name=name, arguments=dict(args))
+    return [ToolCall(id=f"{DIRECT_CALL_PREFIX}{turn}-{i}", name=name, arguments=dict(args))
             for i, (name, args) in enumerate(calls)]
 
 
-def direct_calls_event(calls: list[ToolCallEvent], step: int, turn: int) -> AssistantData:
+def direct_calls_event(calls: list[ToolCall], step: int, turn: int) -> AssistantData:
     """The assistant event that carries the user's own calls (no model call: no usage, `direct`)."""
-    from ctxagent.context.events import AssistantData, ToolCallData
+    from ctxagent.context.events import AssistantData
 
-    return AssistantData(text="", tool_calls=[ToolCallData(id=c.id, name=c.name, arguments=c.arguments or {}) for c in calls],
+    return AssistantData(text="", tool_calls=calls,
                          stop_reason="tool_use", step=step, turn=turn, partial=False, direct=True)

@@ -40,7 +40,6 @@ _EXPORTS = {
     "Payload": "ctxagent.context.events",
     "SpillRef": "ctxagent.context.events",
     "SystemPromptData": "ctxagent.context.events",
-    "ToolCallData": "ctxagent.context.events",
     "ToolResultData": "ctxagent.context.events",
     "UserData": "ctxagent.context.events",
     # budget, counting, calibration
@@ -54,6 +53,7 @@ _EXPORTS = {
     "Message": "ctxagent.context.request",
     "Request": "ctxagent.context.request",
     "ToolCall": "ctxagent.context.request",
+    "Usage": "ctxagent.context.request",
     "ToolSpec": "ctxagent.context.request",
     # the report and its breakpoints
     "ContextReport": "ctxagent.context.report",
@@ -107,7 +107,6 @@ if TYPE_CHECKING:
         Payload,
         SpillRef,
         SystemPromptData,
-        ToolCallData,
         ToolResultData,
         UserData,
     )
@@ -116,7 +115,7 @@ if TYPE_CHECKING:
     from ctxagent.context.memory.record import RETIRED, Record
     from ctxagent.context.monitor import DEFAULT_THRESHOLDS, advice_for
     from ctxagent.context.report import ContextReport
-    from ctxagent.context.request import Message, Request, ToolCall, ToolSpec
+    from ctxagent.context.request import Message, Request, ToolCall, ToolSpec, Usage
     from ctxagent.context.spill import SpillStore
     from ctxagent.context.strategies import STRATEGIES
     from ctxagent.context.tokens import CachedCounter, TokenCounter, count_request, get_counter

@@ -17,10 +17,11 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 
-from ctxagent.context.events import CompactionData, ToolCallData
+from ctxagent.context.events import CompactionData
 from ctxagent.context.history import Event, Summary, ViewItem, item_id, view
 from ctxagent.context.memory.detect import detect_constraints, detect_decisions
 from ctxagent.context.pins import summary_sections
+from ctxagent.context.request import ToolCall
 from ctxagent.context.tokens import TokenCounter
 from ctxagent.context.tool_meta import changed_files_of
 
@@ -60,7 +61,7 @@ def _turns(items: Sequence[ViewItem]) -> list[int]:
 def changed_files(items: Sequence[ViewItem]) -> list[str]:
     """Files changed in the range (context/tool_meta.py decides per call), and those an earlier
     summary in the range listed under Changes."""
-    calls: dict[str, ToolCallData] = {}
+    calls: dict[str, ToolCall] = {}
     files: list[str] = []
     for it in items:
         if isinstance(it, Summary):
@@ -100,7 +101,7 @@ def extractive_summary(items: Sequence[ViewItem], max_items: int = MAX_ITEMS_PER
             seen.add(key)
             sections[section].append(text)
 
-    calls: dict[str, ToolCallData] = {}
+    calls: dict[str, ToolCall] = {}
     carried: dict[str, str] = {}  # file -> "file: what" bullet carried over from an earlier summary
     own: dict[str, list[int]] = {}  # file -> turns it was changed in, within this range
     for it, turn in zip(items, _turns(items), strict=True):

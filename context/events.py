@@ -12,7 +12,7 @@ still load its logs. Models are frozen: events never change once appended.
     session_start   SessionStartData
     system_prompt   SystemPromptData    the stable prefix, logged whenever it changes
     user            UserData
-    assistant       AssistantData       text + ToolCallData[] + UsageData (+ ServerContextData)
+    assistant       AssistantData       text + ToolCall[] + Usage (+ ServerContextData); both types from context/request.py
     tool_result     ToolResultData      content + ToolMeta (+ SpillRef)
     compaction      CompactionData      masks [first_id, last_id] with a summary
     rewind          RewindData          hides to_id <= id < this event's id
@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from ctxagent.context.request import ToolCall, Usage  # parts of AssistantData: one shape across the layers
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -56,10 +57,8 @@ __all__ = [
     "SessionStartData",
     "SpillRef",
     "SystemPromptData",
-    "ToolCallData",
     "ToolMeta",
     "ToolResultData",
-    "UsageData",
     "UserData",
     "ValidationError",
     "parse_payload",
@@ -82,19 +81,6 @@ class Payload(_Model):
 
 
 # -- parts -------------------------------------------------------------------------------------------
-class ToolCallData(_Model):
-    id: str
-    name: str
-    arguments: dict[str, Any] = Field(default_factory=dict)  # {"_raw": text} when the model sent bad JSON
-
-
-class UsageData(_Model):
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cache_read: int = 0
-    cache_write: int = 0
-
-
 class AppliedEditData(_Model):
     """One server-side context edit the provider reports it applied to a request (Anthropic's
     `context_management.applied_edits[]`: clear_tool_uses_20250919, clear_thinking_20251015)."""
@@ -113,7 +99,7 @@ class ServerContextData(_Model):
     strategy: str
     applied_edits: list[AppliedEditData] = Field(default_factory=list)
     compacted: bool = False
-    compaction_usage: UsageData | None = None  # the compaction iteration: billed, not in `usage`
+    compaction_usage: Usage | None = None  # the compaction iteration: billed, not in `usage`
     seen_tokens: int | None = None  # the prompt the model answered from (usage's input + cache)
     original_tokens: int | None = None  # the prompt before the server's edits (count_tokens, when asked)
 
@@ -182,9 +168,9 @@ class UserData(Payload):
 class AssistantData(Payload):
     KIND = "assistant"
     text: str = ""
-    tool_calls: list[ToolCallData] = Field(default_factory=list)
+    tool_calls: list[ToolCall] = Field(default_factory=list)
     stop_reason: str | None = "end_turn"
-    usage: UsageData = Field(default_factory=UsageData)
+    usage: Usage = Field(default_factory=Usage)
     step: int | None = None
     turn: int | None = None
     partial: bool = False

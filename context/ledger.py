@@ -30,12 +30,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ctxagent.context.events import ToolCallData
 from ctxagent.context.history import Event
 from ctxagent.context.memory.detect import detect_decisions, detect_requirements, failing_tests
 from ctxagent.context.memory.rules import same_subject
 from ctxagent.context.memory.terms import normalize
 from ctxagent.context.pins import WARM_CLOSE, WARM_NOTE, WARM_OPEN, Pin, PinCollector
+from ctxagent.context.request import ToolCall
 from ctxagent.context.tokens import TokenCounter
 from ctxagent.context.tool_meta import PATH_ARGS, changed_files_of, is_test_run, reads_document
 
@@ -60,7 +60,7 @@ class Quote:
     lines: tuple[str, ...]
 
 
-def _source_of(call: ToolCallData | None, name: str) -> str:
+def _source_of(call: ToolCall | None, name: str) -> str:
     if call is None:
         return name or "a tool"
     args = call.arguments
@@ -92,7 +92,7 @@ class Ledger(PinCollector):
         self.changed: dict[str, list[int]] = {}  # file -> turns it changed in
         self.failing: tuple[int, tuple[str, ...]] | None = None  # (event id, lines) of the newest failing run
         self.touched: list[tuple[int, str]] = []  # (result event id, file) for every file a call read or changed
-        self._calls: dict[str, ToolCallData] = {}  # the newest step's calls, to read its results
+        self._calls: dict[str, ToolCall] = {}  # the newest step's calls, to read its results
 
     def copy(self) -> Ledger:
         out = Ledger()

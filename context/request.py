@@ -12,6 +12,7 @@ sha256) of requests without them are what they always were.
 
 from __future__ import annotations
 
+import json
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -21,11 +22,60 @@ if TYPE_CHECKING:
 Role = Literal["user", "assistant", "tool"]
 
 
+RAW_ARGUMENTS = "_raw"  # the one key of a call's arguments when the model sent text that is not a JSON object
+
+
 @dataclass(frozen=True)
 class ToolCall:
+    """One tool call, the same shape in the provider's stream, in the log and in the request.
+
+    `arguments` is the JSON object the model sent; when it sent something else, `{"_raw": text}` —
+    kept so the conversation shows what was asked, and refused by the loop with a clear error.
+    """
+
     id: str
     name: str
-    arguments: dict[str, Any]
+    arguments: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def parsed(cls, id: str, name: str, raw: str) -> ToolCall:
+        """A call from its streamed JSON arguments: `{}` when empty, the raw text when not a JSON object."""
+        if not raw.strip():
+            return cls(id, name, {})
+        try:
+            args = json.loads(raw)
+        except (ValueError, RecursionError):
+            args = None
+        return cls(id, name, args if isinstance(args, dict) else {RAW_ARGUMENTS: raw})
+
+    @property
+    def malformed(self) -> bool:
+        return set(self.arguments) == {RAW_ARGUMENTS} and isinstance(self.arguments[RAW_ARGUMENTS], str)
+
+    @property
+    def raw_arguments(self) -> str:
+        """What the model sent, for a malformed call ("" otherwise)."""
+        return str(self.arguments[RAW_ARGUMENTS]) if self.malformed else ""
+
+
+@dataclass(frozen=True)
+class Usage:
+    """What one model call consumed, as the provider reported it — the one shape of usage, from the
+    provider's stream to the log (`AssistantData.usage`), the UI and the session's totals (a sum)."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read: int = 0
+    cache_write: int = 0
+
+    @property
+    def prompt_tokens(self) -> int:
+        """The whole prompt as the provider counted it (Anthropic splits cached parts out)."""
+        return self.input_tokens + self.cache_read + self.cache_write
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(self.input_tokens + other.input_tokens, self.output_tokens + other.output_tokens,
+                     self.cache_read + other.cache_read, self.cache_write + other.cache_write)
 
 
 @dataclass(frozen=True)

@@ -12,8 +12,8 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from ctxagent.context.events import ToolCallData
 from ctxagent.context.history import Event, Summary
+from ctxagent.context.request import ToolCall
 from ctxagent.context.tool_meta import changed_files_of, is_edit_tool
 
 
@@ -36,7 +36,7 @@ def call_key(name: str, args: dict[str, Any]) -> tuple[Any, ...] | None:
 
 def superseded_results(items: Sequence[Event | Summary]) -> set[int]:
     """Event ids of tool results whose answer a later step replaced."""
-    calls: dict[str, ToolCallData] = {}
+    calls: dict[str, ToolCall] = {}
     for it in items:
         if isinstance(it, Event) and it.kind == "assistant":
             calls.update((c.id, c) for c in it.assistant.tool_calls)

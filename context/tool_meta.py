@@ -16,7 +16,8 @@ import shlex
 from collections.abc import Iterable
 from typing import Any
 
-from ctxagent.context.events import ToolCallData, ToolResultData
+from ctxagent.context.events import ToolResultData
+from ctxagent.context.request import ToolCall
 
 # name -> the argument keys that hold the path it writes (first present wins)
 EDIT_TOOLS: dict[str, tuple[str, ...]] = {
@@ -69,7 +70,7 @@ def changed_files_of_call(name: str, arguments: dict[str, Any]) -> list[str]:
     return []
 
 
-def changed_files_of(call: ToolCallData | None, result: ToolResultData) -> list[str]:
+def changed_files_of(call: ToolCall | None, result: ToolResultData) -> list[str]:
     """Files one call changed: the result's own account if it gave one, else read from the call."""
     if result.is_error:
         return []

@@ -11,7 +11,6 @@ from ctxagent.agent.providers import specs
 from ctxagent.agent.providers.anthropic import AnthropicProvider
 from ctxagent.agent.providers.catalogue import CatalogueModel
 from ctxagent.agent.providers.openai import OpenAIProvider
-from ctxagent.agent.providers.protocol import Usage
 from ctxagent.agent.providers.registry import (
     TOKENIZERS,
     cheaper_sibling,
@@ -24,6 +23,7 @@ from ctxagent.agent.providers.registry import (
 )
 from ctxagent.agent.providers.scripted import ScriptedProvider
 from ctxagent.context.errors import ConfigError
+from ctxagent.context.request import Usage
 
 
 @pytest.mark.parametrize(("name", "expected"), [
@@ -196,15 +196,15 @@ def test_cost_usd() -> None:
     info = model_info("anthropic", "claude-sonnet-4-6")
     usage = Usage(input_tokens=1_000_000, output_tokens=100_000, cache_read=2_000_000, cache_write=400_000)
     assert cost_usd(info, usage) == pytest.approx(3.0 + 1.5 + 0.6 + 1.5)
-    assert cost_usd(info, {"input_tokens": 500_000}) == pytest.approx(1.5)
+    assert cost_usd(info, Usage(input_tokens=500_000)) == pytest.approx(1.5)
     assert cost_usd(model_info("openai", "llama3.1"), usage) == 0.0
 
 
 def test_cost_usd_long_context_rate() -> None:
     sol = model_info("openai", "gpt-6.1-sol")
-    assert cost_usd(sol, {"input_tokens": 272_000, "output_tokens": 1000}) == pytest.approx((272_000 * 2.0 + 1000 * 10.0) / 1e6)
+    assert cost_usd(sol, Usage(input_tokens=272_000, output_tokens=1000)) == pytest.approx((272_000 * 2.0 + 1000 * 10.0) / 1e6)
     # one token over the threshold: the whole request at the long-context rate
-    assert cost_usd(sol, {"input_tokens": 272_001, "output_tokens": 1000}) == pytest.approx((272_001 * 4.0 + 1000 * 15.0) / 1e6)
+    assert cost_usd(sol, Usage(input_tokens=272_001, output_tokens=1000)) == pytest.approx((272_001 * 4.0 + 1000 * 15.0) / 1e6)
 
 
 def test_cheaper_sibling() -> None:

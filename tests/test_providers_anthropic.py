@@ -6,11 +6,11 @@ import threading
 
 import pytest
 from ctxagent.agent.providers.anthropic import AnthropicProvider, wire_messages
-from ctxagent.agent.providers.protocol import Stop, TextDelta, ToolCallEvent, Usage
+from ctxagent.agent.providers.protocol import Stop, TextDelta
 from ctxagent.agent.providers.registry import make_provider
 from ctxagent.agent.scripted.server import ScriptedServer
 from ctxagent.context.errors import AuthError, ContextLengthError
-from ctxagent.context.request import Message, Request, ToolCall, ToolSpec
+from ctxagent.context.request import Message, Request, ToolCall, ToolSpec, Usage
 
 TOOLS = [
     ToolSpec("read_file", "Read a file", {"type": "object", "properties": {"path": {"type": "string"}}}),
@@ -100,8 +100,8 @@ def test_streams_text_tool_calls_usage_and_sends_exactly_body() -> None:
     assert sent["path"] == "/v1/messages"
     assert sent["body"] == p.body(req)
     assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "I'll read it. 我来读。"
-    assert [e for e in events if isinstance(e, ToolCallEvent)] == [
-        ToolCallEvent("toolu_scripted_0001_0", "read_file", {"path": "a.py"}, '{"path": "a.py"}')]
+    assert [e for e in events if isinstance(e, ToolCall)] == [
+        ToolCall("toolu_scripted_0001_0", "read_file", {"path": "a.py"})]
     usage = [e for e in events if isinstance(e, Usage)][0]
     assert usage == Usage(input_tokens=50, output_tokens=20, cache_read=900, cache_write=100)
     assert usage.prompt_tokens == 1050
@@ -114,9 +114,9 @@ def test_invalid_tool_json_keeps_the_raw_arguments() -> None:
                               {"name": "git_status", "raw_arguments": ""}]}]
     with ScriptedServer(script) as srv:
         p = AnthropicProvider("claude-x", api_key="k", base_url=srv.base_url)
-        calls = [e for e in p.stream(Request("", [Message("user", "go")], TOOLS)) if isinstance(e, ToolCallEvent)]
-    assert calls[0].arguments is None and calls[0].raw_arguments == '{"pattern": "x"'
-    assert calls[1].arguments is None  # valid JSON, but not an object
+        calls = [e for e in p.stream(Request("", [Message("user", "go")], TOOLS)) if isinstance(e, ToolCall)]
+    assert calls[0].malformed and calls[0].raw_arguments == '{"pattern": "x"'
+    assert calls[1].malformed  # valid JSON, but not an object
     assert calls[2].arguments == {}
 
 
@@ -132,7 +132,7 @@ def test_non_streaming_mode_gives_the_same_events() -> None:
     text = lambda evs: "".join(e.text for e in evs if isinstance(e, TextDelta))  # noqa: E731
     assert text(whole) == text(streamed) == "hello 你好"
     strip = lambda evs: [e for e in evs if not isinstance(e, (TextDelta, Usage))]  # noqa: E731
-    assert [e.name for e in strip(whole) if isinstance(e, ToolCallEvent)] == ["grep"]
+    assert [e.name for e in strip(whole) if isinstance(e, ToolCall)] == ["grep"]
     assert strip(whole)[-1] == Stop("tool_use")
 
 

@@ -6,11 +6,11 @@ import json
 
 import pytest
 from ctxagent.agent.providers.openai import OpenAIProvider, normalize_base_url, wire_messages
-from ctxagent.agent.providers.protocol import Stop, TextDelta, ToolCallEvent, Usage
+from ctxagent.agent.providers.protocol import Stop, TextDelta
 from ctxagent.agent.providers.registry import make_provider
 from ctxagent.agent.scripted.server import ScriptedServer
 from ctxagent.context.errors import AuthError, ConfigError, ModelNotFoundError
-from ctxagent.context.request import Message, Request, ToolCall, ToolSpec
+from ctxagent.context.request import Message, Request, ToolCall, ToolSpec, Usage
 
 TOOLS = [ToolSpec("read_file", "Read a file", {"type": "object", "properties": {"path": {"type": "string"}}})]
 
@@ -75,7 +75,7 @@ def test_streams_text_tool_calls_and_cached_usage() -> None:
     assert sent["path"] == "/v1/chat/completions"
     assert sent["body"] == p.body(req)
     assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "读取文件 and grep."
-    calls = [e for e in events if isinstance(e, ToolCallEvent)]
+    calls = [e for e in events if isinstance(e, ToolCall)]
     assert [(c.id, c.name, c.arguments) for c in calls] == [
         ("call_scripted_0001_0", "read_file", {"path": "a.py"}),
         ("call_scripted_0001_1", "grep", {"pattern": "def login", "ignore_case": True})]
@@ -89,8 +89,8 @@ def test_invalid_tool_json_keeps_the_raw_arguments() -> None:
     script = [{"tool_calls": [{"name": "grep", "raw_arguments": "{'pattern': 1}"}]}]
     with ScriptedServer(script) as srv:
         p = OpenAIProvider("gpt-x", api_key="k", base_url=srv.base_url)
-        calls = [e for e in p.stream(Request("", [Message("user", "go")], TOOLS)) if isinstance(e, ToolCallEvent)]
-    assert calls == [ToolCallEvent("call_scripted_0001_0", "grep", None, "{'pattern': 1}")]
+        calls = [e for e in p.stream(Request("", [Message("user", "go")], TOOLS)) if isinstance(e, ToolCall)]
+    assert calls == [ToolCall("call_scripted_0001_0", "grep", {"_raw": "{'pattern': 1}"})]
 
 
 def test_non_streaming_mode_gives_the_same_events() -> None:
@@ -139,4 +139,4 @@ def test_cancel_mid_stream_stops_with_cancelled_and_no_half_calls() -> None:
         for ev in p.stream(Request("", [Message("user", "go")], TOOLS), cancel=cancel):
             got.append(ev)
             cancel.set()
-    assert got[-1] == Stop("cancelled") and not [e for e in got if isinstance(e, ToolCallEvent)]
+    assert got[-1] == Stop("cancelled") and not [e for e in got if isinstance(e, ToolCall)]

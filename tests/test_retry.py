@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 from ctxagent.agent.providers.openai import OpenAIProvider
-from ctxagent.agent.providers.protocol import Stop, StreamEvent, TextDelta, Usage
+from ctxagent.agent.providers.protocol import Stop, StreamEvent, TextDelta
 from ctxagent.agent.retry import backoff_delay, stream_with_retry
 from ctxagent.agent.scripted.server import ScriptedServer
 from ctxagent.context.errors import (
@@ -19,7 +19,7 @@ from ctxagent.context.errors import (
     ServerError,
     StreamError,
 )
-from ctxagent.context.request import Message, Request
+from ctxagent.context.request import Message, Request, Usage
 
 OK: list[StreamEvent] = [TextDelta("hi"), Usage(1, 1), Stop("end_turn")]
 

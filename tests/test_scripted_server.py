@@ -17,7 +17,7 @@ from pathlib import Path
 import anthropic
 import openai
 import pytest
-from ctxagent.agent.providers.protocol import Stop, TextDelta, ToolCallEvent, Usage
+from ctxagent.agent.providers.protocol import Stop, TextDelta
 from ctxagent.agent.providers.registry import make_provider
 from ctxagent.agent.providers.scripted import ScriptedProvider
 from ctxagent.agent.scripted.script import estimate_input_tokens, load_script
@@ -28,7 +28,7 @@ from ctxagent.context.errors import (
     RateLimitError,
     StreamError,
 )
-from ctxagent.context.request import Message, Request, ToolSpec
+from ctxagent.context.request import Message, Request, ToolCall, ToolSpec, Usage
 
 TURNS = [
     {"text": "Reading the file. 先读文件。", "tool_calls": [{"name": "read_file", "arguments": {"path": "app.py"}}]},
@@ -176,7 +176,7 @@ def test_scripted_provider_yields_the_script_deterministically(tmp_path: Path) -
     assert isinstance(provider, ScriptedProvider) and provider.name == "scripted"
     first = list(provider.stream(REQ))
     assert "".join(e.text for e in first if isinstance(e, TextDelta)) == "Reading the file. 先读文件。"
-    call = [e for e in first if isinstance(e, ToolCallEvent)][0]
+    call = [e for e in first if isinstance(e, ToolCall)][0]
     assert (call.id, call.name, call.arguments) == ("call_scripted_0001_0", "read_file", {"path": "app.py"})
     usage = [e for e in first if isinstance(e, Usage)][0]
     assert usage.input_tokens == estimate_input_tokens(provider.body(REQ))
@@ -200,5 +200,5 @@ def test_scripted_provider_faults_and_partial_text() -> None:
         for ev in provider.stream(REQ):
             got.append(ev)
     assert "".join(e.text for e in got if isinstance(e, TextDelta)) == "half an ans"
-    call = [e for e in provider.stream(REQ) if isinstance(e, ToolCallEvent)][0]
-    assert call.arguments is None and call.raw_arguments == "{not json"
+    call = [e for e in provider.stream(REQ) if isinstance(e, ToolCall)][0]
+    assert call.malformed and call.raw_arguments == "{not json"

@@ -281,8 +281,7 @@ class SessionScreen(Screen[None]):
                     self.bar.show(float(ev.report.usage_pct))
             case AssistantDone():
                 model = self.status.info.model
-                self.status.add_usage(int(ev.usage.get("input_tokens", 0)), int(ev.usage.get("output_tokens", 0)),
-                                      cost_usd(model, ev.usage))
+                self.status.add_usage(ev.usage.input_tokens, ev.usage.output_tokens, cost_usd(model, ev.usage))
             case ToolStarted():
                 self.status.set(activity=f"tool: {ev.name}")
             case TurnFinished():

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Any
 
-from ctxagent.context import Event, Summary, view
+from ctxagent.context import Event, Summary, Usage, view
 from ctxagent.tui.chat import SummaryPanel, ToolPanel, UserMessage
 from textual.widget import Widget
 
@@ -46,27 +45,18 @@ def transcript_widgets(events: Iterable[Event]) -> list[Widget]:
     return out
 
 
-@dataclass(frozen=True)
-class UsageTotals:
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cache_read: int = 0
-    cache_write: int = 0
-    requests: int = 0
+def model_calls(events: Iterable[Event]) -> list[Event]:
+    """The log's model calls (masked or not: they were paid for); the user's own @file / !command
+    calls (`direct`) called no model."""
+    return [e for e in events if e.kind == "assistant" and not e.assistant.direct]
 
 
-def usage_totals(events: Iterable[Event]) -> UsageTotals:
-    """Provider-reported usage over every model call in the log (masked or not: it was paid for)."""
-    i = o = cr = cw = n = 0
-    for e in events:
-        if e.kind != "assistant" or e.assistant.direct:  # direct: the user's @file / !command, no model call
-            continue
-        u = e.assistant.usage
-        i, o, cr, cw, n = i + u.input_tokens, o + u.output_tokens, cr + u.cache_read, cw + u.cache_write, n + 1
-    return UsageTotals(i, o, cr, cw, n)
+def usage_totals(events: Iterable[Event]) -> Usage:
+    """Provider-reported usage summed over every model call in the log."""
+    return sum((e.assistant.usage for e in model_calls(events)), Usage())
 
 
-def cost_usd(model_label: str, usage: UsageTotals | dict[str, int]) -> float | None:
+def cost_usd(model_label: str, usage: Usage) -> float | None:
     """Dollars for `usage` at the registry's prices; None when the model's prices are unknown."""
     from ctxagent.agent import cost_usd as priced
     from ctxagent.agent import model_info, parse_model_name
@@ -78,20 +68,18 @@ def cost_usd(model_label: str, usage: UsageTotals | dict[str, int]) -> float | N
         return None
     if not info.known:
         return None
-    u = dict(usage) if isinstance(usage, dict) else {
-        "input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens,
-        "cache_read": usage.cache_read, "cache_write": usage.cache_write}
-    return float(priced(info, u))
+    return float(priced(info, usage))
 
 
 def cost_markdown(model_label: str, events: Iterable[Event]) -> str:
     evs = list(events)
     t = usage_totals(evs)
     cost = cost_usd(model_label, t)
+    calls = len(model_calls(evs))
     cost_s = f"${cost:.4f}" if cost is not None else "unknown (no prices for this model)"
     return (
         f"## Cost of this session\n\n| | tokens |\n| --- | ---: |\n"
         f"| input | {t.input_tokens:,} |\n| output | {t.output_tokens:,} |\n"
         f"| cache read | {t.cache_read:,} |\n| cache write | {t.cache_write:,} |\n\n"
-        f"{t.requests} model calls with **{model_label}** · cost: **{cost_s}**"
+        f"{calls} model calls with **{model_label}** · cost: **{cost_s}**"
     )

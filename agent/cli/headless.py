@@ -27,6 +27,7 @@ context, and error {type, message} when the turn failed.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import sys
@@ -54,6 +55,7 @@ from ctxagent.agent.updates import (
 from ctxagent.context.errors import ConfigError, CtxagentError, HistoryError
 from ctxagent.context.floor.display import strip_controls
 from ctxagent.context.floor.state_paths import describe_os_error
+from ctxagent.context.request import Usage
 
 EXIT_OK, EXIT_PROVIDER, EXIT_CONFIG, EXIT_AUTH, EXIT_OVERFLOW, EXIT_MAX_STEPS = 0, 1, 2, 3, 4, 5
 EXIT_REFUSED, EXIT_CUT, EXIT_CANCELLED = 6, 7, 130
@@ -219,18 +221,13 @@ def _json_notice(ev: AgentEvent, err: TextIO, printed_errors: set[str]) -> None:
 def _json_result(agent: Any, done: TurnFinished, refused: list[dict[str, str]]) -> dict[str, Any]:
     log = agent.session.log
     turn_events = [e for e in _this_run(log.events) if e.kind in ("assistant", "tool_result")]
-    usage = {"input_tokens": 0, "output_tokens": 0, "cache_read": 0, "cache_write": 0}
-    for e in turn_events:
-        if e.kind == "assistant":
-            step_usage = e.assistant.usage.to_data()
-            for k in usage:
-                usage[k] += int(step_usage.get(k, 0))
+    usage = sum((e.assistant.usage for e in turn_events if e.kind == "assistant"), Usage())
     result: dict[str, Any] = {
         "session": agent.session.id,
         "result": log.sanitize(done.text) if log.sanitize else done.text,  # as logged: keys redacted
         "steps": done.steps,
         "tool_calls": sum(1 for e in turn_events if e.kind == "tool_result"),
-        "usage": usage,
+        "usage": dataclasses.asdict(usage),
         "stop_reason": done.stop_reason,
         "refused": refused,
         "context": agent.last_report.to_dict() if agent.last_report else None,

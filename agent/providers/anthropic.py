@@ -38,20 +38,11 @@ from ctxagent.agent.providers.client import (
     as_date,
     cut_events,
     sdk_client,
-    tool_event,
 )
-from ctxagent.agent.providers.protocol import (
-    CatalogueModel,
-    Stop,
-    StreamEvent,
-    TextDelta,
-    TokenCount,
-    ToolCallEvent,
-    Usage,
-)
+from ctxagent.agent.providers.protocol import CatalogueModel, Stop, StreamEvent, TextDelta, TokenCount
 from ctxagent.agent.providers.response_cap import MAX_RESPONSE_CHARS, TextBudget, cut_mark
 from ctxagent.context.errors import StreamError
-from ctxagent.context.request import Message, Request
+from ctxagent.context.request import RAW_ARGUMENTS, Message, Request, ToolCall, Usage
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 
@@ -244,7 +235,7 @@ class AnthropicProvider(SDKProvider):
                     return
                 if kind == "content_block_stop":
                     if tool is not None:
-                        yield tool_event(tool["id"], tool["name"], "".join(tool["json"]))
+                        yield ToolCall.parsed(tool["id"], tool["name"], "".join(tool["json"]))
                         tool = None
                     elif compaction is not None:
                         done = compaction.event()
@@ -314,8 +305,8 @@ def _message_events(message: Any, max_chars: int = MAX_RESPONSE_CHARS) -> Iterat
             if budget.clip(raw)[1]:
                 yield from _cut(budget, acc)
                 return
-            yield ToolCallEvent(id=block.id, name=block.name,
-                                arguments=block.input if isinstance(block.input, dict) else None, raw_arguments=raw)
+            yield (ToolCall(block.id, block.name, block.input) if isinstance(block.input, dict)
+                   else ToolCall(block.id, block.name, {RAW_ARGUMENTS: raw}))
     edits = EditsReport()
     edits.take(getattr(message, "context_management", None), message.usage)
     reported = edits.event()

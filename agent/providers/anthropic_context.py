@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ctxagent.agent.providers.protocol import ServerCompaction, ServerEdits, Usage
+from ctxagent.agent.providers.protocol import ServerCompaction, ServerEdits
 from ctxagent.context.events import AppliedEditData
-from ctxagent.context.request import Message, Request
+from ctxagent.context.request import Message, Request, Usage
 from ctxagent.context.server_edits import beta_headers
 
 

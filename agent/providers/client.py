@@ -10,14 +10,13 @@ catalogue readers (`list_models` in each provider's module) use the same client.
 from __future__ import annotations
 
 import datetime as dt
-import json
 from collections.abc import Callable, Iterator
 from types import ModuleType
 from typing import Any, ClassVar, NoReturn
 
 import httpx2
 from ctxagent.agent.providers import response_cap
-from ctxagent.agent.providers.protocol import Stop, StreamEvent, TextDelta, ToolCallEvent, Usage
+from ctxagent.agent.providers.protocol import Stop, StreamEvent, TextDelta
 from ctxagent.agent.providers.response_cap import (
     RESPONSE_CAP_STOP,
     capped_http_client,
@@ -26,7 +25,7 @@ from ctxagent.agent.providers.response_cap import (
 )
 from ctxagent.agent.providers.wire_errors import classify_exception
 from ctxagent.context.errors import ProviderError
-from ctxagent.context.request import Request
+from ctxagent.context.request import Request, Usage
 
 DEFAULT_TIMEOUT = 600.0  # seconds for one request: a long answer streams for minutes
 END = object()  # `SDKProvider.next_event`: the stream ended
@@ -117,17 +116,6 @@ def cut_events(mark: str, usage: Usage) -> Iterator[StreamEvent]:
     yield TextDelta(mark)
     yield usage
     yield Stop(RESPONSE_CAP_STOP)
-
-
-def tool_event(call_id: str, name: str, raw: str) -> ToolCallEvent:
-    """A tool call from its streamed JSON arguments: `{}` when empty, None when not a JSON object."""
-    if not raw.strip():
-        return ToolCallEvent(id=call_id, name=name, arguments={}, raw_arguments=raw)
-    try:
-        args = json.loads(raw)
-    except ValueError:
-        return ToolCallEvent(id=call_id, name=name, arguments=None, raw_arguments=raw)
-    return ToolCallEvent(id=call_id, name=name, arguments=args if isinstance(args, dict) else None, raw_arguments=raw)
 
 
 def as_date(value: Any) -> dt.date | None:

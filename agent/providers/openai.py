@@ -29,20 +29,17 @@ from ctxagent.agent.providers.client import (
     as_date,
     cut_events,
     sdk_client,
-    tool_event,
 )
 from ctxagent.agent.providers.protocol import (
     CatalogueModel,
     Stop,
     StreamEvent,
     TextDelta,
-    ToolCallEvent,
-    Usage,
     refuse_server_edits,
 )
 from ctxagent.agent.providers.response_cap import MAX_RESPONSE_CHARS, TextBudget, cut_mark
 from ctxagent.context.errors import StreamError
-from ctxagent.context.request import Message, Request
+from ctxagent.context.request import Message, Request, ToolCall, Usage
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 _FINISH = {"stop": "end_turn", "tool_calls": "tool_use", "function_call": "tool_use", "length": "max_tokens"}
@@ -198,10 +195,10 @@ def _cut(budget: TextBudget, usage: Usage, mark: str = "") -> Iterator[StreamEve
     yield from cut_events(mark or cut_mark(budget.limit), usage)
 
 
-def _calls_events(calls: dict[int, dict[str, Any]]) -> Iterator[ToolCallEvent]:
+def _calls_events(calls: dict[int, dict[str, Any]]) -> Iterator[ToolCall]:
     for index in sorted(calls):
         slot = calls[index]
-        yield tool_event(slot["id"] or f"call_{index}", slot["name"], "".join(slot["args"]))
+        yield ToolCall.parsed(slot["id"] or f"call_{index}", slot["name"], "".join(slot["args"]))
     calls.clear()
 
 
@@ -233,7 +230,7 @@ def _completion_events(completion: Any, max_chars: int = MAX_RESPONSE_CHARS) -> 
             if budget.clip(raw)[1]:
                 yield from _cut(budget, usage)
                 return
-            yield tool_event(tc.id or f"call_{i}", getattr(fn, "name", "") or "", raw)
+            yield ToolCall.parsed(tc.id or f"call_{i}", getattr(fn, "name", "") or "", raw)
     yield usage
     finish = choice.finish_reason if choice is not None else None
     yield Stop(_FINISH.get(finish or "stop", finish or "end_turn"))

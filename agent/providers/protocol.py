@@ -2,7 +2,8 @@
 
 A provider translates a `ctxagent.context.request.Request` into its wire body (`body()`, also used
 by `ctxagent inspect` to show the exact request of a step) and streams the reply as:
-TextDelta*, ToolCallEvent*, Usage, Stop. A provider that does server-side context management
+TextDelta*, ToolCall*, Usage, Stop (ToolCall and Usage are context/request.py's: one shape from
+the stream to the log). A provider that does server-side context management
 (`Request.server_edits`) also yields ServerCompaction (before the reply's text) and ServerEdits
 (before Usage) when its server acted. Failures raise `ctxagent.context.errors.ProviderError`
 subclasses; retries with backoff live in `agent/retry.py`, not in the providers. A provider with a
@@ -18,33 +19,12 @@ from dataclasses import asdict, dataclass
 from typing import Any, Protocol
 
 from ctxagent.context.events import AppliedEditData
-from ctxagent.context.request import Request
+from ctxagent.context.request import Request, ToolCall, Usage
 
 
 @dataclass(frozen=True)
 class TextDelta:
     text: str
-
-
-@dataclass(frozen=True)
-class ToolCallEvent:
-    id: str
-    name: str
-    arguments: dict[str, Any] | None  # None when the model sent arguments that are not a JSON object
-    raw_arguments: str = ""
-
-
-@dataclass(frozen=True)
-class Usage:
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cache_read: int = 0
-    cache_write: int = 0
-
-    @property
-    def prompt_tokens(self) -> int:
-        """The whole prompt as the provider counted it (Anthropic splits cached parts out)."""
-        return self.input_tokens + self.cache_read + self.cache_write
 
 
 @dataclass(frozen=True)
@@ -108,7 +88,7 @@ class CatalogueModel:
             retires=dt.date.fromisoformat(retires) if retires else None, dated=bool(d.get("dated", True)))
 
 
-StreamEvent = TextDelta | ToolCallEvent | Usage | Stop | ServerCompaction | ServerEdits
+StreamEvent = TextDelta | ToolCall | Usage | Stop | ServerCompaction | ServerEdits
 
 
 def refuse_server_edits(request: Request, where: str) -> None:

@@ -22,8 +22,9 @@ from importlib import resources
 from typing import Any
 
 from ctxagent.agent.providers import specs
-from ctxagent.agent.providers.protocol import Provider, Usage
+from ctxagent.agent.providers.protocol import Provider
 from ctxagent.context.errors import ConfigError
+from ctxagent.context.request import Usage
 
 TOKENIZERS = ("o200k_base", "cl100k_base", "heuristic")
 LIFECYCLES = ("active", "deprecated", "retired")
@@ -255,18 +256,14 @@ def lifecycle_problem(info: ModelInfo, label: str, today: dt.date | None = None)
     return state, f"{label} is deprecated{when}; {instead}"
 
 
-def cost_usd(info: ModelInfo, usage: Usage | dict[str, int]) -> float:
-    """Dollars for one response's usage (Usage, or a dict with the same field names).
+def cost_usd(info: ModelInfo, usage: Usage) -> float:
+    """Dollars for one response's usage.
 
     A prompt over the model's long-context threshold bills the whole request at that rate.
     """
-    u = usage if isinstance(usage, dict) else {
-        "input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens,
-        "cache_read": usage.cache_read, "cache_write": usage.cache_write}
-    prompt = u.get("input_tokens", 0) + u.get("cache_read", 0) + u.get("cache_write", 0)
-    p = info.long_context if info.long_context is not None and prompt > info.long_context.above else info.prices
-    total = (u.get("input_tokens", 0) * p.input + u.get("output_tokens", 0) * p.output
-             + u.get("cache_read", 0) * p.cache_read + u.get("cache_write", 0) * p.cache_write)
+    p = info.long_context if info.long_context is not None and usage.prompt_tokens > info.long_context.above else info.prices
+    total = (usage.input_tokens * p.input + usage.output_tokens * p.output
+             + usage.cache_read * p.cache_read + usage.cache_write * p.cache_write)
     return total / 1_000_000
 
 

@@ -8,21 +8,13 @@ the same ProviderError classes the real providers map the server's faults to; "c
 
 from __future__ import annotations
 
-import json
 import threading
 from collections import deque
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ctxagent.agent.providers.protocol import (
-    Stop,
-    StreamEvent,
-    TextDelta,
-    ToolCallEvent,
-    Usage,
-    refuse_server_edits,
-)
+from ctxagent.agent.providers.protocol import Stop, StreamEvent, TextDelta, refuse_server_edits
 from ctxagent.agent.scripted.script import (
     CONTEXT_LENGTH_MESSAGE,
     EXHAUSTED_MESSAGE,
@@ -43,7 +35,7 @@ from ctxagent.context.errors import (
     ServerError,
     StreamError,
 )
-from ctxagent.context.request import Request
+from ctxagent.context.request import Request, ToolCall, Usage
 
 REQUESTS_KEPT = 256
 
@@ -113,14 +105,8 @@ class ScriptedProvider:
                 return
             yield TextDelta(piece)
         for i, c in enumerate(turn.tool_calls):
-            arguments: dict[str, Any] | None = dict(c.arguments)
-            if c.raw is not None:  # a scripted model that emits arguments that are not a JSON object
-                try:
-                    parsed = json.loads(c.raw)
-                except ValueError:
-                    parsed = None
-                arguments = parsed if isinstance(parsed, dict) else None
-            yield ToolCallEvent(id=c.id or call_id("call_scripted", n, i), name=c.name,
-                                arguments=arguments, raw_arguments=c.arguments_json)
+            cid = c.id or call_id("call_scripted", n, i)
+            # a scripted model may emit arguments that are not a JSON object (`raw`)
+            yield ToolCall(cid, c.name, dict(c.arguments)) if c.raw is None else ToolCall.parsed(cid, c.name, c.raw)
         yield Usage(**usage)
         yield Stop(turn.final_stop_reason())

@@ -33,7 +33,7 @@ def test_build_record_and_rebuild_with_the_context_face_alone(tmp_path: Path) ->
             recorded.append(step)
             assert step.report.context_report.step == len(recorded)  # steps numbered in request order
             log.append(ctx.AssistantData(text="reading", step=len(recorded), turn=turn, stop_reason="tool_use",
-                                         tool_calls=[ctx.ToolCallData(id=f"c{turn}", name="read_file",
+                                         tool_calls=[ctx.ToolCall(id=f"c{turn}", name="read_file",
                                                                       arguments={"path": f"part{turn}.txt"})]))
             log.append(ctx.ToolResultData(call_id=f"c{turn}", name="read_file", content=PAGE, turn=turn))
         # the window is small: the builder had to compact, and the compactions are in the log

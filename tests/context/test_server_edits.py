@@ -6,8 +6,9 @@ import pytest
 from ctxagent.context.budget import Budget
 from ctxagent.context.builder.dispatch import build
 from ctxagent.context.builder.inputs import BuildInputs
-from ctxagent.context.events import AssistantData, ToolCallData, ToolResultData, UserData
+from ctxagent.context.events import AssistantData, ToolResultData, UserData
 from ctxagent.context.history import Event
+from ctxagent.context.request import ToolCall
 from ctxagent.context.server_edits import (
     CLEAR_KEEP,
     CLEAR_TRIGGER,
@@ -67,7 +68,7 @@ def test_wire_round_trip_and_errors() -> None:
 def _events(results: int, size: int) -> list[Event]:
     evs = [Event(0, "user", UserData(text="读取所有文件 and summarize", turn=1).to_data())]
     for i in range(results):
-        evs.append(Event(len(evs), "assistant", AssistantData(tool_calls=[ToolCallData(id=f"c{i}", name="read_file",
+        evs.append(Event(len(evs), "assistant", AssistantData(tool_calls=[ToolCall(id=f"c{i}", name="read_file",
                                                                                     arguments={"path": f"f{i}.py"})],
                                                               step=i + 1, turn=1).to_data()))
         evs.append(Event(len(evs), "tool_result", ToolResultData(call_id=f"c{i}", name="read_file",

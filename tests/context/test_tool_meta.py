@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 from ctxagent.context.compact import changed_files, extractive_summary
-from ctxagent.context.events import ToolCallData, ToolMeta, ToolResultData
+from ctxagent.context.events import ToolMeta, ToolResultData
 from ctxagent.context.history import Event
+from ctxagent.context.request import ToolCall
 from ctxagent.context.tool_meta import changed_files_of, changed_files_of_call, shell_written_files
 
 
@@ -36,11 +37,11 @@ def test_shell_heuristics_ignore_quoted_arrows_and_devnull() -> None:
 
 
 def test_the_result_decides_first_and_a_failed_call_changed_nothing() -> None:
-    call = ToolCallData(id="c", name="bash", arguments={"command": "python build.py"})
+    call = ToolCall(id="c", name="bash", arguments={"command": "python build.py"})
     reported = ToolResultData(call_id="c", name="bash", meta=ToolMeta(changed_files=["dist/x.js"]))
     assert changed_files_of(call, reported) == ["dist/x.js"]
     failed = ToolResultData(call_id="c", name="Edit", is_error=True)
-    assert changed_files_of(ToolCallData(id="c", name="Edit", arguments={"file_path": "a.py"}), failed) == []
+    assert changed_files_of(ToolCall(id="c", name="Edit", arguments={"file_path": "a.py"}), failed) == []
 
 
 def _pair(i: int, name: str, args: dict) -> list[Event]:
