@@ -36,8 +36,7 @@ _EXPORTS = {
     "decline": "ctxagent.agent.trust",
     "describe_ignored": "ctxagent.agent.trust",
     "needs_prompt": "ctxagent.agent.trust",
-    # agent.trust's `trust`, under a name no submodule shadows (tests/test_faces.py)
-    "trust_repo": "ctxagent.agent.trust:trust",
+    "trust_repo": "ctxagent.agent.trust",
     # sessions and what a user does to them
     "Session": "ctxagent.agent.session",
     "find_repo_root": "ctxagent.agent.session",
@@ -45,6 +44,8 @@ _EXPORTS = {
     "open_session": "ctxagent.agent.session",
     "describe_rewind": "ctxagent.agent.checkpoints.rewind",
     "find_user_turn": "ctxagent.agent.checkpoints.rewind",
+    "REWIND_MODES": "ctxagent.agent.checkpoints.rewind",
+    "RewindMode": "ctxagent.agent.checkpoints.rewind",
     "switch_model": "ctxagent.agent.session_ops",
     "TurnInfo": "ctxagent.agent.checkpoints.turns",
     # models
@@ -52,7 +53,7 @@ _EXPORTS = {
     "model_info": "ctxagent.agent.providers.registry",
     "parse_model_name": "ctxagent.agent.providers.registry",
     # the command line, set-up help and the demo
-    "cli_main": "ctxagent.agent.cli.main:main",
+    "cli_main": "ctxagent.agent.cli.main",
     "setup_text": "ctxagent.agent.cli.setup_help",
     "DEMO_LABEL": "ctxagent.agent.scripted.demo",
     "DEMO_PROMPT": "ctxagent.agent.scripted.demo",
@@ -64,37 +65,83 @@ _EXPORTS = {
 __all__ = ["__version__", *sorted(_EXPORTS)]
 
 if TYPE_CHECKING:
-    from ctxagent.agent.checkpoints.rewind import describe_rewind, find_user_turn
-    from ctxagent.agent.checkpoints.turns import TurnInfo
-    from ctxagent.agent.cli.main import main as cli_main
-    from ctxagent.agent.cli.setup_help import setup_text
-    from ctxagent.agent.config import Config, flags_from_args, load_config
-    from ctxagent.agent.factory import create_agent
-    from ctxagent.agent.loop import Agent
-    from ctxagent.agent.parts import AgentParts, Approver
-    from ctxagent.agent.providers.registry import cost_usd, model_info, parse_model_name
-    from ctxagent.agent.scripted.demo import DEMO_LABEL, DEMO_PROMPT, Demo, prepare_demo
-    from ctxagent.agent.session import Session, find_repo_root, list_sessions, open_session
-    from ctxagent.agent.session_ops import switch_model
-    from ctxagent.agent.trust import decline, describe_ignored, needs_prompt
-    from ctxagent.agent.trust import trust as trust_repo
-    from ctxagent.agent.updates import (
-        AgentEvent,
-        AssistantDelta,
-        AssistantDone,
-        CompactionDone,
-        ContextBuilt,
-        Notice,
-        PermissionDecision,
-        PermissionRequest,
-        StepStarted,
-        ToolFinished,
-        ToolStarted,
-        TurnFinished,
-        TurnStarted,
+    from ctxagent.agent.checkpoints.rewind import (
+        REWIND_MODES as REWIND_MODES,
+        RewindMode as RewindMode,
+        describe_rewind as describe_rewind,
+        find_user_turn as find_user_turn,
     )
-    from ctxagent.agent.user_tools import DIRECT_CALL_PREFIX
-    from ctxagent.tools.confine import list_repo_files
+    from ctxagent.agent.checkpoints.turns import (
+        TurnInfo as TurnInfo,
+    )
+    from ctxagent.agent.cli.main import (
+        cli_main as cli_main,
+    )
+    from ctxagent.agent.cli.setup_help import (
+        setup_text as setup_text,
+    )
+    from ctxagent.agent.config import (
+        Config as Config,
+        flags_from_args as flags_from_args,
+        load_config as load_config,
+    )
+    from ctxagent.agent.factory import (
+        create_agent as create_agent,
+    )
+    from ctxagent.agent.loop import (
+        Agent as Agent,
+    )
+    from ctxagent.agent.parts import (
+        AgentParts as AgentParts,
+        Approver as Approver,
+    )
+    from ctxagent.agent.providers.registry import (
+        cost_usd as cost_usd,
+        model_info as model_info,
+        parse_model_name as parse_model_name,
+    )
+    from ctxagent.agent.scripted.demo import (
+        DEMO_LABEL as DEMO_LABEL,
+        DEMO_PROMPT as DEMO_PROMPT,
+        Demo as Demo,
+        prepare_demo as prepare_demo,
+    )
+    from ctxagent.agent.session import (
+        Session as Session,
+        find_repo_root as find_repo_root,
+        list_sessions as list_sessions,
+        open_session as open_session,
+    )
+    from ctxagent.agent.session_ops import (
+        switch_model as switch_model,
+    )
+    from ctxagent.agent.trust import (
+        decline as decline,
+        describe_ignored as describe_ignored,
+        needs_prompt as needs_prompt,
+        trust_repo as trust_repo,
+    )
+    from ctxagent.agent.updates import (
+        AgentEvent as AgentEvent,
+        AssistantDelta as AssistantDelta,
+        AssistantDone as AssistantDone,
+        CompactionDone as CompactionDone,
+        ContextBuilt as ContextBuilt,
+        Notice as Notice,
+        PermissionDecision as PermissionDecision,
+        PermissionRequest as PermissionRequest,
+        StepStarted as StepStarted,
+        ToolFinished as ToolFinished,
+        ToolStarted as ToolStarted,
+        TurnFinished as TurnFinished,
+        TurnStarted as TurnStarted,
+    )
+    from ctxagent.agent.user_tools import (
+        DIRECT_CALL_PREFIX as DIRECT_CALL_PREFIX,
+    )
+    from ctxagent.tools.confine import (
+        list_repo_files as list_repo_files,
+    )
 else:
     from ctxagent.context.floor.lazy import lazy_face
 

@@ -36,6 +36,7 @@ _INTERNAL_FIELDS = frozenset({"sources", "ignored_keys"})
 
 Fraction = Annotated[float, Field(gt=0, le=1)]
 # Literal over the one tuple that defines each set (a tuple subscript is the same as listing them).
+# Literal over the tuples the rules live in (one place): pydantic reads them at run time, mypy cannot
 SliceName = Literal[SLICE_NAMES]  # type: ignore[valid-type]
 PermissionMode = Literal[PERMISSION_MODES]  # type: ignore[valid-type]
 Strategy = Literal[STRATEGIES]  # type: ignore[valid-type]

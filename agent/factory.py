@@ -6,6 +6,7 @@ import os
 import re
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ctxagent.agent.cli.setup_help import no_model_message
 from ctxagent.agent.config import Config
@@ -33,6 +34,11 @@ from ctxagent.context.tokens import CachedCounter, get_counter
 from ctxagent.tools import make_registry
 from ctxagent.tools.confine import resolve_in_repo, stat_regular_file
 from ctxagent.tools.contract import ToolRegistry
+
+if TYPE_CHECKING:
+    from ctxagent.agent.checkpoints.store import Checkpoints
+    from ctxagent.context.memory import MemoryStore
+    from ctxagent.context.memory.recall import MemoryRecall
 
 BASE_PROMPT = """You are ctxagent, a coding agent working in the repository at {root}.
 Use the tools to read, search, edit and test code; keep changes minimal and explain what you did.
@@ -149,7 +155,7 @@ def summarizer_for(config: Config, label: str) -> Callable[[str], str] | None:
     return summarize
 
 
-def _memory_parts(session: Session) -> tuple[object | None, object | None, str]:
+def _memory_parts(session: Session) -> tuple[MemoryStore | None, MemoryRecall | None, str]:
     """(store, recall, problem): with memory off, or a database that cannot be opened (garbage,
     read-only, disk full), the agent runs without memory and `problem` says why."""
     if not session.config.memory:
@@ -169,11 +175,9 @@ def _memory_parts(session: Session) -> tuple[object | None, object | None, str]:
     return store, MemoryRecall(store, session.id, top_k=session.config.recall_k, user_store=user), ""
 
 
-def _checkpoints(session: Session) -> object | None:
-    try:
-        from ctxagent.agent.checkpoints.store import Checkpoints
-    except ImportError:
-        return None
+def _checkpoints(session: Session) -> Checkpoints:
+    from ctxagent.agent.checkpoints.store import Checkpoints
+
     return Checkpoints(session.root, session.state_dir)
 
 

@@ -46,7 +46,7 @@ def backoff_delay(attempt: int, error: ProviderError, *, base_delay: float, max_
     if error.retry_after is not None:
         return min(max(0.0, float(error.retry_after)), max_delay)
     exp = min(max_delay, base_delay * (2 ** (attempt - 1)))
-    return exp / 2 + rand() * exp / 2
+    return float(exp / 2 + rand() * exp / 2)
 
 
 def stream_with_retry(
@@ -75,7 +75,7 @@ def stream_with_retry(
                 yield event
             return
         except ProviderError as e:
-            e.attempts = attempt  # type: ignore[attr-defined]
+            e.attempts = attempt
             if yielded or not e.retryable or attempt >= attempts:
                 raise
             if cancel is not None and cancel.is_set():

@@ -100,7 +100,8 @@ def new_session(old: Session, with_summary: bool, summarize: Callable[[str], str
     """A new session of the same repository and config, child of `old`; seeded with `old`'s summary
     and pinned constraints when `with_summary` (`summarize`: the model call for it, None = extractive)."""
     if open_session is None:
-        from ctxagent.agent.session import open_session
+        from ctxagent.agent.session import open_session as default_open
+        open_session = default_open
     new = open_session(old.root, old.config, parent=old.id)
     if with_summary:
         summary, method = session_summary(old.log.events, summarize)

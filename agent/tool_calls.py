@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from ctxagent.agent.parts import AgentParts, Approver, Journal
 from ctxagent.agent.updates import PermissionRequest, ToolFinished, ToolStarted
-from ctxagent.context.events import CheckpointData, PermissionData, ToolResultData
+from ctxagent.context.events import CheckpointData, PermissionData, SpillRef, ToolMeta, ToolResultData
 from ctxagent.context.ledger import result_facts
 from ctxagent.context.request import ToolCall
 from ctxagent.context.tool_meta import changed_files_of_call
@@ -78,8 +78,10 @@ class ToolRunner:
                 result = ToolResult(f"error: invalid arguments for {call.name}: {malformed_json(call.raw_arguments)}",
                                     is_error=True)
             else:
-                result = self._permitted(call, turn)
-                if result is None:
+                refusal = self._permitted(call, turn)
+                if refusal is not None:
+                    result = refusal
+                else:
                     started = time.monotonic()  # the time the user took to decide is not the tool's
                     result = self.parts.registry.run(call.name, call.arguments, ctx)
                     if self.parts.registry.permission(call.name) != "read" and not result.is_error:
@@ -146,8 +148,8 @@ class ToolRunner:
             content=content,
             is_error=result.is_error,
             duration_ms=duration_ms,
-            meta=meta,
-            spill=spill_meta,
+            meta=ToolMeta.model_validate(meta),
+            spill=SpillRef.model_validate(spill_meta) if spill_meta is not None else None,
             turn=turn,
         ))
         self.journal.emit(ToolFinished(call.id, call.name, content, result.is_error, duration_ms, {**meta, "spill": spill_meta}))

@@ -19,7 +19,7 @@ API for the app (the "ask once" prompt) and the CLI:
     if needs_prompt(root, cfg.ignored_keys):     # something was ignored, and not asked before
         text = describe_ignored(cfg.ignored_keys)   # what would change, one line per key
         ... ask ...
-        trust(root) and reload the config, or decline(root, cfg.ignored_keys)
+        trust_repo(root) and reload the config, or decline(root, cfg.ignored_keys)
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from ctxagent.context.floor.state_paths import describe_os_error, user_state_dir
 try:
     import fcntl
 except ImportError:  # not on POSIX: writes are still atomic, only not serialised
-    fcntl = None  # type: ignore[assignment]
+    fcntl = None  # type: ignore[assignment]  # the module's name bound to None: callers test `fcntl is not None`
 
 TRUST_FILE = "trusted_repos.json"
 
@@ -121,7 +121,7 @@ def is_trusted(root: str | os.PathLike[str]) -> bool:
     return _key(root) in _read()["trusted"]
 
 
-def trust(root: str | os.PathLike[str]) -> Path:
+def trust_repo(root: str | os.PathLike[str]) -> Path:
     """Trust the repository at `root`: its config's security-relevant keys apply from now on."""
     key = _key(root)
 

@@ -79,46 +79,92 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:
-    from ctxagent.context.budget import Budget
-    from ctxagent.context.builder.dispatch import build, request_sha256
-    from ctxagent.context.builder.inputs import BuildInputs, BuildResult, WarmProvider
-    from ctxagent.context.builder.rebuild import RebuiltStep, rebuild_step
-    from ctxagent.context.builder.step import (
-        RecordedStep,
-        StepSetup,
-        build_next,
-        build_step,
-        record_system_prompt,
+    from ctxagent.context.budget import (
+        Budget as Budget,
     )
-    from ctxagent.context.calibrator import Calibrator
+    from ctxagent.context.builder.dispatch import (
+        build as build,
+        request_sha256 as request_sha256,
+    )
+    from ctxagent.context.builder.inputs import (
+        BuildInputs as BuildInputs,
+        BuildResult as BuildResult,
+        WarmProvider as WarmProvider,
+    )
+    from ctxagent.context.builder.rebuild import (
+        RebuiltStep as RebuiltStep,
+        rebuild_step as rebuild_step,
+    )
+    from ctxagent.context.builder.step import (
+        RecordedStep as RecordedStep,
+        StepSetup as StepSetup,
+        build_next as build_next,
+        build_step as build_step,
+        record_system_prompt as record_system_prompt,
+    )
+    from ctxagent.context.calibrator import (
+        Calibrator as Calibrator,
+    )
     from ctxagent.context.errors import (
-        ConfigError,
-        ContextOverflowError,
-        CtxagentError,
-        HistoryError,
-        ProviderError,
-        ToolError,
+        ConfigError as ConfigError,
+        ContextOverflowError as ContextOverflowError,
+        CtxagentError as CtxagentError,
+        HistoryError as HistoryError,
+        ProviderError as ProviderError,
+        ToolError as ToolError,
     )
     from ctxagent.context.events import (
-        AssistantData,
-        BuildParams,
-        CompactionData,
-        ContextReportData,
-        Payload,
-        SpillRef,
-        SystemPromptData,
-        ToolResultData,
-        UserData,
+        AssistantData as AssistantData,
+        BuildParams as BuildParams,
+        CompactionData as CompactionData,
+        ContextReportData as ContextReportData,
+        Payload as Payload,
+        SpillRef as SpillRef,
+        SystemPromptData as SystemPromptData,
+        ToolResultData as ToolResultData,
+        UserData as UserData,
     )
-    from ctxagent.context.floor.display import plural, show_controls, strip_controls
-    from ctxagent.context.history import Event, SessionLog, Summary, view
-    from ctxagent.context.memory.record import RETIRED, Record
-    from ctxagent.context.monitor import DEFAULT_THRESHOLDS, advice_for
-    from ctxagent.context.report import ContextReport
-    from ctxagent.context.request import Message, Request, ToolCall, ToolSpec, Usage
-    from ctxagent.context.spill import SpillStore
-    from ctxagent.context.strategies import STRATEGIES
-    from ctxagent.context.tokens import CachedCounter, TokenCounter, count_request, get_counter
+    from ctxagent.context.floor.display import (
+        plural as plural,
+        show_controls as show_controls,
+        strip_controls as strip_controls,
+    )
+    from ctxagent.context.history import (
+        Event as Event,
+        SessionLog as SessionLog,
+        Summary as Summary,
+        view as view,
+    )
+    from ctxagent.context.memory.record import (
+        RETIRED as RETIRED,
+        Record as Record,
+    )
+    from ctxagent.context.monitor import (
+        DEFAULT_THRESHOLDS as DEFAULT_THRESHOLDS,
+        advice_for as advice_for,
+    )
+    from ctxagent.context.report import (
+        ContextReport as ContextReport,
+    )
+    from ctxagent.context.request import (
+        Message as Message,
+        Request as Request,
+        ToolCall as ToolCall,
+        ToolSpec as ToolSpec,
+        Usage as Usage,
+    )
+    from ctxagent.context.spill import (
+        SpillStore as SpillStore,
+    )
+    from ctxagent.context.strategies import (
+        STRATEGIES as STRATEGIES,
+    )
+    from ctxagent.context.tokens import (
+        CachedCounter as CachedCounter,
+        TokenCounter as TokenCounter,
+        count_request as count_request,
+        get_counter as get_counter,
+    )
 else:
     from ctxagent.context.floor.lazy import lazy_face
 

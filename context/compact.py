@@ -303,7 +303,7 @@ def compact_now(
     # One long turn (the common case for a headless task): summarize its older steps, keeping the
     # user's message and the newest step, so /compact is never a no-op while the window is full.
     start = users[-1] + 1
-    steps = [i for i in range(start, len(items)) if isinstance(items[i], Event) and items[i].kind == "assistant"]
+    steps = [i for i, it in enumerate(items) if i >= start and isinstance(it, Event) and it.kind == "assistant"]
     if len(steps) < 2:
         return None
     return compaction_record(items[start : steps[-1]], summarize, focus)

@@ -77,6 +77,7 @@ class ProviderError(CtxagentError):
         super().__init__(message)
         self.status = status
         self.retry_after = retry_after
+        self.attempts = 1  # how many times the call was tried before this error (agent/retry.py sets it)
 
 
 class AuthError(ProviderError):

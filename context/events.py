@@ -205,6 +205,8 @@ class CompactionData(Payload):
     note: str | None = None
     # method "server": the block the provider returned (summary, signature, opaque fields), sent back verbatim
     server_block: dict[str, Any] | None = None
+    seeded_from: str | None = None  # a new session's opening summary: the session it summarizes
+    created: float | None = None
 
 
 class RewindData(Payload):
@@ -261,6 +263,7 @@ class MemoryData(Payload):
     type: str = "constraint"
     text: str = ""
     turn: int = 0
+    seeded_from: str | None = None  # carried into a new session from this one
 
 
 class PermissionData(Payload):

@@ -47,7 +47,7 @@ from ctxagent.context.events import (
 try:  # POSIX; elsewhere a session is not locked (documented in doctor)
     import fcntl
 except ImportError:  # pragma: no cover - Windows
-    fcntl = None  # type: ignore[assignment]
+    fcntl = None  # type: ignore[assignment]  # the module's name bound to None: callers test `fcntl is not None`
 
 P = TypeVar("P", bound=Payload)
 

@@ -85,10 +85,10 @@ class PinCollector:
                     if item:
                         self.tasks.setdefault(item.casefold(), Pin("task", item, self.turn, ev.id))
             elif ev.kind == "memory":
-                m = ev.memory
-                text = m.text.strip()
-                if m.op in ("remember", "pin", "store") and text and m.type in ("constraint", "pin", "preference"):
-                    self.constraints.setdefault(text.casefold(), Pin("constraint", text, m.turn or self.turn))
+                mem = ev.memory
+                text = mem.text.strip()
+                if mem.op in ("remember", "pin", "store") and text and mem.type in ("constraint", "pin", "preference"):
+                    self.constraints.setdefault(text.casefold(), Pin("constraint", text, mem.turn or self.turn))
             elif ev.kind == "compaction":
                 sections = summary_sections(ev.compaction.summary)
                 for item in sections.get("Open tasks", []):

@@ -81,7 +81,7 @@ def _files_note(text: str, shown: str) -> str:
     return f" {FILES_NOTE}: {', '.join(names)}" if names else ""
 
 
-def pruned_text(content: str, counter: TokenCounter, event_id: int | None, spill: dict | None = None) -> str:
+def pruned_text(content: str, counter: TokenCounter, event_id: int | None, spill: dict[str, Any] | None = None) -> str:
     """Head and tail of an old tool result plus a note of what was cut and where the original is."""
     head, tail, cut = head_tail(content, counter, PRUNE_HEAD_TOKENS, PRUNE_TAIL_TOKENS, max_head_lines=12, max_tail_lines=6)
     total_lines = content.count("\n") + 1
@@ -110,13 +110,13 @@ CLEARED_HEAD_CHARS = 80  # ... a longer one (a Write's content, an Edit's text) 
 CLEARED_FAILURES = 5  # failing-test lines a cleared result still shows
 
 
-def _where(event_id: int | None, spill: dict | None = None) -> str:
+def _where(event_id: int | None, spill: dict[str, Any] | None = None) -> str:
     if spill and spill.get("handle"):
         return f"read_spill handle={spill['handle']}"
     return f"read_event id={event_id}" if event_id is not None else "the session log"
 
 
-def cleared_text(content: str, name: str | None, event_id: int | None, spill: dict | None = None) -> str:
+def cleared_text(content: str, name: str | None, event_id: int | None, spill: dict[str, Any] | None = None) -> str:
     """An old tool result cleared from view: one line saying what it was, where the original is and
     the files it named, then the failing tests it reported (an unresolved error is what a later step
     still needs from an old run)."""

@@ -16,7 +16,8 @@ FACES = {"ctxagent.agent": ROOT / "agent" / "__init__.py", "ctxagent.context": R
 
 
 def _type_checking_names(path: Path) -> dict[str, str]:
-    """name -> module of the face's `if TYPE_CHECKING:` imports (the alias's name when aliased)."""
+    """name -> module of the face's `if TYPE_CHECKING:` imports (`name as name`: how a type checker is
+    told the name is re-exported)."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     names: dict[str, str] = {}
     for node in tree.body:
@@ -24,7 +25,8 @@ def _type_checking_names(path: Path) -> dict[str, str]:
             for imp in node.body:
                 assert isinstance(imp, ast.ImportFrom) and imp.module
                 for alias in imp.names:
-                    names[alias.asname or alias.name] = imp.module + ("" if alias.asname is None else ":" + alias.name)
+                    assert alias.asname in (None, alias.name), f"{alias.name} is exported under another name"
+                    names[alias.name] = imp.module
     return names
 
 

@@ -44,7 +44,7 @@ def _pid_alive(pid: int) -> bool:
 def is_stale_temp(path: Path) -> bool:
     """A temp file of ours whose writer is gone."""
     m = _TEMP_NAME.match(path.name)
-    return bool(m) and not _pid_alive(int(m.group(1)))
+    return m is not None and not _pid_alive(int(m.group(1)))
 
 
 def sweep_stale_temp_files(paths: Iterable[Path]) -> list[Path]:

@@ -270,7 +270,8 @@ def _find_all(text: str, needle: str) -> list[int]:
 
 def _edited_ranges(after: str, old_positions: list[int], old_len: int, new: str) -> list[list[int]]:
     span = max(new.count("\n") - (1 if new.endswith("\n") else 0), 0)
-    shift, ranges, line, last_pos = len(new) - old_len, [], 1, 0
+    ranges: list[list[int]] = []
+    shift, line, last_pos = len(new) - old_len, 1, 0
     for k, p in enumerate(old_positions):
         pos = p + k * shift
         line += after.count("\n", last_pos, pos)

@@ -31,7 +31,7 @@ class WorkerBridge:
         from ctxagent.tui.modals import PermissionModal
 
         answer = self.ask(PermissionModal(request))
-        if answer is None:
+        if not isinstance(answer, PermissionDecision):
             return PermissionDecision(allow=False, reason="ctxagent is closing" if self.control.stopping else "no answer")
         return answer
 

@@ -9,7 +9,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from ctxagent.agent import TurnInfo
+from ctxagent.agent import REWIND_MODES, RewindMode, TurnInfo
 from ctxagent.tui.safe import one_line, plain
 from rich.text import Text
 from textual.app import ComposeResult
@@ -25,7 +25,7 @@ MODE_LABEL = {"both": r"\[B]oth: code and conversation", "conversation": r"\[C]o
 @dataclass(frozen=True)
 class RewindChoice:
     turn: int
-    mode: str  # "both" | "conversation" | "code"
+    mode: RewindMode
 
 
 def _when(ts: Any) -> str:
@@ -97,7 +97,10 @@ class RewindScreen(ModalScreen[RewindChoice | None]):
         key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
         return int(key) if key is not None else None
 
-    def action_choose(self, mode: str) -> None:
+    def action_choose(self, choice: str) -> None:
+        mode = next((m for m in REWIND_MODES if m == choice), None)  # the binding's string, as the agent's type
+        if mode is None:
+            return
         if mode != "conversation" and not self.has_code:
             self.notify("No code checkpoints in this session; conversation only.", severity="warning")
             return

@@ -85,7 +85,7 @@ class StatusLine(Widget):
     info: reactive[StatusInfo] = reactive(StatusInfo)
 
     def set(self, **changes: object) -> None:
-        self.info = replace(self.info, **changes)  # type: ignore[arg-type]
+        self.info = replace(self.info, **changes)  # type: ignore[arg-type]  # StatusInfo's fields, by name: checked by replace() at run time
 
     def add_usage(self, tokens_in: int, tokens_out: int, cost: float | None = None) -> None:
         total = None if cost is None and self.info.cost is None else (self.info.cost or 0.0) + (cost or 0.0)

@@ -58,8 +58,7 @@ def usage_totals(events: Iterable[Event]) -> Usage:
 
 def cost_usd(model_label: str, usage: Usage) -> float | None:
     """Dollars for `usage` at the registry's prices; None when the model's prices are unknown."""
-    from ctxagent.agent import cost_usd as priced
-    from ctxagent.agent import model_info, parse_model_name
+    from ctxagent.agent import cost_usd as priced, model_info, parse_model_name
 
     try:
         provider, model = parse_model_name(model_label)

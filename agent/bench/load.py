@@ -100,14 +100,15 @@ def run_load(turns: int = 1000, window: int = 32_000, every: int = 100, workdir:
         )
         build_ms: list[float] = []
         misses: list[int] = []
-        state = {"t0": 0.0, "m0": 0}
+        started = {"at": 0.0}
+        misses_at = {"start": 0}
 
         def on_event(ev: AgentEvent) -> None:
             if isinstance(ev, StepStarted):
-                state["t0"], state["m0"] = time.perf_counter(), counter.misses
+                started["at"], misses_at["start"] = time.perf_counter(), counter.misses
             elif isinstance(ev, ContextBuilt):
-                build_ms.append((time.perf_counter() - state["t0"]) * 1000)
-                misses.append(counter.misses - state["m0"])
+                build_ms.append((time.perf_counter() - started["at"]) * 1000)
+                misses.append(counter.misses - misses_at["start"])
 
         builder_ms: list[float] = []
 

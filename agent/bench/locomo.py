@@ -262,7 +262,7 @@ def format_table(result: dict[str, Any]) -> str:
 
 
 def add_parser(bench_subparsers: Any) -> argparse.ArgumentParser:
-    p = bench_subparsers.add_parser("locomo", help="memory retrieval recall@k on LoCoMo conversations (no model call)")
+    p: argparse.ArgumentParser = bench_subparsers.add_parser("locomo", help="memory retrieval recall@k on LoCoMo conversations (no model call)")
     p.add_argument("--data", default=None, help="LoCoMo JSON file or bench folder (default: $CTXAGENT_BENCH_DATA or ../shared/bench)")
     p.add_argument("--k", default="5,10,20", help="comma-separated k values (default 5,10,20)")
     p.add_argument("--strategy", default=",".join(STRATEGIES), help=f"comma-separated, of {', '.join(STRATEGIES)}")

@@ -98,7 +98,7 @@ def run_memory_latency(n: int = 100_000, repeats: int = 20, db_dir: str | Path |
 
 
 def add_parser(bench_subparsers: Any) -> argparse.ArgumentParser:
-    p = bench_subparsers.add_parser("memory-latency", help="memory search latency at N records (default 100k)")
+    p: argparse.ArgumentParser = bench_subparsers.add_parser("memory-latency", help="memory search latency at N records (default 100k)")
     p.add_argument("--records", type=int, default=100_000)
     p.add_argument("--repeats", type=int, default=20)
     p.add_argument("--json", action="store_true")

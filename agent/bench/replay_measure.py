@@ -113,7 +113,7 @@ def _server_compact(name: str, stats: StrategyStats, lane: Lane, ctx: CallContex
     t0 = time.perf_counter()
     request = engine.run(lane.events, ctx.system, "full", engine.window, ctx.step, ctx.turn, tools=setup.prefix.tools,
                          cache=lane.cache).request
-    due = (compaction_due(ctx.size(engine, request), setup.server.compact_edit(engine.window)) if name == "anthropic-compact"
+    due = (compaction_due(int(ctx.size(engine, request)), setup.server.compact_edit(engine.window)) if name == "anthropic-compact"
            else ctx.size(engine, request) > setup.triggers[name])
     if due:
         record = server_compaction(lane.events, keep_users=name == "openai-compact")

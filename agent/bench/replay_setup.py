@@ -27,6 +27,7 @@ from ctxagent.agent.bench.request_meter import RequestMeter
 from ctxagent.agent.bench.requirements import LineTracker
 from ctxagent.context.history import Event
 from ctxagent.context.request import Request, ToolSpec
+from ctxagent.context.tokens import TokenCounter
 
 BASELINE = "last2+names"
 STRATEGIES = ("full", "window", "ctxagent", BASELINE, *EMULATED)
@@ -155,7 +156,7 @@ def append_source_compaction(lane: Lane, sev: SourceEvent) -> bool:
     return True
 
 
-def filler_text(tokens: int, counter: Any) -> str:
+def filler_text(tokens: int, counter: TokenCounter) -> str:
     """Deterministic prose of about `tokens` local tokens (never fewer than the head line)."""
     if tokens <= 0:
         return ""

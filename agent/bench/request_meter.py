@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from ctxagent.context.request import Message, Request
@@ -47,8 +48,8 @@ class RequestMeter:
                                                        lambda: self._count_system(request.system, self.counter)))]
         for spec in request.tools:
             key = ("tool", spec.name, spec.description)
-            out.append((key, self._memoized(key, lambda s=spec: self._count_tool_spec(s, self.counter))))
+            out.append((key, self._memoized(key, partial(self._count_tool_spec, spec, self.counter))))
         for m in request.messages:
             key = self.message_key(m)
-            out.append((key, self._memoized(key, lambda m=m: self._count_message(m, self.counter))))
+            out.append((key, self._memoized(key, partial(self._count_message, m, self.counter))))
         return out

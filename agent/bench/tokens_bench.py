@@ -54,18 +54,18 @@ def tokens_source(trajectories: Sequence[Trajectory], progress: Any = None, engi
             cal.update(int(local), reported)
         if progress is not None:
             progress.advance(note=traj.run_id[-40:])
-    reported = [r["reported"] for r in rows]
-    raw = rel_errors([r["local"] for r in rows], reported)
-    calibrated = rel_errors([r["calibrated"] for r in rows], reported)
+    reported_all = [r["reported"] for r in rows]
+    raw = rel_errors([r["local"] for r in rows], reported_all)
+    calibrated_all = rel_errors([r["calibrated"] for r in rows], reported_all)
     # the first call has nothing to learn from: score the calibrator on the calls after it
-    fit = fit_affine([r["local"] for r in rows], reported)
+    fit = fit_affine([r["local"] for r in rows], reported_all)
     out: dict[str, Any] = {
         "source": source,
         "model": model,
         "runs": len(trajectories),
         "calls": len(rows),
         "raw": _err_stats(raw),
-        "calibrated": _err_stats(calibrated[1:]),
+        "calibrated": _err_stats(calibrated_all[1:]),
         "fit": fit.to_dict() if fit is not None else None,
         "final_ratio": rows[-1]["ratio"] if rows else None,
         "skipped": dict(sorted(skipped.items())),

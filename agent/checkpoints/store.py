@@ -43,7 +43,7 @@ from ctxagent.context.history import SessionLog
 try:
     import fcntl
 except ImportError:  # not on POSIX: the thread lock alone
-    fcntl = None  # type: ignore[assignment]
+    fcntl = None  # type: ignore[assignment]  # the module's name bound to None: callers test `fcntl is not None`
 
 ConfirmOverwrite = Callable[[list[str]], bool]
 

@@ -90,10 +90,11 @@ def list_turns(shadow: ShadowRepo, log: SessionLog, positions: list[tuple[int, s
             if own in posts:
                 end, reported = posts[own]
             else:
-                end = next((c for p, c in positions if p >= next_id), None)
-                if end is None:
+                later = next((c for p, c in positions if p >= next_id), None)
+                if later is None:
                     current = current or shadow.scan()
-                    end = current
+                    later = current
+                end = later
             stats = diffstat(shadow, own, end)
             files = sorted({s.path for s in stats} | set(reported))
         infos.append(TurnInfo(

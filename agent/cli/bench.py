@@ -58,7 +58,8 @@ def run_replay(args: argparse.Namespace) -> int:
     from ctxagent.agent.bench.cache_cost import RULES
     from ctxagent.agent.bench.progress import Progress
     from ctxagent.agent.bench.readers import read_source
-    from ctxagent.agent.bench.replay import STRATEGIES, replay_source
+    from ctxagent.agent.bench.replay import replay_source
+    from ctxagent.agent.bench.replay_setup import STRATEGIES
     from ctxagent.agent.bench.replay_tables import replay_text
 
     strategies = list(STRATEGIES) if args.strategy == "all" else [s.strip() for s in args.strategy.split(",") if s.strip()]
@@ -179,7 +180,11 @@ def tokens_text_all(results: list[dict[str, Any]], tokens_text: Any) -> str:
 def add_parser(subparsers: Any) -> None:
     p = add_command(subparsers, "bench")
     sub = p.add_subparsers(dest="bench_command", metavar="BENCH")
-    p.set_defaults(func=lambda a: (p.print_help(sys.stderr), 2)[1])
+    def usage(_: argparse.Namespace) -> int:
+        p.print_help(sys.stderr)
+        return 2
+
+    p.set_defaults(func=usage)
 
     def common(q: argparse.ArgumentParser, source: bool = True) -> None:
         if source:

@@ -14,6 +14,7 @@ import re
 import sqlite3
 import sys
 from pathlib import Path
+from typing import Any
 
 from ctxagent.agent.cli.commands import add_command
 from ctxagent.agent.config import Config, load_config
@@ -161,7 +162,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     return 0 if all(s == "ok" for s, _, _ in checks) else 1
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+def add_parser(sub: Any) -> None:
     p = add_command(sub, "doctor", description="Check the model set-up, the offline tokenizer, the memory database and a "
                        "session's context health; exit 1 when any check warns.")
     p.add_argument("session", nargs="?", help="session id (default: the latest)")

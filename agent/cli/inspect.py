@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -28,10 +29,10 @@ def _load(args: argparse.Namespace, ref: str | None) -> SessionLog:
     return SessionLog.load(resolve_session(_root(args), ref))
 
 
-def _guard(fn):  # noqa: ANN001, ANN202
+def _guard(fn: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
     def run(args: argparse.Namespace) -> int:
         try:
-            return fn(args)
+            return int(fn(args))
         except CtxagentError as exc:
             sys.stderr.write(f"ctxagent: {exc}\n")
             return 2
@@ -168,7 +169,7 @@ def cmd_sessions(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+def add_parser(sub: Any) -> None:
     p = add_command(sub, "report",
                        description="One row per step (one model request): tokens, usage of the window, whether the "
                        "system prompt stayed in, loss, and what the engine did (spill, prune, compact).")

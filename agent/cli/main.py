@@ -166,5 +166,8 @@ def main(argv: list[str] | None = None, tui_launcher: Callable[[argparse.Namespa
     return print_setup_help()
 
 
+cli_main = main  # the name the agent face exports (`from ctxagent.agent import cli_main`, tui/entry.py)
+
+
 if __name__ == "__main__":
     sys.exit(main())

@@ -168,7 +168,7 @@ def cmd_models(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+def add_parser(sub: Any) -> None:
     p = add_command(sub, "models", description=__doc__)
     p.add_argument("--refresh", action="store_true", help="read each provider's model catalogue now (needs its key)")
     p.add_argument("--all", action="store_true", help="include retired models")

@@ -9,8 +9,7 @@ import sys
 from typing import Any
 
 from ctxagent.agent.cli.commands import add_command
-from ctxagent.agent.scripted import script as scripted_script
-from ctxagent.agent.scripted import server as scripted_server
+from ctxagent.agent.scripted import script as scripted_script, server as scripted_server
 from ctxagent.agent.scripted.server import ScriptedServer
 
 

@@ -9,12 +9,13 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
 from ctxagent.agent.cli.commands import add_command
 from ctxagent.context.errors import CtxagentError
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+def add_parser(sub: Any) -> None:
     p = add_command(
         sub, "trust",
         description="Trust a repository so that its .ctxagent/config.toml may set security-relevant keys "
@@ -30,7 +31,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def cmd_trust(args: argparse.Namespace) -> int:
     from ctxagent.agent.config import load_config
     from ctxagent.agent.session import find_repo_root
-    from ctxagent.agent.trust import SENSITIVE_KEYS, is_trusted, revoke, trust, trusted_repos
+    from ctxagent.agent.trust import SENSITIVE_KEYS, is_trusted, revoke, trust_repo, trusted_repos
     from ctxagent.context.floor.display import strip_controls
 
     try:
@@ -52,7 +53,7 @@ def cmd_trust(args: argparse.Namespace) -> int:
             print(f"already trusted: {shown}")
             return 0
         before = load_config(root, {}, env={}).ignored_keys
-        trust(root)
+        trust_repo(root)
         print(f"trusted: {shown}")
         if before:
             print("its .ctxagent/config.toml now applies: " + ", ".join(sorted({i.key for i in before})))

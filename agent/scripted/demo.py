@@ -21,7 +21,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from ctxagent.agent.trust import trust
+from ctxagent.agent.trust import trust_repo
 from ctxagent.context.floor.gitsafe import git_command, git_env
 from ctxagent.context.floor.state_paths import ensure_state_dir
 
@@ -102,7 +102,7 @@ def create_demo_repo(parent: Path | None = None) -> Path:
     runner = "pytest -q" if importlib.util.find_spec("pytest") else "unittest -v"  # pytest's summary is parsed best
     test_cmd = f"{shlex.quote(sys.executable)} -m {runner}"
     (state / "config.toml").write_text(f"test_command = {json.dumps(test_cmd)}\n", encoding="utf-8")
-    trust(repo)  # ctxagent wrote this config itself: its test_command applies (see agent/trust.py)
+    trust_repo(repo)  # ctxagent wrote this config itself: its test_command applies (see agent/trust.py)
     return repo
 
 

@@ -16,6 +16,7 @@ it unmodified; tests use `ScriptedServer` in a thread.
 
 from __future__ import annotations
 
+import io
 import json
 import socket
 import struct
@@ -45,7 +46,7 @@ from ctxagent.agent.scripted.script import (
 class _Chunked:
     """Chunked transfer encoding, so a dropped connection is visibly an incomplete body."""
 
-    def __init__(self, wfile: BinaryIO):
+    def __init__(self, wfile: BinaryIO | io.BufferedIOBase):
         self.wfile = wfile
 
     def write(self, data: bytes) -> None:
@@ -101,7 +102,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     @property
     def state(self) -> _ScriptState:
-        return self.server.state  # type: ignore[attr-defined]
+        state: _ScriptState = self.server.state  # type: ignore[attr-defined]  # set on the server by ScriptedServer.bind
+        return state
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
         pass  # quiet: test output and the CLI's stdout stay clean
@@ -321,9 +323,10 @@ class ScriptedServer:
     def bind(self) -> str:
         """Bind the socket (no serving yet) and return the base URL."""
         httpd = _QuietServer((self.host, self.port), _Handler)
-        httpd.state = self.state  # type: ignore[attr-defined]
+        httpd.state = self.state  # type: ignore[attr-defined]  # the handlers' shared script state, on the stdlib server
         self._httpd = httpd
-        host, port = httpd.server_address[:2]
+        address, port = httpd.server_address[:2]
+        host = address.decode() if isinstance(address, bytes) else address
         self.port = int(port)
         self.base_url = f"http://{host}:{port}"
         return self.base_url

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
+from functools import partial
 
 from ctxagent.context.builder.cache import BuildCache, cache_for
 from ctxagent.context.builder.inputs import CUT_STATES, BuildInputs, BuildResult, Draft, Slot
@@ -45,7 +46,7 @@ def _cap_messages(draft: Draft, inputs: BuildInputs, cache: BuildCache) -> int:
             continue
         # a function of the verbatim message (memoized per event), so remembered across builds
         msg, n = cache.memo(("capped", slot.event_id, slot.msg.role), slot.msg,
-                            lambda s=slot: _capped(s, inputs.counter),  # type: ignore[misc]
+                            partial(_capped, slot, inputs.counter),
                             kind="prunes", chars=WINDOW_MESSAGE_CAP * 4)
         draft.replace(i, msg, n, "pruned")
         capped += 1

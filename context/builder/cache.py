@@ -171,7 +171,7 @@ class BuildCache:
         was derived from) — identical or equal. `kind` names the CacheStats counter of misses."""
         hit = self._memo.get(key)
         if hit is not None and (hit[0] is anchor or hit[0] == anchor):
-            return hit[1]  # type: ignore[no-any-return]
+            return hit[1]  # type: ignore[no-any-return]  # the memo holds values of every key's own type
         value = compute()
         setattr(self.stats, kind, getattr(self.stats, kind) + 1)
         with self._lock:

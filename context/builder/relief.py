@@ -188,7 +188,7 @@ def _choose_in_turn_range(draft: Draft) -> list[ViewItem] | None:
     """The current turn's older steps (after the newest user message, before its last steps)."""
     users = user_positions(draft.items)
     start = users[-1] + 1 if users else 0
-    steps = [i for i in range(start, len(draft.items)) if isinstance(draft.items[i], Event) and draft.items[i].kind == "assistant"]
+    steps = [i for i, it in enumerate(draft.items) if i >= start and isinstance(it, Event) and it.kind == "assistant"]
     if len(steps) <= KEEP_RECENT_STEPS:
         return None
     chosen = draft.items[start : steps[-KEEP_RECENT_STEPS]]

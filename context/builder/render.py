@@ -14,6 +14,7 @@ view (e.g. masked) is shown as a user-side note instead of a dangling "tool" mes
 from __future__ import annotations
 
 import dataclasses
+from functools import partial
 from typing import Any
 
 from ctxagent.context.builder.cache import BuildCache, RenderState
@@ -102,7 +103,7 @@ def render(items: list[ViewItem], counter: TokenCounter, cache: BuildCache | Non
 
     def flush() -> None:
         for call_id, name in pending:
-            msg, n = memo(("missing", call_id, name), None, lambda c=call_id, nm=name: _render_missing(c, nm, counter),  # type: ignore[misc]
+            msg, n = memo(("missing", call_id, name), None, partial(_render_missing, call_id, name, counter),
                           kind="renders", chars=len(MISSING_RESULT))
             slots.append(Slot(msg, n, "tools", "synthetic", turn, -1))
         pending.clear()
@@ -115,7 +116,7 @@ def render(items: list[ViewItem], counter: TokenCounter, cache: BuildCache | Non
             quoted = quotes_block(masked, summary_quotes_tokens, counter) if masked else ""
             files = files_line(ledger.touched, it.first_id, it.last_id) if ledger is not None else ""
             quoted = "\n".join(x for x in (files, quoted) if x)
-            msg, n = memo(("summary", it.event_id), (it, quoted), lambda s=it, q=quoted: _render_summary(s, q, counter),  # type: ignore[misc]
+            msg, n = memo(("summary", it.event_id), (it, quoted), partial(_render_summary, it, quoted, counter),
                           kind="renders", chars=len(it.text) + len(quoted))
             slots.append(Slot(msg, n, "hot", "summary", turn, idx, event_id=it.event_id))
             continue
@@ -128,7 +129,7 @@ def render(items: list[ViewItem], counter: TokenCounter, cache: BuildCache | Non
                 pending.remove(match)
             lines = quotes[it.id].lines if it.id in quotes else ()
             msg, n, rank, spill = memo(("result", it.id, match is not None), (it, lines),
-                                       lambda e=it, a=match is not None, q=lines: _render_result(e, a, q, counter),  # type: ignore[misc]
+                                       partial(_render_result, it, match is not None, lines, counter),
                                        kind="renders", chars=len(result.content))
             slots.append(Slot(msg, n, "tools", "spilled" if spill else "verbatim", turn, idx,
                               is_tool_result=True, rank=rank, source=result.content,
@@ -137,11 +138,11 @@ def render(items: list[ViewItem], counter: TokenCounter, cache: BuildCache | Non
         flush()
         if it.kind == "user":
             turn = it.user.turn or turn + 1
-            msg, n = memo(("user", it.id), it, lambda e=it: _render_user(e, counter),  # type: ignore[misc]
+            msg, n = memo(("user", it.id), it, partial(_render_user, it, counter),
                           kind="renders", chars=len(it.user.text))
             slots.append(Slot(msg, n, "hot", "verbatim", turn, idx, event_id=it.id, full_tokens=size))
         elif it.kind == "assistant":
-            rendered = memo(("assistant", it.id), it, lambda e=it: _render_assistant(e, counter),  # type: ignore[misc]
+            rendered = memo(("assistant", it.id), it, partial(_render_assistant, it, counter),
                             kind="renders", chars=len(it.assistant.text))
             if rendered is None:
                 continue

@@ -16,15 +16,14 @@ from typing import Any
 
 def lazy_face(namespace: dict[str, Any], exports: Mapping[str, str]) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
     """`__getattr__` and `__dir__` for the package whose globals are `namespace`; its public name N
-    lives in module `exports[N]` (`"module:attr"` when it is defined there under another name)."""
+    lives in module `exports[N]`."""
     package = namespace["__name__"]
 
     def __getattr__(name: str) -> Any:
-        where = exports.get(name)
-        if where is None:
+        module = exports.get(name)
+        if module is None:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        module, _, attr = where.partition(":")
-        value = getattr(importlib.import_module(module), attr or name)
+        value = getattr(importlib.import_module(module), name)
         namespace[name] = value  # the next read is a plain attribute
         return value
 

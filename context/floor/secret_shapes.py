@@ -80,7 +80,8 @@ def _redact_pem(text: str) -> str:
         end_marker = f"-----END {m.group(1)}-----"
         end = text.find(end_marker, m.end())
         if end == -1:  # cut off (a preview, a truncated paste): the base64 that follows is still the key
-            end = _PEM_BODY.match(text, m.end()).end()
+            rest = _PEM_BODY.match(text, m.end())
+            end = rest.end() if rest is not None else m.end()
             body_end = end
         else:
             body_end = end

@@ -22,8 +22,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
 from ctxagent.context.floor.state_paths import ensure_state_dir, project_state_dir, user_state_dir
-from ctxagent.context.memory.embed import BACKFILL_BATCH, Embedder, VectorIndex, describe, embed_pending
-from ctxagent.context.memory.embed import detect as installed_embedder  # `detect` here is the sibling module
+from ctxagent.context.memory.embed import (
+    BACKFILL_BATCH,
+    Embedder,
+    VectorIndex,
+    describe,
+    detect as installed_embedder,  # `detect` here is the sibling module
+    embed_pending,
+)
 from ctxagent.context.memory.hybrid import hybrid_search
 from ctxagent.context.memory.record import Record
 from ctxagent.context.memory.store import DEFAULT_DEGRADE_AFTER_TURNS, MemoryDB

@@ -26,8 +26,11 @@ class RecordLifecycle:
     degrade_after_turns: int
     _lock: threading.RLock
 
-    def _write(self) -> AbstractContextManager[sqlite3.Connection]: ...  # MemoryDB's
-    def _get(self, conn: sqlite3.Connection, id: int) -> Record | None: ...  # MemoryDB's
+    def _write(self) -> AbstractContextManager[sqlite3.Connection]:
+        raise NotImplementedError  # MemoryDB's: the write transaction under the store's lock
+
+    def _get(self, conn: sqlite3.Connection, id: int) -> Record | None:
+        raise NotImplementedError  # MemoryDB's: one record by id
 
     def extend_context(self, id: int, text: str) -> None:
         """Append `text` to a record's searchable context (e.g. the reply that followed a turn)."""

@@ -20,8 +20,7 @@ from typing import Any, Self
 
 from ctxagent.context.errors import MemoryStoreError
 from ctxagent.context.floor.sanitize import escape_surrogates
-from ctxagent.context.memory import provenance as provenance_rules
-from ctxagent.context.memory import rules
+from ctxagent.context.memory import provenance as provenance_rules, rules
 from ctxagent.context.memory.dbfile import create_private, sqlite_problem
 from ctxagent.context.memory.lifecycle import RecordLifecycle, stored_text
 from ctxagent.context.memory.record import COLUMNS, LAYERS, RETIRED, TODO_STATUSES, TYPES, Record

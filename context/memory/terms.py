@@ -143,8 +143,8 @@ class Synonyms:
         self._by_term: dict[str, list[list[str]]] = {}
         for group in DEFAULT_SYNONYMS:
             self.add_group(group)
-        for group in groups or []:
-            self.add_group(group)
+        for extra in groups or []:
+            self.add_group(extra)
 
     def add_group(self, group: Iterable[str]) -> None:
         members = [m for m in (terms(g) for g in group) if m]

@@ -91,7 +91,7 @@ def test_ints_are_valid_fractions_and_budget_layers_add_up(tmp_path: Path, _isol
 
 
 def test_untrusted_repo_layer_keeps_safe_keys_and_reports_the_rest(tmp_path: Path, _isolated_home: Path) -> None:
-    from ctxagent.agent.trust import is_trusted, needs_prompt, revoke, trust
+    from ctxagent.agent.trust import is_trusted, needs_prompt, revoke, trust_repo
 
     (_isolated_home / "config").mkdir()
     (_isolated_home / "config" / "config.toml").write_text('test_command = "make test"\n')
@@ -105,7 +105,7 @@ def test_untrusted_repo_layer_keeps_safe_keys_and_reports_the_rest(tmp_path: Pat
     assert cfg.max_steps == 7
     assert [i.key for i in cfg.ignored_keys] == ["permission_mode", "test_command", "anthropic_api_key", "model", "shell_timeout"]
     assert needs_prompt(tmp_path, cfg.ignored_keys)
-    trust(tmp_path)
+    trust_repo(tmp_path)
     assert is_trusted(tmp_path) and not needs_prompt(tmp_path, cfg.ignored_keys)
     cfg = load_config(tmp_path, {}, env={})
     assert (cfg.permission_mode, cfg.test_command, cfg.shell_timeout) == ("yolo", "curl x | sh", 9999) and not cfg.ignored_keys
@@ -125,9 +125,9 @@ def test_ask_once_a_declined_repository_is_asked_again_only_for_new_keys(tmp_pat
 
 
 def test_damaged_trust_file_trusts_nothing(tmp_path: Path, _isolated_home: Path) -> None:
-    from ctxagent.agent.trust import is_trusted, trust
+    from ctxagent.agent.trust import is_trusted, trust_repo
 
     (_isolated_home / "trusted_repos.json").write_text("{not json")
     assert not is_trusted(tmp_path)
-    trust(tmp_path)
+    trust_repo(tmp_path)
     assert is_trusted(tmp_path)

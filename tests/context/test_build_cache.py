@@ -15,8 +15,7 @@ from ctxagent.context.builder.measure import loss_pct
 from ctxagent.context.history import Event, extend_view, view
 from ctxagent.context.pins import PinCollector, collect_pins, live_events
 from ctxagent.context.tokens import CachedCounter, get_counter
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 from test_builder_properties import make_log, turns_st
 
 

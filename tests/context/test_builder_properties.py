@@ -11,8 +11,7 @@ from ctxagent.context.budget import Budget
 from ctxagent.context.builder.dispatch import build, request_sha256
 from ctxagent.context.history import Event
 from ctxagent.context.tokens import count_request
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 WORDS = ["parser", "config", "数据库", "配置文件", "登录", "fix", "test", "PostgreSQL", "模块", "error", "{", "}", '"', "\n"]
 CONSTRAINTS = ["Don't modify config files.", "不要修改配置文件。", "Always run the tests.", "必须使用 PostgreSQL。", "Never push to main."]

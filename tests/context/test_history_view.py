@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from ctxagent.context.events import AssistantData, UserData
 from ctxagent.context.history import Event, SessionLog, Summary, item_id, view
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 KINDS = st.sampled_from(["user", "assistant", "tool_result", "context_report", "memory"])
 

@@ -116,9 +116,10 @@ def _assistant(traj: Trajectory, msg: dict[str, Any], by_msg_id: dict[str, dict[
             if text.strip():
                 data["text"] = (data["text"] + "\n" + text).strip("\n") if data["text"] else text.strip("\n")
         elif t == "tool_use":
-            call = {"id": str(b.get("id") or f"call{len(tool_names)}"), "name": str(b.get("name") or "tool"),
+            call_id, name = str(b.get("id") or f"call{len(tool_names)}"), str(b.get("name") or "tool")
+            call = {"id": call_id, "name": name,
                     "arguments": b.get("input") if isinstance(b.get("input"), dict) else {"input": b.get("input")}}
-            tool_names[call["id"]] = call["name"]
+            tool_names[call_id] = name
             data["tool_calls"].append(call)
         elif t in ("thinking", "redacted_thinking"):
             sk["claude-code:thinking_block"] += 1

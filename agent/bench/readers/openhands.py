@@ -79,7 +79,7 @@ def parse_openhands(run: dict[str, Any], run_id: str = "run") -> Trajectory:
             sk["openhands:bad_event"] += 1
             continue
         action, observation = ev.get("action"), ev.get("observation")
-        args = ev.get("args") if isinstance(ev.get("args"), dict) else {}
+        args = found if isinstance(found := ev.get("args"), dict) else {}
         meta = ev.get("tool_call_metadata") if isinstance(ev.get("tool_call_metadata"), dict) else None
         if action == "recall" or observation == "recall":
             sk["openhands:recall"] += 1
@@ -102,7 +102,7 @@ def parse_openhands(run: dict[str, Any], run_id: str = "run") -> Trajectory:
                 else:
                     sk[f"openhands:action_without_call:{action}"] += 1
                 continue
-            response = meta.get("model_response") if isinstance(meta.get("model_response"), dict) else {}
+            response = found if isinstance(found := meta.get("model_response"), dict) else {}
             rid = str(response.get("id") or "")
             call = {"id": str(meta.get("tool_call_id") or f"call_{len(traj.calls) + 1}"),
                     "name": str(meta.get("function_name") or action),
@@ -111,7 +111,7 @@ def parse_openhands(run: dict[str, Any], run_id: str = "run") -> Trajectory:
                 current["tool_calls"].append(call)
                 sk["openhands:response_with_several_calls"] += 1
                 continue
-            usage = response.get("usage") if isinstance(response.get("usage"), dict) else {}
+            usage = found if isinstance(found := response.get("usage"), dict) else {}
             reported = usage.get("prompt_tokens")
             text = _response_text(response) or str(args.get("thought") or "")
             current = traj.add_assistant(text, [call], int(reported) if reported is not None else None)

@@ -68,7 +68,7 @@ def parse_mini_swe_agent(run: dict[str, Any], run_id: str = "run") -> Trajectory
         if role == "system" and i == 0:
             traj.system = text
         elif role == "assistant":
-            usage = m.get("usage") if isinstance(m.get("usage"), dict) else {}
+            usage = found if isinstance(found := m.get("usage"), dict) else {}
             reported = usage.get("prompt_tokens")
             if reported is None:
                 sk["mini-swe-agent:call_without_usage"] += 1
