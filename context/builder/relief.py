@@ -119,10 +119,11 @@ def _cleared_memo(slot: Slot, counter: TokenCounter, cache: BuildCache) -> tuple
     if not slot.is_tool_result:
         return cache.memo(("cleared_call", slot.event_id), slot.msg, lambda: _cleared_call(slot, counter),
                           kind="prunes", chars=PRUNED_CHARS)
-    # the stub names the tool (slot.msg.name): anchor on the verbatim message too, as _pruned_memo does
-    # — one cache serves several logs that agree on a prefix (the bench's strategies), so an event id
-    # alone does not say which event it is
-    return cache.memo(("cleared", slot.event_id, slot.msg.role), (slot.msg, slot.source, slot.spill, slot.quotes),
+    # the stub names the tool and keeps the message's call id and error flag: anchor on those too — one
+    # cache serves several logs that agree on a prefix (the bench's strategies), so an event id alone does
+    # not say which event it is (not on the whole message: it may show a preview or the verbatim text)
+    anchor = (slot.msg.name, slot.msg.tool_call_id, slot.msg.is_error, slot.source, slot.spill, slot.quotes)
+    return cache.memo(("cleared", slot.event_id, slot.msg.role), anchor,
                       lambda: _cleared(slot, counter), kind="prunes", chars=PRUNED_CHARS)
 
 
