@@ -29,11 +29,10 @@ from ctxagent.agent.providers.protocol import ServerCompaction, ServerEdits, Tok
 from ctxagent.agent.updates import CompactionDone
 from ctxagent.context.errors import ProviderError
 from ctxagent.context.events import CompactionData, ServerContextData
-from ctxagent.context.history import Event, view
+from ctxagent.context.history import Event, view, view_span
 from ctxagent.context.monitor import advice_for
 from ctxagent.context.report import ContextReport
 from ctxagent.context.request import Request, Usage
-from ctxagent.context.server_edits import compaction_range
 
 if TYPE_CHECKING:
     from ctxagent.agent.providers.protocol import Provider
@@ -99,7 +98,7 @@ def worth_counting(request: Request, calibrated_total: int) -> bool:
 
 def compaction_event(events: list[Event], compaction: ServerCompaction) -> CompactionData | None:
     """The compaction event standing for what the server compacted: everything the request showed."""
-    span = compaction_range(view(events))
+    span = view_span(view(events))
     if span is None:
         return None
     return CompactionData(first_id=span[0], last_id=span[1], summary=compaction.content, method="server",

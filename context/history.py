@@ -22,7 +22,7 @@ import json
 import math
 import os
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -216,6 +216,15 @@ def _mask(items: list[ViewItem], e: Event) -> list[ViewItem]:
 
 def item_id(item: ViewItem) -> int:
     return item.first_id if isinstance(item, Summary) else item.id
+
+
+def view_span(items: Sequence[ViewItem]) -> tuple[int, int] | None:
+    """[first_id, last_id] of everything a view shows (summaries included) — what a provider's own
+    compaction masks, since it summarized the whole request; None for an empty view."""
+    if not items:
+        return None
+    first, last = items[0], items[-1]
+    return item_id(first), (last.last_id if isinstance(last, Summary) else last.id)
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ all with the defaults and the rule below, so the emulations and the product cann
   sending everything, the server clears again on every request past the trigger.
 - `Compact` — Anthropic's `compact_20260112`: once the prompt passes `trigger`, the server summarizes
   the whole conversation sent, answers from the summary, and returns it as a `compaction` block that
-  stands in for everything before it from then on (`compaction_range`).
+  stands in for everything before it from then on (`history.view_span`: everything the request showed).
 
 Defaults: Anthropic documents trigger 100,000 input tokens and keep 3 tool uses for
 clear_tool_uses_20250919, and 150,000 input tokens for compact_20260112 (the SDK's docstring). A
@@ -31,8 +31,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
-
-from ctxagent.context.history import Summary, ViewItem
 
 CLEAR_TRIGGER = 100_000
 CLEAR_KEEP = 3
@@ -175,13 +173,3 @@ def plan_clear(uses: Sequence[ToolUse], prompt_tokens: int, edit: ClearToolUses)
 
 def compaction_due(prompt_tokens: int, edit: Compact) -> bool:
     return prompt_tokens > edit.trigger
-
-
-def compaction_range(items: Sequence[ViewItem]) -> tuple[int, int] | None:
-    """[first_id, last_id] a server compaction masks: everything the request showed (view items of
-    context/history.py, summaries included); None for an empty view."""
-    if not items:
-        return None
-    first, last = items[0], items[-1]
-    return (first.first_id if isinstance(first, Summary) else first.id,
-            last.last_id if isinstance(last, Summary) else last.id)

@@ -5,7 +5,7 @@
   at ~1.4k tokens a call: a table that shows it beside the engine shows what that measure is worth.
 - **anthropic-clear**, **anthropic-compact** — the product's strategies of the same names (the Anthropic
   API's own context management, `ctxagent.context.server_edits`): the same defaults, the same clearing
-  rule (`plan_clear`), the same compaction range (`compaction_range`: everything the request showed).
+  rule (`plan_clear`), the same compaction range (`history.view_span`: everything the request showed).
   anthropic-clear is stateless, per request: past `trigger` tokens every tool result but those of the
   last `keep` tool uses is replaced by `CLEARED` (no clear_at_least, no exclude_tools, inputs kept);
   the client still sends everything, the server bills and shows the edited prompt, so the cache prefix
@@ -38,7 +38,7 @@ from typing import Any
 
 from ctxagent.agent.bench.presence import NAMES_KIND
 from ctxagent.context.compact import compaction_record
-from ctxagent.context.history import Event, view
+from ctxagent.context.history import Event, view, view_span
 from ctxagent.context.request import Message, Request
 from ctxagent.context.server_edits import (
     BENCH_ONLY,
@@ -51,7 +51,6 @@ from ctxagent.context.server_edits import (
     ClearToolUses,
     Compact,
     ToolUse,
-    compaction_range,
     plan_clear,
     scaled_trigger,
 )
@@ -120,11 +119,11 @@ def clear_tool_uses(full: Request, edit: ClearToolUses, prompt_tokens: float,
 
 def server_compaction(events: list[Event], keep_users: bool) -> dict[str, Any] | None:
     """The compaction event a server-side compaction leaves: everything the request showed
-    (`compaction_range`, as the product logs it), summarized extractively in place of the model.
+    (`history.view_span`, as the product logs it), summarized extractively in place of the model.
     Anthropic's is kept as the product keeps it (its block, an assistant message); `keep_users`
     (OpenAI) carries every user message verbatim into the compacted window. None for an empty view."""
     items = view(events)
-    span = compaction_range(items)
+    span = view_span(items)
     record = compaction_record(items, None, None) if span is not None else None
     if record is None or span is None:
         return None
