@@ -6,7 +6,7 @@
 - no import circle between the project's modules; no `*Mixin` classes in agent/ context/ tools/ tui/;
 - agent/'s root holds at most 16 modules (`__init__.py` not counted): the rest lives in its folders;
 - no module is longer than 450 lines (the longest today: context/history.py, 420; tui/session_screen.py, 404);
-- every file path docs/ARCHITECTURE.md names exists;
+- every file path docs/ARCHITECTURE.md names exists, and its library example runs;
 - the tree is ruff-clean.
 
 How imports are read (`module_imports`): every import statement wherever it stands — at module level,
@@ -313,6 +313,18 @@ def test_every_path_in_the_architecture_notes_exists() -> None:
     assert len(cited) > 20  # the regex does see the notes' paths
     missing = [p for p in cited if not (ROOT / p).exists()]
     assert not missing, f"{_rel(DOC)} names files that do not exist: {missing}"
+
+
+def test_the_library_example_in_the_architecture_notes_runs(tmp_path: Path) -> None:
+    """The notes' `ctxagent.context` example, run as written (in a scratch directory: it writes a log)."""
+    text = DOC.read_text(encoding="utf-8")
+    blocks = re.findall(r"```python\n(.*?)```", text, re.S)
+    said = re.findall(r"This prints `(.*?)`", text)  # what the notes say it prints
+    assert len(blocks) == 1 and len(said) == 1
+    out = subprocess.run([sys.executable, "-c", blocks[0]], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == said[0]
+    assert (tmp_path / "sessions" / "demo-1.jsonl").exists()
 
 
 def test_ruff_clean() -> None:
