@@ -24,6 +24,7 @@ from ctxagent.agent.trust import IgnoredKey, split_untrusted
 from ctxagent.context.budget import PROFILES, SLICE_NAMES
 from ctxagent.context.errors import ConfigError
 from ctxagent.context.floor.state_paths import check_state_dir, project_state_dir, user_config_dir
+from ctxagent.context.monitor import DEFAULT_THRESHOLDS
 from ctxagent.context.strategies import STRATEGIES
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -61,8 +62,8 @@ class Config(BaseModel):
     budget: dict[SliceName, Annotated[float, Field(ge=0, le=1)]] = Field(default_factory=dict)  # slice fractions
     spill_tokens: Annotated[int, Field(ge=1)] = 2000
     protect_turns: Annotated[int, Field(ge=0)] = 2
-    compress_at: Fraction = 0.75
-    new_session_at: Fraction = 0.90
+    compress_at: Fraction = DEFAULT_THRESHOLDS[0]  # the breakpoints' one definition: context/monitor.py
+    new_session_at: Fraction = DEFAULT_THRESHOLDS[1]
     auto_compact: bool = False
     summary_model: str | None = None  # None: a cheaper sibling of the main model; "none": extractive only
     test_command: str | None = None
