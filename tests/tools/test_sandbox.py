@@ -309,16 +309,25 @@ def _fake_bwrap(tmp_path: Path) -> str:
     return str(fake)
 
 
-@pytest.mark.parametrize("which", ["fails", "missing"])
+def _pass_through_bwrap(tmp_path: Path) -> str:
+    """A "bwrap" that exits 0 and runs the command after `--` without any sandbox."""
+    fake = tmp_path / "pass-through-bwrap"
+    fake.write_text('#!/bin/bash\nwhile [ $# -gt 0 ] && [ "$1" != "--" ]; do shift; done; shift; exec "$@"\n')
+    fake.chmod(0o755)
+    return str(fake)
+
+
+@pytest.mark.parametrize("which", ["fails", "missing", "pass-through"])
 def test_an_unusable_bwrap_refuses_commands_naming_the_setting(repo: Path, tmp_path: Path, which: str) -> None:
-    path = _fake_bwrap(tmp_path) if which == "fails" else str(tmp_path / "no-such-bwrap")
+    path = {"fails": _fake_bwrap, "pass-through": _pass_through_bwrap}.get(which, lambda p: str(p / "no-such-bwrap"))(tmp_path)
     marker = repo / "ran.txt"
     policy = SandboxPolicy(bwrap=path)
     for tool in ("shell", "run_tests"):
         r = sh(repo, f"touch {marker}", policy, tool=tool)
         assert r.is_error and not marker.exists(), r.content
         assert 'sandbox = "off"' in r.content and "--sandbox off" in r.content and path in r.content
-        assert ("Permission denied" if which == "fails" else "no such file") in r.content
+        assert {"fails": "Permission denied", "missing": "no such file",
+                "pass-through": "did not run the probe in a sandbox"}[which] in r.content
     with pytest.raises(SandboxUnavailableError):
         run_command(f"touch {marker}", repo, policy=policy)
     assert not marker.exists()
@@ -328,7 +337,7 @@ def test_doctor_checks_name_bwrap_its_version_and_the_probe(tmp_path: Path) -> N
     checks = {title: (status, detail) for status, title, detail in sandbox_checks(SandboxPolicy())}
     assert checks["sandbox"][0] == "ok" and "workspace-write" in checks["sandbox"][1]
     status, detail = checks["bubblewrap"]
-    assert status == "ok" and find_bwrap(SandboxPolicy()) in detail and "ran a probe command" in detail
+    assert status == "ok" and find_bwrap(SandboxPolicy()) in detail and "ran a probe command in a new PID namespace" in detail
     assert probe(find_bwrap(SandboxPolicy())).version in detail
     bad = {title: (status, detail) for status, title, detail in sandbox_checks(SandboxPolicy(bwrap=_fake_bwrap(tmp_path)))}
     assert bad["bubblewrap"][0] == "warn" and "--sandbox off" in bad["bubblewrap"][1]

@@ -4,11 +4,19 @@ starting a process (the properties themselves are proved from inside the sandbox
 from __future__ import annotations
 
 import struct
+import sys
 from types import SimpleNamespace
 
 import pytest
-from ctxagent.context.errors import ConfigError
-from ctxagent.tools.sandbox import DEFAULT_POLICY, SandboxPolicy, command_env, policy_of, secret_shaped
+from ctxagent.context.errors import ConfigError, SandboxUnavailableError
+from ctxagent.tools.sandbox import (
+    DEFAULT_POLICY,
+    SandboxPolicy,
+    command_env,
+    find_bwrap,
+    policy_of,
+    secret_shaped,
+)
 from ctxagent.tools.sandbox.seccomp import filter_bytes
 
 
@@ -76,3 +84,10 @@ def test_the_seccomp_program_is_well_formed(arch: str) -> None:
         if code in (0x15, 0x35):
             assert i + 1 + max(jt, jf) < len(insns)
     assert filter_bytes("riscv64") is None
+
+
+def test_off_linux_commands_are_refused_naming_the_setting(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "platform", "darwin")
+    with pytest.raises(SandboxUnavailableError, match="needs Linux") as info:
+        find_bwrap(DEFAULT_POLICY)
+    assert 'sandbox = "off"' in str(info.value) and "--sandbox off" in str(info.value)

