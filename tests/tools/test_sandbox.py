@@ -138,6 +138,16 @@ def test_hidden_paths_show_empty(repo: Path) -> None:
     assert "end" in r.content and "PRIVATE" not in r.content and "SECRET" not in r.content, r.content
 
 
+def test_ctxagents_user_folders_show_empty(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    home = repo / "ctxhome"  # somewhere a command could otherwise read (the host's /tmp is hidden anyway)
+    (home / "config").mkdir(parents=True)
+    (home / "config/config.toml").write_text('anthropic_api_key = "sk-ant-api03-UserConfigKeyUserConfig"\n')
+    (home / "memory.txt").write_text("another project's memory\n")
+    monkeypatch.setenv("CTXAGENT_HOME", str(home))
+    r = sh(repo, "cat ctxhome/config/config.toml ctxhome/memory.txt; ls -A ctxhome; echo end")
+    assert "end" in r.content and "UserConfigKey" not in r.content and "another project" not in r.content, r.content
+
+
 def test_host_sockets_and_processes_are_out_of_sight(repo: Path) -> None:
     r = sh(repo, f"ls -A /run; kill -0 {os.getpid()} 2>/dev/null && echo SEES-HOST-PID; "
                  "ls /proc | grep -c '^[0-9]'; grep CapEff /proc/self/status; echo end")

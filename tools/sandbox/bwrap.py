@@ -14,7 +14,8 @@ The file system seen by a command, in mount order (later mounts win):
                                   inside ROOT), `.ctxagent/` read-only; a missing `.ctxagent` gets an
                                   empty read-only tmpfs so a command cannot plant one (its empty
                                   mount point is removed afterwards)
-    --tmpfs ~/.ssh ...            credential stores shown empty (SandboxPolicy.hidden)
+    --tmpfs ~/.ssh ...            credential stores shown empty (SandboxPolicy.hidden), and ctxagent's
+                                  user-level config (API keys) and state folders
 
 and `--unshare-all --unshare-user --disable-userns --cap-drop ALL --die-with-parent --new-session`
 (`--share-net` when the policy allows the network), `--seccomp FD` (tools/sandbox/seccomp.py).
@@ -34,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ctxagent.context.errors import SandboxUnavailableError, ToolError
-from ctxagent.context.floor.state_paths import STATE_DIR_NAME, user_config_dir
+from ctxagent.context.floor.state_paths import STATE_DIR_NAME, user_config_dir, user_state_dir
 from ctxagent.tools.confine import PROTECTED_DIRS
 from ctxagent.tools.sandbox.policy import SandboxPolicy, expand
 from ctxagent.tools.sandbox.seccomp import filter_bytes
@@ -170,8 +171,10 @@ def _protected(root: Path, writable: list[str]) -> tuple[list[str], list[Path]]:
 
 
 def _hidden(policy: SandboxPolicy, home: str, root: str) -> list[str]:
+    """Mounts that show the policy's hidden paths, and ctxagent's own user-level folders (the user
+    config may hold API keys; the user state holds other projects' sessions and memory), empty."""
     args: list[str] = []
-    for path in expand(policy.hidden, home):
+    for path in [*expand(policy.hidden, home), str(user_config_dir()), str(user_state_dir())]:
         if not os.path.lexists(path):
             continue
         target = os.path.realpath(path)
