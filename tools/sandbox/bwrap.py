@@ -29,7 +29,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -86,18 +85,19 @@ def probe(path: str, source: str = "policy") -> Probe:
     ver = version(path)
     if not os.path.isfile(path):
         return Probe(path, source, None, False, "no such file")
-    with tempfile.TemporaryDirectory(prefix="ctxagent-sandbox-probe-") as root:
-        policy = SandboxPolicy(bwrap=path)
-        fds: list[int] = []
-        try:
-            args, _ = arguments(policy, Path(root), Path(root), fds, {"PATH": os.defpath})
-            proc = subprocess.run([path, *args, "--", "sh", "-c", 'echo "probe pid $$"'], capture_output=True, timeout=PROBE_TIMEOUT,
-                                  check=False, pass_fds=tuple(fds), env={"PATH": os.defpath})
-        except (OSError, subprocess.SubprocessError, ToolError) as exc:
-            return Probe(path, source, ver, False, f"could not run it: {exc}")
-        finally:
-            for fd in fds:
-                os.close(fd)
+    # Read-only at "/": the same namespaces, filter and kinds of mount as a command's, and nothing
+    # is created on disk (a process killed mid-probe leaves no folder behind).
+    policy = SandboxPolicy(mode="read-only", bwrap=path)
+    fds: list[int] = []
+    try:
+        args, _ = arguments(policy, Path("/"), Path("/"), fds, {"PATH": os.defpath})
+        proc = subprocess.run([path, *args, "--", "sh", "-c", 'echo "probe pid $$"'], capture_output=True,
+                              timeout=PROBE_TIMEOUT, check=False, pass_fds=tuple(fds), env={"PATH": os.defpath})
+    except (OSError, subprocess.SubprocessError, ToolError) as exc:
+        return Probe(path, source, ver, False, f"could not run it: {exc}")
+    finally:
+        for fd in fds:
+            os.close(fd)
     if proc.returncode != 0:
         err = proc.stderr.decode("utf-8", "replace").strip().splitlines()
         return Probe(path, source, ver, False, (err[-1] if err else "") + f" (exit {proc.returncode})")
