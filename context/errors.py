@@ -10,6 +10,8 @@
     ├── MemoryStoreError               the SQLite memory store failed
     ├── ToolError                      a tool refused or failed; shown to the model, never raised out of the loop
     │   ├── PathOutsideRepoError       a path that resolves outside the repository root
+    │   ├── SandboxUnavailableError    commands are refused: bubblewrap cannot run here (the message names
+    │                                  the setting that turns the sandbox off)
     │   └── PatternTimeoutError        a regular expression or glob ran past its time budget
     └── ProviderError                  the model provider failed (after retries where retrying makes sense)
         ├── AuthError                  401 / 403: bad or missing key (not retried)
@@ -61,6 +63,10 @@ class ToolError(CtxagentError):
 
 
 class PathOutsideRepoError(ToolError):
+    pass
+
+
+class SandboxUnavailableError(ToolError):
     pass
 
 

@@ -56,7 +56,9 @@ class ToolServices:
 class ToolContext:
     root: Path  # the repository root; every path is confined to it
     cancel: threading.Event = field(default_factory=threading.Event)
-    config: dict[str, Any] = field(default_factory=dict)  # e.g. {"test_command": "...", "shell_timeout": 120}
+    # e.g. {"test_command": "...", "shell_timeout": 120, "sandbox": SandboxPolicy(...)}; commands run
+    # under tools/sandbox/'s default policy (workspace-write, no network) when "sandbox" is absent
+    config: dict[str, Any] = field(default_factory=dict)
     state_dir: Path | None = None  # <root>/.ctxagent
     services: ToolServices = field(default_factory=ToolServices)
 

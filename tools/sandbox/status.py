@@ -1,0 +1,64 @@
+"""What doctor says about the sandbox: (status, title, detail) checks, status "ok" or "warn"."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from ctxagent.tools.sandbox.bwrap import Probe, probes, refusal
+from ctxagent.tools.sandbox.environment import command_env, dropped
+from ctxagent.tools.sandbox.policy import SandboxPolicy
+from ctxagent.tools.sandbox.seccomp import machine
+
+Check = tuple[str, str, str]
+
+
+@dataclass(frozen=True)
+class SandboxStatus:
+    policy: SandboxPolicy
+    probes: tuple[Probe, ...]  # every bwrap tried, in order
+    chosen: Probe | None  # the first that ran its probe
+    seccomp_arch: str | None  # None: no filter for this machine
+
+    @property
+    def available(self) -> bool:
+        return self.chosen is not None
+
+
+def sandbox_status(policy: SandboxPolicy) -> SandboxStatus:
+    tried = tuple(probes(policy)) if sys.platform.startswith("linux") else ()
+    chosen = next((p for p in tried if p.ok), None)
+    return SandboxStatus(policy, tried, chosen, machine())
+
+
+def sandbox_checks(policy: SandboxPolicy, environ: Mapping[str, str] | None = None) -> list[Check]:
+    """Doctor's checks: the mode, the bwrap that runs (its version and probe), the seccomp filter,
+    and the environment commands get (names only, never values)."""
+    environ = os.environ if environ is None else environ
+    st = sandbox_status(policy)
+    out: list[Check] = []
+    if not policy.sandboxed:
+        out.append(("warn", "sandbox", "off: commands run without the sandbox, with full access to your files and "
+                    "network (the environment is still allowlisted)"))
+    else:
+        out.append(("ok", "sandbox", policy.describe()))
+        if st.chosen is not None:
+            p = st.chosen
+            out.append(("ok", "bubblewrap", f"{p.path} (from {p.source}, version {p.version or 'unknown'}): {p.detail}"))
+        else:
+            out.append(("warn", "bubblewrap", refusal(policy, list(st.probes))))
+        if st.seccomp_arch is None:
+            out.append(("warn", "seccomp filter", "none for this architecture: VM sockets, io_uring and the kernel "
+                        "keyring stay reachable inside the sandbox"))
+        else:
+            out.append(("ok", "seccomp filter", f"{st.seccomp_arch}: AF_VSOCK sockets, io_uring, the kernel keyring "
+                        "and other syscall ABIs are refused"))
+    env = command_env(environ, policy.env)
+    gone = dropped(environ, policy.env)
+    detail = f"{len(env)} variables pass the allowlist, {len(environ) - len(set(env) & set(environ))} stay out"
+    if gone:
+        detail += f"; dropped as secret-shaped although allowed: {', '.join(gone)}"
+    out.append(("ok", "command environment", detail))
+    return out
