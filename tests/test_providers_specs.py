@@ -20,7 +20,7 @@ from ctxagent.agent.providers.scripted import ScriptedProvider
 from ctxagent.agent.trust import SENSITIVE_KEYS
 from ctxagent.context.errors import ConfigError
 from ctxagent.context.request import Message, Request
-from ctxagent.tools.shell import SECRET_ENV
+from ctxagent.tools.sandbox.environment import command_env
 
 KEYED = [s for s in specs.providers() if s.key_env]
 BASE_URLS = [None, "https://proxy.example.com/v1", "http://10.0.0.7:8000", "http://127.0.0.1:9",
@@ -86,7 +86,7 @@ def test_every_spec_field_is_a_config_field_and_its_secrets_are_kept_secret() ->
                 assert field in SENSITIVE_KEYS  # a repository may not set it until trusted
         if spec.key_field:
             assert spec.key_field in SECRET_FIELDS and _ENV[str(spec.key_env)] == spec.key_field
-            assert spec.key_env in SECRET_ENV  # scrubbed from the shell tool's environment
+            assert spec.key_env not in command_env({spec.key_env: "k"})  # never in a command's environment
         if spec.base_url_field:
             assert _ENV[str(spec.base_url_env)] == spec.base_url_field
     cfg = load_config(None, env={"ANTHROPIC_API_KEY": "sk-ant-a", "OPENAI_BASE_URL": "http://127.0.0.1:1"})
