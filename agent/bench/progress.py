@@ -69,8 +69,8 @@ class Progress:
         now = time.monotonic()
         cur = self._phases[self._current]
         cur.seconds = now - cur.started
-        if cur.total or cur.done:
-            self._emit(force=True)
+        if cur.done:
+            self._emit(force=True)  # where the phase that ends got to
         self._planned = [p for p in self._planned if p.name != name]
         if not cur.name and not cur.done:
             self._phases[self._current] = _Phase(name, max(int(total), 0), cost, started=now)

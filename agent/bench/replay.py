@@ -93,9 +93,9 @@ def trajectory_rules(traj: Trajectory, rules: CacheRules) -> CacheRules:
 
 
 def replay_trajectory(traj: Trajectory, setup: Setup, ratios: Sequence[float],
-                      ref_locals: Sequence[float] | None = None) -> ReplayTotals:
+                      ref_locals: Sequence[float] | None = None, on_call: Any = None) -> ReplayTotals:
     """One run replayed on its own: `ratios` is the calibrator's ratio at each of its calls (calibrated_ratios),
-    `ref_locals` the fit pass's count of each reference request (a cross-check)."""
+    `ref_locals` the fit pass's count of each reference request (a cross-check); `on_call()` after each call."""
     totals = ReplayTotals(strategies={s: StrategyStats() for s in setup.strategies})
     rules = trajectory_rules(traj, setup.rules)
     if rules is not setup.rules:
@@ -146,6 +146,8 @@ def replay_trajectory(traj: Trajectory, setup: Setup, ratios: Sequence[float],
                                   (request_local(ref_locals[k], ref_system, setup.ref_prefix.tools, setup.engine)
                                    if ref_locals is not None else None))
                 measure_call(traj, call, ctx, logs, meters, ref, totals, setup, store, recall)
+                if on_call is not None:
+                    on_call()
             if sev.kind == "user":
                 turn += 1
             _append(pos, sev, logs, ref, spill, setup, totals, times[pos])

@@ -44,6 +44,7 @@ from ctxagent.agent.bench.replay_stats import StrategyStats
 
 FIT_COST = 1.0  # relative cost of one call in the fit pass (one build and count)...
 RUN_COST_PER_STRATEGY = 1.5  # ... and of one call of the replay, per strategy (a guess until runs finish)
+TICK_S = 15.0  # with processes, a progress line at least this often while runs are under way
 
 
 @dataclass
@@ -170,9 +171,11 @@ def _pool(jobs: int) -> ProcessPoolExecutor:
     return ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("spawn"))
 
 
-def _drain(pending: dict[Future[Any], int], on_done: Callable[[Any], None]) -> None:
+def _drain(pending: dict[Future[Any], int], on_done: Callable[[Any], None], tick: Callable[[], None]) -> None:
     while pending:
-        finished, _ = wait(list(pending), return_when=FIRST_COMPLETED)
+        finished, _ = wait(list(pending), timeout=TICK_S, return_when=FIRST_COMPLETED)
+        if not finished:
+            tick()  # nothing finished for a while: say so (a plain progress line still shows the ETA)
         for fut in finished:
             pending.pop(fut)
             on_done(fut.result())
@@ -208,13 +211,18 @@ def run_plan(plan: ReplayPlan, trajectories: list[Trajectory], jobs: int = 1, pr
 
     if progress is not None and not todo:
         progress.advance(sum(n_calls))
+
+    def tick() -> None:
+        if progress is not None:
+            progress.advance(0)
+
     pool = _pool(jobs) if jobs > 1 and (todo or len(store.runs) < len(trajectories)) else None
     try:
         if pool is None:
             for i in todo:
                 fit_done(_fit_task(plan.window, i, trajectories[i]))
         else:
-            _drain({pool.submit(_fit_task, plan.window, i, trajectories[i]): i for i in todo}, fit_done)
+            _drain({pool.submit(_fit_task, plan.window, i, trajectories[i]): i for i in todo}, fit_done, tick)
         ordered = [passes[i] for i in range(len(trajectories))]
         fit = source_fit(trajectories, engine, ordered)
         setup = build_setup(plan, fit, engine)
@@ -226,25 +234,26 @@ def run_plan(plan: ReplayPlan, trajectories: list[Trajectory], jobs: int = 1, pr
         if progress is not None and len(left) < len(trajectories):
             progress.advance(sum(n_calls[i] for i in results))
 
-        def run_done(item: tuple[int, dict[str, Any], float]) -> None:
+        def run_done(item: tuple[int, dict[str, Any], float], counted: bool = False) -> None:
             i, state, seconds = item
             results[i] = state
             store.write({"kind": "run", "index": i, "run_id": trajectories[i].run_id, "seconds": round(seconds, 2),
                          "totals": state})
             if progress is not None:
-                progress.advance(n_calls[i], note=trajectories[i].run_id[-40:])
+                progress.advance(0 if counted else n_calls[i], note=trajectories[i].run_id[-40:])
 
         fit_state = asdict(fit) if fit is not None else None
         if pool is None:
+            step = (lambda: progress.advance(1)) if progress is not None else None
             for i in left:
                 t0 = time.perf_counter()
-                totals = replay_trajectory(trajectories[i], setup, ratios[i], [r for r, _ in ordered[i]])
-                run_done((i, totals.to_state(), time.perf_counter() - t0))
+                totals = replay_trajectory(trajectories[i], setup, ratios[i], [r for r, _ in ordered[i]], on_call=step)
+                run_done((i, totals.to_state(), time.perf_counter() - t0), counted=True)
         else:
             # the longest runs first: the pool ends together instead of waiting on one long run at the end
             order = sorted(left, key=lambda i: -n_calls[i])
             _drain({pool.submit(_run_task, plan, fit_state, i, trajectories[i], ratios[i], [r for r, _ in ordered[i]]): i
-                    for i in order}, run_done)
+                    for i in order}, run_done, tick)
     finally:
         if pool is not None:
             pool.shutdown(cancel_futures=True)

@@ -25,7 +25,7 @@ HEADLINE_COLUMNS = ("strategy", "used-later kept", "per call", "tokens_sum", "vs
                     "overflows", "requirement_retention")
 FIDELITY_COLUMNS = ("strategy", "used-later before src compaction", "after", "retention", "retention w/o lists",
                     "decision_retention", "req: user", "req: tool", "req: test", *(f"used: {k}" for k in KINDS))
-COST_COLUMNS = ("strategy", "tokens_mean", "tokens_p95", "cost_cached +last-msg bp", "vs ref", "cost_uncached",
+COST_COLUMNS = ("strategy", "tokens_mean", "tokens_p95", "cost_cached +last-msg bp", "vs ref", "overflows", "cost_uncached",
                 "cache read share", "cache written", "summarization cost", "prefix_reuse", "build_ms_p50",
                 "build_ms_p95", "spills", "prunes", "compactions", "extra calls", "failed builds")
 QUALITY = (("used_later", "used-later retention"), ("requirement_retention", "requirement_retention"),
@@ -91,7 +91,7 @@ def cost_rows(result: dict[str, Any]) -> list[list[Any]]:
     for name in _names(result):
         s = strategies[name]
         rows.append([name, s["tokens_mean"], s["tokens_p95"], s.get("cost_cached_last_message"),
-                     _pct(s.get("cost_cached_last_message"), ref.get("cost_cached_last_message")),
+                     _pct(s.get("cost_cached_last_message"), ref.get("cost_cached_last_message")), s["overflows"],
                      s.get("cost_uncached"), s.get("cache_read_share"), s.get("cache_written"),
                      s.get("summarization_cost"), s.get("prefix_reuse"), s.get("build_ms_p50"), s.get("build_ms_p95"),
                      s.get("spills"), s.get("prunes"), s.get("compactions"), s.get("extra_calls"), s.get("failed_builds")])
