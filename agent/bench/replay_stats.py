@@ -114,8 +114,10 @@ class StrategyStats:
                         self.account_real = Account()
                     assert self.account_real is not None
                     self.account_real.add(theirs)
-            else:
-                mine.merge(theirs) if hasattr(mine, "merge") else mine.add(theirs)
+            elif isinstance(mine, Account):
+                mine.add(theirs)
+            else:  # LineShares, UsedLater
+                mine.merge(theirs)
 
     # -- the JSON shape ------------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
