@@ -6,27 +6,35 @@ Each strategy's consecutive requests are split into blocks (system, tool schemas
 `RequestMeter.chunks`), and a simulated cache keyed by the exact prefix decides the hits. The
 parameters are per provider (`RULES`); what we assumed, and why:
 
-- **anthropic** — reads 0.1 ×, writes 1.25 × (5-minute TTL; the 1-hour TTL writes cost 2 ×). Entries
-  are written only at `cache_control` breakpoints, and only for prefixes of ≥ 1,024 tokens (Opus and
-  Sonnet; 2,048 for Haiku). A request reads the longest earlier entry that is a prefix of it, found
-  from each of its breakpoints looking back at most 20 blocks. The breakpoints are the ones the
-  product sets: `breakpoints()` reads them off `AnthropicProvider.body()` (today the system block and
-  the last tool schema — the stable prefix only), so the measure follows the provider code. The
-  `+last-message` variant adds one breakpoint on the final message, as Claude Code does.
+- **anthropic** — reads 0.1 ×, writes 1.25 × with the 5-minute TTL and 2 × with the 1-hour TTL
+  (`with_ttl`): a transcript whose writes were made with the 1-hour TTL (Claude Code's
+  `cache_creation.ephemeral_1h_input_tokens`) is simulated with that TTL and that price for every
+  strategy, and its real bill prices each call's 1-hour writes at 2 ×. Entries are written only at
+  `cache_control` breakpoints, and only for prefixes of ≥ 1,024 tokens (Opus and Sonnet; 2,048 for
+  Haiku). A request reads the longest earlier entry that is a prefix of it, found from each of its
+  breakpoints looking back at most 20 blocks. The breakpoints are the ones the product sets:
+  `Breakpoints.product` reads them off `AnthropicProvider.body()`, so the measure follows the
+  provider code. The `+last-message` variant adds one breakpoint on the final message, as Claude
+  Code does (and as the reference, a Claude Code run, is simulated).
 - **openai** — automatic prefix caching for prompts of ≥ 1,024 tokens, hits in 128-token steps, no
   write surcharge. Cached input is priced at 0.1 × as for the GPT-5 family (GPT-4.1: 0.25 ×, GPT-4o:
   0.5 ×); we could not check the current price list offline, so `read` is a parameter. Gemini's
   implicit caching (the mini-swe-agent source) works the same way, at 0.1 × for Gemini 3 Pro.
 
-Entries expire `ttl_s` after their last use when the source records call times (Claude Code); without
-times every entry lives for the whole run. A compaction or prune that rewrites a message ends the
-reusable prefix there, which is exactly what this column prices.
+A cache belongs to one model: a call for another model (a Haiku call inside an Opus session) meets
+its own, cold cache (`CacheSim.step(model=…)`). Entries expire `ttl_s` after their last use when the
+source records call times (Claude Code); without times every entry lives for the whole run. A
+compaction or prune that rewrites a message ends the reusable prefix there, which is exactly what
+this column prices.
+
+`Account` prices a strategy's calls one by one — each call's bill under its trajectory's rules,
+weighted by its model's input price (prices.py) — plus the summarization calls billed beside them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ctxagent.agent.providers.anthropic_cache import stable_end_group, wire_group_ends
@@ -43,10 +51,18 @@ class CacheRules:
     automatic: bool  # True: every prefix is cached (OpenAI, Gemini); False: only at breakpoints (Anthropic)
     lookback: int = 20  # blocks a breakpoint looks back for an earlier entry (Anthropic)
     granularity: int = 1  # hits are rounded down to a multiple of this many tokens (OpenAI: 128)
+    write_1h: float | None = None  # price of a write with the 1-hour TTL (Anthropic: 2 ×); None: no such option
+
+    def with_ttl(self, ttl: str) -> CacheRules:
+        """These rules with the 1-hour TTL ("1h": longer life, the 1-hour write price) or as they are ("5m")."""
+        if ttl != "1h" or self.write_1h is None:
+            return self
+        return replace(self, ttl_s=3600.0, write=self.write_1h)
 
 
 RULES: dict[str, CacheRules] = {
-    "anthropic": CacheRules("anthropic", read=0.1, write=1.25, min_tokens=1024, ttl_s=300.0, automatic=False),
+    "anthropic": CacheRules("anthropic", read=0.1, write=1.25, min_tokens=1024, ttl_s=300.0, automatic=False,
+                            write_1h=2.0),
     "openai": CacheRules("openai", read=0.1, write=1.0, min_tokens=1024, ttl_s=600.0, automatic=True, lookback=0,
                          granularity=128),
 }
@@ -81,6 +97,60 @@ def reported_bill(reported: int, cached: int | None, written: int | None) -> Bil
     return Bill(float(reported - read - write), float(read), float(write))
 
 
+def real_cost(bill: Bill, written_1h: int | None, rules: CacheRules) -> float:
+    """What a real call's bill cost (input-token units of its model): writes made with the 1-hour TTL at
+    its price, the other writes at the 5-minute one."""
+    w1h = min(float(written_1h or 0), bill.write) if rules.write_1h is not None else 0.0
+    return bill.uncached + rules.read * bill.read + rules.write * (bill.write - w1h) + (rules.write_1h or 0.0) * w1h
+
+
+def transcript_ttl(writes: Sequence[tuple[int | None, int | None]]) -> str:
+    """"1h" when most of a run's reported cache writes (total, of which 1-hour) used the 1-hour TTL, else "5m"."""
+    total = sum(int(w or 0) for w, _ in writes)
+    long = sum(int(h or 0) for _, h in writes)
+    return "1h" if total and long * 2 > total else "5m"
+
+
+@dataclass
+class Account:
+    """What one strategy pays over a run, priced call by call (input-token units of the main model):
+    `tokens` every request's tokens by how the cache treats them (unweighted), `cost` under the cache's
+    prices, `cost_uncached` the same calls with no cache, `extra_cost` the part of `cost` that is
+    summarization calls billed beside the requests."""
+
+    tokens: Bill = field(default_factory=Bill)
+    cost: float = 0.0
+    cost_uncached: float = 0.0
+    extra_cost: float = 0.0
+
+    def charge(self, bill: Bill, rules: CacheRules, weight: float = 1.0, priced: float | None = None,
+               extra: bool = False) -> None:
+        """One request: `bill` under `rules` (or its real price `priced`), × the model's input weight; `extra`: a
+        summarization call's input (a server's iteration over the prompt), counted in `extra_cost` too."""
+        self.tokens.add(bill)
+        cost = weight * (bill.cost(rules) if priced is None else priced)
+        self.cost += cost
+        self.cost_uncached += weight * bill.total
+        if extra:
+            self.extra_cost += cost
+
+    def charge_extra(self, cost: float, uncached: float | None = None) -> None:
+        """A summarization call's output (or a whole uncached call), already priced (prices.Pricing)."""
+        self.cost += cost
+        self.cost_uncached += cost if uncached is None else uncached
+        self.extra_cost += cost
+
+    def add(self, other: Account) -> None:
+        self.tokens.add(other.tokens)
+        self.cost += other.cost
+        self.cost_uncached += other.cost_uncached
+        self.extra_cost += other.extra_cost
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Account:
+        return cls(Bill(**d["tokens"]), d["cost"], d["cost_uncached"], d["extra_cost"])
+
+
 class CacheSim:
     """One strategy's prompt cache over one run: feed it each request's blocks in call order."""
 
@@ -93,11 +163,12 @@ class CacheSim:
         return exp is not None and (now is None or exp >= now)
 
     def step(self, chunks: Sequence[tuple[Any, int]], breakpoints: Sequence[int] = (), now: float | None = None,
-             scale: float = 1.0) -> Bill:
+             scale: float = 1.0, model: str | None = None) -> Bill:
         """The bill of one request. `chunks`: (key, local tokens) per block; `breakpoints`: prefix lengths
-        (in blocks) carrying cache_control (Anthropic); `scale`: local → provider tokens."""
+        (in blocks) carrying cache_control (Anthropic); `scale`: local → provider tokens; `model`: whose
+        cache it meets (each model has its own)."""
         rules = self.rules
-        hashes = [0]
+        hashes = [hash(("model", model or ""))]
         cum = [0.0]
         for key, n in chunks:
             hashes.append(hash((hashes[-1], key)))
@@ -161,6 +232,8 @@ class Breakpoints:
                 marks.append(stable + ends[wi])
         return sorted(set(marks))
 
-    def with_last_message(self, request: Request) -> list[int]:
-        """The product's breakpoints plus one on the final message (Claude Code's placement)."""
-        return sorted({*self.product(request), 2 + len(request.tools) + len(request.messages)})
+    def with_last_message(self, request: Request, product: Sequence[int] | None = None) -> list[int]:
+        """The product's breakpoints (`product`, when the caller has them) plus one on the final message
+        (Claude Code's placement)."""
+        marks = self.product(request) if product is None else product
+        return sorted({*marks, 2 + len(request.tools) + len(request.messages)})

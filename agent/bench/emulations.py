@@ -1,8 +1,12 @@
-"""Replay strategies that are not the product: a trivial baseline and the providers' server-side context management.
+"""Replay strategies that are not the product: two trivial baselines and the providers' server-side context management.
 
 - **last2+names** — the last 2 messages of the full history plus one message listing every file name
   seen so far. No summary, no memory. It is here because it meets the file-name `retention` measure
   at ~1.4k tokens a call: a table that shows it beside the engine shows what that measure is worth.
+- **grep** — every user message, the last 2 messages, and one message holding what the product's own
+  detectors find when run over the raw history (`GrepTracker`: constraints and decisions of user
+  turns, decisions of the agent's text, requirement lines of documents read, failing tests of any
+  output), with no engine and no budget. A measure it meets is one the product's detectors define.
 - **anthropic-clear**, **anthropic-compact** — the product's strategies of the same names (the Anthropic
   API's own context management, `ctxagent.context.server_edits`): the same defaults, the same clearing
   rule (`plan_clear`), the same compaction range (`history.view_span`: everything the request showed).
@@ -55,7 +59,11 @@ from ctxagent.context.server_edits import (
     scaled_trigger,
 )
 
-__all__ = ["CLEARED", "EMULATED", "ServerParams", "clear_tool_uses", "last2_names", "server_compaction"]
+__all__ = ["CLEARED", "EMULATED", "GREP_KIND", "GrepTracker", "ServerParams", "clear_tool_uses", "grep_baseline",
+           "last2_names", "server_compaction"]
+
+GREP_KIND = "grep"  # Message.kind of the grep baseline's message of detected lines
+GREP_HEAD = "Found by rule in the session so far (constraints, decisions, requirements, failing tests):"
 
 EMULATED = (*SERVER_STRATEGIES, *BENCH_ONLY)
 
@@ -92,6 +100,50 @@ def last2_names(full: Request, names: Sequence[str]) -> Request:
     listing = Message("user", "Files seen so far: " + ", ".join(names), kind=NAMES_KIND) if names else None
     messages = ([listing] if listing else []) + list(full.messages[-2:])
     return Request(system=full.system, messages=messages, tools=list(full.tools), max_tokens=full.max_tokens)
+
+
+class GrepTracker:
+    """The product's detectors run over the raw history as it grows: every line they find, once, in order."""
+
+    def __init__(self) -> None:
+        self.lines: dict[str, None] = {}
+        self._calls: dict[str, tuple[str, dict[str, Any]]] = {}
+
+    def add(self, kind: str, data: dict[str, Any]) -> None:
+        from ctxagent.context.memory.detect import (
+            detect_constraints,
+            detect_decisions,
+            detect_requirements,
+            failing_tests,
+        )
+        from ctxagent.context.tool_meta import reads_document
+
+        found: list[str] = []
+        if kind == "user":
+            text = str(data.get("text") or "")
+            found += detect_constraints(text) + detect_decisions(text)
+        elif kind == "assistant":
+            found += detect_decisions(str(data.get("text") or ""))
+            for c in data.get("tool_calls") or []:
+                args = c.get("arguments")
+                self._calls[str(c.get("id"))] = (str(c.get("name") or ""), args if isinstance(args, dict) else {})
+        elif kind == "tool_result":
+            content = str(data.get("content") or "")
+            call = self._calls.get(str(data.get("call_id")))
+            if call is not None and reads_document(*call):
+                found += detect_requirements(content)
+            found += failing_tests(content)
+        for line in found:
+            self.lines.setdefault(line.strip(), None)
+
+
+def grep_baseline(full: Request, lines: Sequence[str]) -> Request:
+    """The grep baseline: every user message of the full request, then the detected lines, then its last 2 messages."""
+    last = list(full.messages[-2:])
+    head = len(full.messages) - len(last)
+    users = [m for m in full.messages[:head] if m.role == "user" and m.kind == "message"]
+    found = [Message("user", "\n".join([GREP_HEAD, *(f"- {ln}" for ln in lines)]), kind=GREP_KIND)] if lines else []
+    return Request(system=full.system, messages=[*users, *found, *last], tools=list(full.tools), max_tokens=full.max_tokens)
 
 
 def clear_tool_uses(full: Request, edit: ClearToolUses, prompt_tokens: float,

@@ -103,8 +103,12 @@ def bench_builder(sizes: Sequence[int] = DEFAULT_SIZES, steps: int = 5, data: Pa
         return (time.perf_counter() - t0) * 1000
 
     for size in sizes:
+        if progress is not None:
+            progress.advance(0, note=f"growing the history to {size:,} tokens")
         while tokens < size:
             grow_one()
+            if progress is not None and len(events) % 500 == 0:
+                progress.advance(0, note=f"growing the history: {tokens:,} of {size:,} tokens")
         step_once(size)  # the first build at this size counts what arrived since the last size
         build_ms = statistics.median(step_once(size) for _ in range(steps))
         retok = []
@@ -158,8 +162,12 @@ def bench_memory(record_counts: Sequence[int] = DEFAULT_RECORDS, queries: int = 
         written = 0
         try:
             for n in record_counts:
+                if progress is not None:
+                    progress.advance(0, note=f"writing {n:,} records")
                 t0 = time.perf_counter()
                 while written < n:
+                    if progress is not None and written % 1000 == 0:
+                        progress.advance(0, note=f"writing records: {written:,} of {n:,}")
                     text = f"{contents[written % len(contents)]} [r{written}]"
                     store.add(text, types[written % len(types)], session=f"s{written // 2000}", turn=written // 20,
                               merge=False, supersede=False)
@@ -248,9 +256,22 @@ def bench_first_frame(runs: int = 3) -> dict[str, Any]:
 
 def perf_all(sizes: Sequence[int] = DEFAULT_SIZES, records: Sequence[int] = DEFAULT_RECORDS, steps: int = 5,
              data: Path | str | None = None, progress: Any = None) -> dict[str, Any]:
-    return {
-        "builder": bench_builder(sizes, steps, data, progress),
-        "memory_search": bench_memory(records, data=data, progress=progress),
-        "version": bench_version(),
-        "tui_first_frame": bench_first_frame(),
-    }
+    # the phases' costs are rough guesses (the ETA sharpens once each has run): a builder size is a few
+    # seconds per 100k tokens, a memory size about a minute per 10k records written, start-up a few seconds
+    phases = [("builder", len(sizes), 1.0), ("memory search", len(records), 6.0), ("start-up", 2, 0.5)]
+    if progress is not None and hasattr(progress, "plan"):
+        progress.plan(phases[1:])
+        progress.phase(*phases[0])
+    builder = bench_builder(sizes, steps, data, progress)
+    if progress is not None and hasattr(progress, "phase"):
+        progress.phase(*phases[1])
+    memory = bench_memory(records, data=data, progress=progress)
+    if progress is not None and hasattr(progress, "phase"):
+        progress.phase(*phases[2])
+    version = bench_version()
+    if progress is not None:
+        progress.advance(note="ctxagent --version")
+    frame = bench_first_frame()
+    if progress is not None:
+        progress.advance(note="TUI first frame")
+    return {"builder": builder, "memory_search": memory, "version": version, "tui_first_frame": frame}

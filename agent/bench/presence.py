@@ -3,9 +3,11 @@
 A line (a requirement or a decision, see requirements.py) is **present** in a request when some
 message of it (its text, or a tool call's arguments) contains the line verbatim, or when some window
 of `WINDOW_LINES` consecutive lines of one message holds at least `FUZZY` (0.8) of the line's
-distinct terms. Terms are the memory index's: CJK runs become bigrams, identifiers split, words
-light-stemmed (context/memory/terms.py), so Chinese and English both match. A rewrapped bullet, a
-clipped summary item or a Read tool's line-number prefix still count; a paraphrase does not.
+distinct terms. Terms are the bench's own (`terms_of`, nothing shared with the product's memory
+index): words of two or more letters or digits, lower-cased, identifiers split at case changes and
+digits, a plural or -ed/-ing ending dropped; a run of Chinese characters gives its bigrams. So
+Chinese and English both match. A rewrapped bullet, a clipped summary item or a Read tool's
+line-number prefix still count; a paraphrase does not.
 
 Stub name lists ("files named in the cut part: …", which pruned previews append) are removed before
 matching, and so is the `last2+names` baseline's list of names: a list of names keeps no requirement.
@@ -25,7 +27,6 @@ from typing import Any
 
 from ctxagent.agent.bench.request_meter import RequestMeter
 from ctxagent.agent.bench.requirements import Line
-from ctxagent.context.memory.terms import stem, terms
 from ctxagent.context.prune import FILES_NOTE
 from ctxagent.context.request import Message
 
@@ -40,8 +41,32 @@ def strip_stub_lists(text: str) -> str:
     return STUB_LISTS.sub("", text) if FILES_NOTE in text else text
 
 
+_RUN = re.compile(r"[A-Za-z0-9]+|[\u4e00-\u9fff]+")
+_PIECE = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
+_ENDINGS = ("ing", "ed", "es", "s")
+
+
+def _ending_off(word: str) -> str:
+    for end in _ENDINGS:
+        if word.endswith(end) and len(word) - len(end) >= 3:
+            return word[: -len(end)]
+    return word
+
+
+def terms_of(text: str) -> list[str]:
+    """The bench's terms of a text (see the module's docstring), in order, with repeats."""
+    out: list[str] = []
+    for run in _RUN.findall(text or ""):
+        if "\u4e00" <= run[0] <= "\u9fff":
+            out += [run] if len(run) == 1 else [run[i:i + 2] for i in range(len(run) - 1)]
+            continue
+        pieces = _PIECE.findall(run) or [run]
+        out += [_ending_off(p.lower()) for p in pieces if len(p) >= 2]
+    return out
+
+
 def term_set(text: str) -> frozenset[str]:
-    return frozenset(stem(t) for t in terms(text))
+    return frozenset(terms_of(text))
 
 
 def message_text(m: Message) -> str:
@@ -88,10 +113,7 @@ def line_present(text: str, line_terms: frozenset[str], msg: MessageText) -> boo
     if not line_terms:
         return False
     need = math.ceil(FUZZY * len(line_terms))
-    # a cheap necessary test first: a term of the message starts with the same 3 characters as a word of its
-    # text (terms are lower-cased pieces of words, stemmed only at their end), so most messages stop here
-    if sum(1 for t in line_terms if t[:3] in msg.lower) < need:
-        return False
+    # the message as a whole must hold enough of the terms (a set intersection: most messages stop here)
     if len(line_terms & msg.terms) < need:
         return False
     return any(len(line_terms & w) >= need for w in msg.windows)
@@ -110,23 +132,39 @@ class PresenceIndex:
     def __init__(self) -> None:
         self._memo: dict[tuple[Any, ...], _Entry] = {}
         self._line_terms: list[frozenset[str]] = []
+        self._texts: dict[Any, str] = {}
+
+    def text(self, key: Any, m: Message) -> str:
+        """`message_text(m)`, once per message key."""
+        got = self._texts.get(key)
+        if got is None:
+            got = self._texts[key] = message_text(m)
+        return got
+
+    def request_texts(self, messages: Sequence[Message], keys: Sequence[Any]) -> tuple[str, str]:
+        """`request_texts`, with the message texts remembered."""
+        shown = [self.text(k, m) for k, m in zip(keys, messages, strict=True)]
+        bare = [strip_stub_lists(t) if FILES_NOTE in t else t for m, t in zip(messages, shown, strict=True)
+                if m.kind != NAMES_KIND]
+        return "\n".join(shown), "\n".join(bare)
 
     def _terms_of(self, lines: Sequence[Line]) -> list[frozenset[str]]:
         for line in lines[len(self._line_terms):]:
             self._line_terms.append(term_set(line.text))
         return self._line_terms
 
-    def present(self, messages: Sequence[Message], lines: Sequence[Line]) -> set[int]:
-        """Indexes (into `lines`, which only grows) of the lines some message of the request carries."""
+    def present(self, messages: Sequence[Message], lines: Sequence[Line], keys: Sequence[Any] | None = None) -> set[int]:
+        """Indexes (into `lines`, which only grows) of the lines some message of the request carries. `keys`:
+        the messages' keys (RequestMeter), when the caller has them."""
         line_terms = self._terms_of(lines)
         found: set[int] = set()
-        for m in messages:
+        for pos, m in enumerate(messages):
             if m.kind == NAMES_KIND:
                 continue
-            key = RequestMeter.message_key(m)
+            key = keys[pos] if keys is not None else RequestMeter.message_key(m)
             entry = self._memo.get(key)
             if entry is None:
-                entry = self._memo[key] = _Entry(MessageText(strip_stub_lists(message_text(m))))
+                entry = self._memo[key] = _Entry(MessageText(strip_stub_lists(self.text(key, m))))
             for i in range(entry.checked, len(lines)):
                 if line_present(lines[i].text, line_terms[i], entry.text):
                     entry.present.add(i)

@@ -2,91 +2,124 @@
 
 Each strategy keeps its own copy of the session log (a list of `Event`), fed the source's events in
 order. Before each event that was a model call in the original run, every strategy builds the
-request it would have sent, and we measure it (metrics.py, presence.py, cache_cost.py):
+request it would have sent, and we measure it (used_later.py, metrics.py, presence.py, cache_cost.py):
 
 - `full` and `window`: the builder's baselines on the raw events;
 - `ctxagent`: tool results pass through the spill store before entering its log (as in the agent
   loop), the memory store ingests its events and recalls into the warm block, the builder gets the
-  calibration ratio the product's Calibrator would have at that call, and a compaction the builder
-  returns is appended as a `compaction` event so later calls see it;
-- `last2+names`, `anthropic-clear`, `anthropic-compact`, `openai-compact`: emulations.py;
+  calibration ratio the product's Calibrator would have at that call and the call's model, a
+  compaction the builder returns is appended (and billed as the summary model's call) so later calls
+  see it, and each step's `context_report` records the model, as the agent logs it;
+- `grep`, `last2+names`, `anthropic-clear`, `anthropic-compact`, `openai-compact`: emulations.py;
 - `reference`: the original run as it happened — the raw events, plus the source's own compaction
   (Claude Code) as a compaction event whose summary is the real one. Its tokens are the prompt tokens
-  the provider reported, its cost the cache reads and writes it reported.
+  the provider reported; its cost is simulated by the same cache model as the strategies', with its
+  real bill beside it.
 
 Whole requests: every strategy's request carries the same stable prefix — the source's system prompt
 and, where the transcript lacks them, an estimate of its system prompt and tool schemas (`Prefix`):
 the intercept of the fit `reported = a + b · local` over the reference's calls before its first
 compaction, a/b local tokens, stands in as filler text. Token counts are provider tokens: the local
 count × the ratio the product's Calibrator would have at that call (fed every earlier call's
-reference count and reported usage, one calibrator per source), or the reported usage (reference).
+reference count and reported usage, one calibrator per model), or the reported usage (reference).
 A request overflows when that calibrated size exceeds W.
+
+The work is split in two passes so that runs can be replayed apart (replay_run.py runs them in
+processes): the *fit pass* counts the reference's requests of every run (the fit, the prefix and the
+calibrator's ratio at every call come from it, in run order), then each run is replayed on its own
+with its list of ratios, and the per-run totals are added up in run order.
 """
 
 from __future__ import annotations
 
 import tempfile
-from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ctxagent.agent.bench.cache_cost import DEFAULT_RULES, RULES, CacheRules, CacheSim
-from ctxagent.agent.bench.emulations import ServerParams
+from ctxagent.agent.bench.cache_cost import CacheRules, CacheSim, transcript_ttl
+from ctxagent.agent.bench.emulations import GrepTracker
 from ctxagent.agent.bench.metrics import FactTracker
 from ctxagent.agent.bench.presence import PresenceIndex
+from ctxagent.agent.bench.prices import Pricing
 from ctxagent.agent.bench.readers import SourceEvent, Trajectory
-from ctxagent.agent.bench.replay_measure import measure_call
+from ctxagent.agent.bench.replay_measure import CallContext, measure_call, reference_compaction
 from ctxagent.agent.bench.replay_setup import (
+    GREP,
     MODELS,
     RAW,
     SPILL_TOKENS,
     STRATEGIES,
-    CallContext,
     Engine,
     Lane,
+    Prefix,
     ReplayTotals,
     Setup,
     append_source_compaction,
-    make_prefix,
+    call_model,
     new_build_cache,
-    source_fit,
+    request_local,
+    source_payload,
 )
 from ctxagent.agent.bench.replay_stats import StrategyStats
 from ctxagent.agent.bench.requirements import LineTracker
+from ctxagent.agent.bench.used_later import (
+    HistoryIndex,
+    MessageFacts,
+    history_text,
+    output_texts,
+    used_strings,
+)
+from ctxagent.context.events import ToolResultData
 from ctxagent.context.ledger import result_facts
 
+__all__ = ["STRATEGIES", "Engine", "replay_trajectory", "trajectory_rules"]
 
-def _memory_for(tmp: Path, session: str) -> tuple[Any, Any]:
+
+def _memory_for(tmp: Path, session: str, setup: Setup) -> tuple[Any, Any]:
     """A fresh memory store and its recall hook, or (None, None) if the memory layer is missing."""
     try:
         from ctxagent.context.memory import MemoryStore
         from ctxagent.context.memory.recall import MemoryRecall
     except ImportError:
         return None, None
-    store = MemoryStore.open(tmp / "memory.db")
+    store = setup.memory_store(tmp / "memory.db") if setup.memory_store is not None else MemoryStore.open(tmp / "memory.db")
     return store, MemoryRecall(store, session)
 
 
+def trajectory_rules(traj: Trajectory, rules: CacheRules) -> CacheRules:
+    """The cache rules of one run: the 1-hour TTL (and its write price) when its transcript wrote with it."""
+    return rules.with_ttl(transcript_ttl([(c.cache_write, c.cache_write_1h) for c in traj.calls]))
 
-def replay_trajectory(traj: Trajectory, totals: ReplayTotals, setup: Setup) -> None:
-    call_at = {c.position: c for c in traj.calls}
+
+def replay_trajectory(traj: Trajectory, setup: Setup, ratios: Sequence[float],
+                      ref_locals: Sequence[float] | None = None, on_call: Any = None) -> ReplayTotals:
+    """One run replayed on its own: `ratios` is the calibrator's ratio at each of its calls (calibrated_ratios),
+    `ref_locals` the fit pass's count of each reference request (a cross-check); `on_call()` after each call."""
+    totals = ReplayTotals(strategies={s: StrategyStats() for s in setup.strategies})
+    rules = trajectory_rules(traj, setup.rules)
+    if rules is not setup.rules:
+        totals.ttl_1h_runs += 1
+    call_at = {c.position: (k, c) for k, c in enumerate(traj.calls)}
     # an event's time: that of the first call whose prompt holds it (the sources record call times only)
     times = [0.0] * len(traj.events)
     upcoming = 0.0
     for pos in range(len(traj.events) - 1, -1, -1):
         times[pos] = upcoming
         if pos in call_at:
-            upcoming = call_at[pos].time or 0.0
+            upcoming = call_at[pos][1].time or 0.0
     setup.engine.meter.reset()
     # the logs: one raw copy for every strategy that reads it as it is, and one per strategy that writes to it
-    logs = {s: _lane(s, setup.rules) for s in ("raw", "ctxagent", "anthropic-compact", "openai-compact")
+    logs = {s: _lane(s, rules) for s in ("raw", "ctxagent", "anthropic-compact", "openai-compact")
             if s in setup.strategies or (s == "raw" and any(x in RAW for x in setup.strategies))}
-    meters = {s: _lane(s, setup.rules) for s in setup.strategies if s in RAW}  # their measuring state
-    ref = _lane("reference", setup.rules)
-    facts = FactTracker()
-    tracker = LineTracker()
-    presence = PresenceIndex()
+    if "ctxagent" in logs:
+        logs["ctxagent"].source_ids = {}
+    meters = {s: _lane(s, rules) for s in setup.strategies if s in RAW}  # their measuring state
+    ref = _lane("reference", rules)
+    facts, tracker, presence = FactTracker(), LineTracker(), PresenceIndex()
+    history, message_facts = HistoryIndex(), MessageFacts()
+    grep = GrepTracker() if GREP in setup.strategies else None
+    ref_system = setup.ref_prefix.system(traj.system)
     turn = step = 0
     with tempfile.TemporaryDirectory(prefix="ctxbench-") as tmpdir:
         tmp = Path(tmpdir)
@@ -95,33 +128,43 @@ def replay_trajectory(traj: Trajectory, totals: ReplayTotals, setup: Setup) -> N
         spill = SpillStore(tmp / "spill")
         store, recall = (None, None)
         if "ctxagent" in logs and setup.use_memory:
-            store, recall = _memory_for(tmp, traj.run_id)
+            store, recall = _memory_for(tmp, traj.run_id, setup)
             if store is None:
                 totals.notes["memory layer missing: ctxagent built without recall"] += 1
         for pos, sev in enumerate(traj.events):
-            call = call_at.get(pos)
-            if call is not None:
+            hit = call_at.get(pos)
+            if hit is not None:
+                k, call = hit
                 step += 1
                 call_facts, after, early = _facts_at(sev, facts, ref, traj)
-                ctx = CallContext(call_facts, after, early, facts.names(), tracker, presence,
-                                  float(setup.calibrator.ratio), call.time, setup.prefix.system(traj.system),
-                                  setup.ref_prefix.system(traj.system), step,
-                                  max(turn, 1))
+                model = call_model(call, traj.source)
+                used = [(kind, s) for kind, s in used_strings(output_texts(sev.data)) if history.seen(kind, s)]
+                ctx = CallContext(call, call_facts, after, early, facts.names(), tracker, presence, used, history,
+                                  message_facts, list(grep.lines) if grep is not None else [], float(ratios[k]),
+                                  call.time, model, setup.pricing.input_weight(model), rules,
+                                  setup.prefix.system(traj.system), ref_system, step, max(turn, 1),
+                                  (request_local(ref_locals[k], ref_system, setup.ref_prefix.tools, setup.engine)
+                                   if ref_locals is not None else None))
                 measure_call(traj, call, ctx, logs, meters, ref, totals, setup, store, recall)
+                if on_call is not None:
+                    on_call()
             if sev.kind == "user":
                 turn += 1
-            _append(sev, logs, ref, spill, setup.engine, totals, times[pos])
+            _append(pos, sev, logs, ref, spill, setup, totals, times[pos])
             facts.add(sev.kind, sev.data)
             tracker.add(sev.kind, sev.data, pos)
+            if grep is not None:
+                grep.add(sev.kind, sev.data)
+            if sev.kind in ("user", "assistant", "tool_result"):
+                history.add(pos, history_text(sev.kind, sev.data))
         if store is not None and hasattr(store, "close"):
             store.close()
-    totals.runs += 1
-
+    totals.runs = 1
+    return totals
 
 
 def _lane(name: str, rules: CacheRules) -> Lane:
     return Lane(name, cache=new_build_cache(), sim=CacheSim(rules), sim_last=CacheSim(rules))
-
 
 
 def _facts_at(sev: SourceEvent, facts: FactTracker, ref: Lane, traj: Trajectory) -> tuple[list[str], bool, list[str]]:
@@ -133,69 +176,64 @@ def _facts_at(sev: SourceEvent, facts: FactTracker, ref: Lane, traj: Trajectory)
     return call_facts, after, early
 
 
-
-def _append(sev: SourceEvent, logs: dict[str, Lane], ref: Lane, spill: Any, engine: Engine,
+def _append(pos: int, sev: SourceEvent, logs: dict[str, Lane], ref: Lane, spill: Any, setup: Setup,
             totals: ReplayTotals, ts: float) -> None:
     if sev.kind == "source_compaction":
+        reference_compaction(ref, str(sev.data.get("summary", "")), sev.data.get("usage"), setup, totals)
         if append_source_compaction(ref, sev):
             totals.reference.compactions += 1
         return
-    ref.append(sev.kind, sev.data)
+    payload = source_payload(sev)
+    ref.append(payload)
     for lane in logs.values():
-        data = sev.data
-        if lane.name == "ctxagent" and sev.kind == "tool_result":
-            # as the product's loop does: facts from the whole output first, then the spill
-            call = next((c for e in reversed(lane.events) if e.kind == "assistant" for c in e.assistant.tool_calls
-                         if c.id == data.get("call_id")), None)
-            facts = result_facts(call.name, call.arguments, str(data.get("content", ""))) if call is not None else {}
-            if facts:
-                data = {**data, "meta": {**(data.get("meta") or {}), **facts}}
-            shown, meta = spill.maybe_spill(str(data.get("content", "")), engine.counter, SPILL_TOKENS)
-            if meta is not None:
-                data = {**data, "content": shown, "spill": meta}
-                totals.strategies["ctxagent"].spills += 1
-        lane.append(sev.kind, data, ts)
+        shown = payload
+        if lane.name == "ctxagent" and isinstance(payload, ToolResultData):
+            shown = _as_the_loop_logs(payload, lane, spill, setup, totals)
+        ev = lane.append(shown, ts)
+        if lane.source_ids is not None:
+            lane.source_ids[pos] = ev.id
+            if isinstance(shown, ToolResultData) and shown.spill_ref is not None:
+                lane.spills[ev.id] = shown.spill_ref.handle
 
 
+def _as_the_loop_logs(result: ToolResultData, lane: Lane, spill: Any, setup: Setup, totals: ReplayTotals) -> ToolResultData:
+    """A tool result as the product's loop logs it: facts from the whole output first, then the spill."""
+    call = next((c for e in reversed(lane.events) if e.kind == "assistant" for c in e.assistant.tool_calls
+                 if c.id == result.call_id), None)
+    update: dict[str, Any] = {}
+    found = result_facts(call.name, call.arguments, result.content) if call is not None else {}
+    if found:
+        update["meta"] = {**result.meta.to_data(), **found}
+    shown, meta = spill.maybe_spill(result.content, setup.engine.counter, SPILL_TOKENS)
+    if meta is not None:
+        update["content"] = shown
+        update["spill"] = meta
+        totals.strategies["ctxagent"].spills += 1
+    return ToolResultData(**{**result.to_data(), **update}) if update else result
 
-# -- the whole source ----------------------------------------------------------------------------
-def replay_source(trajectories: Sequence[Trajectory], window: int, strategies: Sequence[str] = STRATEGIES,
-                  progress: Any = None, engine: Engine | None = None, use_memory: bool = True,
-                  rules: CacheRules | None = None, overhead: str = "auto",
-                  server: ServerParams | None = None) -> dict[str, Any]:
-    """Replay every trajectory and return the issue's JSON shape (plus the new measures)."""
-    from ctxagent.context.calibrator import Calibrator
 
-    engine = engine or Engine.load(window)
-    engine.window = window
-    source = trajectories[0].source if trajectories else None
-    rules = rules or RULES[DEFAULT_RULES.get(source or "", "openai")]
-    fit = source_fit(trajectories, engine)
-    prefix = make_prefix(overhead, fit, engine.counter)
-    ref_prefix = make_prefix("auto", fit, engine.counter) if overhead == "product" else prefix
-    setup = Setup(engine, list(strategies), prefix, Calibrator(MODELS.get(source or "", "model")), rules,
-                  server or ServerParams(), use_memory, ref_prefix)
-    totals = ReplayTotals(strategies={s: StrategyStats() for s in strategies})
-    skipped: Counter[str] = Counter()
-    for traj in trajectories:
-        replay_trajectory(traj, totals, setup)
-        skipped.update(traj.skipped)
-        if progress is not None:
-            progress.advance(note=traj.run_id[-40:])
-    out_strats = {name: totals.strategies[name].to_dict(rules) for name in strategies}
-    out_strats["reference"] = totals.reference.to_dict(rules)
+def result_of(plan: Any, setup: Setup, totals: ReplayTotals, fit: Any, prefix: Prefix, ref_prefix: Prefix,
+              final_ratios: dict[str, float], skipped: dict[str, int]) -> dict[str, Any]:
+    """The JSON shape of a whole source's replay."""
+    rules = setup.rules
+    out_strats = {name: totals.strategies[name].to_dict() for name in setup.strategies}
+    out_strats["reference"] = totals.reference.to_dict()
+    main = MODELS.get(plan.source, "model")
     result: dict[str, Any] = {
-        "source": source,
-        "window": window,
+        "source": plan.source,
+        "window": plan.window,
         "runs": totals.runs,
         "calls": totals.calls,
         "fit": fit.to_dict() if fit is not None else None,
         "prefix": prefix.to_dict(),
         "reference_prefix": ref_prefix.to_dict(),
-        "calibration_ratio": round(float(setup.calibrator.ratio), 4),
-        "cache_rules": {"name": rules.name, "read": rules.read, "write": rules.write, "min_tokens": rules.min_tokens,
-                        "ttl_s": rules.ttl_s},
-        "server_side": setup.server.describe(window),
+        "calibration_ratio": final_ratios.get(main, next(iter(final_ratios.values()), 1.0)),
+        "calibration_ratios": final_ratios,
+        "cache_rules": {"name": rules.name, "read": rules.read, "write": rules.write, "write_1h": rules.write_1h,
+                        "min_tokens": rules.min_tokens, "ttl_s": rules.ttl_s, "runs_with_1h_ttl": totals.ttl_1h_runs},
+        "pricing": setup.pricing.describe(sorted(totals.models)),
+        "models": dict(sorted(totals.models.items())),
+        "server_side": setup.server.describe(plan.window),
         "strategies": out_strats,
         "skipped": dict(sorted(skipped.items())),
     }
@@ -212,6 +250,9 @@ def replay_source(trajectories: Sequence[Trajectory], window: int, strategies: S
                                 for n, st in every.items()},
             "requirement_retention": {n: _mean_or_none(st.requirements.after) for n, st in every.items()},
             "decision_retention": {n: _mean_or_none(st.decisions.after) for n, st in every.items()},
+            "used_later": {n: st.used.to_dict()["after_source_compaction"]["pooled"] for n, st in every.items()},
+            "used_later_mean_over_calls": {n: st.used.to_dict()["after_source_compaction"]["mean_over_calls"]
+                                           for n, st in every.items()},
         }
     if totals.notes:
         result["notes"] = dict(totals.notes)
@@ -221,3 +262,6 @@ def replay_source(trajectories: Sequence[Trajectory], window: int, strategies: S
 def _mean_or_none(values: list[float]) -> float | None:
     return round(sum(values) / len(values), 4) if values else None
 
+
+def default_pricing(source: str) -> Pricing:
+    return Pricing(MODELS.get(source, "model"))

@@ -20,20 +20,24 @@ from typing import Any
 from ctxagent.agent.bench.cache_cost import Breakpoints, CacheRules, CacheSim
 from ctxagent.agent.bench.emulations import EMULATED, ServerParams
 from ctxagent.agent.bench.metrics import Fit, fit_affine
-from ctxagent.agent.bench.presence import PresenceIndex
+from ctxagent.agent.bench.prices import Pricing
 from ctxagent.agent.bench.readers import Call, SourceEvent, Trajectory
 from ctxagent.agent.bench.replay_stats import StrategyStats
 from ctxagent.agent.bench.request_meter import RequestMeter
-from ctxagent.agent.bench.requirements import LineTracker
+from ctxagent.agent.bench.used_later import RequestAtoms
+from ctxagent.context.events import CompactionData, Payload, parse_payload
 from ctxagent.context.history import Event
-from ctxagent.context.request import Request, ToolSpec
+from ctxagent.context.request import ToolSpec
 from ctxagent.context.tokens import TokenCounter
 
 BASELINE = "last2+names"
-STRATEGIES = ("full", "window", "ctxagent", BASELINE, *EMULATED)
-RAW = ("full", "window", BASELINE, "anthropic-clear")  # strategies that read the raw log as it is
+GREP = "grep"
+BASELINES = (GREP, BASELINE)
+STRATEGIES = ("full", "window", "ctxagent", GREP, BASELINE, *EMULATED)
+RAW = ("full", "window", GREP, BASELINE, "anthropic-clear")  # strategies that read the raw log as it is
 REFERENCE_WINDOW = 1_000_000_000  # the reference view is measured, never trimmed
 SPILL_TOKENS = 2000
+# a source's model when its transcript does not say (Claude Code's records do, per call)
 MODELS = {"claude-code": "claude-opus-4-6", "mini-swe-agent": "gemini-3-pro", "swe-agent": "gpt-4",
           "openhands": "llama-4-maverick"}
 _FILLER_HEAD = "[The source agent's system prompt and tool schemas, which its transcript does not contain: an estimate of their size.]"
@@ -51,11 +55,23 @@ class Lane:
     cache: Any = None  # its own BuildCache: lanes with different logs would evict each other's
     sim: CacheSim | None = None
     sim_last: CacheSim | None = None
+    atoms: RequestAtoms = field(default_factory=RequestAtoms)  # what its current request holds (used_later.py)
+    source_ids: dict[int, int] | None = None  # source position → its event id here (lanes that log differently)
+    spills: dict[int, str] = field(default_factory=dict)  # event id → spill handle
+    last: tuple[Any, ...] | None = None  # the reference: its last call's (scale, time, model, weight, rules)
 
-    def append(self, kind: str, data: dict[str, Any], ts: float = 0.0) -> Event:
-        ev = Event(len(self.events), kind, data, ts)
+    def append(self, payload: Payload, ts: float = 0.0, expect_id: int | None = None) -> Event:
+        """Append one typed event, as `SessionLog.append` does (a planned id that is not the next one raises)."""
+        if expect_id is not None and expect_id != len(self.events):
+            raise ValueError(f"{self.name}: planned event id {expect_id} but the log is at {len(self.events)}")
+        ev = Event(len(self.events), type(payload).KIND, payload.to_data(), ts)
         self.events.append(ev)
         return ev
+
+
+def source_payload(sev: SourceEvent) -> Payload:
+    """A reader's event as the typed payload the session log would hold."""
+    return parse_payload(sev.kind, sev.data)
 
 
 @dataclass
@@ -109,11 +125,12 @@ class Engine:
         return self._breakpoints
 
     def run(self, events: list[Event], system: str, strategy: str, window: int, step: int, turn: int,
-            warm: Any = None, tools: Sequence[ToolSpec] = (), ratio: float = 1.0, cache: Any = None) -> Any:
+            warm: Any = None, tools: Sequence[ToolSpec] = (), ratio: float = 1.0, cache: Any = None,
+            model: str = "") -> Any:
         budget = self.budget_cls(window=window, max_output=min(8192, max(256, window // 4)))
         inputs = self.build_inputs_cls(events=events, system=system, tools=list(tools), budget=budget, counter=self.counter,
                                        step=step, turn=turn, strategy=strategy, warm=warm, calibration_ratio=ratio,
-                                       cache=cache)
+                                       cache=cache, model=model)
         return self.build(inputs)
 
 
@@ -144,15 +161,15 @@ def reference_views(traj: Trajectory, engine: Engine, system: str | None = None)
             after = True
             append_source_compaction(lane, sev)
             continue
-        lane.append(sev.kind, sev.data)
+        lane.append(source_payload(sev))
 
 
 def append_source_compaction(lane: Lane, sev: SourceEvent) -> bool:
     firsts = [e.id for e in lane.events if e.kind in ("user", "assistant", "tool_result")]
     if not firsts:
         return False
-    lane.append("compaction", {"first_id": firsts[0], "last_id": lane.events[-1].id,
-                               "summary": sev.data.get("summary", ""), "method": "model"})
+    lane.append(CompactionData(first_id=firsts[0], last_id=lane.events[-1].id, summary=str(sev.data.get("summary", "")),
+                               method="model"))
     return True
 
 
@@ -183,7 +200,8 @@ def make_prefix(mode: str, fit: Fit | None, counter: Any) -> Prefix:
         from ctxagent.agent.factory import default_registry, system_prompt
 
         with tempfile.TemporaryDirectory(prefix="ctxbench-root-") as root:
-            head = system_prompt(Path(root))
+            # the prompt names the repository's root: one fixed name, so every process counts the same prompt
+            head = system_prompt(Path(root)).replace(str(root), "/home/user/repo")
         tools = default_registry().specs()
         return Prefix("product", head=head, tools=tools,
                       tokens=count_system(head, counter) + sum(count_tool_spec(t, counter) for t in tools))
@@ -195,28 +213,96 @@ def make_prefix(mode: str, fit: Fit | None, counter: Any) -> Prefix:
     return Prefix(mode, filler=filler, tokens=count_system(filler, counter) if filler else 0)
 
 
-def source_fit(trajectories: Sequence[Trajectory], engine: Engine) -> Fit | None:
+def reference_pass(traj: Trajectory, engine: Engine) -> list[tuple[float, bool]]:
+    """The fit pass over one run: per call, (local tokens of its request's history part — the framing overhead
+    and the messages of the original agent's own view — and whether it came after its own compaction). The
+    system prompt and tools are counted apart (`request_local`), so one pass serves every prefix."""
+    out = []
+    for _call, local, after in reference_views(traj, engine, system=""):
+        out.append((local - engine.meter.system_tokens(""), after))
+    return out
+
+
+def request_local(history_local: float, system: str, tools: Sequence[ToolSpec], engine: Engine) -> float:
+    """A request's local tokens from its history part (reference_pass) and its stable prefix."""
+    return history_local + engine.meter.system_tokens(system) + engine.meter.tools_tokens(tools)
+
+
+def source_fit(trajectories: Sequence[Trajectory], engine: Engine,
+               passes: Sequence[list[tuple[float, bool]]] | None = None) -> Fit | None:
     """reported = a + b · local over the reference's calls before its first compaction (history and the
     transcript's own system prompt only)."""
     xs: list[float] = []
     ys: list[float] = []
-    for traj in trajectories:
-        for call, local, after in reference_views(traj, engine):
+    for k, traj in enumerate(trajectories):
+        rows = passes[k] if passes is not None else reference_pass(traj, engine)
+        for call, (local, after) in zip(traj.calls, rows, strict=True):
             if call.reported and not after:
-                xs.append(local)
+                xs.append(request_local(local, traj.system, (), engine))
                 ys.append(float(call.reported))
     return fit_affine(xs, ys)
+
+
+def call_model(call: Call, source: str) -> str:
+    return call.model or MODELS.get(source, "model")
+
+
+def calibrated_ratios(trajectories: Sequence[Trajectory], passes: Sequence[list[tuple[float, bool]]],
+                      ref_prefix: Prefix, engine: Engine) -> tuple[list[list[float]], dict[str, float]]:
+    """The ratio the product's Calibrator has at every call, in call order over the runs: one calibrator per
+    model (as the product keeps them), fed each earlier call's (reference local count, reported usage). The
+    replay of each run then needs only its own list, so runs can be replayed apart. Also the final ratios."""
+    from ctxagent.context.calibrator import Calibrator
+
+    cals: dict[str, Any] = {}
+    out: list[list[float]] = []
+    for traj, rows in zip(trajectories, passes, strict=True):
+        system = ref_prefix.system(traj.system)
+        ratios = []
+        for call, (local, _after) in zip(traj.calls, rows, strict=True):
+            model = call_model(call, traj.source)
+            cal = cals.setdefault(model, Calibrator(model))  # no path: never persisted over the user's
+            ratios.append(float(cal.ratio))
+            cal.update(int(request_local(local, system, ref_prefix.tools, engine)), call.reported)
+        out.append(ratios)
+    return out, {m: round(float(c.ratio), 4) for m, c in sorted(cals.items())}
 
 
 # -- what a replay carries ------------------------------------------------------------------------
 @dataclass
 class ReplayTotals:
+    """One run's (or, merged, a whole source's) accumulators."""
+
     strategies: dict[str, StrategyStats] = field(default_factory=lambda: {s: StrategyStats() for s in STRATEGIES})
     reference: StrategyStats = field(default_factory=StrategyStats)
     calls: int = 0
     after_calls: int = 0  # calls after the source's own compaction
     runs: int = 0
+    ttl_1h_runs: int = 0  # runs whose transcript wrote its cache with the 1-hour TTL
+    models: Counter[str] = field(default_factory=Counter)  # calls per model
     notes: Counter[str] = field(default_factory=Counter)
+
+    def to_state(self) -> dict[str, Any]:
+        return {"strategies": {n: s.to_state() for n, s in self.strategies.items()}, "reference": self.reference.to_state(),
+                "calls": self.calls, "after_calls": self.after_calls, "runs": self.runs, "ttl_1h_runs": self.ttl_1h_runs,
+                "models": dict(self.models), "notes": dict(self.notes)}
+
+    @classmethod
+    def from_state(cls, d: dict[str, Any]) -> ReplayTotals:
+        return cls({n: StrategyStats.from_state(s) for n, s in d["strategies"].items()},
+                   StrategyStats.from_state(d["reference"]), d["calls"], d["after_calls"], d["runs"], d["ttl_1h_runs"],
+                   Counter(d["models"]), Counter(d["notes"]))
+
+    def merge(self, other: ReplayTotals) -> None:
+        for name, st in other.strategies.items():
+            self.strategies.setdefault(name, StrategyStats()).merge(st)
+        self.reference.merge(other.reference)
+        self.calls += other.calls
+        self.after_calls += other.after_calls
+        self.runs += other.runs
+        self.ttl_1h_runs += other.ttl_1h_runs
+        self.models.update(other.models)
+        self.notes.update(other.notes)
 
 
 @dataclass
@@ -226,13 +312,14 @@ class Setup:
     engine: Engine
     strategies: Sequence[str]
     prefix: Prefix
-    calibrator: Any
     rules: CacheRules
     server: ServerParams
+    pricing: Pricing
     use_memory: bool = True
     # the reference's own stable prefix: the source's (estimated) one, whatever the strategies carry, so that
     # the calibrator learns the ratio from requests that contain what the provider counted
     reference_prefix: Prefix | None = None
+    memory_store: Callable[[Path], Any] | None = None  # opens the ctxagent lane's memory store (None: the product's)
 
     @property
     def ref_prefix(self) -> Prefix:
@@ -241,26 +328,3 @@ class Setup:
     @property
     def triggers(self) -> dict[str, int]:
         return self.server.triggers(self.engine.window)
-
-
-@dataclass
-class CallContext:
-    """What every strategy's request at one call is measured against."""
-
-    facts: list[str]
-    after: bool  # the original run compacted before this call
-    early: list[str]
-    names: list[str]  # every file name seen so far
-    tracker: LineTracker
-    presence: PresenceIndex
-    ratio: float  # the Calibrator's ratio at this call: local → provider tokens
-    now: float | None
-    system: str  # the strategies' system prompt (with their stable prefix)
-    ref_system: str  # the reference's
-    step: int
-    turn: int
-
-    def size(self, engine: Engine, request: Request) -> float:
-        return sum(n for _, n in engine.meter.chunks(request)) * self.ratio
-
-

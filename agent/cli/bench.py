@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -41,11 +42,45 @@ def _sources(text: str) -> list[str]:
 def _emit(args: argparse.Namespace, results: list[dict[str, Any]], render: Any) -> None:
     payload: Any = results[0] if len(results) == 1 else results
     if getattr(args, "out", None):
-        Path(args.out).write_text(json.dumps(payload, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        write_atomically(Path(args.out), json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
     if args.json:
         print(json.dumps(payload, indent=2, ensure_ascii=False))
     else:
         print("\n\n".join(render(r) for r in results))
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Write `text` to `path` through a temporary file and a rename: a reader never sees half a result."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def _partial(args: argparse.Namespace) -> Path | None:
+    """Where per-run results stream to: beside --out (X.partial.jsonl); --fresh starts it over."""
+    out = getattr(args, "out", None)
+    if not out:
+        return None
+    path = Path(f"{out}.partial.jsonl")
+    if getattr(args, "fresh", False) and path.exists():
+        path.unlink()
+    return path
+
+
+def _jobs(args: argparse.Namespace) -> int:
+    jobs = getattr(args, "jobs", None)
+    return max(1, int(jobs)) if jobs else max(1, os.cpu_count() or 1)
+
+
+def _memory_store(args: argparse.Namespace) -> Any:
+    """ctxagent's memory store with its embeddings remembered (embed_memo.py), unless --embed-cache none."""
+    choice = getattr(args, "embed_cache", None)
+    if choice == "none":
+        return None
+    from ctxagent.agent.bench.embed_memo import MemoStoreOpener, default_cache_path
+
+    return MemoStoreOpener(Path(choice) if choice else default_cache_path())
 
 
 def _overhead(text: str) -> str:
@@ -58,7 +93,7 @@ def run_replay(args: argparse.Namespace) -> int:
     from ctxagent.agent.bench.cache_cost import RULES
     from ctxagent.agent.bench.progress import Progress
     from ctxagent.agent.bench.readers import read_source
-    from ctxagent.agent.bench.replay import replay_source
+    from ctxagent.agent.bench.replay_run import replay_source
     from ctxagent.agent.bench.replay_setup import STRATEGIES
     from ctxagent.agent.bench.replay_tables import replay_text
 
@@ -72,12 +107,14 @@ def run_replay(args: argparse.Namespace) -> int:
         return 2
     overhead = _overhead(args.overhead)
     results = []
+    partial = _partial(args)
     for source in _sources(args.source):
         read = read_source(source, args.data, args.limit)
         for window in args.window or [DEFAULT_WINDOWS[source]]:
             with Progress(len(read.trajectories), f"replay {source} W={window:,}") as bar:
                 res = replay_source(read.trajectories, window, strategies, progress=bar, use_memory=not args.no_memory,
-                                    rules=RULES[args.cache_rules] if args.cache_rules else None, overhead=overhead)
+                                    rules=RULES[args.cache_rules] if args.cache_rules else None, overhead=overhead,
+                                    jobs=_jobs(args), partial=partial, memory_store=_memory_store(args))
             for k, v in read.skipped.items():  # unreadable files / runs, beside the per-record skips
                 if k not in res["skipped"]:
                     res["skipped"][k] = v
@@ -107,7 +144,7 @@ def run_perf(args: argparse.Namespace) -> int:
     from ctxagent.agent.bench.tables import perf_text
 
     sizes, records = _csv_ints(args.sizes), _csv_ints(args.records)
-    with Progress(len(sizes) + len(records), "perf") as bar:
+    with Progress(0, "perf") as bar:
         res = perf_all(sizes, records, args.steps, args.data, bar)
     _emit(args, [res], perf_text)
     return 0
@@ -126,25 +163,28 @@ def run_all(args: argparse.Namespace) -> int:
     from ctxagent.agent.bench.perf import perf_all
     from ctxagent.agent.bench.progress import Progress
     from ctxagent.agent.bench.readers import SOURCES, read_source
-    from ctxagent.agent.bench.replay import replay_source
+    from ctxagent.agent.bench.replay_run import replay_source
     from ctxagent.agent.bench.replay_tables import replay_text, sweep_text
     from ctxagent.agent.bench.tables import perf_text, tokens_text
     from ctxagent.agent.bench.tokens_bench import tokens_source
 
     started = time.time()
     out: dict[str, Any] = {"replay": [], "sweep": [], "tokens": [], "perf": None, "locomo": None}
+    partial, jobs, memory = _partial(args), _jobs(args), _memory_store(args)
     for source in SOURCES:
         read = read_source(source, args.data, args.limit)
         with Progress(len(read.trajectories), f"replay {source}") as bar:
-            out["replay"].append(replay_source(read.trajectories, DEFAULT_WINDOWS[source], progress=bar))
+            out["replay"].append(replay_source(read.trajectories, DEFAULT_WINDOWS[source], progress=bar, jobs=jobs,
+                                               partial=partial, memory_store=memory))
         for window, overhead in SWEEP.get(source, ()):
             with Progress(len(read.trajectories), f"replay {source} W={window:,} ({overhead})") as bar:
-                out["sweep"].append(replay_source(read.trajectories, window, progress=bar, overhead=overhead))
+                out["sweep"].append(replay_source(read.trajectories, window, progress=bar, overhead=overhead, jobs=jobs,
+                                                  partial=partial, memory_store=memory))
         if any(c.reported for t in read.trajectories for c in t.calls):
             with Progress(len(read.trajectories), f"tokens {source}") as bar:
                 out["tokens"].append(tokens_source(read.trajectories, progress=bar))
     if not args.skip_perf:
-        with Progress(7, "perf") as bar:
+        with Progress(0, "perf") as bar:
             out["perf"] = perf_all(data=args.data, progress=bar)
     locomo = _locomo_module()
     if locomo is not None and hasattr(locomo, "run_locomo") and not args.skip_locomo:
@@ -154,7 +194,7 @@ def run_all(args: argparse.Namespace) -> int:
             out["locomo"] = {"error": f"{type(exc).__name__}: {exc}"}
     out["seconds"] = round(time.time() - started, 1)
     if args.out:
-        Path(args.out).write_text(json.dumps(out, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        write_atomically(Path(args.out), json.dumps(out, indent=2, ensure_ascii=False) + "\n")
     if args.json:
         print(json.dumps(out, indent=2, ensure_ascii=False))
         return 0
@@ -177,6 +217,15 @@ def tokens_text_all(results: list[dict[str, Any]], tokens_text: Any) -> str:
     return "\n".join(tables[0] + [ln for t in tables[1:] for ln in t[2:]])
 
 
+def replay_options(q: argparse.ArgumentParser) -> None:
+    q.add_argument("--jobs", type=int, help="processes for the replay (default: the number of CPUs; the result is the "
+                                            "same as with 1)")
+    q.add_argument("--fresh", action="store_true", help="ignore the per-run results of an earlier run with the same --out "
+                                                        "(OUT.partial.jsonl) instead of resuming from them")
+    q.add_argument("--embed-cache", help="where ctxagent's memory embeddings are remembered across runs (a SQLite file; "
+                                         "default under ~/.cache/ctxagent), or none")
+
+
 def add_parser(subparsers: Any) -> None:
     p = add_command(subparsers, "bench")
     sub = p.add_subparsers(dest="bench_command", metavar="BENCH")
@@ -190,7 +239,8 @@ def add_parser(subparsers: Any) -> None:
         if source:
             q.add_argument("--source", default="mini-swe-agent",
                            help="claude-code|mini-swe-agent|swe-agent|openhands, a comma list, or all")
-            q.add_argument("--limit", type=int, help="at most K runs per source (quick runs)")
+            q.add_argument("--limit", type=int, help="a stable sample of K runs per source, spread over repositories "
+                                                     "(chosen by hash, the same on every machine)")
         q.add_argument("--data", help="bench data root or a source's folder/file (default $CTXAGENT_BENCH_DATA or ../shared/bench)")
         q.add_argument("--json", action="store_true", help="print JSON instead of a table")
         q.add_argument("--out", help="also write the JSON result to this file")
@@ -208,6 +258,7 @@ def add_parser(subparsers: Any) -> None:
     r.add_argument("--overhead", default="auto",
                    help="stable prefix added to every request: auto (the system prompt and tool schemas a transcript "
                         "lacks, estimated from the fit's intercept), none, product (ctxagent's own), or N tokens")
+    replay_options(r)
     r.set_defaults(func=run_replay)
 
     t = sub.add_parser("tokens", help="raw vs calibrated local token counts against the reported prompt tokens")
@@ -227,6 +278,7 @@ def add_parser(subparsers: Any) -> None:
     a.add_argument("--limit", type=int, help="at most K runs per source")
     a.add_argument("--skip-perf", action="store_true", help="leave out the performance benchmark (the slowest)")
     a.add_argument("--skip-locomo", action="store_true", help="leave out the LoCoMo memory-retrieval benchmark")
+    replay_options(a)
     a.set_defaults(func=run_all)
 
     # benchmarks that other parts own register themselves when their module is there

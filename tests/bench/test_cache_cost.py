@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from ctxagent.agent.bench.cache_cost import (
     RULES,
@@ -115,3 +117,57 @@ def test_wire_groups_mirror_the_anthropic_wire_format() -> None:
             Message("assistant", "  "), Message("user", "b"), Message("assistant", "done")]
     # user | assistant | tool+warm (+ the empty assistant dropped) + user | assistant
     assert wire_group_ends(msgs) == [1, 2, 6, 7]
+
+
+def test_one_hour_ttl_rules_and_the_real_bill() -> None:
+    from ctxagent.agent.bench.cache_cost import real_cost, transcript_ttl
+
+    long = ANTHROPIC.with_ttl("1h")
+    assert (long.ttl_s, long.write) == (3600.0, 2.0) and ANTHROPIC.with_ttl("5m") is ANTHROPIC
+    assert OPENAI.with_ttl("1h") is OPENAI  # no such option: the rules stay
+    assert transcript_ttl([(500, 400), (100, 0)]) == "1h" and transcript_ttl([(500, 0), (10, None)]) == "5m"
+    assert transcript_ttl([(0, 0)]) == "5m"
+    bill = Bill(uncached=10, read=1000, write=500)
+    # 400 of the 500 written tokens with the 1-hour TTL: 2 ×, the other 100 at 1.25 ×
+    assert real_cost(bill, 400, ANTHROPIC) == pytest.approx(10 + 100 + 1.25 * 100 + 2.0 * 400)
+    assert real_cost(bill, None, ANTHROPIC) == pytest.approx(bill.cost(ANTHROPIC))
+    timed = CacheSim(long)
+    timed.step(blocks(1100), [1], now=0.0)
+    assert timed.step(blocks(1100), [1], now=3000.0).read == 1100  # an hour's life
+    assert timed.step(blocks(1100), [1], now=3000.0 + 3601).read == 0
+
+
+def test_each_model_has_its_own_cache() -> None:
+    sim = CacheSim(ANTHROPIC)
+    sim.step(blocks(2000, 100), [1], model="claude-opus-4-6")
+    assert sim.step(blocks(2000, 100), [1], model="claude-haiku-4-5").read == 0  # a switch meets a cold cache
+    assert sim.step(blocks(2000, 100), [1], model="claude-opus-4-6").read == 2000
+
+
+def test_an_account_prices_each_call_with_its_weight() -> None:
+    from ctxagent.agent.bench.cache_cost import Account
+
+    acc = Account()
+    acc.charge(Bill(100, 1000, 0), OPENAI)  # 100 + 0.1 · 1000
+    acc.charge(Bill(100, 1000, 0), OPENAI, weight=0.2)  # a call for a model at a fifth of the price
+    acc.charge(Bill(50, 0, 0), OPENAI, extra=True)  # a server's summarization iteration
+    acc.charge_extra(30.0)  # a summary's output, priced by the caller
+    assert acc.cost == pytest.approx(200 + 40 + 50 + 30) and acc.extra_cost == pytest.approx(80)
+    assert acc.cost_uncached == pytest.approx(1100 + 220 + 50 + 30) and acc.tokens.total == 2250
+    assert Account.from_dict(dataclasses.asdict(acc)) == acc
+
+
+def test_prices_come_from_the_registry_and_the_summary_model_is_the_cheaper_sibling() -> None:
+    from ctxagent.agent.bench.prices import Pricing, price_of, summary_model
+
+    p = Pricing("claude-opus-4-6")
+    assert p.input_weight("claude-opus-4-6") == 1.0 and p.input_weight(None) == 1.0
+    assert p.input_weight("claude-haiku-4-5") == pytest.approx(1.0 / 5.0)
+    assert p.output_weight("claude-opus-4-6") == pytest.approx(25.0 / 5.0)
+    assert summary_model("claude-opus-4-6") == "claude-haiku-5-5"
+    assert p.summarization("claude-opus-4-6", 1000, 100) == pytest.approx(1000 * 0.10 / 5.0 + 100 * 0.50 / 5.0)
+    g = Pricing("gemini-3-pro")  # not in the registry: the bench's own, marked as assumed
+    assert price_of("gemini-3-pro").known == "assumed" and summary_model("gemini-3-pro") == "gemini-3-flash"
+    assert g.summarization(None, 1000, 100) == pytest.approx(1000 * 0.5 / 2.0 + 100 * 3.0 / 2.0)
+    unknown = Pricing("some-local-model")
+    assert unknown.input_weight("other-local") == 1.0 and unknown.output_weight(None) == 5.0

@@ -84,14 +84,14 @@ def test_fact_tracker_only_counts_paths_seen_before() -> None:
     assert retained(["lexer.py", "parser.py"], "summary: changed parser.py") == 1
 
 
-def test_progress_bar_draws_to_its_stream() -> None:
+def test_progress_draws_to_its_stream() -> None:
     buf = io.StringIO()
-    with Progress(4, "replay", stream=buf, enabled=True, min_interval=0) as p:
+    with Progress(4, "replay", stream=buf, min_interval=0, plain=False) as p:
         for _ in range(4):
             p.advance(note="run")
     out = buf.getvalue()
     assert "replay [" in out and "4/4" in out and out.endswith("\n")
-    silent = io.StringIO()
-    with Progress(2, "x", stream=silent) as p:  # not a terminal: nothing drawn
+    quiet = io.StringIO()
+    with Progress(2, "x", stream=quiet, enabled=False) as p:
         p.advance()
-    assert silent.getvalue() == ""
+    assert quiet.getvalue() == ""

@@ -211,3 +211,65 @@ def test_read_source_limit_env_and_missing(monkeypatch: pytest.MonkeyPatch, tmp_
     # a data path may also be one file of the source
     one = read_source("openhands", DATA / "openhands" / "evaluation_benchmarks_multi_swe_bench_examples_output.jsonl")
     assert len(one.trajectories) == 3
+
+
+def test_claude_code_per_call_model_one_hour_writes_and_the_compaction_calls_usage(tmp_path: Path) -> None:
+    def rec(**kw: object) -> str:
+        return json.dumps(kw)
+
+    usage = {"input_tokens": 3, "cache_read_input_tokens": 1000, "cache_creation_input_tokens": 500,
+             "cache_creation": {"ephemeral_5m_input_tokens": 100, "ephemeral_1h_input_tokens": 400}}
+    lines = [rec(type="user", message={"role": "user", "content": "go"}),
+             rec(type="assistant", message={"id": "m1", "model": "claude-opus-4-6", "content": [], "usage": usage}),
+             rec(type="user", message={"role": "user", "content": "title?"}),
+             rec(type="assistant", message={"id": "m2", "model": "claude-haiku-4-5", "content": [],
+                                            "usage": {"input_tokens": 40}}),
+             rec(type="system", subtype="compact_boundary", compactMetadata={"preTokens": 1503}),
+             rec(type="user", isCompactSummary=True, message={"role": "user", "content": "Summary."}),
+             rec(type="assistant", message={"id": "m3", "model": "claude-opus-4-6", "content": [], "usage": usage})]
+    session = tmp_path / "s1.jsonl"
+    session.write_text("\n".join(lines) + "\n")
+    sub = tmp_path / "s1" / "subagents"
+    sub.mkdir(parents=True)
+    (sub / "agent-acompact-abc.jsonl").write_text(rec(type="assistant", timestamp="2026-02-10T21:11:59Z", message={
+        "id": "c1", "model": "claude-opus-4-6", "content": [], "usage": {
+            "input_tokens": 3, "cache_read_input_tokens": 1400, "cache_creation_input_tokens": 97, "output_tokens": 8,
+            "cache_creation": {"ephemeral_5m_input_tokens": 97, "ephemeral_1h_input_tokens": 0}}}) + "\n")
+    traj = read_source("claude-code", tmp_path).trajectories[0]
+    assert [c.model for c in traj.calls] == ["claude-opus-4-6", "claude-haiku-4-5", "claude-opus-4-6"]
+    assert traj.calls[0].cache_write == 500 and traj.calls[0].cache_write_1h == 400
+    assert traj.calls[1].cache_write_1h is None  # no split reported
+    boundary = next(e for e in traj.events if e.kind == "source_compaction")
+    assert boundary.data["usage"] == {"reported": 1500, "cached": 1400, "written": 97, "written_1h": 0,
+                                      "model": "claude-opus-4-6", "time": 1770757919.0}
+
+
+def _mini_file(path: Path, ids: list[str]) -> None:
+    with gzip.open(path, "wt", encoding="utf-8") as fh:
+        for iid in ids:
+            fh.write(json.dumps({"instance_id": iid, "messages": [
+                {"role": "system", "content": "sys"}, {"role": "user", "content": f"task {iid}"},
+                {"role": "assistant", "content": "T\n```bash\nls\n```", "usage": {"prompt_tokens": 10}}]}) + "\n")
+
+
+def test_limit_takes_a_stable_sample_across_repositories(tmp_path: Path) -> None:
+    from ctxagent.agent.bench.readers import repository_of
+
+    ids = ([f"django__django-{n}" for n in range(11000, 11012)] + [f"astropy__astropy-{n}" for n in range(7000, 7004)]
+           + [f"sympy__sympy-{n}" for n in range(13000, 13004)] + ["psf__requests-2317"])
+    data = tmp_path / "mini-swe-agent"
+    data.mkdir()
+    _mini_file(data / "trajectories.jsonl.gz", ids)
+    first_k = ids[:4]  # file order: django only
+    sample = [t.run_id for t in read_source("mini-swe-agent", tmp_path, limit=4).trajectories]
+    assert sample != first_k and len(sample) == 4
+    assert {repository_of(r) for r in sample} == {"django/django", "astropy/astropy", "sympy/sympy", "psf/requests"}
+    assert sample == [t.run_id for t in read_source("mini-swe-agent", tmp_path, limit=4).trajectories]  # stable
+    assert sample == [i for i in ids if i in sample]  # in file order
+    bigger = [t.run_id for t in read_source("mini-swe-agent", tmp_path, limit=9).trajectories]
+    assert set(sample) <= set(bigger)  # a larger sample keeps the smaller one's runs
+    # the same runs in another file order give the same sample
+    _mini_file(data / "trajectories.jsonl.gz", list(reversed(ids)))
+    assert sorted(t.run_id for t in read_source("mini-swe-agent", tmp_path, limit=4).trajectories) == sorted(sample)
+    assert repository_of("trajectories/demo/replay__marshmallow-code__marshmallow-1867__default__t-0.20") == \
+        "marshmallow-code/marshmallow"

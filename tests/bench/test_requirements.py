@@ -1,14 +1,22 @@
-"""Requirement / decision / test-failure lines: what the extractors find in hand-made text, and from which events."""
+"""Requirement / decision / test-failure lines: what the bench's own rule finds in hand-made text, from which
+events, and that the rule shares no code and no pattern with the product's detectors."""
 
 from __future__ import annotations
 
+import ast
+import re
+from pathlib import Path
+
+from ctxagent.agent.bench import requirements
 from ctxagent.agent.bench.requirements import (
     LineTracker,
     decision_lines,
     failing_test_lines,
     is_spec_read,
     lines_of_event,
+    pattern_lists,
     requirement_lines,
+    split_sentences,
 )
 
 
@@ -64,14 +72,35 @@ def test_failing_test_lines_from_four_runners() -> None:
            "FAIL: test_round (pkg.tests.TestMath)\n"
            "--- FAIL: TestHandler (0.01s)\n"
            "  1) test mount renders the page (SpotterWeb.PageLiveTest)\n"
-           "FAILED tests/test_a.py::test_parse - AssertionError: again\n")
+           "FAILED tests/test_a.py::test_parse - AssertionError: again\n"
+           "tests/test_c.py::test_verbose FAILED\n"
+           "test parser::tests::it_works ... FAILED\n"
+           "● Parser › handles empty input\n"
+           "rspec ./spec/models/user_spec.rb:12 # User is valid\n")
     assert failing_test_lines(out) == [
         "FAILED tests/test_a.py::test_parse",
         "ERROR tests/test_b.py::test_db",
         "FAIL: test_round (pkg.tests.TestMath)",
         "--- FAIL: TestHandler",
         "test mount renders the page (SpotterWeb.PageLiveTest)",
+        "tests/test_c.py::test_verbose",
+        "parser::tests::it_works",
+        "Parser › handles empty input",
+        "./spec/models/user_spec.rb:12",
     ]
+
+
+def test_more_binding_phrases_than_markers() -> None:
+    text = ("The parser has to accept empty files. Changing the wire format is not allowed. Leave the public API as is.\n"
+            "Use exclusively the standard library. Keep going with the tests. Refrain from adding flags.\n"
+            "保持现有接口不变。不仅如此，这只是一个例子。")
+    assert requirement_lines(text) == [
+        "The parser has to accept empty files.", "Changing the wire format is not allowed.",
+        "Leave the public API as is.", "Use exclusively the standard library.", "Refrain from adding flags.",
+        "保持现有接口不变。"]
+    # a sentence ends at ; too
+    assert split_sentences("Do not touch the tests; keep the API. Then ship it.") == [
+        "Do not touch the tests;", "keep the API.", "Then ship it."]
 
 
 def test_which_tool_calls_read_a_spec() -> None:
@@ -84,6 +113,9 @@ def test_which_tool_calls_read_a_spec() -> None:
     assert not is_spec_read("Read", {"file_path": "/repo/src/app.py"})
     assert not is_spec_read("bash", {"command": "cat src/app.py && pytest -q"})
     assert not is_spec_read("bash", {"command": "git show HEAD"})
+    assert is_spec_read("bash", {"command": "az boards work-item show --id 7"})
+    assert is_spec_read("Read", {"file_path": "/repo/README"})
+    assert not is_spec_read("Write", {"file_path": "/repo/NOTES.md", "content": "- must"})
 
 
 def test_lines_of_event_by_source() -> None:
@@ -93,6 +125,7 @@ def test_lines_of_event_by_source() -> None:
     from_spec = lines_of_event("tool_result", {"content": spec, "call_id": "c1"}, 5, spec_call)
     assert [(x.kind, x.origin, x.text, x.event) for x in from_spec] == [
         ("requirement", "tool", "Never log the API key anywhere.", 5),
+        ("requirement", "tool", "We decided to keep the CLI flags stable.", 5),  # "keep … stable" binds, too
         ("decision", "tool", "We decided to keep the CLI flags stable.", 5)]
     # the same words in a source file are not a spec; a failing test anywhere is a requirement
     assert lines_of_event("tool_result", {"content": spec + "\nFAILED t.py::test_x - boom"}, 6, code_call) == [
@@ -108,3 +141,61 @@ def test_tracker_keeps_the_first_statement_of_each_line() -> None:
     new = t.add("tool_result", {"call_id": "c1", "content": "- Do not touch the migrations folder!\n- You must keep the v1 API."}, 2)
     assert [x.text for x in new] == ["You must keep the v1 API."]  # the repeat (same terms) is not new
     assert [(x.origin, x.event) for x in t.lines] == [("user", 0), ("tool", 2)]
+
+
+# -- independence from the product ---------------------------------------------------------------------
+def _imports(module: object) -> list[str]:
+    tree = ast.parse(Path(str(getattr(module, "__file__", ""))).read_text(encoding="utf-8"))
+    return [n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)] + [
+        a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]
+
+
+def test_the_rule_imports_nothing_of_the_product() -> None:
+    from ctxagent.agent.bench import presence
+
+    assert not [m for m in _imports(requirements) if m.startswith("ctxagent")]
+    # ... and what matches a line in a request does not use the product's memory terms either
+    assert not [m for m in _imports(presence) if m.startswith(("ctxagent.context.memory", "ctxagent.context.tool_meta"))]
+
+
+def test_no_word_list_is_a_subset_of_the_products_patterns() -> None:
+    """Every list holds entries none of the product's patterns matches (at least a fifth of it), so the rule is
+    not the product's detector with fewer words."""
+    from ctxagent.context import tool_meta
+    from ctxagent.context.memory import detect
+
+    product: dict[str, list[re.Pattern[str]]] = {
+        "requirement": [detect.REQUIREMENT_MARKERS_EN, detect.CONSTRAINT_MARKERS_EN],
+        "requirement_zh": [detect.REQUIREMENT_MARKERS_ZH, detect.CONSTRAINT_MARKERS_ZH],
+        "decision": [detect.DECISION_MARKERS_EN, detect.DECISION_IMPERATIVE_EN],
+        "decision_zh": [detect.DECISION_MARKERS_ZH],
+        "rule_headings": [detect.RULE_HEADING],
+        "issue_tools": [tool_meta._ISSUE_COMMAND],
+    }
+    sets = {"spec_extensions": tool_meta.DOCUMENT_EXTENSIONS, "web_tools": tool_meta.WEB_TOOLS}
+    lists = pattern_lists()
+    for name, patterns in product.items():
+        words = list(lists[name])
+        probe = (lambda w: f" {w} show 7") if name == "issue_tools" else (lambda w: w)
+        own = [w for w in words if not any(p.search(probe(w)) for p in patterns)]
+        assert len(own) * 5 >= len(words), (name, own)
+    for name, theirs in sets.items():
+        own = [w for w in lists[name] if w not in theirs]
+        assert len(own) * 5 >= len(lists[name]) or len(own) >= 2, (name, own)
+    # the failing-test runners: lines the product's pattern does not read
+    for line in ("tests/test_c.py::test_verbose FAILED", "test parser::tests::it_works ... FAILED",
+                 "rspec ./spec/models/user_spec.rb:12 # User is valid"):
+        assert failing_test_lines(line) and not detect.FAILING_TEST.match(line), line
+
+
+def test_the_rule_and_the_products_detector_disagree_on_a_spec() -> None:
+    from ctxagent.context.memory.detect import detect_requirements
+
+    spec = ("## Restrictions\n- Pure functions and the standard library.\n"
+            "The cache should be warm before the first call.\n"
+            "It has to stay backward compatible with v1.\n"
+            "The reader does not buffer input.\n")
+    ours, theirs = set(requirement_lines(spec)), set(detect_requirements(spec))
+    assert "Pure functions and the standard library." in ours - theirs  # a rules heading the product does not know
+    assert "It has to stay backward compatible with v1." in ours - theirs
+    assert "The reader does not buffer input." in theirs - ours  # a description, not a rule, for the bench

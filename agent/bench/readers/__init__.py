@@ -13,9 +13,11 @@ Readers are tolerant: a record they cannot use is skipped and counted in `Trajec
 
 from __future__ import annotations
 
+import hashlib
 import os
+import re
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -38,6 +40,8 @@ class Call:
     cached: int | None = None  # of which served from the provider's prompt cache, when reported
     cache_write: int | None = None  # of which written to the prompt cache (Anthropic's cache_creation)
     time: float | None = None  # when the call was made (epoch seconds), when the source records it
+    model: str | None = None  # the model that answered, when the source records it (else the source's default)
+    cache_write_1h: int | None = None  # of `cache_write`, the tokens written with the 1-hour TTL (Anthropic)
 
 
 @dataclass
@@ -59,11 +63,12 @@ class Trajectory:
 
     def add_assistant(self, text: str, tool_calls: list[dict[str, Any]], reported: int | None,
                       cached: int | None = None, cache_write: int | None = None,
-                      time: float | None = None) -> dict[str, Any]:
+                      time: float | None = None, model: str | None = None,
+                      cache_write_1h: int | None = None) -> dict[str, Any]:
         data: dict[str, Any] = {"text": text, "tool_calls": tool_calls, "stop_reason": None,
                                 "usage": {"input_tokens": reported} if reported is not None else {},
                                 "step": len(self.calls) + 1}
-        self.calls.append(Call(len(self.events), reported, cached, cache_write, time))
+        self.calls.append(Call(len(self.events), reported, cached, cache_write, time, model, cache_write_1h))
         self.events.append(SourceEvent("assistant", data))
         return data
 
@@ -105,7 +110,8 @@ def source_path(source: str, data: Path | str | None) -> Path:
 
 
 def read_source(source: str, data: Path | str | None = None, limit: int | None = None) -> ReadResult:
-    """Read up to `limit` trajectories of `source` (one of SOURCES)."""
+    """Read the trajectories of `source` (one of SOURCES); with `limit`, a stable sample of K of them
+    spread over repositories (`stable_sample`), kept in file order."""
     if source not in SOURCES:
         raise ValueError(f"unknown source {source!r}; choose one of {', '.join(SOURCES)}")
     path = source_path(source, data)
@@ -119,10 +125,50 @@ def read_source(source: str, data: Path | str | None = None, limit: int | None =
             skipped[item] += 1
             continue
         out.append(item)
-        skipped.update(item.skipped)
-        if limit is not None and len(out) >= limit:
-            break
+    if limit is not None:
+        out = stable_sample(out, limit)
+    for traj in out:
+        skipped.update(traj.skipped)
     return ReadResult(out, skipped)
+
+
+# `owner__repo-1234` (SWE-bench instance ids, also inside SWE-agent's run names; GitHub owners have no dots)
+_INSTANCE = re.compile(r"(?<![A-Za-z0-9.-])([A-Za-z][A-Za-z0-9-]*)__([A-Za-z0-9.-]+?(?:_[A-Za-z0-9.-]+?)*)-\d+(?![\d.])")
+
+
+def repository_of(run_id: str) -> str:
+    """The repository a run worked on: `owner/repo` of a SWE-bench instance id, else the folder of the run's
+    file (a path-like id), else the id itself."""
+    m = _INSTANCE.search(run_id)
+    if m:
+        return f"{m.group(1)}/{m.group(2)}"
+    return run_id.rsplit("/", 1)[0]
+
+
+def _rank(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def stable_sample(trajectories: Sequence[Trajectory], k: int) -> list[Trajectory]:
+    """K trajectories chosen by hash, never by file order: repositories take turns (in the order of their
+    names' hashes), and each gives its runs in the order of their ids' hashes. The same K and data give the
+    same sample on every machine, K ≥ the number of repositories covers every one, and a larger K keeps
+    the runs a smaller one chose. Returned in file order (the calibrator is fed calls in that order)."""
+    if k >= len(trajectories):
+        return list(trajectories)
+    groups: dict[str, list[int]] = {}
+    for i, t in enumerate(trajectories):
+        groups.setdefault(repository_of(t.run_id), []).append(i)
+    queues = [sorted(idx, key=lambda i: (_rank(trajectories[i].run_id), i)) for _, idx in
+              sorted(groups.items(), key=lambda kv: (_rank(kv[0]), kv[0]))]
+    chosen: list[int] = []
+    depth = 0
+    while len(chosen) < max(k, 0):
+        for q in queues:
+            if depth < len(q) and len(chosen) < k:
+                chosen.append(q[depth])
+        depth += 1
+    return [trajectories[i] for i in sorted(chosen)]
 
 
 def _iter_source(source: str, path: Path) -> Iterator[Trajectory | str]:

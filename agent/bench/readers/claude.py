@@ -6,13 +6,15 @@ Quirks handled (see ../shared/bench/README.md):
 - one API response is split over several assistant records sharing `message.id`: they are merged
   into one assistant event and its usage is counted once;
 - the real prompt size of a call = input + cache_read + cache_creation tokens (the last two are kept:
-  the reference's cached cost uses them), and its record's timestamp is the call's time;
+  the reference's real bill uses them, with `cache_creation.ephemeral_1h_input_tokens`, the writes
+  made with the 1-hour TTL), its record's timestamp is the call's time and `message.model` its model;
 - a `system` record with subtype `compact_boundary` followed by a `user` record with
   `isCompactSummary` is the real compaction: it becomes a `source_compaction` event carrying the
   summary the model continued from;
 - `thinking` blocks are not replayed (the API does not resend earlier turns' thinking), sidechain
   records (an inline subagent) are skipped, `<synthetic>` messages (no API call) are skipped.
-The `subagents/` folders are separate conversations and are not replayed as part of the session.
+The `subagents/` folders are separate conversations and are not replayed as part of the session; the
+usage of a compaction call there (`agent-acompact-*.jsonl`) is attached to its compaction, to bill it.
 """
 
 from __future__ import annotations
@@ -38,7 +40,49 @@ def iter_claude_code(path: Path) -> Iterator[Trajectory | str]:
         if not traj.calls:
             yield "claude-code:no_model_calls"
             continue
+        attach_compaction_usage(traj, f.parent / f.stem / "subagents")
         yield traj
+
+
+def compaction_usage(lines: list[str]) -> dict[str, Any] | None:
+    """The usage of a compaction call (a `subagents/agent-acompact-*.jsonl` transcript): its prompt tokens, of which
+    read from / written to the cache (and with the 1-hour TTL), its model and time. Its `output_tokens` is not
+    used: the transcript records the first streamed chunk's count, not the summary's."""
+    for raw in lines:
+        try:
+            rec = json.loads(raw)
+        except ValueError:
+            continue
+        msg = rec.get("message") if isinstance(rec, dict) and rec.get("type") == "assistant" else None
+        usage = (msg or {}).get("usage") if isinstance(msg, dict) else None
+        if not isinstance(usage, dict):
+            continue
+        cached = int(usage.get("cache_read_input_tokens") or 0)
+        written = int(usage.get("cache_creation_input_tokens") or 0)
+        by_ttl = found if isinstance(found := usage.get("cache_creation"), dict) else {}
+        return {"reported": int(usage.get("input_tokens") or 0) + cached + written, "cached": cached, "written": written,
+                "written_1h": int(by_ttl.get("ephemeral_1h_input_tokens") or 0), "model": msg.get("model") if isinstance(msg, dict) else None,
+                "time": _epoch(rec.get("timestamp"))}
+    return None
+
+
+def attach_compaction_usage(traj: Trajectory, folder: Path) -> None:
+    """Give each of the session's own compactions, in order, the usage of its compaction call when the transcript's
+    `subagents/` folder has it (else the compaction is billed from the simulation alone)."""
+    if not folder.is_dir():
+        return
+    found = []
+    for f in sorted(folder.glob("agent-acompact-*.jsonl")):
+        try:
+            usage = compaction_usage(f.read_text(encoding="utf-8", errors="replace").splitlines())
+        except OSError:
+            continue
+        if usage is not None:
+            found.append(usage)
+    found.sort(key=lambda u: u.get("time") or 0.0)
+    boundaries = [e for e in traj.events if e.kind == "source_compaction"]
+    for event, usage in zip(boundaries, found, strict=False):
+        event.data["usage"] = usage
 
 
 def parse_claude_code(lines: list[str], run_id: str = "session") -> Trajectory:
@@ -99,8 +143,13 @@ def _assistant(traj: Trajectory, msg: dict[str, Any], by_msg_id: dict[str, dict[
                        ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"))
         cached = int(usage.get("cache_read_input_tokens") or 0)
         written = int(usage.get("cache_creation_input_tokens") or 0)
+        # `cache_creation` splits the writes by TTL: {ephemeral_5m_input_tokens, ephemeral_1h_input_tokens}
+        by_ttl = usage.get("cache_creation") if isinstance(usage.get("cache_creation"), dict) else {}
+        written_1h = int(by_ttl.get("ephemeral_1h_input_tokens") or 0) if by_ttl else None
+        model = str(msg.get("model")) if msg.get("model") else None
         data = traj.add_assistant("", [], reported or None, cached if reported else None,
-                                  written if reported else None, when)
+                                  written if reported else None, when, model,
+                                  min(written_1h, written) if reported and written_1h is not None else None)
         if mid:
             by_msg_id[mid] = data
     else:
