@@ -50,6 +50,10 @@ _EXPORTS = {
     "TurnInfo": "ctxagent.agent.checkpoints.turns",
     # models
     "cost_usd": "ctxagent.agent.providers.registry",
+    "SessionCost": "ctxagent.agent.providers.pricing",
+    "call_cost": "ctxagent.agent.providers.pricing",
+    "model_calls": "ctxagent.agent.providers.pricing",
+    "session_cost": "ctxagent.agent.providers.pricing",
     "model_info": "ctxagent.agent.providers.registry",
     "parse_model_name": "ctxagent.agent.providers.registry",
     # the command line, set-up help and the demo
@@ -94,6 +98,12 @@ if TYPE_CHECKING:
     from ctxagent.agent.parts import (
         AgentParts as AgentParts,
         Approver as Approver,
+    )
+    from ctxagent.agent.providers.pricing import (
+        SessionCost as SessionCost,
+        call_cost as call_cost,
+        model_calls as model_calls,
+        session_cost as session_cost,
     )
     from ctxagent.agent.providers.registry import (
         cost_usd as cost_usd,

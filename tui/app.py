@@ -207,14 +207,13 @@ class CtxApp(App[int]):
 def run_app(args: argparse.Namespace) -> int:
     """`ctxagent` (and --resume / --continue, demo): build the session from the CLI args, run the app.
     `args.initial_input` is pre-typed in the input box (the demo's suggested request)."""
-    from ctxagent.agent import find_repo_root, flags_from_args, load_config, open_session
+    from ctxagent.agent import find_repo_root, flags_from_args, load_config
     from ctxagent.context import CtxagentError
 
     root = find_repo_root(Path(getattr(args, "cwd", None) or ".").resolve())
     flags = flags_from_args(args)
     try:
-        config = load_config(root, flags)
-        session = open_session(root, config, resume=_resume_ref(args))
+        session = open_from_args(args)
     except CtxagentError as exc:
         print(f"ctxagent: {exc}", file=sys.stderr)
         return 2
@@ -228,6 +227,17 @@ def run_app(args: argparse.Namespace) -> int:
         if app.session is not None and app.session is not session:
             app.session.log.close()
     return int(result or 0)
+
+
+def open_from_args(args: argparse.Namespace) -> Session:
+    """The session the command line asks for: a new one, or a resumed one on the model it last ran
+    with (unless --model names another). Raises CtxagentError."""
+    from ctxagent.agent import find_repo_root, flags_from_args, load_config, open_session
+
+    root = find_repo_root(Path(getattr(args, "cwd", None) or ".").resolve())
+    flags = flags_from_args(args)
+    config = load_config(root, flags)
+    return open_session(root, config, resume=_resume_ref(args), keep_model=flags.get("model") is None)
 
 
 def _resume_ref(args: argparse.Namespace) -> str | None:
