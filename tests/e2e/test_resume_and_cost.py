@@ -8,10 +8,16 @@ import json
 import re
 from pathlib import Path
 
-from ctxagent.agent.providers.pricing import call_cost
+from ctxagent.agent.providers.registry import cost_usd, model_info, parse_model_name
 from ctxagent.context.request import Usage
 
 SONNET, MINI = "anthropic:claude-sonnet-5-5", "openai:gpt-5.4-mini"
+
+
+def price(label: str, usage: Usage) -> float:
+    """One call's dollars at `label`'s registry prices (the expected value, computed here by hand)."""
+    provider, model = parse_model_name(label)
+    return float(cost_usd(model_info(provider, model), usage))
 
 
 def _calls(events: list[dict]) -> list[tuple[str, Usage]]:
@@ -46,8 +52,8 @@ def test_resume_with_a_base_url_keeps_the_switched_model_and_prices_each_call(
     assert [r["path"] for r in srv.requests()][-1].endswith("/chat/completions")  # OpenAI's wire, as gpt-5.4-mini
     # the report prices each call with its own model
     calls = _calls(events)
-    sonnet = sum(c for m, u in calls if m == SONNET and (c := call_cost(m, u)) is not None)
-    mini = sum(c for m, u in calls if m == MINI and (c := call_cost(m, u)) is not None)
+    sonnet = sum(price(m, u) for m, u in calls if m == SONNET)
+    mini = sum(price(m, u) for m, u in calls if m == MINI)
     assert sonnet > 0 and mini > 0 and sonnet != mini * 2  # different prices, so a repricing would show
     report = ctxagent_run(repo, "report", session)
     assert report.returncode == 0, report.stderr

@@ -16,9 +16,10 @@ from typing import Any
 import pytest
 from ctxagent.agent.config import flags_from_args, load_config
 from ctxagent.agent.factory import create_agent
-from ctxagent.agent.providers.pricing import call_cost
+from ctxagent.agent.providers.registry import cost_usd, model_info, parse_model_name
 from ctxagent.agent.session import open_session
-from ctxagent.tui.app import CtxApp, open_from_args
+from ctxagent.context.request import Usage
+from ctxagent.tui.app import CtxApp
 from ctxagent.tui.chat import ToolPanel
 from ctxagent.tui.context_screen import ContextScreen, slice_rows
 from ctxagent.tui.pickers import InfoModal
@@ -28,6 +29,12 @@ pytestmark = pytest.mark.anyio
 
 BIN = Path(sys.executable).with_name("ctxagent")
 SONNET, MINI = "anthropic:claude-sonnet-5-5", "openai:gpt-5.4-mini"
+
+
+def price(label: str, usage: Usage) -> float:
+    """One call's dollars at `label`'s registry prices (the expected value, computed here by hand)."""
+    provider, model = parse_model_name(label)
+    return float(cost_usd(model_info(provider, model), usage))
 
 
 async def test_a_failing_test_run_is_marked_failed_with_its_counts(tmp_path: Path) -> None:
@@ -59,6 +66,8 @@ async def test_a_failing_test_run_is_marked_failed_with_its_counts(tmp_path: Pat
 
 
 async def test_a_resumed_session_keeps_the_model_it_was_switched_to(tmp_path: Path) -> None:
+    from ctxagent.tui.app import open_from_args  # what `ctxagent --resume ID` opens
+
     session = make_session(tmp_path, [{"text": "from the first model"}])
     first = tmp_path / "script.json"
     second = tmp_path / "second.json"
@@ -140,16 +149,16 @@ async def test_cost_after_a_model_switch_prices_each_call_with_its_own_model(tmp
         screen = await ready(pilot, app)
         await send(pilot, app, "hello")
         first = [e for e in session.log.events if e.kind == "assistant"][-1].assistant.usage
-        sonnet = call_cost(SONNET, first)
-        assert sonnet is not None and sonnet > 0
+        sonnet = price(SONNET, first)
+        assert sonnet > 0
         assert screen.status.info.cost == pytest.approx(sonnet)
         await send(pilot, app, f"/model {MINI}")
         assert screen.agent.model_label == MINI
         assert screen.status.info.cost == pytest.approx(sonnet)  # the Sonnet call keeps its Sonnet price
         await send(pilot, app, "and now?")
         second = [e for e in session.log.events if e.kind == "assistant"][-1].assistant.usage
-        mini = call_cost(MINI, second)
-        assert mini is not None and screen.status.info.cost == pytest.approx(sonnet + mini)
+        mini = price(MINI, second)
+        assert mini > 0 and screen.status.info.cost == pytest.approx(sonnet + mini)
         await send(pilot, app, "/cost")
         assert isinstance(app.screen, InfoModal)
         text = screen_text(app)
