@@ -102,7 +102,7 @@ def _panel(p: Panel, window: int, y0: float, h: int) -> list[Shape]:
     n = max(len(p.original), len(p.ours), 1)
 
     def px(i: float) -> float:
-        return x0 + (x1 - x0) * (i / max(n - 1, 1))
+        return x0 + (x1 - x0) * (i / (n - 1)) if n > 1 else (x0 + x1) / 2
 
     def py(v: float) -> float:
         return bottom - (bottom - top) * (v / ymax)
@@ -126,7 +126,7 @@ def _panel(p: Panel, window: int, y0: float, h: int) -> list[Shape]:
         for i in idx:
             out.append(Shape("line", [(px(i), top), (px(i), bottom)], color=color, width=1.5, dash=(3, 3)))
     for series, color in ((p.original, ORIGINAL), (p.ours, OURS)):
-        points = [(px(i), py(v)) for i, v in enumerate(series)] if n > 1 else [((x0 + x1) / 2, py(v)) for v in series]
+        points = [(px(i), py(v)) for i, v in enumerate(series)]
         if len(points) > 1:
             out.append(Shape("line", points, color=color, width=2.2))
         if points and len(points) < SHORT:  # a few calls: each one marked
