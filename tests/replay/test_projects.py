@@ -8,7 +8,14 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from ctxagent.agent.replay.projects import NAME_CAP, config_dir, discover, encode_cwd, project_folder, sessions_in
+from ctxagent.agent.replay.projects import (
+    NAME_CAP,
+    config_dir,
+    discover,
+    encode_cwd,
+    project_folder,
+    sessions_in,
+)
 
 # Claude Code's rule as its bundle spells it (projects folder name of a cwd), run by node when there is one
 JS_RULE = r"""

@@ -12,7 +12,19 @@ from typing import Any
 
 import pytest
 
-from .conftest import BENCH, LONG, SMALL, child_env, claude_folder_name, lay_out, needs_bench, newer_copy, run_replay, snapshot, torn_copy
+from .conftest import (
+    BENCH,
+    LONG,
+    SMALL,
+    child_env,
+    claude_folder_name,
+    lay_out,
+    needs_bench,
+    newer_copy,
+    run_replay,
+    snapshot,
+    torn_copy,
+)
 
 pytestmark = needs_bench
 

@@ -104,5 +104,5 @@ def test_the_png_is_the_same_picture(tmp_path: Path) -> None:
         assert img.size[0] == figure.WIDTH * 2
         rgb = img.convert("RGB")
         colors = {rgb.getpixel((x, y)) for x in range(0, img.size[0], 7) for y in range(0, img.size[1], 7)}
-    hexes = {"#%02x%02x%02x" % c for c in colors}
+    hexes = {"#{:02x}{:02x}{:02x}".format(*c) for c in colors}
     assert figure.ORIGINAL in hexes and figure.OURS in hexes and figure.WINDOW in hexes
