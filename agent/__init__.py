@@ -42,6 +42,7 @@ _EXPORTS = {
     "find_repo_root": "ctxagent.agent.session",
     "list_sessions": "ctxagent.agent.session",
     "open_session": "ctxagent.agent.session",
+    "with_session_model": "ctxagent.agent.session",
     "describe_rewind": "ctxagent.agent.checkpoints.rewind",
     "find_user_turn": "ctxagent.agent.checkpoints.rewind",
     "REWIND_MODES": "ctxagent.agent.checkpoints.rewind",
@@ -121,6 +122,7 @@ if TYPE_CHECKING:
         find_repo_root as find_repo_root,
         list_sessions as list_sessions,
         open_session as open_session,
+        with_session_model as with_session_model,
     )
     from ctxagent.agent.session_ops import (
         switch_model as switch_model,

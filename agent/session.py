@@ -72,6 +72,15 @@ def session_model(log: SessionLog) -> str | None:
     return model or None
 
 
+def with_session_model(config: Config, log: SessionLog) -> Config:
+    """`config` on the resumed session's own model (`session_model`), a copy, never changed in place:
+    the caller's config may be another session's. Unchanged when the log names no model."""
+    model = session_model(log)
+    if not model or model == config.model:
+        return config
+    return config.model_copy(update={"model": model}, deep=True)
+
+
 @dataclass
 class Session:
     root: Path
@@ -119,6 +128,6 @@ def open_session(root: Path, config: Config, resume: str | None = None, *, paren
             log.append(SessionStartData(session=log.session_id, model=config.model or "", cwd=str(root), parent=parent))
     except OSError as exc:  # a read-only `.ctxagent/`, a full disk
         raise StateDirError(f"cannot write the session log in {state / 'sessions'}: {describe_os_error(exc)}") from exc
-    if resume is not None and keep_model and (model := session_model(log)) and model != config.model:
-        config = config.model_copy(update={"model": model}, deep=True)
+    if resume is not None and keep_model:
+        config = with_session_model(config, log)
     return Session(root=root, state_dir=state, config=config, log=log)

@@ -66,7 +66,7 @@ async def test_a_failing_test_run_is_marked_failed_with_its_counts(tmp_path: Pat
 
 
 async def test_a_resumed_session_keeps_the_model_it_was_switched_to(tmp_path: Path) -> None:
-    from ctxagent.tui.app import open_from_args  # what `ctxagent --resume ID` opens
+    from ctxagent.tui.app import config_from_args, open_from_args  # what `ctxagent --resume ID` opens
 
     session = make_session(tmp_path, [{"text": "from the first model"}])
     first = tmp_path / "script.json"
@@ -84,6 +84,8 @@ async def test_a_resumed_session_keeps_the_model_it_was_switched_to(tmp_path: Pa
     args = argparse.Namespace(resume=session.id, cwd=str(session.root))
     assert load_config(session.root, flags_from_args(args)).model is None
     resumed = open_from_args(args)
+    # trusting the repository reloads the config: the resumed session stays on its model
+    assert config_from_args(args, resumed).model == f"scripted:{second}"
     app = CtxApp(resumed, create_agent, probe=False)
     async with app.run_test(size=(100, 30)) as pilot:
         screen = await ready(pilot, app)
