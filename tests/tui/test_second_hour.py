@@ -1,5 +1,5 @@
-"""A newcomer's second hour (issue 24, items 3–6), in the app: a failing test run is marked as one, a
-resumed session keeps its model, each call keeps its price after /model, and /context's budgets add up
+"""A newcomer's second hour (issue 24, items 2–6), in the app: a code-only /rewind is told to the model, a
+failing test run is marked as one, a resumed session keeps its model, each call keeps its price after /model, and /context's budgets add up
 to the window. The real Agent, tools and session log; the in-process scripted model, or the loopback
 scripted server with the real SDKs where a priced model is needed."""
 
@@ -23,7 +23,7 @@ from ctxagent.tui.app import CtxApp
 from ctxagent.tui.chat import ToolPanel
 from ctxagent.tui.context_screen import ContextScreen, slice_rows
 from ctxagent.tui.pickers import InfoModal
-from tui_helpers import make_repo, make_session, ready, screen_text, send
+from tui_helpers import make_repo, make_session, ready, screen_text, send, wait_until
 
 pytestmark = pytest.mark.anyio
 
@@ -35,6 +35,38 @@ def price(label: str, usage: Usage) -> float:
     """One call's dollars at `label`'s registry prices (the expected value, computed here by hand)."""
     provider, model = parse_model_name(label)
     return float(cost_usd(model_info(provider, model), usage))
+
+
+async def test_a_code_only_rewind_is_told_to_the_model_in_the_next_request(tmp_path: Path) -> None:
+    """/rewind, `o` (code only): the files go back, the conversation stays, and the next request's
+    working memory no longer says the undone change holds — it says it was undone."""
+    pytest_cmd = f"{sys.executable} -m pytest -q -p no:cacheprovider"
+    session = make_session(tmp_path, [
+        {"text": "Fixing.", "tool_calls": [
+            {"name": "edit_file", "arguments": {"path": "calc.py", "old_text": "a - b", "new_text": "a + b"}},
+            {"name": "run_tests", "arguments": {"command": pytest_cmd}}]},
+        {"text": "Fixed; 1 passed."},
+        {"text": "Back to the subtraction, then."},
+    ])
+    app = CtxApp(session, create_agent)
+    async with app.run_test(size=(110, 34)) as pilot:
+        screen = await ready(pilot, app)
+        await send(pilot, app, "fix add and run the tests")
+        assert "a + b" in (session.root / "calc.py").read_text()
+        await send(pilot, app, "/rewind")
+        from ctxagent.tui.rewind_screen import RewindScreen
+
+        await wait_until(pilot, lambda: isinstance(app.screen, RewindScreen))
+        await pilot.press("o")
+        await wait_until(pilot, lambda: not screen.busy and not isinstance(app.screen, RewindScreen))
+        assert "a - b" in (session.root / "calc.py").read_text()
+        assert session.log.events[-1].kind == "code_rewind" and not session.log.of_kind("rewind")
+        await send(pilot, app, "what state is calc.py in?")
+        body = screen.agent.parts.provider.requests[-1]
+        warm = "\n".join(m["content"] for m in body["messages"] if m.get("kind") == "warm")
+        assert "the user rewound the code to before turn 1" in warm and "restored: calc.py" in warm
+        assert "calc.py (turn 1)" not in warm and "edited calc.py" not in warm and "1 passed" not in warm
+        assert "Fixing." in json.dumps(body)  # the conversation itself is kept
 
 
 async def test_a_failing_test_run_is_marked_failed_with_its_counts(tmp_path: Path) -> None:
