@@ -19,6 +19,7 @@ from typing import Any
 
 from ctxagent.agent.cli.commands import add_command
 from ctxagent.agent.config import Config, flags_from_args, load_config, origin_of
+from ctxagent.agent.providers.pricing import model_calls
 from ctxagent.agent.session import find_repo_root, resolve_session
 from ctxagent.context.errors import CtxagentError
 from ctxagent.context.floor.display import plural, strip_controls
@@ -88,7 +89,7 @@ def check_memory_db(root: Path) -> Check:
 def check_session(log: SessionLog) -> list[Check]:
     events = log.events
     reports = [ContextReport.from_dict(e.context_report.report) for e in events if e.kind == "context_report"]
-    assistants = [e for e in events if e.kind == "assistant"]
+    assistants = model_calls(events)  # the user's own @file / !command calls call no model (AssistantData.direct)
     out: list[Check] = []
     if reports:
         last = reports[-1]

@@ -15,7 +15,7 @@ from ctxagent.agent.session import find_repo_root, list_sessions, open_session, 
 from ctxagent.context.errors import CtxagentError
 from ctxagent.context.events import CompactionData, SessionStartData
 from ctxagent.context.floor.display import plural, strip_controls
-from ctxagent.context.history import SessionLog
+from ctxagent.context.history import Event, SessionLog
 from ctxagent.context.monitor import format_report_table
 from ctxagent.context.report import ContextReport
 from ctxagent.context.request import Request
@@ -76,7 +76,21 @@ def cmd_report(args: argparse.Namespace) -> int:
     print(format_report_table(reports, extra_actions=extra))
     if after:
         print(f"after the last step: {', '.join(after)}")
+    print(strip_controls(cost_line(log.events)))
     return 0
+
+
+def cost_line(events: list[Event]) -> str:
+    """What the session's model calls cost, each priced with the model of its step."""
+    from ctxagent.agent.providers.pricing import session_cost
+
+    spent = session_cost(events)
+    if not spent.calls:
+        return "cost: no model calls yet"
+    parts = [f"{plural(m.calls, 'call')} with {m.model or 'an unnamed model'} "
+             + (f"${m.cost:.4f}" if m.cost is not None else "(no prices)") for m in spent.by_model]
+    total = f"${spent.total:.4f}" if spent.total is not None else "unknown (no prices for these models)"
+    return f"cost: {total} — {'; '.join(parts)} (each call priced with the model that made it)"
 
 
 def wire_body(model: str, request: Request) -> dict[str, Any]:
@@ -104,8 +118,10 @@ def cmd_inspect(args: argparse.Namespace) -> int:
         }
         print(json.dumps(out, ensure_ascii=False, indent=2))
         return 0 if step.verified else 1
-    r = step.report
-    print(f"step {step.step} · turn {r.get('turn')} · {r.get('total')} tokens · {r.get('usage_pct', 0):.1f}% of {r.get('window')}")
+    r = ContextReport.from_dict(step.report)
+    # the provider's tokens, like the percentage and the window beside them (and `ctxagent report`)
+    print(f"step {step.step} · turn {r.turn} · {r.calibrated_total:,} tokens · {r.usage_pct:.1f}% of {r.window:,} "
+          f"(tokens as the provider counts them: the local count {r.total:,} × {r.calibration_ratio:.2f})")
     print(f"request rebuilt from the log: {'identical to what was sent (sha256 match)' if step.verified else 'DIFFERS from what was sent'}")
     print(f"masked ranges: {step.masked or 'none'}; pruned events: {step.result.pruned_ids or 'none'}; spilled events: {step.result.spilled_ids or 'none'}")
     print()
