@@ -30,7 +30,7 @@ TOOL_KINDS: dict[str, ToolKind] = {
     "store_memory": "think", "summarize_context": "think",
 }
 RESULT_SHOWN_CHARS = 8000  # of a tool's output, in the client's tool card (the model gets the full result)
-_HUNK = re.compile(r"^@@ -(\d+)(?:,\d+)? \+(\d+)(?:,\d+)? @@")
+_HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 
 
 def tool_kind(name: str, permission: str = "") -> ToolKind:
@@ -106,42 +106,52 @@ def text_content(text: str) -> ContentToolCallContent:
 
 def diff_contents(root: Path, diff: str) -> list[FileEditToolCallContent]:
     """Each hunk of a unified diff (tools/textfile.py `unified_diff`) as ACP diff content. A created
-    file (`--- /dev/null`) has no old text."""
+    file (`--- /dev/null`) has no old text. A hunk's body is read by the line counts in its `@@`
+    header, so a removed line that reads "-- x" is not taken for a file header."""
     from acp.helpers import tool_diff_content
 
     out: list[FileEditToolCallContent] = []
     path: Path | None = None
-    created = False
-    old: list[str] | None = None
+    created = pending = False
+    old: list[str] = []
     new: list[str] = []
+    left = right = 0  # lines of the current hunk still to come, old side and new side
+    last = ""  # the sign of the previous body line: a "\ No newline" marker is about that line alone
 
-    def flush() -> None:
-        if path is not None and old is not None:
+    def emit() -> None:
+        nonlocal pending
+        if pending and path is not None:
             out.append(tool_diff_content(str(path), "".join(new), None if created else "".join(old)))
+        pending = False
 
     for line in diff.splitlines(keepends=True):
+        sign = line[:1]
+        if sign == "\\" and last:
+            for side in {" ": (old, new), "-": (old,), "+": (new,)}.get(last, ()):
+                if side and side[-1].endswith("\n"):
+                    side[-1] = side[-1][:-1]
+            continue
+        if (left > 0 or right > 0) and sign in (" ", "-", "+"):
+            (new if sign == "+" else old).append(line[1:])
+            if sign == " ":
+                new.append(line[1:])
+            left -= sign != "+"
+            right -= sign != "-"
+            last, pending = sign, True
+            continue
+        emit()
+        left = right = 0
+        last = ""
+        hunk = _HUNK.match(line)
         if line.startswith("--- "):
-            flush()
-            old, new = None, []
-            created = line.startswith("--- /dev/null")
+            created, path = line.startswith("--- /dev/null"), None
         elif line.startswith("+++ "):
             name = line[4:].strip()
             path = inside(root, name[2:] if name.startswith("b/") else name)
-        elif _HUNK.match(line):
-            flush()
+        elif hunk is not None:
+            left, right = int(hunk.group(2) or 1), int(hunk.group(4) or 1)
             old, new = [], []
-        elif old is not None:
-            if line.startswith("\\"):  # "\ No newline at end of file": the line before has none
-                for side in (old, new):
-                    if side and side[-1].endswith("\n"):
-                        side[-1] = side[-1][:-1]
-            elif line[:1] in (" ", "-"):
-                old.append(line[1:])
-                if line[:1] == " ":
-                    new.append(line[1:])
-            elif line[:1] == "+":
-                new.append(line[1:])
-    flush()
+    emit()
     return out
 
 
