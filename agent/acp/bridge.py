@@ -116,18 +116,24 @@ class AcpApprover:
 
     def __call__(self, req: PermissionRequest) -> PermissionDecision:
         from acp.schema import PermissionOption, ToolCallUpdate
-        from ctxagent.agent.acp.tool_view import locations, permission_content, title, tool_kind
+        from ctxagent.agent.acp.tool_view import locations, permission_content, text_content, title, tool_kind
 
+        # The tool runner decides what an allowance covers (agent/tool_calls.py); a request that names
+        # it (`target`), says what to know first (`note`) or cannot be remembered says so here too.
+        target = str(getattr(req, "target", "") or "")
+        note = str(getattr(req, "note", "") or "")
+        content = permission_content(self.root, req) + ([text_content(note)] if note else [])
         tool_call = ToolCallUpdate(
             tool_call_id=req.call_id, title=title(req.tool, req.arguments), kind=tool_kind(req.tool), status="pending",
-            content=permission_content(self.root, req), locations=locations(self.root, req.arguments) or None,
-            raw_input=req.arguments,
+            content=content, locations=locations(self.root, req.arguments) or None, raw_input=req.arguments,
         )
-        options = [
-            PermissionOption(option_id=ALLOW_ONCE, name="Allow once", kind="allow_once"),
-            PermissionOption(option_id=ALLOW_SESSION, name=f"Allow {req.tool} for this session", kind="allow_always"),
-            PermissionOption(option_id=REJECT, name="Reject", kind="reject_once"),
-        ]
+        covers = f"{req.tool} {target}" if target else req.tool
+        options = [PermissionOption(option_id=ALLOW_ONCE, name="Allow once", kind="allow_once")]
+        if getattr(req, "can_remember", True):
+            shown = covers if len(covers) <= 80 else covers[:79] + "…"
+            options.append(PermissionOption(option_id=ALLOW_SESSION, name=f"Allow {shown} for this session",
+                                            kind="allow_always"))
+        options.append(PermissionOption(option_id=REJECT, name="Reject", kind="reject_once"))
         try:
             answer = self.bridge.call(
                 lambda: self.bridge.client.request_permission(session_id=self.session_id, tool_call=tool_call,
@@ -148,7 +154,7 @@ class AcpApprover:
         chosen = getattr(outcome, "option_id", "")
         if chosen == ALLOW_ONCE:
             return PermissionDecision(True)
-        if chosen == ALLOW_SESSION:
+        if chosen == ALLOW_SESSION and any(o.option_id == ALLOW_SESSION for o in options):
             return PermissionDecision(True, remember=True)
         if chosen == REJECT:
             return PermissionDecision(False, reason="the user rejected it in the editor")

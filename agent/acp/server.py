@@ -126,6 +126,7 @@ class AcpServer:
 
     async def new_session(self, cwd: str, mcp_servers: Any = None, **kwargs: Any) -> NewSessionResponse:
         held = await self._in_worker(self._open, cwd, None)
+        _say_mcp_ignored(held, mcp_servers)
         self._after_response(held)
         return NewSessionResponse(session_id=held.session.id)
 
@@ -135,6 +136,7 @@ class AcpServer:
         if session_id in self.sessions:
             raise RequestError.invalid_params({"sessionId": f"session {session_id} is already open on this connection"})
         held = await self._in_worker(self._open, cwd, session_id)
+        _say_mcp_ignored(held, mcp_servers)
         if held.session.id != session_id:  # an id prefix resolved to another session: not what was asked
             self._forget(held)
             raise RequestError.invalid_params({"sessionId": f"no session {session_id!r} (did you mean {held.session.id}?)"})
@@ -288,6 +290,15 @@ class AcpServer:
         for held in list(self.sessions.values()):
             _close_log(held.session)
         self.sessions.clear()
+
+
+def _say_mcp_ignored(held: AcpSession, servers: Any) -> None:
+    """ctxagent does not connect to the MCP servers a client passes (mcpCapabilities are all false,
+    and stdio servers would run unsandboxed): say so rather than drop them silently."""
+    if servers:
+        names = ", ".join(str(getattr(s, "name", "?")) for s in servers)
+        held.stream.thought(f"[info] ctxagent does not connect to the client's MCP servers ({names}); "
+                            "its own tools are available")
 
 
 def _close_log(session: Session) -> None:

@@ -33,12 +33,13 @@ def _costs(events: list[dict[str, Any]]) -> float:
 def test_whole_session_prompt_tools_permissions_usage_plan_commands_load(repo: Path, scripted_server) -> None:
     srv = scripted_server(FIX)
     client = RecordingClient(answers=["allow_once", "reject"])
+    (repo / "pkg" / "sub").mkdir(parents=True)  # the editor's cwd: a folder inside the repository
 
     async def main() -> tuple[Any, str, Any, list[Any]]:
         async with acp_agent(client, repo, srv.url) as (conn, _proc):
             init = await conn.initialize(protocol_version=PROTOCOL_VERSION, client_capabilities=ClientCapabilities(),
                                          client_info=Implementation(name="test", version="0"))
-            new = await conn.new_session(cwd=str(repo / "sub") if (repo / "sub").is_dir() else str(repo), mcp_servers=[])
+            new = await conn.new_session(cwd=str(repo / "pkg" / "sub"), mcp_servers=[])
             first = await conn.prompt(session_id=new.session_id, prompt=[text_block("fix add()\n- [ ] update the README")])
             second = await conn.prompt(session_id=new.session_id, prompt=[text_block("now check it")])
             ctx = await conn.prompt(session_id=new.session_id, prompt=[text_block("/context")])
@@ -58,7 +59,8 @@ def test_whole_session_prompt_tools_permissions_usage_plan_commands_load(repo: P
     assert edit_call.content[0].old_text == "return a - b" and edit_call.content[0].new_text == "return a + b"
     assert [o.kind for o in edit_options] == ["allow_once", "allow_always", "reject_once"]
     assert shell_call.kind == "execute" and "echo checked" in shell_call.content[0].content.text
-    events = session_events(repo, sid)
+    events = session_events(repo, sid)  # the session belongs to the repository root, not the cwd
+    assert events[0]["data"]["cwd"] == str(repo)
     shell_result = next(e for e in events if e["kind"] == "tool_result" and e["data"]["name"] == "shell")
     assert shell_result["data"]["is_error"] and "rejected it in the editor" in shell_result["data"]["content"]
 
