@@ -81,6 +81,10 @@ class Bridge:
         """Send one session/update; a client that is gone is said once on stderr, and the turn goes on."""
         if self.gone:
             return
+        if _on_loop(self.loop):  # from a handler on the loop itself: queue it, in order, without waiting
+            task = self.loop.create_task(self.client.session_update(session_id=session_id, update=update))
+            task.add_done_callback(lambda t: t.cancelled() or t.exception())  # a closed pipe is said by the next call
+            return
         try:
             self.call(lambda: self.client.session_update(session_id=session_id, update=update), NOTIFY_SECONDS)
         except Exception as exc:  # noqa: BLE001 - the turn must finish and its log stay whole whatever the pipe does

@@ -15,18 +15,19 @@ from acp import (
     resource_link_block,
     text_block,
 )
-from acp.schema import ClientCapabilities, FileSystemCapabilities
+from acp.schema import ClientCapabilities, FileSystemCapabilities, McpServerStdio
 
 from .conftest import CALC, RecordingClient, acp_agent, run, session_events
 
 
-def _session(client: RecordingClient, repo: Path, url: str, prompts: list[list[Any]], *, fs: bool = False) -> tuple[str, list[Any]]:
+def _session(client: RecordingClient, repo: Path, url: str, prompts: list[list[Any]], *, fs: bool = False,
+             mcp: list[Any] | None = None) -> tuple[str, list[Any]]:
     caps = ClientCapabilities(fs=FileSystemCapabilities(read_text_file=True, write_text_file=True)) if fs else ClientCapabilities()
 
     async def main() -> tuple[str, list[Any]]:
         async with acp_agent(client, repo, url) as (conn, _proc):
             await conn.initialize(protocol_version=PROTOCOL_VERSION, client_capabilities=caps)
-            sid = (await conn.new_session(cwd=str(repo), mcp_servers=[])).session_id
+            sid = (await conn.new_session(cwd=str(repo), mcp_servers=mcp or [])).session_id
             return sid, [await conn.prompt(session_id=sid, prompt=p) for p in prompts]
 
     return run(main())
@@ -75,8 +76,11 @@ def test_resource_links_embedded_context_and_images(repo: Path, scripted_server)
         resource_block(embedded_text_resource(f"file://{repo}/README.md", "# calc (buffer)")),
         image_block("aGVsbG8=", "image/png"),
     ]
-    sid, (answer,) = _session(client, repo, srv.url, [blocks])
+    mcp = [McpServerStdio(name="their-fs", command="/bin/false", args=[], env=[])]
+    sid, (answer,) = _session(client, repo, srv.url, [blocks], mcp=mcp)
     assert answer.stop_reason == "end_turn"
+    thoughts = "".join(u.content.text for u in client.of("agent_thought_chunk"))
+    assert "does not connect to the client's MCP servers (their-fs)" in thoughts
     events = session_events(repo, sid)
     user = next(e["data"]["text"] for e in events if e["kind"] == "user")
     assert "@calc.py" in user and "@README.md" in user and "scratch text from the editor" in user
