@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import logging
+import signal
 import sys
 from typing import TYPE_CHECKING, Any, cast
 
@@ -60,8 +62,13 @@ async def serve(args: argparse.Namespace) -> None:
     # cast: the SDK's Agent protocol lists every optional method (fork, modes, …); its router answers
     # "method not found" for the ones AcpServer leaves out, which is what a client should hear
     conn = AgentSideConnection(cast("Agent", server), transport, listening=False)
+    listen = asyncio.ensure_future(conn.listen())  # until the client closes stdin
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGHUP):  # an editor stopping its agent: end like a disconnect
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, listen.cancel)
     try:
-        await conn.listen()  # until the client closes stdin
+        await asyncio.wait({listen})
     finally:
-        await server.shutdown()
+        await server.shutdown()  # running turns cancelled and finished, their logs closed
         await asyncio.shield(conn.close())

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import signal
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -64,7 +65,8 @@ def test_a_permission_never_answered_is_a_refusal_after_the_timeout(repo: Path, 
     assert any(e["kind"] == "permission" and e["data"]["decision"] == "deny" for e in events)
 
 
-def test_a_client_that_disconnects_mid_turn_leaves_a_whole_log_and_a_clean_exit(repo: Path, scripted_server) -> None:
+@pytest.mark.parametrize("how", ["disconnect", "sigterm"])
+def test_a_client_that_disconnects_mid_turn_leaves_a_whole_log_and_a_clean_exit(repo: Path, scripted_server, how: str) -> None:
     srv = scripted_server(SHELL_THEN_TEXT)
     client = RecordingClient(answers=["never"])
     client.asked = None
@@ -76,7 +78,10 @@ def test_a_client_that_disconnects_mid_turn_leaves_a_whole_log_and_a_clean_exit(
             sid = (await conn.new_session(cwd=str(repo), mcp_servers=[])).session_id
             turn = asyncio.ensure_future(conn.prompt(session_id=sid, prompt=[text_block("write out.txt")]))
             await client.asked.wait()
-            proc.stdin.close()  # the editor is gone, mid-turn, with the question open
+            if how == "disconnect":
+                proc.stdin.close()  # the editor is gone, mid-turn, with the question open
+            else:
+                proc.send_signal(signal.SIGTERM)  # the editor stops its agent, mid-turn
             code = await asyncio.wait_for(proc.wait(), 30)
             try:
                 outcome: Any = (await asyncio.wait_for(turn, 10)).stop_reason
