@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import re
+import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -70,6 +71,7 @@ class AcpSession:
     files: ClientFiles | None = None
     cancel: threading.Event | None = None  # the running turn's
     busy: bool = False
+    ready: asyncio.Event | None = None  # set once what waited for the session's id went out
 
 
 def _failure(exc: BaseException) -> RequestError:
@@ -102,6 +104,7 @@ class AcpServer:
         return self._bridge
 
     async def _in_worker(self, fn: Any, *args: Any) -> Any:
+        self.bridge  # noqa: B018 - bound on the loop's thread: a worker cannot find the loop itself
         return await asyncio.get_running_loop().run_in_executor(self.executor, fn, *args)
 
     # -- the protocol -----------------------------------------------------------------------------
@@ -147,6 +150,8 @@ class AcpServer:
 
     async def prompt(self, prompt: list[Any], session_id: str, **kwargs: Any) -> PromptResponse:
         held = self._session(session_id)
+        if held.ready is not None:
+            await held.ready.wait()  # the session's first updates go out before any of its turn's
         if held.busy:
             raise RequestError.invalid_request({"details": "a turn is already running in this session; cancel it first"})
         text = prompt_text(held.session.root, prompt)
@@ -239,10 +244,17 @@ class AcpServer:
 
     def _after_response(self, held: AcpSession) -> None:
         """After the session's id reached the client: the slash commands, the plan, what was held."""
+        ready = held.ready = asyncio.Event()
+
         async def send() -> None:
-            await asyncio.sleep(0.05)  # the response is written first (the SDK sends it when the handler returns)
-            await self._notify(held.session.id, available_commands_update())
-            await self._in_worker(self._release, held)
+            try:
+                await asyncio.sleep(0.05)  # the response is written first (the SDK sends it when the handler returns)
+                await self._notify(held.session.id, available_commands_update())
+                await self._in_worker(self._release, held)
+            except Exception as exc:  # noqa: BLE001 - the client left already: its session is closed at shutdown
+                sys.stderr.write(f"ctxagent acp: could not send session {held.session.id}'s first updates: {exc}\n")
+            finally:
+                ready.set()
 
         task = asyncio.get_running_loop().create_task(send())
         self._tasks.add(task)
