@@ -117,6 +117,7 @@ class AcpApprover:
         self.root = root
         self.timeout = timeout
         self.cancel = cancel  # the running turn's cancel event
+        self.files: Any = None  # the session's ClientFiles, when the client serves them (write_file's diff)
 
     def __call__(self, req: PermissionRequest) -> PermissionDecision:
         from acp.schema import PermissionOption, ToolCallUpdate
@@ -126,7 +127,7 @@ class AcpApprover:
         # it (`target`), says what to know first (`note`) or cannot be remembered says so here too.
         target = str(getattr(req, "target", "") or "")
         note = str(getattr(req, "note", "") or "")
-        content = permission_content(self.root, req) + ([text_content(note)] if note else [])
+        content = permission_content(self.root, req, self.files) + ([text_content(note)] if note else [])
         tool_call = ToolCallUpdate(
             tool_call_id=req.call_id, title=title(req.tool, req.arguments), kind=tool_kind(req.tool), status="pending",
             content=content, locations=locations(self.root, req.arguments) or None, raw_input=req.arguments,

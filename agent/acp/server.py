@@ -231,6 +231,7 @@ class AcpServer:
         held = AcpSession(session, agent, stream, files=self._client_files(session))
         if held.files is not None:
             agent.parts.tool_config["files"] = held.files
+            approver.files = held.files
         holder.append(held)
         self.sessions[session.id] = held
         return held

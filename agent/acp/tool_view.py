@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from acp.schema import ContentToolCallContent, FileEditToolCallContent, ToolCallLocation, ToolKind
     from ctxagent.agent.updates import PermissionRequest
+    from ctxagent.tools.contract import FileAccess
 
 TOOL_KINDS: dict[str, ToolKind] = {
     "read_file": "read", "list_files": "read", "read_spill": "read", "read_event": "read",
@@ -155,8 +156,9 @@ def diff_contents(root: Path, diff: str) -> list[FileEditToolCallContent]:
     return out
 
 
-def permission_content(root: Path, req: PermissionRequest) -> list[Any]:
-    """What the user is asked about: the edit as a diff, the command line, or the tool's preview."""
+def permission_content(root: Path, req: PermissionRequest, files: FileAccess | None = None) -> list[Any]:
+    """What the user is asked about: the edit as a diff, the command line, or the tool's preview.
+    `files`: where the file a write_file replaces is read (the editor's buffer with the client's fs)."""
     from acp.helpers import tool_diff_content
 
     args = req.arguments
@@ -164,19 +166,20 @@ def permission_content(root: Path, req: PermissionRequest) -> list[Any]:
     if req.tool == "edit_file" and path is not None:
         return [tool_diff_content(str(path), str(args.get("new_text", "")), str(args.get("old_text", "")))]
     if req.tool == "write_file" and path is not None:
-        return [tool_diff_content(str(path), str(args.get("content", "")), _current_text(path))]
+        return [tool_diff_content(str(path), str(args.get("content", "")), _current_text(path, files))]
     if req.permission == "command":
         return [text_content(f"```sh\n{req.preview}\n```")]
     return [text_content(req.preview or json.dumps(args, ensure_ascii=False)[:2000])]
 
 
-def _current_text(path: Path) -> str | None:
+def _current_text(path: Path, files: FileAccess | None) -> str | None:
     """The file a write_file replaces, for the diff the user approves (None: it is new or unreadable)."""
     from ctxagent.tools.confine import stat_regular_file
+    from ctxagent.tools.contract import LOCAL_FILES
 
     try:
         stat_regular_file(path, path.name)
-        with open(path, "rb") as fh:
+        with (files or LOCAL_FILES).open_read(path) as fh:
             return fh.read(RESULT_SHOWN_CHARS * 25).decode("utf-8", "replace")
     except Exception:  # noqa: BLE001 - absent, a FIFO, unreadable: the approval shows the new text alone
         return None

@@ -40,15 +40,21 @@ def test_the_tools_read_and_edit_the_editors_buffers_confined_to_the_root(repo: 
         {"tool_calls": [{"name": "edit_file", "arguments": {"path": "calc.py", "old_text": "return a - b  # unsaved",
                                                              "new_text": "return a + b"}}]},
         {"tool_calls": [{"name": "read_file", "arguments": {"path": "../outside.txt"}}]},
+        {"tool_calls": [{"name": "write_file", "arguments": {"path": "README.md", "content": "# calc, rewritten\n"}}]},
         {"text": "Edited the buffer."},
     ])
-    calc = str(repo / "calc.py")
-    client = RecordingClient(buffers={calc: "def add(a, b):\n    return a - b  # unsaved\n"})
+    calc, readme = str(repo / "calc.py"), str(repo / "README.md")
+    client = RecordingClient(answers=["allow_once", "allow_once"],
+                             buffers={calc: "def add(a, b):\n    return a - b  # unsaved\n", readme: "# unsaved readme\n"})
     sid, (answer,) = _session(client, repo, srv.url, [[text_block("fix add")]], fs=True)
     assert answer.stop_reason == "end_turn"
-    assert client.reads == [calc, calc]  # read_file, then edit_file's read; never the path outside
-    assert client.writes == [(calc, "def add(a, b):\n    return a + b\n")]
-    assert (repo / "calc.py").read_text() == CALC  # the disk is the editor's to save
+    # read_file, edit_file's read, then write_file's: the diff the user approves, and the tool's own;
+    # never the path outside the repository
+    assert client.reads == [calc, calc, readme, readme]
+    assert client.writes == [(calc, "def add(a, b):\n    return a + b\n"), (readme, "# calc, rewritten\n")]
+    write_asked = client.permissions[1][0].content[0]
+    assert write_asked.old_text == "# unsaved readme\n" and write_asked.new_text == "# calc, rewritten\n"
+    assert (repo / "calc.py").read_text() == CALC and (repo / "README.md").read_text() == "# calc\n"  # the editor saves
     results = [e["data"] for e in session_events(repo, sid) if e["kind"] == "tool_result"]
     assert "# unsaved" in results[0]["content"] and not results[0]["is_error"]
     assert not results[1]["is_error"] and "+    return a + b" in results[1]["meta"]["diff"]
