@@ -13,7 +13,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, BinaryIO, ClassVar, Generic, Literal, Protocol, TypeVar
 
 from ctxagent.context.errors import CtxagentError
 from ctxagent.context.request import ToolSpec
@@ -52,15 +52,48 @@ class ToolServices:
     turn: int = 0  # the running user turn
 
 
+class FileAccess(Protocol):
+    """Where the file tools get and put a file's bytes, AFTER they confined its path (tools/confine.py):
+    the local disk, or an editor's buffers (agent/acp/: ACP's fs/read_text_file, fs/write_text_file).
+    The checks that keep a path inside the repository and refuse links, FIFOs and devices stay local;
+    only the reading and the writing go through this seam. Errors are `ToolError`s or `OSError`s."""
+
+    def open_read(self, path: Path) -> BinaryIO: ...
+
+    def write(self, path: Path, data: bytes) -> None: ...
+
+
+class LocalFiles:
+    """The local file system: reads open the file, writes replace it atomically."""
+
+    def open_read(self, path: Path) -> BinaryIO:
+        return open(path, "rb")
+
+    def write(self, path: Path, data: bytes) -> None:
+        from ctxagent.tools.atomic_write import write_atomic
+
+        write_atomic(path, data)
+
+
+LOCAL_FILES = LocalFiles()
+
+
 @dataclass
 class ToolContext:
     root: Path  # the repository root; every path is confined to it
     cancel: threading.Event = field(default_factory=threading.Event)
-    # e.g. {"test_command": "...", "shell_timeout": 120, "sandbox": SandboxPolicy(...)}; commands run
-    # under tools/sandbox/'s default policy (workspace-write, no network) when "sandbox" is absent
+    # e.g. {"test_command": "...", "shell_timeout": 120, "sandbox": SandboxPolicy(...), "files": FileAccess};
+    # commands run under tools/sandbox/'s default policy (workspace-write, no network) when "sandbox"
+    # is absent, and files are the local disk when "files" is
     config: dict[str, Any] = field(default_factory=dict)
     state_dir: Path | None = None  # <root>/.ctxagent
     services: ToolServices = field(default_factory=ToolServices)
+
+    @property
+    def files(self) -> FileAccess:
+        """How read_file / write_file / edit_file read and write (see FileAccess)."""
+        found = self.config.get("files")
+        return found if found is not None else LOCAL_FILES
 
 
 class Tool(Protocol):

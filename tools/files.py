@@ -17,7 +17,6 @@ from typing import Any, BinaryIO
 
 from ctxagent.context.errors import ToolError
 from ctxagent.context.floor.bounded_regex import MATCH_SECONDS
-from ctxagent.tools.atomic_write import write_atomic
 from ctxagent.tools.confine import (
     cap_text,
     glob_matcher,
@@ -138,7 +137,7 @@ def read_file(args: ReadFileArgs, ctx: ToolContext) -> ToolResult:
     if not os.path.lexists(path):
         raise ToolError(_not_found(ctx, args.path))
     st = stat_regular_file(path, shown_name)
-    with open(path, "rb") as fh:
+    with ctx.files.open_read(path) as fh:
         sample = fh.read(SNIFF_BYTES)
         kind = binary_kind(sample, shown_name)
         if kind:
@@ -198,7 +197,7 @@ def write_file(args: WriteFileArgs, ctx: ToolContext) -> ToolResult:
     before, fmt = "", TextFormat()
     if not created:
         stat_regular_file(path, rel)
-        data = path.read_bytes()
+        data = _read_bytes(ctx, path)
         kind = binary_kind(data[:SNIFF_BYTES], rel)
         if kind is None:
             before, fmt = decode_for_edit(data, rel)
@@ -208,12 +207,17 @@ def write_file(args: WriteFileArgs, ctx: ToolContext) -> ToolResult:
             path.parent.mkdir(parents=True, exist_ok=True)
         except (FileExistsError, NotADirectoryError) as exc:
             raise ToolError(f"cannot create {quote(rel)}: a parent path exists and is not a directory") from exc
-    write_atomic(path, encode_text(content, fmt))
+    ctx.files.write(path, encode_text(content, fmt))
     diff, ranges = unified_diff(rel, before, content, created)
     n_lines = content.count("\n") + (0 if content.endswith("\n") or not content else 1)
     head = f"{'created' if created else 'wrote'} {rel} ({n_lines:,} lines, {len(content):,} characters)"
     shown = cap_text(diff, DIFF_SHOWN_CHARS, "read_file shows the file")[0] if diff else "(no changes: same content)"
     return ToolResult(head + "\n" + shown, meta=_change_meta(rel, diff, ranges if diff else [], created))
+
+
+def _read_bytes(ctx: ToolContext, path: Path) -> bytes:
+    with ctx.files.open_read(path) as fh:
+        return fh.read()
 
 
 def _line_of(text: str, pos: int) -> int:
@@ -239,7 +243,7 @@ def edit_file(args: EditFileArgs, ctx: ToolContext) -> ToolResult:
     if not os.path.lexists(path):
         raise ToolError(_not_found(ctx, args.path) + " (edit_file changes existing files; use write_file to create one)")
     stat_regular_file(path, rel)
-    before, fmt = decode_for_edit(path.read_bytes(), rel)
+    before, fmt = decode_for_edit(_read_bytes(ctx, path), rel)
     if fmt.crlf:  # the model sees LF lines from read_file; match and write in that form
         old, new = old.replace("\r\n", "\n"), new.replace("\r\n", "\n")
     positions = _find_all(before, old)
@@ -251,7 +255,7 @@ def edit_file(args: EditFileArgs, ctx: ToolContext) -> ToolResult:
         raise ToolError(f"old_text matches {len(positions)} times in {rel} (at lines {at}); include more surrounding "
                         "lines to make it unique, or set replace_all=true to replace every occurrence")
     after = before.replace(old, new) if replace_all else before.replace(old, new, 1)
-    write_atomic(path, encode_text(after, fmt))
+    ctx.files.write(path, encode_text(after, fmt))
     ranges = _edited_ranges(after, positions, len(old), new)
     diff, _ = unified_diff(rel, before, after, False)
     n = len(positions)

@@ -30,6 +30,7 @@ SUBCOMMANDS: dict[str, Command] = {
     "replay": Command("ctxagent.agent.cli.replay", "your own Claude Code sessions replayed: what ctxagent would have sent and kept"),
     "demo": Command("ctxagent.agent.cli.scripted", "try ctxagent without an API key: a scripted model, a throwaway repo"),
     "models": Command("ctxagent.agent.cli.models", "list the models ctxagent knows: window, max output, price, lifecycle"),
+    "acp": Command("ctxagent.agent.cli.acp", "serve the Agent Client Protocol on stdio (Zed, Toad and other ACP clients)"),
     "trust": Command("ctxagent.agent.cli.trust",
                      "trust a repository's own .ctxagent/config.toml (permission_mode, base URLs, test_command …)"),
 }
