@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import Any
 
+from ctxagent.context.memory.fts_tokens import units_held
 from ctxagent.context.memory.record import COLUMNS, RETIRED, Record
 from ctxagent.context.memory.terms import Synonyms, match_of, query_units, stem
 
@@ -74,6 +76,17 @@ POSTING_BUDGET = 2000
 RECENT_WINDOW = 1500
 
 
+@lru_cache(maxsize=512)
+def _units(query: str, synonyms: Synonyms | None, version: int) -> tuple[tuple[str, ...], ...]:
+    return tuple(tuple(u) for u in query_units(query, synonyms))
+
+
+def cached_query_units(query: str, synonyms: Synonyms | None) -> list[list[str]]:
+    """query_units(query, synonyms), remembered: the warm block asks the same question at every step of a
+    turn, and a long user message costs milliseconds to split, stem and expand."""
+    return [list(u) for u in _units(query, synonyms, synonyms.version if synonyms is not None else 0)]
+
+
 def term_dfs(conn: sqlite3.Connection, terms: list[str]) -> dict[str, int]:
     """Document frequency per query term (keyed by its light stem, as the store counts them)."""
     keys = sorted({stem(t) for t in terms})
@@ -83,19 +96,30 @@ def term_dfs(conn: sqlite3.Connection, terms: list[str]) -> dict[str, int]:
     return {t: int(rows.get(stem(t), 0)) for t in terms}
 
 
-def _run(conn: sqlite3.Connection, expr: str, where: list[str], params: list[Any], limit: int,
-         min_rowid: int | None = None) -> list[tuple[Any, ...]]:
+def _run(conn: sqlite3.Connection, units: list[list[str]], where: list[str], params: list[Any], limit: int,
+         min_rowid: int | None = None, indexed: bool = False) -> list[tuple[Any, ...]]:
     """Rows (record columns + bm25 rank), best first.
 
     Ranking inside FTS5 alone is cheap; joining every match to `records` (to filter) is what costs
     at 100k records. So: take the top candidates from FTS5, filter just those, and fall back to
-    the exact join only when the filters rejected so many that the candidates ran out.
+    the exact join only when the filters rejected so many that the candidates ran out. When the
+    filters are `indexed` (a type is given: records(type, layer)) and let at most as many records
+    through as there would be candidates, the exact join goes first, over only the query units
+    those records can hold (fts_tokens.py: the same scores): the warm block's recall, over a store
+    of mostly cold turns, is this case at every step.
     """
     cols = ", ".join(f"r.{c.strip()}" for c in COLUMNS.split(","))
     weights = ", ".join(str(w) for w in WEIGHTS)
     rowid_cond = " AND rowid >= ?" if min_rowid is not None else ""
     rowid_arg = [min_rowid] if min_rowid is not None else []
     want = int(limit) * 4 + 16
+    if indexed and where:
+        few = [int(r[0]) for r in conn.execute(f"SELECT r.id FROM records r WHERE {' AND '.join(where)} LIMIT ?",
+                                               [*params, want + 1])]
+        if len(few) <= want:
+            held = units_held(conn, units, few) if few else []
+            return _exact(conn, cols, weights, match_of(held), rowid_cond, rowid_arg, where, params, limit) if held else []
+    expr = match_of(units)
     try:
         cand = conn.execute(
             f"SELECT rowid, bm25(records_fts, {weights}) AS rank FROM records_fts WHERE records_fts MATCH ?{rowid_cond} "
@@ -112,12 +136,21 @@ def _run(conn: sqlite3.Connection, expr: str, where: list[str], params: list[Any
     rows.sort(key=lambda r: (r[-1], -int(r[7]), -int(r[0])))
     if len(rows) >= limit or len(cand) < want:
         return rows[:limit]
+    return _exact(conn, cols, weights, expr, rowid_cond, rowid_arg, where, params, limit)
+
+
+def _exact(conn: sqlite3.Connection, cols: str, weights: str, expr: str, rowid_cond: str, rowid_arg: list[Any],
+           where: list[str], params: list[Any], limit: int) -> list[tuple[Any, ...]]:
+    """Every match joined to its record and filtered, then ranked: exact, and costly when many match."""
     sql = (f"SELECT {cols}, bm25(records_fts, {weights}) AS rank FROM records_fts "
            f"JOIN records r ON r.id = records_fts.rowid WHERE records_fts MATCH ?{rowid_cond.replace('rowid', 'records_fts.rowid')}")
     if where:
         sql += " AND " + " AND ".join(where)
     sql += " ORDER BY rank, r.turn DESC, r.id DESC LIMIT ?"
-    return conn.execute(sql, [expr, *rowid_arg, *params, int(limit)]).fetchall()
+    try:
+        return conn.execute(sql, [expr, *rowid_arg, *params, int(limit)]).fetchall()
+    except sqlite3.OperationalError:  # a MATCH expression FTS5 rejects: nothing found
+        return []
 
 
 def search_records(
@@ -146,7 +179,7 @@ def search_records(
     """
     where, params = _filters(layer, type_, file, turns, include_superseded)
     if units is None:
-        units = query_units(query, synonyms)
+        units = cached_query_units(query, synonyms)
     if not units:
         cols = ", ".join(f"r.{c.strip()}" for c in COLUMNS.split(","))
         sql = f"SELECT {cols} FROM records r"
@@ -158,7 +191,7 @@ def search_records(
     # what a unit costs is every posting FTS5 walks: all of a phrase's terms ("log in" walks "in")
     unit_df = [sum(dfs.get(t, 0) for t in u) for u in units]
     if sum(unit_df) <= POSTING_BUDGET:
-        rows = _run(conn, match_of(units), where, params, limit)
+        rows = _run(conn, units, where, params, limit, indexed=bool(type_))
     else:
         order = sorted(range(len(units)), key=lambda i: (unit_df[i], i))
         rare: list[list[str]] = []
@@ -170,8 +203,8 @@ def search_records(
             spent += unit_df[i]
         top = int(conn.execute("SELECT COALESCE(MAX(rowid), 0) FROM records_fts").fetchone()[0])
         merged: dict[int, tuple[Any, ...]] = {}
-        for row in _run(conn, match_of(rare), where, params, limit) + _run(
-            conn, match_of(units), where, params, limit, min_rowid=max(0, top - RECENT_WINDOW)
+        for row in _run(conn, rare, where, params, limit, indexed=bool(type_)) + _run(
+            conn, units, where, params, limit, min_rowid=max(0, top - RECENT_WINDOW), indexed=bool(type_)
         ):
             if row[0] not in merged or row[-1] < merged[row[0]][-1]:
                 merged[row[0]] = row
