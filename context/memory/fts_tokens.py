@@ -129,3 +129,32 @@ def units_held(conn: sqlite3.Connection, units: list[list[str]], rowids: Sequenc
         if any(p is None for p in pieces) or all(tok in held for p in pieces for tok in p or ()):
             out.append(unit)
     return out
+
+
+def _holds(unit: list[str], tokens: frozenset[str] | None, text: str) -> bool:
+    """The row may hold every term of `unit` (erring towards yes: a term that is not ASCII is looked
+    for in the row's text, where its indexed form — CJK bigrams — stands as written)."""
+    for term in unit:
+        if not term.isascii():
+            ok = term in text
+        elif tokens is None:
+            ok = all(p in text for p in _ASCII_TOKEN.findall(term.lower()))
+        else:
+            ok = all(p in tokens for p in _ASCII_TOKEN.findall(term.lower()))
+        if not ok:
+            return False
+    return True
+
+
+def units_per_row(conn: sqlite3.Connection, units: list[list[str]], rowids: Sequence[int]) -> dict[int, int]:
+    """How many of `units` each row of records_fts may hold (see `units_held`: it errs towards more)."""
+    out: dict[int, int] = {}
+    for i in range(0, len(rowids), 500):
+        part = list(rowids[i:i + 500])
+        for rowid, *texts in conn.execute(f"SELECT rowid, content, tags, files, context FROM records_fts WHERE rowid IN "
+                                          f"({','.join('?' * len(part))})", part):
+            cols = tuple(str(t or "") for t in texts)
+            tokens = row_tokens(cols)
+            text = " ".join(cols).lower()
+            out[int(rowid)] = sum(1 for unit in units if _holds(unit, tokens, text))
+    return out

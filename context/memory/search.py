@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
 
-from ctxagent.context.memory.fts_tokens import units_held
+from ctxagent.context.memory.fts_tokens import units_held, units_per_row
 from ctxagent.context.memory.record import COLUMNS, RETIRED, Record
 from ctxagent.context.memory.terms import Synonyms, match_of, query_units, stem
 
@@ -69,6 +69,34 @@ def _filters(
         where.append("r.status = ?")
         params.append(status)
     return where, params
+
+
+# A hit scoring under this share of the best hit's BM25 score, and holding fewer of the query's units
+# than it, is no answer to the query (`relevant`).
+RELEVANCE_FLOOR = 0.1
+
+
+def relevant(records: list[Record], conn: sqlite3.Connection | None = None,
+             units: list[list[str]] | None = None) -> list[Record]:
+    """The hits of a search worth showing. Each holds a query term (FTS5 finds nothing else); one
+    that also scores under RELEVANCE_FLOOR of the best hit and holds fewer of the query's own `units`
+    (its words, not their synonyms) than it is dropped — a one-word match of a long query under a hit that matches much of it. BM25
+    scores are not normalised, so the floor is relative; and in a small store where the query's
+    terms are in most records FTS5 clamps their weight to nearly 0, so the score alone would drop
+    an equal match: the count of units held says it is one. A listing (no scores) is left as it is."""
+    if not records or records[0].score is None:
+        return records
+    floor = RELEVANCE_FLOOR * records[0].score
+    low = [r.id for r in records[1:] if r.score is None or r.score < floor]
+    if not low:
+        return records
+    if conn is None or not units:
+        drop = set(low)
+    else:
+        held = units_per_row(conn, units, [records[0].id, *low])
+        best = held.get(records[0].id, len(units))
+        drop = {rid for rid in low if held.get(rid, 0) < best}
+    return [r for r in records if r.id not in drop]
 
 
 # A query whose terms together match more than POSTING_BUDGET records is split (see `search_records`).
