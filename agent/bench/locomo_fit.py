@@ -6,8 +6,8 @@ Each conversation goes through the product's ingest and store exactly as `ctxage
 does; per question the lexical hits (search.py) and the nearest vectors (vectors.py) are taken
 once, then recall@10 (categories 1–4) is scored for every value of the grids by the product's own
 `hybrid.fuse` and `hybrid.decisive` — the constants are the module's, set in turn. What is chosen:
-on the dev conversations, the highest floors and the lowest decisive ratio whose recall@10 is within
-TOLERANCE of the best of the grid (the floors keep noise out; they may not cost recall). The held-out
+on the dev conversations, the highest floors up to which no floor costs more than TOLERANCE of the
+recall@10 without it, and the lowest decisive ratio that costs no more either, the lexical floor first (under both modes), then the other two together (the floors keep noise out; they may not cost recall). The held-out
 conversations' numbers are printed for the chosen values only.
 """
 
@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -36,8 +36,8 @@ DEV = ("conv-26", "conv-30")
 NEVER = float("inf")  # as a decisive ratio: the vector pass always runs
 VECTOR_MARGINS = (-1.0, -0.03, -0.02, -0.01, 0.0, 0.01, 0.02, 0.03, 0.05, 0.08)  # -1: no floor
 DECISIVE_RATIOS = (2.0, 3.0, 4.0, 6.0, 8.0, 12.0, NEVER)
-RELEVANCE_FLOORS = (0.0, 0.05, 0.1, 0.15, 0.2, 0.3)
-TOLERANCE = 0.002
+RELEVANCE_FLOORS = (0.0, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3)
+TOLERANCE = 0.001  # under the share of one question's evidence on the dev set: no question lost
 K = 10
 
 
@@ -111,27 +111,39 @@ def recall(cases: list[dict[str, Any]], hybrid_on: bool) -> float:
     return statistics.fmean(hits) if hits else 0.0
 
 
+def highest_harmless(values: list[float], harmless: Callable[[float], bool]) -> float:
+    """The highest of the sorted `values` such that it and every one under it is harmless: on a few
+    hundred questions recall moves by one question's share either way, so a floor is taken only as
+    far as no lower one costs anything."""
+    chosen = values[0]
+    for v in values:
+        if not harmless(v):
+            break
+        chosen = v
+    return chosen
+
+
 def choose(dev: list[dict[str, Any]]) -> dict[str, float]:
     """The floors and ratio, each on its own grid, the others at their current value."""
     chosen: dict[str, float] = {}
-    rel = {}
-    for f in RELEVANCE_FLOORS:
-        with constants(RELEVANCE_FLOOR=f):
-            rel[f] = recall(dev, False)
-    best = max(rel.values())
-    chosen["RELEVANCE_FLOOR"] = max(f for f, r in rel.items() if r >= best - TOLERANCE)
-    print("relevance floor (BM25 alone):", {f: round(r, 4) for f, r in rel.items()})
+    rel: dict[float, tuple[float, float]] = {}
+    for f in RELEVANCE_FLOORS:  # the lexical floor under both modes (the hybrid one unfloored, never skipped)
+        with constants(RELEVANCE_FLOOR=f, VECTOR_MARGIN=-1.0, DECISIVE_RATIO=NEVER):
+            rel[f] = (recall(dev, False), recall(dev, True))
+    base = rel[RELEVANCE_FLOORS[0]]  # no floor
+    chosen["RELEVANCE_FLOOR"] = highest_harmless(sorted(rel), lambda f: rel[f][0] >= base[0] - TOLERANCE
+                                                 and rel[f][1] >= base[1] - TOLERANCE)
+    print("relevance floor (BM25 alone, hybrid):", {f: (round(r[0], 4), round(r[1], 4)) for f, r in rel.items()})
     with constants(RELEVANCE_FLOOR=chosen["RELEVANCE_FLOOR"]):
         grid = {}
         for vf in VECTOR_MARGINS:
             for dr in DECISIVE_RATIOS:
                 with constants(VECTOR_MARGIN=vf, DECISIVE_RATIO=dr):
                     grid[(vf, dr)] = recall(dev, True)
-    best = max(grid.values())
     print("hybrid grid (vector margin, decisive ratio):", {f"{k[0]}/{k[1]}": round(v, 4) for k, v in grid.items()})
-    ok = [k for k, v in grid.items() if v >= best - TOLERANCE]
-    vf = max(k[0] for k in ok)
-    dr = min(k[1] for k in ok if k[0] == vf)
+    base2 = grid[(VECTOR_MARGINS[0], NEVER)]  # no vector floor, the vector pass always run
+    vf = highest_harmless(list(VECTOR_MARGINS), lambda m: grid[(m, NEVER)] >= base2 - TOLERANCE)
+    dr = min(r for r in DECISIVE_RATIOS if grid[(vf, r)] >= base2 - TOLERANCE)
     chosen.update(VECTOR_MARGIN=vf, DECISIVE_RATIO=dr)
     return chosen
 

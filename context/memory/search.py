@@ -73,7 +73,7 @@ def _filters(
 
 # A hit scoring under this share of the best hit's BM25 score, and holding fewer of the query's units
 # than it, is no answer to the query (`relevant`).
-RELEVANCE_FLOOR = 0.1
+RELEVANCE_FLOOR = 0.05  # fitted on LoCoMo conv-26/30 (agent/bench/locomo_fit.py): higher ones cost recall there
 
 
 def relevant(records: list[Record], conn: sqlite3.Connection | None = None,

@@ -68,7 +68,7 @@ def test_hybrid_keeps_filters_and_backfills_records_written_without_vectors(tmp_
     store.add("The relational store choice is final.", "note", session="s1", turn=6)
     assert store.get(old).superseded_by == new
     assert store.stats()["vectors"] == 0  # `add` alone does not embed
-    found = store.search("which relational store do we use", type="decision")
+    found = store.search("which SQL database engine do we use", type="decision")
     assert [r.id for r in found] == [new]  # the superseded one and the note are filtered out on both sides
     assert store.stats()["vectors"] == 3  # the search back-filled every record's vector
     assert {r.id for r in store.search("which SQL database engine do we use", type="decision", include_superseded=True)} == {old, new}
@@ -119,3 +119,40 @@ def test_the_in_memory_index_follows_the_table_through_ingest_forget_and_rewrite
     store.forget(first)  # a deleted row: reloaded
     same_as_table()
     assert [r.content for r in store.search("tortoise name", limit=2)] == ["Shelly."]
+
+
+class CountingModel:
+    """The real model, its query embeddings counted (an embedder passed the supported way)."""
+
+    def __init__(self, inner: embed.Embedder):
+        self.inner, self.name, self.dim, self.queries = inner, inner.name, inner.dim, 0
+
+    def passages(self, texts: list[str]) -> object:
+        return self.inner.passages(texts)
+
+    def query(self, text: str) -> object:
+        self.queries += 1
+        return self.inner.query(text)
+
+
+def test_a_query_is_embedded_once_and_not_at_all_when_bm25_is_decisive(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(embed.ENV, raising=False)
+    model = embed.detect()
+    assert model is not None
+    counting = CountingModel(model)
+    with MemoryStore.open(tmp_path / "m.db", embedder=counting) as store:
+        assert store.embedder is counting
+        top = store.add("the websocket reconnect uses exponential backoff with jitter", "decision", session="s", turn=1)
+        for i in range(6):
+            store.add(f"the websocket client {i} logs a line per frame", "note", session="s", turn=2 + i, merge=False)
+        for i in range(40):
+            store.add(f"unrelated note about billing {i}", "note", session="s", turn=9, merge=False)
+        assert store.embed_new() == 47
+        # the best hit holds every word and outscores the third 7.5×: BM25's order, no query vector
+        found = store.search("websocket reconnect backoff jitter", limit=3)
+        assert found[0].id == top and counting.queries == 0
+        assert [r.id for r in found] == [r.id for r in store.search("websocket reconnect backoff jitter", limit=3, semantic=False)]
+        # a question BM25 cannot settle is embedded once, however often it is asked
+        first = store.search("how does the client retry a dropped connection", limit=3)
+        again = store.search("how does the client retry a dropped connection", limit=3)
+        assert counting.queries == 1 and [r.id for r in first] == [r.id for r in again]
