@@ -157,14 +157,19 @@ def _run(conn: sqlite3.Connection, units: list[list[str]], where: list[str], par
     if not cand:
         return []
     rank = dict(cand)
-    sql = f"SELECT {cols} FROM records r WHERE r.id IN ({','.join('?' * len(cand))})"
+    # the filter and the order need only id and turn; the whole record is read for the hits returned
+    sql = f"SELECT r.id, r.turn FROM records r WHERE r.id IN ({','.join('?' * len(cand))})"
     if where:
         sql += " AND " + " AND ".join(where)
-    rows = [(*row, rank[row[0]]) for row in conn.execute(sql, [*rank, *params])]
-    rows.sort(key=lambda r: (r[-1], -int(r[7]), -int(r[0])))
-    if len(rows) >= limit or len(cand) < want:
-        return rows[:limit]
-    return _exact(conn, cols, weights, expr, rowid_cond, rowid_arg, where, params, limit)
+    keys = sorted(((rank[rid], -int(turn), -int(rid)) for rid, turn in conn.execute(sql, [*rank, *params])))
+    if not (len(keys) >= limit or len(cand) < want):
+        return _exact(conn, cols, weights, expr, rowid_cond, rowid_arg, where, params, limit)
+    top = [-k[2] for k in keys[:limit]]
+    if not top:
+        return []
+    full = {int(row[0]): row for row in conn.execute(
+        f"SELECT {cols} FROM records r WHERE r.id IN ({','.join('?' * len(top))})", top)}
+    return [(*full[rid], rank[rid]) for rid in top if rid in full]
 
 
 def _exact(conn: sqlite3.Connection, cols: str, weights: str, expr: str, rowid_cond: str, rowid_arg: list[Any],
