@@ -8,9 +8,8 @@ SQLite file (`--embed-cache`, by default under the user's cache directory) share
 processes and by later runs. A replay with the memo gives exactly the vectors, hence exactly the
 results, of one without it; only the time differs.
 
-The hook is the store's `embedder` property (context/memory/store.py): `BenchMemoryStore` is the
-product's `MemoryStore` with that one property answered by `MemoEmbedder`, which wraps the
-product's embedder (`detect()`).
+The hook is the store's supported one: `MemoryStore.open(path, embedder=...)` with a `MemoEmbedder`,
+which wraps the product's embedder (`detect()`).
 """
 
 from __future__ import annotations
@@ -139,18 +138,6 @@ def memo_embedder(path: Path | None) -> MemoEmbedder | None:
     return memo
 
 
-class BenchMemoryStore(MemoryStore):
-    """The product's memory store, its embedder remembered (see the module's docstring)."""
-
-    embed_cache: Path | None = None
-
-    @property
-    def embedder(self) -> Any:
-        if not self._embeddings:
-            return None
-        return memo_embedder(self.embed_cache)
-
-
 class MemoStoreOpener:
     """Opens ctxagent's memory store for one run of the replay (picklable, for the worker processes)."""
 
@@ -158,9 +145,7 @@ class MemoStoreOpener:
         self.cache = cache
 
     def __call__(self, path: Path) -> MemoryStore:
-        store = BenchMemoryStore.open(path)
-        store.embed_cache = self.cache
-        return store
+        return MemoryStore.open(path, embedder=memo_embedder(self.cache))
 
     def __repr__(self) -> str:  # part of the plan's key: where vectors are kept does not change a result
         return "MemoStoreOpener"

@@ -134,10 +134,11 @@ def session_events(turns: list[Turn]) -> tuple[dict[str, list[Event]], dict[tupl
 
 def ingest_retriever(turns: list[Turn], embeddings: bool) -> Callable[[str, int], list[str]]:
     """The product's ingest over the conversation's session logs, then the product's search."""
-    store = MemoryStore.open(":memory:", embeddings=embeddings)
+    store = MemoryStore.open(":memory:", embeddings=embeddings, embedder=_embedder() if embeddings else None)
     logs, dia = session_events(turns)
     for session, events in logs.items():
         store.ingest(events, session)
+    store.wait_for_vectors()  # ingest embeds on a background thread: every question sees every vector
 
     def retrieve(question: str, k: int) -> list[str]:
         found: dict[str, None] = {}
@@ -149,6 +150,14 @@ def ingest_retriever(turns: list[Turn], embeddings: bool) -> Callable[[str, int]
         return list(found)[:k]
 
     return retrieve
+
+
+def _embedder() -> Any:
+    """The installed model behind the bench's memo of its vectors (the same vectors, hence the same
+    results; a second run embeds nothing)."""
+    from ctxagent.agent.bench.embed_memo import default_cache_path, memo_embedder
+
+    return memo_embedder(default_cache_path())
 
 
 def bm25_retriever(turns: list[Turn]) -> Callable[[str, int], list[str]]:

@@ -1,7 +1,8 @@
 """`bench perf`: what the engine costs as history grows, and how fast the program starts.
 
-- builder: one step (append an assistant call + its tool result, then build) on a history of
-  10k → 500k tokens made of real mini-swe-agent traffic, against re-tokenizing the whole history
+- builder: one step (append an assistant call + its tool result, then build, with the session
+  ledger, memory recall and cold-start relief on) on a history of 10k → 500k tokens made of real
+  mini-swe-agent traffic; p50 and p95 of `steps` steps per size, against re-tokenizing the whole history
   from scratch each step (what an uncached agent does); the ratio per size. The window is set well
   above the history so the step measures the steady-state build, not a compaction.
 - memory search: p50 / p95 of `MemoryStore.search` at 10k and 100k records written from real
@@ -68,9 +69,17 @@ def bench_builder(sizes: Sequence[int] = DEFAULT_SIZES, steps: int = 5, data: Pa
     from ctxagent.context.budget import Budget
     from ctxagent.context.builder.dispatch import build
     from ctxagent.context.builder.inputs import BuildInputs
+    from ctxagent.context.memory import MemoryStore
+    from ctxagent.context.memory.recall import MemoryRecall
     from ctxagent.context.tokens import CachedCounter, get_counter
 
     raw = get_counter("o200k_base")
+    # memory on, as in the agent: the store ingests what arrived (untimed: the agent does it after the
+    # step), the build recalls into the warm block; BM25 (the warm block's recall is lexical either way)
+    store = MemoryStore.open(":memory:", embeddings=False)
+    recall = MemoryRecall(store, "bench")
+    ingested = 0
+    cpu: list[float] = []
     stream = _event_stream(_real_events(data))
     events: list[Event] = []
     texts: list[str] = []
@@ -92,14 +101,18 @@ def bench_builder(sizes: Sequence[int] = DEFAULT_SIZES, steps: int = 5, data: Pa
 
     def step_once(size: int) -> float:
         # a step = the model's call and its result arrive, then the next request is built
+        nonlocal ingested
         target = len(events) + 2
         while len(events) < target or events[-1].kind == "assistant":
             grow_one()
+        store.ingest(events[ingested:], "bench")
+        ingested = len(events)
         budget = Budget(window=max(2 * size, 64_000), max_output=8192)
         inputs = BuildInputs(events=events, system="You are a coding agent.", tools=[], budget=budget,
-                             counter=counter, step=len(events), turn=max(turn, 1), strategy="ctxagent")
-        t0 = time.perf_counter()
+                             counter=counter, step=len(events), turn=max(turn, 1), strategy="ctxagent", warm=recall)
+        t0, c0 = time.perf_counter(), time.process_time()
         build(inputs)
+        cpu.append((time.process_time() - c0) * 1000)  # CPU time: honest on a loaded machine, where wall time is not
         return (time.perf_counter() - t0) * 1000
 
     for size in sizes:
@@ -109,19 +122,28 @@ def bench_builder(sizes: Sequence[int] = DEFAULT_SIZES, steps: int = 5, data: Pa
             grow_one()
             if progress is not None and len(events) % 500 == 0:
                 progress.advance(0, note=f"growing the history: {tokens:,} of {size:,} tokens")
+        store.ingest(events[ingested:], "bench")  # what arrived while growing (untimed, as below)
+        ingested = len(events)
         step_once(size)  # the first build at this size counts what arrived since the last size
-        build_ms = statistics.median(step_once(size) for _ in range(steps))
-        retok = []
+        cpu.clear()
+        times = [step_once(size) for _ in range(steps)]
+        build_ms = statistics.median(times)
+        retok, retok_cpu = [], []
         for _ in range(max(1, min(3, steps))):
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             for t in texts:
                 raw.count(t)
             retok.append((time.perf_counter() - t0) * 1000)
+            retok_cpu.append((time.process_time() - c0) * 1000)
         retok_ms = statistics.median(retok)
+        build_cpu = statistics.median(cpu)
         rows.append({"history_tokens": tokens, "events": len(events), "build_ms": round(build_ms, 2),
-                     "retokenize_ms": round(retok_ms, 2), "ratio": round(retok_ms / build_ms, 1) if build_ms else None})
+                     "build_p95_ms": round(percentile(times, 95), 2), "build_cpu_ms": round(build_cpu, 2),
+                     "retokenize_ms": round(retok_ms, 2), "ratio": round(retok_ms / build_ms, 1) if build_ms else None,
+                     "ratio_cpu": round(statistics.median(retok_cpu) / build_cpu, 1) if build_cpu else None})
         if progress is not None:
             progress.advance(note=f"{size // 1000}k")
+    store.close()
     return rows
 
 
@@ -151,20 +173,28 @@ def _record_texts(data: Path | str | None) -> tuple[list[str], list[str]]:
 
 
 def bench_memory(record_counts: Sequence[int] = DEFAULT_RECORDS, queries: int = 200, data: Path | str | None = None,
-                 progress: Any = None) -> list[dict[str, Any]]:
+                 progress: Any = None, modes: Sequence[str] = ("bm25", "hybrid")) -> list[dict[str, Any]]:
+    """Per record count, both modes on the same records: `bm25` (no model) and `hybrid` (the installed
+    model's vectors, memory_latency.give_vectors; left out, and said so, without the model). Each of
+    the first `queries` // 4 distinct queries is asked 4 times: `first` is its first time (with the
+    model, its vector is embedded then), `p50_ms` / `p95_ms` the repeats — the same question asked at
+    every step of a turn, or again by the model."""
+    from ctxagent.agent.bench.memory_latency import bench_embedder, give_vectors, time_searches
     from ctxagent.context.memory import MemoryStore
 
     contents, qs = _record_texts(data)
+    distinct = qs[:max(1, queries // 4)]
     types = ("note", "change", "decision", "note", "summary")
     rows: list[dict[str, Any]] = []
+    emb = bench_embedder() if "hybrid" in modes else None
     with tempfile.TemporaryDirectory(prefix="ctxbench-mem-") as tmp:
-        store = MemoryStore.open(Path(tmp) / "memory.db")
+        path = Path(tmp) / "memory.db"
         written = 0
-        try:
-            for n in record_counts:
-                if progress is not None:
-                    progress.advance(0, note=f"writing {n:,} records")
-                t0 = time.perf_counter()
+        for n in record_counts:
+            if progress is not None:
+                progress.advance(0, note=f"writing {n:,} records")
+            t0 = time.perf_counter()
+            with MemoryStore.open(path, embeddings=False) as store:
                 while written < n:
                     if progress is not None and written % 1000 == 0:
                         progress.advance(0, note=f"writing records: {written:,} of {n:,}")
@@ -172,18 +202,26 @@ def bench_memory(record_counts: Sequence[int] = DEFAULT_RECORDS, queries: int = 
                     store.add(text, types[written % len(types)], session=f"s{written // 2000}", turn=written // 20,
                               merge=False, supersede=False)
                     written += 1
-                write_s = time.perf_counter() - t0
-                lat = []
-                for q in itertools.islice(itertools.cycle(qs), queries):
-                    t1 = time.perf_counter()
-                    store.search(q, limit=8)
-                    lat.append((time.perf_counter() - t1) * 1000)
-                rows.append({"records": n, "queries": len(lat), "p50_ms": round(percentile(lat, 50), 3),
-                             "p95_ms": round(percentile(lat, 95), 3), "write_s": round(write_s, 1)})
+            row: dict[str, Any] = {"records": n, "write_s": round(time.perf_counter() - t0, 1)}
+            for mode in modes:
+                if mode == "hybrid" and emb is None:
+                    row[mode] = {"skipped": "no embedding model installed"}
+                    continue
                 if progress is not None:
-                    progress.advance(note=f"{n // 1000}k records")
-        finally:
-            store.close()
+                    progress.advance(0, note=f"{n:,} records: searching ({mode})")
+                with MemoryStore.open(path, embeddings=mode == "hybrid", embedder=emb) as store:
+                    if mode == "hybrid":
+                        give_vectors(store, emb)
+                        store.search("warm up the index")  # loads the vectors: once per process
+                    lat = time_searches(store, distinct, 3)
+                row[mode] = {"queries": len(lat["first_ms"]) + len(lat["search_ms"]),
+                             "p50_ms": round(percentile(lat["search_ms"], 50), 3),
+                             "p95_ms": round(percentile(lat["search_ms"], 95), 3),
+                             "first_p50_ms": round(percentile(lat["first_ms"], 50), 3),
+                             "first_p95_ms": round(percentile(lat["first_ms"], 95), 3)}
+            rows.append(row)
+            if progress is not None:
+                progress.advance(note=f"{n // 1000}k records")
     return rows
 
 

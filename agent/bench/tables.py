@@ -55,13 +55,24 @@ def perf_text(result: dict[str, Any], md: bool = False) -> str:
     parts = []
     b = result.get("builder") or []
     if b:
-        parts.append(fn(("history tokens", "events", "build ms / step", "re-tokenize ms", "ratio"),
-                        [[r["history_tokens"], r["events"], r["build_ms"], r["retokenize_ms"],
+        parts.append(fn(("history tokens", "events", "build ms / step", "build p95 ms", "re-tokenize ms", "ratio"),
+                        [[r["history_tokens"], r["events"], r["build_ms"], r.get("build_p95_ms"), r["retokenize_ms"],
                           f"{r['ratio']}×" if r["ratio"] else None] for r in b]))
     m = result.get("memory_search") or []
     if m:
-        parts.append(fn(("records", "queries", "search p50 ms", "search p95 ms", "write s"),
-                        [[r["records"], r["queries"], r["p50_ms"], r["p95_ms"], r["write_s"]] for r in m]))
+        rows = []
+        for r in m:
+            for mode in ("bm25", "hybrid"):
+                x = r.get(mode)
+                if x is None:
+                    continue
+                if "skipped" in x:
+                    rows.append([r["records"], mode, None, None, None, None, None, x["skipped"]])
+                    continue
+                rows.append([r["records"], mode, x["queries"], x["p50_ms"], x["p95_ms"], x["first_p50_ms"], x["first_p95_ms"],
+                             r["write_s"]])
+        parts.append(fn(("records", "mode", "queries", "search p50 ms", "search p95 ms", "first-time p50 ms",
+                         "first-time p95 ms", "write s"), rows))
     v, f = result.get("version") or {}, result.get("tui_first_frame") or {}
     start_rows = []
     if v:

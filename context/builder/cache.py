@@ -66,6 +66,7 @@ class CacheStats:
     log_extends: int = 0  # ... extended with new events only
     render_restarts: int = 0  # message lists rendered from the first item
     render_resumes: int = 0  # ... resumed from a rendered prefix
+    slice_walks: int = 0  # tools-slice enforcements walked afresh (not found in BuildCache.enforced)
 
 
 # a prompt-cache entry lives this long after its last use (Anthropic's default TTL; OpenAI keeps its
@@ -107,6 +108,35 @@ class ColdTrail:
         return self.cold
 
 
+RECENT_FILES = 10  # files the warm block's recall asks about: the ones the latest calls named
+
+
+@dataclass(frozen=True)
+class RecallCue:
+    """What the memory hook is asked at a step, folded over the live log: the newest user message's text,
+    and the files the newest events named (newest first, at most RECENT_FILES distinct) — a tool
+    result's files, an assistant call's `path` argument."""
+
+    query: str = ""
+    files: tuple[str, ...] = ()
+
+    def feed(self, events: list[Event]) -> RecallCue:
+        query, files = self.query, self.files
+        for ev in events:
+            named: list[str] = []
+            if ev.kind == "user":
+                query = ev.user.text
+            elif ev.kind == "tool_result":
+                named = list(ev.tool_result.meta.files)
+            elif ev.kind == "assistant":
+                named = [p for c in ev.assistant.tool_calls if isinstance(p := c.arguments.get("path"), str)]
+            if named:
+                # the first distinct names of (this event's, then the older ones'): the older list cut to
+                # RECENT_FILES loses nothing, since a name it dropped had RECENT_FILES newer ones before it
+                files = tuple(dict.fromkeys([*named, *files]))[:RECENT_FILES]
+        return RecallCue(query, files)
+
+
 @dataclass(frozen=True)
 class LogState:
     """Everything the builder derives from a log prefix. Never mutated: copy before changing."""
@@ -117,6 +147,7 @@ class LogState:
     live_tokens: int  # verbatim tokens of the live message events (loss % denominator)
     ledger: Ledger  # the session ledger (pins, quotes, decisions, files, failures) folded over `live`
     cold: ColdTrail  # where the prompt cache was cold (time gaps, model switches), folded over `events`
+    cue: RecallCue  # what memory recall is asked at this step, folded over `live`
 
 
 @dataclass(frozen=True)
@@ -151,6 +182,8 @@ class BuildCache:
 
     def _reset(self) -> None:
         self._memo: dict[tuple[Any, ...], tuple[Any, Any]] = {}
+        self.cuts: dict[tuple[int, str], tuple[Any, Any]] = {}  # Draft.cut's memo: a slot's cuts, by identity
+        self.enforced: list[Any] = []  # list[slice_relief.Enforced]: the last tools-slice enforcements
         self._chars = 0
         self._logs: list[LogState] = []
         self._renders: list[RenderState] = []
@@ -187,6 +220,8 @@ class BuildCache:
         for key in list(self._memo)[:drop]:
             del self._memo[key]
         self._chars = self._chars // 2
+        self.cuts.clear()  # it holds slots, which hold rendered text: it goes with the memo it was made from
+        self.enforced.clear()
 
     def size(self, ev: Event) -> int:
         """event_tokens(ev), memoized."""
@@ -206,6 +241,13 @@ class BuildCache:
         self._fixed = (system, list(tools), sys_tokens, tool_tokens)
         return sys_tokens, tool_tokens
 
+    def cut_memo(self) -> dict[tuple[int, str], tuple[Any, Any]]:
+        """The memo a build's Draft keeps its cuts in (one entry per slot cut; emptied when it outgrows
+        what the memo holds, whose entries its slots share)."""
+        if len(self.cuts) > max(4096, 2 * len(self._memo)):
+            self.cuts.clear()  # slots of renders no longer resumed from (a compaction restarts the render)
+        return self.cuts
+
     # -- log snapshots ----------------------------------------------------------------------------
     def log_state(self, events: list[Event]) -> LogState:
         """view / live events / ledger / verbatim total of `events`, extended from the longest snapshot
@@ -221,12 +263,12 @@ class BuildCache:
             live = live_events(events)
             state = LogState(list(events), view(events), live,
                              sum(self.size(e) for e in live if e.kind in MESSAGE_KINDS), Ledger().feed(live),
-                             ColdTrail().feed(events))
+                             ColdTrail().feed(events), RecallCue().feed(live))
             self.stats.log_rebuilds += 1
         else:  # a rewind hides only earlier events: the new ones are live, and extend every fold
             state = LogState(best.events + tail, extend_view(best.items, tail), best.live + tail,
                              best.live_tokens + sum(self.size(e) for e in tail if e.kind in MESSAGE_KINDS),
-                             best.ledger.copy().feed(tail), best.cold.feed(tail))
+                             best.ledger.copy().feed(tail), best.cold.feed(tail), best.cue.feed(tail))
             self.stats.log_extends += 1
         self._logs = [state, *(s for s in self._logs if s is not best)][:SNAPSHOTS]
         return state

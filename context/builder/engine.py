@@ -38,7 +38,7 @@ def build_ctxagent(inputs: BuildInputs) -> BuildResult:
     events = list(inputs.events)
     notes: list[str] = []
     log = cache.log_state(events)
-    warm, note = warm_text_for(inputs, log.live, log.ledger, log.items)
+    warm, note = warm_text_for(inputs, log.live, log.ledger, log.items, log.cue)
     if note:
         notes.append(note)
     cold = log.cold.with_build(inputs.model)  # messages that met a cold prompt cache: relief is free there

@@ -143,6 +143,9 @@ class Draft:
     warm_tokens: int
     protect_from: int  # slot index where the protected recent turns start
     protect_turns: int = 2  # how many recent user turns protect_from protects (a prefix's is recomputed)
+    # cuts remembered across builds (BuildCache.cuts): (id(slot), state) -> (slot, the slot cut, or None when the
+    # cut is no smaller). Slots are shared between builds, so the same slot object is cut the same way again
+    cuts: dict[tuple[int, str], tuple[Slot, Slot | None]] | None = field(default=None, repr=False)
     _sum: int = field(default=0)
     _stale: set[int] | None = field(default=None)  # superseded tool results, computed once per draft
 
@@ -162,6 +165,31 @@ class Draft:
         slot = self.slots[index]
         self._sum += tokens - slot.tokens
         self.slots[index] = slot.replaced(msg, tokens, state)
+
+    def cut(self, index: int, preview: Callable[[Slot], tuple[Message, int]], state: str) -> int:
+        """Show slot `index` as `preview` makes it, in `state`, when that is smaller; the tokens saved (0:
+        left as it was). A slot already cut this way in an earlier build is looked up, not recomputed."""
+        slot = self.slots[index]
+        key = (id(slot), state)
+        memo = self.cuts
+        hit = memo.get(key) if memo is not None else None
+        if hit is not None and hit[0] is slot:  # the memo holds the slot, so its id is not reused meanwhile
+            new = hit[1]
+        else:
+            msg, tokens = preview(slot)
+            new = slot.replaced(msg, tokens, state) if tokens < slot.tokens else None
+            if memo is not None:
+                memo[key] = (slot, new)
+        if new is None:
+            return 0
+        self._sum += new.tokens - slot.tokens
+        self.slots[index] = new
+        return slot.tokens - new.tokens
+
+    def replace_prefix(self, slots: list[Slot], saved: int) -> None:
+        """Show `slots` in place of the first len(slots) slots, which saves `saved` tokens."""
+        self.slots[:len(slots)] = slots
+        self._sum -= saved
 
     def last_step_start(self) -> int:
         for i in range(len(self.slots) - 1, -1, -1):

@@ -58,10 +58,10 @@ def relieve(inputs: BuildInputs, events: list[Event], limit: int, warm: str, not
         log = cache.log_state([*events, *(Event(eid, CompactionData.KIND, data.to_data())
                                           for eid, data, _ in records)])
         if inputs.warm_override is None and records:
-            warm, _ = warm_text_for(inputs, log.live, log.ledger, log.items)  # the ledger holds the summaries' open tasks
+            warm, _ = warm_text_for(inputs, log.live, log.ledger, log.items, log.cue)  # the ledger holds the summaries' open tasks
         draft = assemble(list(log.items), inputs, warm, cache, log.ledger)
         enforce_tools_slice(draft, inputs.budget, lambda s: _pruned_memo(s, counter, cache),
-                            lambda s: _cleared_memo(s, counter, cache), cold)
+                            lambda s: _cleared_memo(s, counter, cache), cold, cache.enforced, cache.stats)
         _prune(draft, "old", counter, cache, limit)
         if draft.total() <= limit:
             break
@@ -139,10 +139,7 @@ def _prune(draft: Draft, tier: str, counter: TokenCounter, cache: BuildCache, li
     for _, _, index in sorted(_tool_candidates(draft, tier=tier)):  # prune_order's order: lowest value, then oldest
         if draft.total() <= limit:
             return
-        slot = draft.slots[index]
-        new_msg, new_tokens = _pruned_memo(slot, counter, cache)
-        if new_tokens < slot.tokens:
-            draft.replace(index, new_msg, new_tokens, "pruned")
+        draft.cut(index, lambda s: _pruned_memo(s, counter, cache), "pruned")
 
 
 def _tool_candidates(draft: Draft, *, tier: str) -> list[tuple[int, int, int]]:

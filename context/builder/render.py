@@ -163,7 +163,8 @@ def assemble(items: list[ViewItem], inputs: BuildInputs, warm: str, cache: Build
     warm_msg = Message(role="user", content=warm, kind="warm") if warm else None
     warm_tokens = count_message(warm_msg, counter) if warm_msg else 0
     return Draft(items, slots, REQUEST_OVERHEAD + system_tokens + tool_spec_tokens, system_tokens, tool_spec_tokens,
-                 warm_msg, warm_tokens, protect_from(slots, inputs.protect_turns), inputs.protect_turns)
+                 warm_msg, warm_tokens, protect_from(slots, inputs.protect_turns), inputs.protect_turns,
+                 cuts=cache.cut_memo())
 
 
 def protect_from(slots: list[Slot], protect: int) -> int:

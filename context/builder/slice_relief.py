@@ -54,7 +54,8 @@ from __future__ import annotations
 import bisect
 import math
 from collections.abc import Callable, Collection
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from ctxagent.context.builder.render import protect_from
 from ctxagent.context.history import Event
@@ -62,6 +63,7 @@ from ctxagent.context.prune import LOW_VALUE
 
 if TYPE_CHECKING:
     from ctxagent.context.budget import Budget
+    from ctxagent.context.builder.cache import CacheStats
     from ctxagent.context.builder.inputs import Draft, Slot
     from ctxagent.context.request import Message
 
@@ -112,16 +114,60 @@ def candidate_end(draft: Draft, protect_steps: int, upto: int | None = None, ste
     return max(end, steps[aged]) if aged > 0 else end
 
 
+@dataclass(frozen=True)
+class Enforced:
+    """One enforcement, remembered: what it was a function of (besides the slots), the slots it started
+    from, what it made of them, the tokens that saved, and how many messages it cut."""
+
+    key: tuple[Any, ...]
+    before: list[Slot]
+    after: list[Slot]
+    saved: int
+    pruned: int
+
+
+ENFORCED_KEPT = 4  # enforcements remembered: the log, plus a few branches (relief rounds, replayed strategies)
+
+
 def enforce_tools_slice(draft: Draft, budget: Budget, prune_result: Preview, clear: Preview,
-                        cold: Collection[int] = ()) -> int:
+                        cold: Collection[int] = (), memo: list[Enforced] | None = None,
+                        stats: CacheStats | None = None) -> int:
     """Cut old tool traffic until the tools slice gave up its quantized share; returns how many
     messages were cut. `prune_result` gives a result's memoized head/tail preview (low-value results),
-    `clear` a result's or a call's one-line cut; `cold`: the ids of messages that met a cold cache."""
+    `clear` a result's or a call's one-line cut; `cold`: the ids of messages that met a cold cache.
+
+    `memo` (the BuildCache's) makes a step between two jumps cost O(1) per message: every cut falls
+    before the candidates' end, and what the walks decide is a function of the slots before it, of
+    `cut`, of the cold starts and of the budget's numbers. So when an earlier enforcement started from
+    slots that are a prefix of these (equal, which for the shared slots of a resumed render is identity)
+    with the same cut, end and cold starts, its result is this one's, and the slots after its prefix
+    are left as they are."""
     cut = slice_cut(budget, tool_traffic_tokens(draft), draft.tool_spec_tokens)
     starts = cold_starts(draft, cold)
     if cut <= 0 and not starts:
         return 0
     end = candidate_end(draft, budget.protect_steps)
+    key = (cut, end, tuple(starts), budget.tools_low, budget.base("tools"), draft.tool_spec_tokens,
+           budget.protect_steps, draft.protect_turns)
+    if memo is not None:
+        for seen in memo:
+            n = len(seen.before)
+            if seen.key == key and n <= len(draft.slots) and draft.slots[:n] == seen.before:
+                draft.replace_prefix(seen.after, seen.saved)
+                return seen.pruned
+        before = list(draft.slots)
+    pruned = _enforce(draft, budget, prune_result, clear, cut, end, starts)
+    if stats is not None:
+        stats.slice_walks += 1
+    if memo is not None:
+        after = draft.slots[:len(before)]
+        saved = sum(s.tokens for s in before) - sum(s.tokens for s in after)
+        memo[:] = [Enforced(key, before, after, saved, pruned), *memo][:ENFORCED_KEPT]
+    return pruned
+
+
+def _enforce(draft: Draft, budget: Budget, prune_result: Preview, clear: Preview, cut: int, end: int,
+             starts: list[int]) -> int:
     candidates = [i for i in range(end) if is_tool_traffic(draft.slots[i]) and draft.slots[i].state in ("verbatim", "spilled")
                   and draft.slots[i].event_id is not None] if end else []
     pruned, saved = _clear_at_cold_starts(draft, budget, clear, candidates, starts)
@@ -131,9 +177,11 @@ def enforce_tools_slice(draft: Draft, budget: Budget, prune_result: Preview, cle
     for i in candidates:
         if saved >= cut:
             break
-        was_cut = draft.slots[i].state == "pruned"
+        state = draft.slots[i].state
+        if state == "cleared":  # clearing a cleared message again changes nothing: its stub is its own clear
+            continue
         n, delta = _cut(draft, i, clear, "cleared")
-        pruned += 0 if was_cut else n
+        pruned += 0 if state == "pruned" else n
         saved += delta
     return pruned
 
@@ -175,10 +223,5 @@ def _clear_at_cold_starts(draft: Draft, budget: Budget, clear: Preview, candidat
 
 
 def _cut(draft: Draft, index: int, preview: Preview, state: str = "pruned") -> tuple[int, int]:
-    slot = draft.slots[index]
-    msg, tokens = preview(slot)
-    if tokens >= slot.tokens:
-        return 0, 0
-    delta = slot.tokens - tokens
-    draft.replace(index, msg, tokens, state)
-    return 1, delta
+    delta = draft.cut(index, preview, state)
+    return (1, delta) if delta else (0, 0)

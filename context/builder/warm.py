@@ -10,7 +10,9 @@ memory trouble never stops a step.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
+from ctxagent.context.builder.cache import RecallCue
 from ctxagent.context.builder.inputs import BuildInputs
 from ctxagent.context.history import Event, Summary, ViewItem
 from ctxagent.context.ledger import Ledger
@@ -20,27 +22,12 @@ RECALL_SHARE = 0.3  # of the warm slice at most, for memory recalled for this st
 # ledger's working-memory block)
 
 
-def _recent_files(events: list[Event], limit: int = 10) -> list[str]:
-    files: list[str] = []
-    for ev in reversed(events):
-        if ev.kind == "tool_result":
-            files += ev.tool_result.meta.files
-        elif ev.kind == "assistant":
-            for call in ev.assistant.tool_calls:
-                path = call.arguments.get("path")
-                if isinstance(path, str):
-                    files.append(path)
-        if len(dict.fromkeys(files)) >= limit:
-            break
-    return list(dict.fromkeys(files))[:limit]
-
-
 def warm_text_for(inputs: BuildInputs, events: list[Event], ledger: Ledger | None = None,
-                  items: list[ViewItem] | None = None) -> tuple[str, str | None]:
+                  items: list[ViewItem] | None = None, cue: RecallCue | None = None) -> tuple[str, str | None]:
     """(warm block text, note): the session ledger's working-memory block, then what the memory hook
-    recalls for this step. `events`: the live events; `ledger`: theirs if already folded; `items`: the
-    view, whose summaries say which messages are no longer shown (those still shown are not repeated).
-    A failing memory hook is left out and the note says so."""
+    recalls for this step. `events`: the live events; `ledger` and `cue`: theirs if already folded;
+    `items`: the view, whose summaries say which messages are no longer shown (those still shown are
+    not repeated). A failing memory hook is left out and the note says so."""
     if inputs.warm_override is not None:
         return inputs.warm_override, None
     ledger = ledger if ledger is not None else Ledger().feed(events)
@@ -49,10 +36,10 @@ def warm_text_for(inputs: BuildInputs, events: list[Event], ledger: Ledger | Non
     tail = ledger.tail_block(max_tokens, inputs.counter, masked)  # binding pins first: the whole share if need be
     if inputs.warm is None:
         return tail, None
-    query = next((e.user.text for e in reversed(events) if e.kind == "user"), "")
+    cue = cue if cue is not None else RecallCue().feed(events)
     room = min(int(max_tokens * RECALL_SHARE), max_tokens - inputs.counter.count(tail))
     try:
-        recalled = inputs.warm.warm_block(query, _recent_files(events), inputs.turn, room, inputs.counter)
+        recalled = inputs.warm.warm_block(cue.query, list(cue.files), inputs.turn, room, inputs.counter)
     except Exception as exc:  # memory trouble must not stop a step
         return tail, f"memory recall failed ({type(exc).__name__}: {exc}); the session ledger alone was used"
     # the store holds this session's pins too: what the ledger shows, or left out as shown, is not repeated
@@ -70,6 +57,7 @@ def _without_repeats(block: str, tail: str) -> str:
     return "" if all(not ln.startswith("- ") for ln in kept) else "\n".join(kept)
 
 
+@lru_cache(maxsize=4096)  # the same ledger lines come back at every step
 def _bare(line: str) -> str:
     """A block line's text without its bullet and [turn N] / [constraint t1] tag."""
     return normalize(re.sub(r"^-\s*(?:\[[^\]]*\]\s*)?", "", line))

@@ -23,17 +23,20 @@ from typing import TYPE_CHECKING, Any, Self
 
 from ctxagent.context.floor.state_paths import ensure_state_dir, project_state_dir, user_state_dir
 from ctxagent.context.memory.embed import (
-    BACKFILL_BATCH,
     Embedder,
-    VectorIndex,
     describe,
     detect as installed_embedder,  # `detect` here is the sibling module
     embed_pending,
 )
 from ctxagent.context.memory.hybrid import hybrid_search
 from ctxagent.context.memory.record import Record
+from ctxagent.context.memory.search import cached_query_units, relevant
 from ctxagent.context.memory.store import DEFAULT_DEGRADE_AFTER_TURNS, MemoryDB
 from ctxagent.context.memory.terms import Synonyms
+from ctxagent.context.memory.vectors import Embedding, QueryVectors, VectorIndex
+
+INSTALLED = "installed"  # MemoryStore's default embedder: the installed model (embed.detect), if any
+SEARCH_EMBEDS = 16  # records without a vector a search embeds itself, newest first (the rest: on the thread)
 
 _EXPORTS = {  # imported on first use: recall.py reads context/pins.py, which imports this package's leaves
     "MemoryRecall": "ctxagent.context.memory.recall",
@@ -55,14 +58,21 @@ def project_db_path(root: str | Path) -> Path:
 
 class MemoryStore(MemoryDB):
     """The memory database with what the product adds: where the stores live, ingest from the session
-    log, and hybrid search with the optional embedding model (embed.py, hybrid.py)."""
+    log, and hybrid search with the optional embedding model (embed.py, hybrid.py, vectors.py).
+
+    `embedder`: the model hybrid search uses — by default the installed one (`embed.detect`), None
+    for BM25 alone, or any object with `name`, `dim`, `passages` and `query` (the bench's memo of
+    the product's vectors); `embeddings=False` turns it off whatever it is."""
 
     def __init__(self, conn: sqlite3.Connection, path: Path | None, *, synonyms: Synonyms | None = None,
                  degrade_after_turns: int = DEFAULT_DEGRADE_AFTER_TURNS, scope: str = "project",
-                 embeddings: bool = True):
+                 embeddings: bool = True, embedder: Embedder | str | None = INSTALLED):
         super().__init__(conn, path, synonyms=synonyms, degrade_after_turns=degrade_after_turns, scope=scope)
         self._embeddings = embeddings  # False: BM25 alone even when an embedding model is installed
+        self._embedder = embedder
         self._vectors: VectorIndex | None = None
+        self._queries: QueryVectors | None = None
+        self._work: Embedding | None = None
 
     @classmethod
     def open_project(cls, root: str | Path, **kw: Any) -> Self:
@@ -82,13 +92,42 @@ class MemoryStore(MemoryDB):
 
         ids = ingest_events(self, list(events), session)
         if ids:
-            self.embed_new(BACKFILL_BATCH, session)  # with the optional model: vectors for what this session wrote
+            self.embed_soon()  # with the optional model: vectors for what was written, on a background thread
         return ids
 
     @property
     def embedder(self) -> Embedder | None:
         """The embedding model hybrid search uses (loaded on first use), or None: BM25 alone."""
-        return installed_embedder() if self._embeddings else None
+        if not self._embeddings:
+            return None
+        if isinstance(self._embedder, str):
+            return installed_embedder()
+        return self._embedder
+
+    def embed_soon(self) -> None:
+        """Embed the records without a vector on a background thread (nothing waits for it)."""
+        emb = self.embedder
+        if emb is None:
+            return
+        self._embedding(emb).kick()
+
+    def _embedding(self, emb: Embedder) -> Embedding:
+        with self._lock:
+            if self._work is None or self._work.embedder is not emb:
+                if self._work is not None:
+                    self._work.stop(0)
+                self._work = Embedding(self, emb, embed_pending)
+            return self._work
+
+    def wait_for_vectors(self, timeout: float | None = None) -> bool:
+        """Wait for the background embedding to finish; False when `timeout` ran out first."""
+        work = self._work
+        return work.wait(timeout) if work is not None else True
+
+    def close(self) -> None:
+        if self._work is not None:
+            self._work.stop()
+        super().close()
 
     @property
     def retrieval(self) -> str:
@@ -101,6 +140,7 @@ class MemoryStore(MemoryDB):
         emb = self.embedder
         if emb is None:
             return 0
+        self.wait_for_vectors()  # not the same records twice
         try:
             return embed_pending(self, emb, limit, session)
         except Exception:
@@ -109,19 +149,27 @@ class MemoryStore(MemoryDB):
     def search(self, query: str, layer: str | None = None, type: str | Sequence[str] | None = None,
                file: str | None = None, turns: tuple[int, int] | None = None, limit: int = 8,
                include_superseded: bool = False, semantic: bool = True) -> list[Record]:
-        """Records matching `query`, best first: BM25, fused with embedding similarity when a model is
-        installed and `semantic` (see hybrid.py)."""
+        """Records matching `query`, best first, above the relevance floors: BM25, fused with embedding
+        similarity when a model is installed and `semantic` (see hybrid.py). Of the records still
+        without a vector the newest SEARCH_EMBEDS are embedded first, the rest on the background
+        thread meanwhile (BM25 finds them already)."""
         emb = self.embedder if semantic else None
         if emb is not None:
-            self.embed_new(BACKFILL_BATCH)
             try:
+                if self._embedding(emb).now(SEARCH_EMBEDS):
+                    self.embed_soon()  # more than a search embeds itself: the rest on the thread
                 with self._lock:
                     if self._vectors is None or self._vectors.model != emb.name:
                         self._vectors = VectorIndex(emb.name, emb.dim)
-                    return hybrid_search(self.conn, self._vectors, emb, query, synonyms=self.synonyms, layer=layer,
-                                         type_=type, file=file, turns=turns, limit=limit,
-                                         include_superseded=include_superseded)
+                        self._queries = QueryVectors(emb.name)
+                    queries = self._queries
+                    assert queries is not None
+                    return hybrid_search(self.conn, self._vectors, lambda text: queries.get(text, emb.query), query,
+                                         unrelated=queries.unrelated(emb.passages), synonyms=self.synonyms, layer=layer, type_=type, file=file, turns=turns,
+                                         limit=limit, include_superseded=include_superseded)
             except Exception:  # the model failed on this query: the lexical answer is still a good one
                 pass
-        return self.lexical_search(query, layer=layer, type=type, file=file, turns=turns, limit=limit,
-                                   include_superseded=include_superseded)
+        found = self.lexical_search(query, layer=layer, type=type, file=file, turns=turns, limit=limit,
+                                    include_superseded=include_superseded)
+        with self._lock:
+            return relevant(found, self.conn, cached_query_units(query, None))  # the query's own units

@@ -6,14 +6,13 @@ and reads Chinese as well as English. Without the package, or with CTXAGENT_EMBE
 search is BM25 alone and nothing here is imported beyond this module.
 
 Vectors live in the `record_vectors` table (one per record, tagged with the model's name): they
-are derived data, written for a session's new records at ingest and back-filled a bounded batch at
-a time by searches, and rewritten when the model changes.
+are derived data, written on a background thread for the records ingest and search find without one
+(vectors.py), and rewritten when the model changes.
 """
 
 from __future__ import annotations
 
 import os
-import sqlite3
 import threading
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -22,7 +21,6 @@ if TYPE_CHECKING:
 
 ENV = "CTXAGENT_EMBEDDINGS"       # "off" (or 0/no/false) turns embeddings off even when installed
 EMBED_CHARS = 2000                # what of a record is embedded: the words that say what it is about
-BACKFILL_BATCH = 256              # records without a vector embedded by one search or ingest, newest first
 INSTALL_HINT = "pip install 'ctxagent[embeddings]'"
 
 
@@ -115,14 +113,14 @@ def passage_text(content: str, context: str) -> str:
 
 
 def embed_pending(store: MemoryDB, embedder: Embedder, limit: int | None = None, session: str | None = None,
-                  batch: int = 32) -> int:
+                  batch: int = 32, above: int = 0) -> int:
     """Embed records that have no vector from this model (newest first; at most `limit`; only
-    `session`'s when given); how many."""
+    `session`'s when given; only ids over `above`); how many."""
     import numpy as np
 
     sql = ("SELECT r.id, r.content, r.context FROM records r LEFT JOIN record_vectors v ON v.record_id = r.id "
-           "WHERE (v.record_id IS NULL OR v.model != ?)")
-    args: list[Any] = [embedder.name]
+           "WHERE r.id > ? AND (v.record_id IS NULL OR v.model != ?)")
+    args: list[Any] = [int(above), embedder.name]
     if session is not None:
         sql += " AND r.session = ?"
         args.append(session)
@@ -145,69 +143,3 @@ def embed_pending(store: MemoryDB, embedder: Embedder, limit: int | None = None,
             )
         done += len(chunk)
     return done
-
-
-class VectorIndex:
-    """The store's vectors of one model as a matrix, kept in memory and topped up as rows arrive.
-
-    Every write of a vector gets a new `seq`, so the rows past the last one read are exactly what
-    changed — new records, and records re-embedded after their context grew — unless some were
-    deleted too (forget, a model change), which the row count shows: then it reloads.
-    """
-
-    def __init__(self, model: str, dim: int):
-        import numpy as np
-
-        self.model = model
-        self.dim = dim
-        self.ids = np.zeros(0, dtype=np.int64)
-        self.matrix = np.zeros((0, dim), dtype=np.float32)
-        self._count = 0
-        self._seq = 0
-
-    def refresh(self, conn: sqlite3.Connection) -> None:
-        import numpy as np
-
-        count, top = conn.execute("SELECT COUNT(*), COALESCE(MAX(seq), 0) FROM record_vectors WHERE model = ?",
-                                  (self.model,)).fetchone()
-        if (count, top) == (self._count, self._seq):
-            return
-        newer = conn.execute("SELECT record_id, vec FROM record_vectors WHERE model = ? AND seq > ? ORDER BY seq",
-                             (self.model, self._seq)).fetchall()
-        where = {int(rid): i for i, rid in enumerate(self.ids)}
-        fresh = {int(rid): vec for rid, vec in newer}  # a record written twice since: its last vector
-        appended = [rid for rid in fresh if rid not in where]
-        if self._count + len(appended) == count:
-            matrix = self.matrix.copy()
-            for rid, vec in fresh.items():
-                if rid in where:
-                    matrix[where[rid]] = np.frombuffer(vec, dtype=np.float32)
-            rows = [fresh[rid] for rid in appended]
-            ids = [*self.ids.tolist(), *appended]
-        else:
-            loaded = conn.execute("SELECT record_id, vec FROM record_vectors WHERE model = ? ORDER BY record_id",
-                                  (self.model,)).fetchall()
-            matrix = self.matrix[:0]
-            rows = [vec for _, vec in loaded]
-            ids = [int(rid) for rid, _ in loaded]
-        if rows:
-            matrix = np.concatenate([matrix, np.frombuffer(b"".join(rows), dtype=np.float32).reshape(len(rows), self.dim)])
-        self.ids = np.asarray(ids, dtype=np.int64)
-        self.matrix = matrix
-        self._count, self._seq = int(count), int(top)
-
-    def nearest(self, query_vec: Any, allowed: set[int] | None, n: int) -> list[int]:
-        """Record ids by cosine similarity to `query_vec`, best first, at most `n`, within `allowed`."""
-        import numpy as np
-
-        if not len(self.ids):
-            return []
-        sims = self.matrix @ np.asarray(query_vec, dtype=np.float32)
-        out: list[int] = []
-        for i in np.argsort(-sims, kind="stable"):
-            rid = int(self.ids[i])
-            if allowed is None or rid in allowed:
-                out.append(rid)
-                if len(out) >= n:
-                    break
-        return out

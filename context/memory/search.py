@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import Any
 
+from ctxagent.context.memory.fts_tokens import units_held, units_per_row
 from ctxagent.context.memory.record import COLUMNS, RETIRED, Record
 from ctxagent.context.memory.terms import Synonyms, match_of, query_units, stem
 
@@ -69,9 +71,48 @@ def _filters(
     return where, params
 
 
+# A hit scoring under this share of the best hit's BM25 score, and holding fewer of the query's units
+# than it, is no answer to the query (`relevant`).
+RELEVANCE_FLOOR = 0.05  # fitted on LoCoMo conv-26/30 (agent/bench/locomo_fit.py): higher ones cost recall there
+
+
+def relevant(records: list[Record], conn: sqlite3.Connection | None = None,
+             units: list[list[str]] | None = None) -> list[Record]:
+    """The hits of a search worth showing. Each holds a query term (FTS5 finds nothing else); one
+    that also scores under RELEVANCE_FLOOR of the best hit and holds fewer of the query's own `units`
+    (its words, not their synonyms) than it is dropped — a one-word match of a long query under a hit that matches much of it. BM25
+    scores are not normalised, so the floor is relative; and in a small store where the query's
+    terms are in most records FTS5 clamps their weight to nearly 0, so the score alone would drop
+    an equal match: the count of units held says it is one. A listing (no scores) is left as it is."""
+    if not records or records[0].score is None:
+        return records
+    floor = RELEVANCE_FLOOR * records[0].score
+    low = [r.id for r in records[1:] if r.score is None or r.score < floor]
+    if not low:
+        return records
+    if conn is None or not units:
+        drop = set(low)
+    else:
+        held = units_per_row(conn, units, [records[0].id, *low])
+        best = held.get(records[0].id, len(units))
+        drop = {rid for rid in low if held.get(rid, 0) < best}
+    return [r for r in records if r.id not in drop]
+
+
 # A query whose terms together match more than POSTING_BUDGET records is split (see `search_records`).
 POSTING_BUDGET = 2000
 RECENT_WINDOW = 1500
+
+
+@lru_cache(maxsize=512)
+def _units(query: str, synonyms: Synonyms | None, version: int) -> tuple[tuple[str, ...], ...]:
+    return tuple(tuple(u) for u in query_units(query, synonyms))
+
+
+def cached_query_units(query: str, synonyms: Synonyms | None) -> list[list[str]]:
+    """query_units(query, synonyms), remembered: the warm block asks the same question at every step of a
+    turn, and a long user message costs milliseconds to split, stem and expand."""
+    return [list(u) for u in _units(query, synonyms, synonyms.version if synonyms is not None else 0)]
 
 
 def term_dfs(conn: sqlite3.Connection, terms: list[str]) -> dict[str, int]:
@@ -83,19 +124,30 @@ def term_dfs(conn: sqlite3.Connection, terms: list[str]) -> dict[str, int]:
     return {t: int(rows.get(stem(t), 0)) for t in terms}
 
 
-def _run(conn: sqlite3.Connection, expr: str, where: list[str], params: list[Any], limit: int,
-         min_rowid: int | None = None) -> list[tuple[Any, ...]]:
+def _run(conn: sqlite3.Connection, units: list[list[str]], where: list[str], params: list[Any], limit: int,
+         min_rowid: int | None = None, indexed: bool = False) -> list[tuple[Any, ...]]:
     """Rows (record columns + bm25 rank), best first.
 
     Ranking inside FTS5 alone is cheap; joining every match to `records` (to filter) is what costs
     at 100k records. So: take the top candidates from FTS5, filter just those, and fall back to
-    the exact join only when the filters rejected so many that the candidates ran out.
+    the exact join only when the filters rejected so many that the candidates ran out. When the
+    filters are `indexed` (a type is given: records(type, layer)) and let at most as many records
+    through as there would be candidates, the exact join goes first, over only the query units
+    those records can hold (fts_tokens.py: the same scores): the warm block's recall, over a store
+    of mostly cold turns, is this case at every step.
     """
     cols = ", ".join(f"r.{c.strip()}" for c in COLUMNS.split(","))
     weights = ", ".join(str(w) for w in WEIGHTS)
     rowid_cond = " AND rowid >= ?" if min_rowid is not None else ""
     rowid_arg = [min_rowid] if min_rowid is not None else []
     want = int(limit) * 4 + 16
+    if indexed and where:
+        few = [int(r[0]) for r in conn.execute(f"SELECT r.id FROM records r WHERE {' AND '.join(where)} LIMIT ?",
+                                               [*params, want + 1])]
+        if len(few) <= want:
+            held = units_held(conn, units, few) if few else []
+            return _exact(conn, cols, weights, match_of(held), rowid_cond, rowid_arg, where, params, limit) if held else []
+    expr = match_of(units)
     try:
         cand = conn.execute(
             f"SELECT rowid, bm25(records_fts, {weights}) AS rank FROM records_fts WHERE records_fts MATCH ?{rowid_cond} "
@@ -105,19 +157,33 @@ def _run(conn: sqlite3.Connection, expr: str, where: list[str], params: list[Any
     if not cand:
         return []
     rank = dict(cand)
-    sql = f"SELECT {cols} FROM records r WHERE r.id IN ({','.join('?' * len(cand))})"
+    # the filter and the order need only id and turn; the whole record is read for the hits returned
+    sql = f"SELECT r.id, r.turn FROM records r WHERE r.id IN ({','.join('?' * len(cand))})"
     if where:
         sql += " AND " + " AND ".join(where)
-    rows = [(*row, rank[row[0]]) for row in conn.execute(sql, [*rank, *params])]
-    rows.sort(key=lambda r: (r[-1], -int(r[7]), -int(r[0])))
-    if len(rows) >= limit or len(cand) < want:
-        return rows[:limit]
+    keys = sorted(((rank[rid], -int(turn), -int(rid)) for rid, turn in conn.execute(sql, [*rank, *params])))
+    if not (len(keys) >= limit or len(cand) < want):
+        return _exact(conn, cols, weights, expr, rowid_cond, rowid_arg, where, params, limit)
+    top = [-k[2] for k in keys[:limit]]
+    if not top:
+        return []
+    full = {int(row[0]): row for row in conn.execute(
+        f"SELECT {cols} FROM records r WHERE r.id IN ({','.join('?' * len(top))})", top)}
+    return [(*full[rid], rank[rid]) for rid in top if rid in full]
+
+
+def _exact(conn: sqlite3.Connection, cols: str, weights: str, expr: str, rowid_cond: str, rowid_arg: list[Any],
+           where: list[str], params: list[Any], limit: int) -> list[tuple[Any, ...]]:
+    """Every match joined to its record and filtered, then ranked: exact, and costly when many match."""
     sql = (f"SELECT {cols}, bm25(records_fts, {weights}) AS rank FROM records_fts "
            f"JOIN records r ON r.id = records_fts.rowid WHERE records_fts MATCH ?{rowid_cond.replace('rowid', 'records_fts.rowid')}")
     if where:
         sql += " AND " + " AND ".join(where)
     sql += " ORDER BY rank, r.turn DESC, r.id DESC LIMIT ?"
-    return conn.execute(sql, [expr, *rowid_arg, *params, int(limit)]).fetchall()
+    try:
+        return conn.execute(sql, [expr, *rowid_arg, *params, int(limit)]).fetchall()
+    except sqlite3.OperationalError:  # a MATCH expression FTS5 rejects: nothing found
+        return []
 
 
 def search_records(
@@ -146,7 +212,7 @@ def search_records(
     """
     where, params = _filters(layer, type_, file, turns, include_superseded)
     if units is None:
-        units = query_units(query, synonyms)
+        units = cached_query_units(query, synonyms)
     if not units:
         cols = ", ".join(f"r.{c.strip()}" for c in COLUMNS.split(","))
         sql = f"SELECT {cols} FROM records r"
@@ -158,7 +224,7 @@ def search_records(
     # what a unit costs is every posting FTS5 walks: all of a phrase's terms ("log in" walks "in")
     unit_df = [sum(dfs.get(t, 0) for t in u) for u in units]
     if sum(unit_df) <= POSTING_BUDGET:
-        rows = _run(conn, match_of(units), where, params, limit)
+        rows = _run(conn, units, where, params, limit, indexed=bool(type_))
     else:
         order = sorted(range(len(units)), key=lambda i: (unit_df[i], i))
         rare: list[list[str]] = []
@@ -170,8 +236,8 @@ def search_records(
             spent += unit_df[i]
         top = int(conn.execute("SELECT COALESCE(MAX(rowid), 0) FROM records_fts").fetchone()[0])
         merged: dict[int, tuple[Any, ...]] = {}
-        for row in _run(conn, match_of(rare), where, params, limit) + _run(
-            conn, match_of(units), where, params, limit, min_rowid=max(0, top - RECENT_WINDOW)
+        for row in _run(conn, rare, where, params, limit, indexed=bool(type_)) + _run(
+            conn, units, where, params, limit, min_rowid=max(0, top - RECENT_WINDOW), indexed=bool(type_)
         ):
             if row[0] not in merged or row[-1] < merged[row[0]][-1]:
                 merged[row[0]] = row

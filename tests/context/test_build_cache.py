@@ -230,3 +230,76 @@ def test_live_events_from_the_cache_match_after_rewinds() -> None:
     state = cache.log_state(list(log.events))
     assert state.live == live_events(log.events)
     assert state.items == view(log.events)
+
+
+# -- the tools-slice walk, the recall cue ---------------------------------------------------------
+def slice_session(steps: int, cache_per_step: bool) -> tuple[list[int], list[int]]:
+    """A long agentic turn in a window the history never nears, so the tools-slice rule alone cuts it,
+    with an idle gap (a cold prompt cache) every 25 steps. Returns, per build, the slice walks done
+    afresh and whether the build equals one with a cold cache (1) or not (0)."""
+    cache = BuildCache()
+    log = Log()
+    log.user("Refactor every module; keep the public API.")
+    walks: list[int] = []
+    same: list[int] = []
+    for i in range(steps):
+        log.now += 900.0 if i % 25 == 0 else 5.0
+        log.step("read_file", {"path": f"src/m{i}.py"}, "\n".join(f"def f{i}_{j}(): return {j}  # 第{j}行" for j in range(80)))
+        if cache_per_step:
+            cache = BuildCache()
+        before = cache.stats.slice_walks
+        warm = build(inputs(log, window=200_000, cache=cache, step=i + 1, model="m"))
+        walks.append(cache.stats.slice_walks - before)
+        same.append(int(fingerprint(warm) == fingerprint(build(inputs(log, window=200_000, cache=BuildCache(), step=i + 1,
+                                                                       model="m")))))
+        log.add("context_report", step=i + 1, report={}, model="m")
+    return walks, same
+
+
+def test_the_tools_slice_is_walked_again_only_when_its_cut_moves() -> None:
+    walks, same = slice_session(160, cache_per_step=False)
+    assert all(same)
+    cutting = [i for i, w in enumerate(walks) if w]
+    assert len(cutting) >= 5  # the slice did cut, again and again, and at the cold starts
+    # between the jumps of the cut (and of the protected steps' boundary) a build looks the walk up
+    assert sum(walks[40:]) <= len(walks[40:]) // 3
+
+
+def test_without_a_warm_cache_the_tools_slice_is_walked_at_every_build() -> None:
+    walks, same = slice_session(60, cache_per_step=True)  # the control for the test above
+    assert all(same)
+    assert sum(walks[30:]) == len(walks[30:])
+
+
+def recent_files_by_scan(events: list[Event], limit: int = 10) -> list[str]:
+    """The definition: the first `limit` distinct names in the events read newest first (a result's
+    files, a call's path)."""
+    names: list[str] = []
+    for ev in reversed(events):
+        if ev.kind == "tool_result":
+            names += ev.tool_result.meta.files
+        elif ev.kind == "assistant":
+            names += [p for c in ev.assistant.tool_calls if isinstance(p := c.arguments.get("path"), str)]
+    return list(dict.fromkeys(names))[:limit]
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["read", "grep", "user"]), st.lists(st.sampled_from("abcdefghijklmn"), max_size=4)),
+                max_size=40))
+def test_the_recall_cue_folded_step_by_step_equals_a_scan_of_the_log(script: list[tuple[str, list[str]]]) -> None:
+    from ctxagent.context.builder.cache import RecallCue
+
+    log = Log()
+    cue = RecallCue()
+    fed = 0
+    for kind, names in script:
+        if kind == "user":
+            log.user(f"please look at {' '.join(names)}")
+        elif kind == "read":
+            log.step("read_file", {"path": f"src/{names[0]}.py" if names else 7}, "text", meta={"files": [f"{n}.py" for n in names]})
+        else:
+            log.step("grep", {"pattern": "x"}, "hits", meta={"files": [f"lib/{n}.py" for n in names]})
+        cue = cue.feed(log.events[fed:])
+        fed = len(log.events)
+        assert list(cue.files) == recent_files_by_scan(log.events)
+        assert cue.query == next((e.user.text for e in reversed(log.events) if e.kind == "user"), "")

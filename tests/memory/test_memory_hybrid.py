@@ -40,13 +40,26 @@ def test_hybrid_finds_a_paraphrase_bm25_cannot(tmp_path: Path, store: MemoryStor
                               "Nice! I adopted a kitten from the shelter.",
                               "The weather was terrible during the trip."])
     assert store.embedder is not None and store.retrieval.startswith("hybrid: BM25 + multilingual-e5-small")
+    assert store.wait_for_vectors(120)  # ingest embeds what it wrote on a background thread
     st = store.stats()
-    assert st["vectors"] == st["total"] == 3  # ingest embedded what it wrote
+    assert st["vectors"] == st["total"] == 3
     assert store.search("car purchase", semantic=False) == []  # no shared word
-    top = store.search("car purchase", limit=1)
-    assert top[0].content == "I bought a used automobile from my neighbour last weekend."
-    # across languages: a Chinese question finds the English turn
-    assert store.search("小猫", limit=1)[0].content == "Nice! I adopted a kitten from the shelter."
+    top = store.search("car purchase")
+    assert [r.content for r in top] == ["I bought a used automobile from my neighbour last weekend."]  # and no more
+
+
+def test_a_nearest_vector_alone_does_not_bring_noise(tmp_path: Path, store: MemoryStore) -> None:
+    """A nearest vector always exists: what comes in by meaning alone must clear the floor (hybrid.py).
+    e5's cosines sit at 0.75–0.85 for unrelated pairs, so these would all be 'found' without it."""
+    for turn, text in enumerate(["hello", "hello", "用户登录使用 JWT 认证", "Nice! I adopted a kitten from the shelter."]):
+        store.add(text, "note", session="s1", turn=turn + 1, merge=False)
+    assert store.embed_new() == 4
+    for query in ("Decimal", "数据库迁移", "Decimal 数据库迁移", "quarterly tax filing"):
+        assert store.search(query) == [], query
+        assert store._vectors is not None and store._queries is not None and store.embedder is not None
+        near = store._vectors.nearest(store._queries.get(query, store.embedder.query), 3)
+        assert len(near) == 3 and near[0][1] > 0.7  # neighbours there are, and the old search returned them
+    assert [r.content for r in store.search("登录")] == ["用户登录使用 JWT 认证"]  # BM25 finds the Chinese record
 
 
 def test_hybrid_keeps_filters_and_backfills_records_written_without_vectors(tmp_path: Path, store: MemoryStore) -> None:
@@ -55,10 +68,10 @@ def test_hybrid_keeps_filters_and_backfills_records_written_without_vectors(tmp_
     store.add("The relational store choice is final.", "note", session="s1", turn=6)
     assert store.get(old).superseded_by == new
     assert store.stats()["vectors"] == 0  # `add` alone does not embed
-    found = store.search("which relational store do we use", type="decision")
+    found = store.search("which SQL database engine do we use", type="decision")
     assert [r.id for r in found] == [new]  # the superseded one and the note are filtered out on both sides
     assert store.stats()["vectors"] == 3  # the search back-filled every record's vector
-    assert {r.id for r in store.search("which relational store", type="decision", include_superseded=True)} == {old, new}
+    assert {r.id for r in store.search("which SQL database engine do we use", type="decision", include_superseded=True)} == {old, new}
 
 
 def test_forget_drops_the_vector_and_a_model_change_reembeds(tmp_path: Path, store: MemoryStore) -> None:
@@ -106,3 +119,40 @@ def test_the_in_memory_index_follows_the_table_through_ingest_forget_and_rewrite
     store.forget(first)  # a deleted row: reloaded
     same_as_table()
     assert [r.content for r in store.search("tortoise name", limit=2)] == ["Shelly."]
+
+
+class CountingModel:
+    """The real model, its query embeddings counted (an embedder passed the supported way)."""
+
+    def __init__(self, inner: embed.Embedder):
+        self.inner, self.name, self.dim, self.queries = inner, inner.name, inner.dim, 0
+
+    def passages(self, texts: list[str]) -> object:
+        return self.inner.passages(texts)
+
+    def query(self, text: str) -> object:
+        self.queries += 1
+        return self.inner.query(text)
+
+
+def test_a_query_is_embedded_once_and_not_at_all_when_bm25_is_decisive(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(embed.ENV, raising=False)
+    model = embed.detect()
+    assert model is not None
+    counting = CountingModel(model)
+    with MemoryStore.open(tmp_path / "m.db", embedder=counting) as store:
+        assert store.embedder is counting
+        top = store.add("the websocket reconnect uses exponential backoff with jitter", "decision", session="s", turn=1)
+        for i in range(6):
+            store.add(f"the websocket client {i} logs a line per frame", "note", session="s", turn=2 + i, merge=False)
+        for i in range(40):
+            store.add(f"unrelated note about billing {i}", "note", session="s", turn=9, merge=False)
+        assert store.embed_new() == 47
+        # the best hit holds every word and outscores the third 7.5×: BM25's order, no query vector
+        found = store.search("websocket reconnect backoff jitter", limit=3)
+        assert found[0].id == top and counting.queries == 0
+        assert [r.id for r in found] == [r.id for r in store.search("websocket reconnect backoff jitter", limit=3, semantic=False)]
+        # a question BM25 cannot settle is embedded once, however often it is asked
+        first = store.search("how does the client retry a dropped connection", limit=3)
+        again = store.search("how does the client retry a dropped connection", limit=3)
+        assert counting.queries == 1 and [r.id for r in first] == [r.id for r in again]
