@@ -222,18 +222,59 @@ def reads_document(name: str, arguments: dict[str, Any]) -> bool:
     return False
 
 
-_TEST_COMMAND = re.compile(
-    r"(?:^|[\s;&|(/])(?:pytest|py\.test|tox|nox|unittest|jest|vitest|mocha|rspec|phpunit|ctest)\b"
-    r"|(?:npm|yarn|pnpm|bun)\s+(?:run\s+)?test\b|(?:go|cargo|mix|dotnet|gradle|mvn|make|deno)\s+test\b"
-    r"|python\d?\s+-m\s+(?:pytest|unittest)\b")
+# A test runner, at the start of a pipeline stage (after env assignments and wrappers).
+_TEST_RUNNER = re.compile(
+    r"^(?:\S*/)?(?:pytest|py\.test|tox|nox|jest|vitest|mocha|rspec|phpunit|ctest)\b"
+    r"|^(?:\S*/)?(?:npm|yarn|pnpm|bun)\s+(?:run\s+)?test\b|^(?:\S*/)?(?:go|cargo|mix|dotnet|gradle|gradlew|mvn|make|deno)\s+test\b"
+    r"|^(?:\S*/)?python[\d.]*\s+-m\s+(?:pytest|unittest)\b")
+_WRAPPERS = re.compile(r"^(?:(?:\w+=\S*|env|time|nice|timeout\s+\S+|xvfb-run|npx|(?:uv|poetry|pipenv|pdm|hatch)\s+run)\s+)+")
+# Steps that may come before the run (`cd repo && . .venv/bin/activate && pytest`): they print nothing of a file.
+_SETUP_STEP = re.compile(r"^(?:cd(?:\s+\S+)?|(?:source|\.)\s+\S+|export\s+\w+=\S*|\w+=\S*|set\s+[-+]\w+|true|:)$")
+_REDIRECTION = re.compile(r"\s*(?:\d*>&\d+|&?\d*>>?\s*\S+)")
+# Filters a run's output may be piped through; with no file operand, they show only the run's output.
+_FILTERS = frozenset({"head", "tail", "sort", "uniq", "wc", "cat", "less", "more", "tee", "grep", "egrep", "fgrep", "rg"})
+_PATTERN_FILTERS = frozenset({"grep", "egrep", "fgrep", "rg"})  # take one pattern operand
+
+
+def _filter_stage(stage: str) -> bool:
+    try:
+        words = shlex.split(stage)
+    except ValueError:
+        return False
+    if not words or words[0] not in _FILTERS:
+        return False
+    if words[0] == "tee":
+        return True  # writes the output to files, and passes it on unchanged
+    operands = [w for w in words[1:] if not w.startswith("-") and not w.isdigit()]
+    return len(operands) <= (1 if words[0] in _PATTERN_FILTERS else 0)
+
+
+def runs_tests_only(command: str) -> bool:
+    """Whether a shell command is a recognised test command: a test runner (pytest, python -m
+    unittest, tox, jest, vitest, go test, cargo test, npm test, make test …), optionally with
+    set-up steps (`cd DIR`, `source FILE`, `export X=Y`, `|| true`) joined by `&&`, `||` or `;`, with env assignments
+    and wrappers (`timeout 60`, `uv run`, `npx` …), redirections, and pipes into filters that add
+    nothing of their own (`| tail -30`, `| grep FAILED`, `| tee log`). Anything else in the command
+    (`cat README.md; pytest`, `pytest | cat notes.txt`) could print other text, so it is not one:
+    failing-test lines are read only from a test runner's own output (context/ledger.py)."""
+    parts = [p.strip() for p in re.split(r"&&|\|\||;|\n", _REDIRECTION.sub(" ", command or "")) if p.strip()]
+    if not parts or any("`" in p or "$(" in p or "<" in p for p in parts):
+        return False
+    runs = [p for p in parts if not _SETUP_STEP.match(" ".join(p.split()))]
+    if len(runs) != 1:
+        return False
+    first, *filters = [st.strip() for st in runs[0].split("|")]
+    runner = _WRAPPERS.sub("", " ".join(first.split()))
+    return bool(_TEST_RUNNER.match(runner)) and all(_filter_stage(f) for f in filters)
 
 
 def is_test_run(name: str, arguments: dict[str, Any]) -> bool:
-    """Whether a call runs the test suite (ctxagent's run_tests, or a shell command that does)."""
+    """Whether a call runs the test suite: ctxagent's run_tests, or a shell command that is a
+    recognised test command (`runs_tests_only`)."""
     if name == "run_tests":
         return True
     if name not in SHELL_TOOLS:
         return False
     args = arguments if isinstance(arguments, dict) else {}
     command = next((v for k in ("command", "cmd", "script") if isinstance(v := args.get(k), str)), "")
-    return bool(_TEST_COMMAND.search(command))
+    return runs_tests_only(command)
