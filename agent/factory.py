@@ -82,15 +82,19 @@ def system_prompt(root: Path, *, memory: bool = True, log: SessionLog | None = N
 
 
 # -- instruction files the agent wrote ------------------------------------------------------------
-# Who last wrote AGENTS.md / CLAUDE.md is read off the session logs: a model's tool call (not the
-# user's own !command) whose result changed the file (context/tool_meta.py), logged no earlier than
-# the file's modification time (a later hand edit, checkout or rewind makes the file newer than any
-# such call, so it is no longer the agent's). Only logs modified since the file are read, and only
-# when its content differs from the last load's: `.ctxagent/instructions.json` keeps, per file, the
-# sha256 last loaded, who wrote it and the session that was told (the note stays in that session's
-# prompt; later sessions load the file as they would any other).
+# Who last wrote AGENTS.md / CLAUDE.md is read off the session logs: the newest model tool call (not
+# the user's own !command) whose result changed the file (context/tool_meta.py), logged no earlier
+# than the file's modification time — a later hand edit, checkout or rewind makes the file newer than
+# any such call, so it is no longer the agent's. A `write_file` says what it wrote, so there the file
+# must still hold exactly that. Only logs modified since the file are read, and only when its content
+# differs from the last load's: `.ctxagent/instructions.json` keeps, per file, the sha256 last loaded,
+# who wrote it and the session that was told (the note stays in that session's prompt; later sessions
+# load the file as they would any other). A repository can ship that record, but a record only
+# matches the file it was made for, and a file the agent changes no longer matches it.
 INSTRUCTIONS_RECORD = "instructions.json"
-WRITE_SLACK_S = 2.0  # a tool result is logged right after its write; clocks and mtimes are coarse
+# A result is logged right after its write, and the kernel's file clock lags the wall clock by a
+# tick at most: a file modified more than this after the call's result was changed by someone else.
+WRITE_SLACK_S = 0.05
 
 
 @dataclass(frozen=True)
@@ -136,13 +140,15 @@ def _last_agent_write(root: Path, name: str, log: SessionLog) -> tuple[str, int]
     from ctxagent.context.tool_meta import changed_files_of
 
     try:
-        since = (Path(root) / name).stat().st_mtime - WRITE_SLACK_S
+        path = Path(root) / name
+        since = path.stat().st_mtime - WRITE_SLACK_S
+        now = path.read_bytes()
         others = [p for p in sessions_dir(root).glob("*.jsonl")
                   if p != log.path and p.stat().st_mtime >= since and name.encode() in p.read_bytes()]
     except OSError:
         return None
     target = os.path.normpath(name)
-    best: tuple[float, str, int] | None = None
+    best: tuple[float, str, int, Any] | None = None
     for events, session in [(log.events, log.session_id), *_logs(others)]:
         calls: dict[str, tuple[bool, Any]] = {}
         for ev in events:
@@ -154,8 +160,13 @@ def _last_agent_write(root: Path, name: str, log: SessionLog) -> tuple[str, int]
                     continue  # the user's own @file / !command, or a call not in the log
                 changed = changed_files_of(call, ev.tool_result)
                 if any(os.path.normpath(os.path.relpath(f, root) if os.path.isabs(f) else f) == target for f in changed):
-                    best = (ev.ts, session, ev.tool_result.turn or 0)
-    return (best[1], best[2]) if best else None
+                    best = (ev.ts, session, ev.tool_result.turn or 0, call)
+    if best is None:
+        return None
+    content = best[3].arguments.get("content") if best[3].name == "write_file" else None
+    if isinstance(content, str) and content.encode("utf-8", "surrogatepass") != now:
+        return None  # the file no longer holds what the agent wrote: someone changed it since
+    return best[1], best[2]
 
 
 def _logs(paths: list[Path]) -> list[tuple[list[Event], str]]:

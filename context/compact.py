@@ -22,7 +22,7 @@ import hashlib
 import json
 import re
 import threading
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Callable, Sequence
 
 from ctxagent.context.events import CompactionData
@@ -146,7 +146,9 @@ def focus_lines(items: Sequence[ViewItem], focus: str, max_lines: int = MAX_FOCU
                 found.append((turn, author, text, frozenset(shared)))
     if not found:
         return []
-    weight = {t: 1.0 / sum(1 for *_, shared in found if t in shared) for t in wanted}
+    # a focus term no line holds weighs nothing (and divides nothing)
+    counts = Counter(t for *_, shared in found for t in shared)
+    weight = {t: 1.0 / n for t, n in counts.items()}
     ranked = sorted(range(len(found)), key=lambda i: (-sum(weight.get(t, 0.0) for t in found[i][3]), -i))
     seen: set[str] = set()
     chosen: list[int] = []
@@ -322,7 +324,7 @@ def summarize_items(
             result = (normalized, "model", None)
         else:
             result = (extractive_summary(items, focus=focus), "extractive",
-                      f"{problem} — the extractive summary was used instead (the model summary was rejected)")
+                      f"model summary rejected: {problem}; the extractive summary was used instead")
     with _CACHE_LOCK:
         _CACHE[key] = result
         if len(_CACHE) > _CACHE_MAX:

@@ -76,6 +76,9 @@ def cmd_report(args: argparse.Namespace) -> int:
     print(format_report_table(reports, extra_actions=extra))
     if after:
         print(f"after the last step: {', '.join(after)}")
+    for c in log.of_kind("compaction"):  # a fallback is never silent, here either
+        if c.compaction.note:
+            print(strip_controls(f"note: compaction of events {c.compaction.first_id}–{c.compaction.last_id}: {c.compaction.note}"))
     return 0
 
 
