@@ -202,6 +202,8 @@ class Agent:
             return None
         self.journal.record(record)
         self.log.sync()
+        if record.note:  # a summary-model fallback is never silent
+            self.journal.notice(f"compaction: {record.note}", "warning")
         report = self.preview()
         after = self.parts.calibrator.apply(report.total) if report else 0
         done = compaction_done(self.log, record, before, after)

@@ -116,6 +116,8 @@ class StepRunner:
         for ev in recorded.compactions:
             self.journal.ingest([ev])
             self.journal.emit(compaction_done(self.session.log, ev.compaction, 0, result.report.total))
+            if ev.compaction.note:  # a summary-model fallback is never silent
+                self.journal.notice(f"compaction: {ev.compaction.note}", "warning")
         self.reports.append(result.report)
         self.last_build, self.last_build_sent = result, True
         self.journal.emit(ContextBuilt(step, result.report))

@@ -76,6 +76,9 @@ def cmd_report(args: argparse.Namespace) -> int:
     print(format_report_table(reports, extra_actions=extra))
     if after:
         print(f"after the last step: {', '.join(after)}")
+    for c in log.of_kind("compaction"):  # a fallback is never silent, here either
+        if c.compaction.note:
+            print(strip_controls(f"note: compaction of events {c.compaction.first_id}–{c.compaction.last_id}: {c.compaction.note}"))
     print(strip_controls(cost_line(log.events)))
     return 0
 
@@ -131,21 +134,74 @@ def cmd_inspect(args: argparse.Namespace) -> int:
 
 @_guard
 def cmd_compact(args: argparse.Namespace) -> int:
-    from ctxagent.agent.factory import create_agent
+    """Summarize the session's older turns now. Compaction needs no main model, only a summarizer: the
+    summary model (`summary_model`, else the session model's cheaper sibling) — or none, and then the
+    extractive summary: `summary_model = "none"` asks for no key and imports no provider SDK. Every
+    fallback is said, on stderr and in the compaction record's note."""
+    from ctxagent.agent.parts import Journal
+    from ctxagent.agent.updates import Notice
+    from ctxagent.context.compact import compact_now
 
     root = _root(args)
     config = load_config(root, {"model": args.model})
     if not config.model:
         config.model = _session_model(resolve_session(root, args.session))
+    summarize, fallback = _summarizer(config)
     session = open_session(root, config, args.session or "")
-    agent = create_agent(session)
-    done = agent.compact(args.focus)
-    session.log.close()
-    if done is None:
+    notices: list[str] = []
+    memory = _memory_store(root, config, notices)
+    journal = Journal(session.log, memory, lambda ev: notices.append(ev.message) if isinstance(ev, Notice) else None)
+    try:
+        record = compact_now(session.log.events, summarize=summarize, focus=args.focus, keep_turns=1)
+        if record is not None:
+            if fallback:
+                record = record.model_copy(update={"note": f"{fallback}{'; ' + record.note if record.note else ''}"})
+            journal.record(record)
+            session.log.sync()
+    finally:
+        session.log.close()
+        if memory is not None:
+            memory.close()
+    if record is None:
         print("nothing to compact")
         return 0
-    print(f"compacted events {done.first_id}–{done.last_id} ({done.method} summary); originals kept in the log")
+    focus = f", focus {record.focus!r}" if record.focus else ""
+    print(strip_controls(f"compacted events {record.first_id}–{record.last_id} ({record.method} summary{focus}); "
+                         "originals kept in the log"))
+    for text in [*([record.note] if record.note else []), *notices]:
+        sys.stderr.write(strip_controls(f"ctxagent: note: {text}") + "\n")
     return 0
+
+
+def _summarizer(config: Any) -> tuple[Callable[[str], str] | None, str | None]:
+    """(the summary model call or None, why there is none when one was wanted)."""
+    if config.summary_model == "none":
+        return None, None  # the user's choice: no model, no key, no SDK
+    from ctxagent.agent.factory import resolve_model, summarizer_for
+
+    try:
+        label, _ = resolve_model(config)
+    except CtxagentError as exc:
+        return None, f"no summary model ({exc}) — the extractive summary was used"
+    summarize = summarizer_for(config, label)
+    if summarize is None:
+        return None, (f"no summary model for {label} (set summary_model, and its provider's key) — "
+                      "the extractive summary was used")
+    return summarize, None
+
+
+def _memory_store(root: Path, config: Any, notices: list[str]) -> Any:
+    """The project's memory store, so the summary's records are ingested as a turn's would be; None
+    with memory off, or (said) when it cannot be opened."""
+    if not config.memory:
+        return None
+    from ctxagent.context.memory import MemoryStore
+
+    try:
+        return MemoryStore.open_project(root, synonyms=config.synonyms, degrade_after_turns=config.degrade_after_turns)
+    except CtxagentError as exc:
+        notices.append(f"memory not updated: {exc}")
+        return None
 
 
 def _session_model(path: Path) -> str | None:

@@ -103,9 +103,18 @@ def _print_records(records: list[Any], as_json: bool) -> None:
     if not records:
         _say("no records")
     for r in records:
-        flags = "" if r.current else f"  (superseded by {r.superseded_by})"
-        by = f"  [by {r.provenance}]" if r.provenance and r.provenance != "user" else ""
-        _say(f"{r.id:>5}  {r.layer:<4}  {r.line()}{flags}{by}")
+        _say(f"{r.id:>5}  {r.layer:<4}  {r.line()}{_state(r)}  [by {r.author.label}{', binding' if r.binding else ''}]")
+
+
+def _state(r: Any) -> str:
+    """Why a record is not current, in words: replaced by a newer one, or taken back by a rewind."""
+    from ctxagent.context.memory.record import RETIRED
+
+    if r.superseded_by is not None:
+        return f"  (superseded by {r.superseded_by})"
+    if r.layer == RETIRED:
+        return "  (retired: a rewind took back the turn that wrote it)"
+    return ""
 
 
 def _search(args: argparse.Namespace) -> int:
@@ -154,8 +163,8 @@ def _stats(args: argparse.Namespace) -> int:
     if args.json:
         print(_json(st, indent=1))
         return 0
-    _say(f"{st['path']}: {st['total']} records ({st['superseded']} superseded, {st['pinned']} pinned constraints, "
-         f"{st['open_todos']} open todos)")
+    _say(f"{st['path']}: {st['total']} records ({st['superseded']} superseded, {st['retired']} retired by a rewind, "
+         f"{st['pinned']} pinned constraints, {st['open_todos']} open todos; the last two count current records only)")
     _say("by type:  " + (", ".join(f"{k} {v}" for k, v in st["by_type"].items()) or "none"))
     _say("by layer: " + (", ".join(f"{k} {v}" for k, v in st["by_layer"].items()) or "none"))
     _say(f"search:   {st['retrieval']}" + (f"; {st['vectors']} records embedded" if st["vectors"] else ""))

@@ -1,8 +1,10 @@
 """The warm block of the ctxagent strategy: what sits right before the newest message every step.
 
-The session ledger's working-memory block first (binding pins, open tasks, failing tests, recent
-decisions, changed files: context/ledger.py), then what the memory hook recalls for this step, in at
-most RECALL_SHARE of the warm slice. Lines the ledger already shows, or leaves out because the request
+The session ledger's working-memory block first (the user's constraints and tasks, then a summary's
+tasks, failing tests, recent decisions with their authors, changed files: context/ledger.py), then
+what the memory hook recalls for this step (the user's binding records, then the rest as data with
+its author: context/memory/recall.py), in at most RECALL_SHARE of the warm slice. Whose line binds
+is decided in one place, context/memory/provenance.py (`binds`); the headings say it. Lines the ledger already shows, or leaves out because the request
 still shows their message, are not repeated. A failing memory hook is left out and a note says so:
 memory trouble never stops a step.
 """
@@ -54,6 +56,9 @@ def _without_repeats(block: str, tail: str) -> str:
     shown = {_bare(line) for line in tail.splitlines()}
     lines = block.splitlines()
     kept = [ln for ln in lines if not ln.startswith("- ") or _bare(ln) not in shown]
+    # a heading left with no line under it goes too (headings say whose lines follow)
+    kept = [ln for i, ln in enumerate(kept)
+            if ln.startswith(("- ", "<", "(")) or (i + 1 < len(kept) and kept[i + 1].startswith("- "))]
     return "" if all(not ln.startswith("- ") for ln in kept) else "\n".join(kept)
 
 

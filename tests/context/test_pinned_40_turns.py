@@ -73,7 +73,8 @@ def test_session_pins_sources_dedupe_and_rewind() -> None:
     assert all("Fridays" not in p.text for p in collect_pins(log.events))
     # without a memory store the builder's warm block is the session ledger's: the pins are its floor
     block = build(inputs(log)).warm_text
-    assert block.startswith("<context-memory>") and "Pinned constraints:" in block and "Open tasks:" in block
+    assert block.startswith("<context-memory>") and "The user's constraints (binding):" in block
+    assert "The user's open tasks:" in block and "Open tasks a summary listed" in block
     assert "[turn 1] Always write tests first." in block and "Use tabs, not spaces" in block
     assert "migrate the users table" in block and "ship v2" in block and "Fridays" not in block
     ledger = Ledger().feed(live_events(log.events))  # what the builder folds, in a warm slice too small for it all
