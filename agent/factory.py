@@ -32,7 +32,7 @@ from ctxagent.context.server_edits import SERVER_STRATEGIES
 from ctxagent.context.spill import SpillStore
 from ctxagent.context.tokens import CachedCounter, get_counter
 from ctxagent.tools import make_registry
-from ctxagent.tools.confine import resolve_in_repo, stat_regular_file
+from ctxagent.tools.confine import open_in_repo
 from ctxagent.tools.contract import ToolRegistry
 
 if TYPE_CHECKING:
@@ -72,10 +72,9 @@ def instructions_file(root: Path, name: str) -> str | None:
     """
     if not os.path.lexists(Path(root) / name):
         return None
-    try:
-        path = resolve_in_repo(root, name)
-        stat_regular_file(path, name)
-        with open(path, "rb") as fh:
+    try:  # confined like read_file: links out, FIFOs, devices and hard links are not read
+        fh, _st, _rel = open_in_repo(root, name)
+        with fh:
             raw = fh.read(MAX_INSTRUCTIONS_CHARS * 4 + 4)  # enough bytes for the cap in any UTF-8 text
             more = bool(fh.read(1))
     except (ToolError, OSError) as exc:
