@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ctxagent.context.errors import StateDirError, ToolError
-from ctxagent.context.floor.gitsafe import DIFF_SAFE_FLAGS, GitRepo, driver_overrides, open_git, run_git
+from ctxagent.context.floor.gitsafe import DIFF_SAFE_FLAGS, GitRepo, open_git, run_git
 from ctxagent.tools.confine import cap_text, repo_root, resolve_in_repo
 from ctxagent.tools.contract import FunctionTool, NoArgs, ToolArgs, ToolContext, ToolResult
 from pydantic import Field
@@ -37,7 +37,7 @@ class Repo:
                             "list_files and read_file work without git)")
         self.repo: GitRepo = repo
         self.top = repo.work_tree
-        self.config = [*_VIEW_CONFIG, *driver_overrides(repo)]
+        self.config = list(_VIEW_CONFIG)  # the filter drivers are emptied by the GitRepo itself (repo.inert)
 
     def git(self, *args: str) -> str:
         try:

@@ -13,7 +13,8 @@ and nothing outside the repository changes.
 from __future__ import annotations
 
 import os
-import threading
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -138,43 +139,66 @@ def test_the_old_temp_name_farm_cannot_redirect_a_write(victim: Victim) -> None:
 # --- a link swapped in while the tools run --------------------------------------------------------
 
 
-def _flipping(repo: Path, outside: Path, where: str, stop: threading.Event) -> tuple[threading.Thread, str]:
-    """A link that flips, atomically (a new link renamed over it), between a target inside the
-    repository and one outside that holds the secret under the same name: `sub` (a folder on the
-    way, `sub/x.txt`) or `x.txt` itself (the last name). Returns the thread and the path to use."""
+FLIPPER = """
+import os, sys
+repo, mode, name, out, inside = sys.argv[1:6]
+here, spare, keep = os.path.join(repo, name), os.path.join(repo, ".spare"), os.path.join(repo, ".kept")
+n = 0
+while True:
+    n += 1
+    try:
+        if mode == "retarget":  # a link whose target flips: inside, outside
+            tmp = os.path.join(repo, f".flip-{n}")
+            os.symlink(out if n % 2 else inside, tmp)
+            os.replace(tmp, here)
+        elif n % 2:  # the real folder or file is moved away and a link to the outside takes its name
+            os.rename(here, keep)
+            os.symlink(out, spare)
+            os.replace(spare, here)
+        else:  # and back
+            os.replace(keep, here) if mode == "file" else (os.unlink(here), os.rename(keep, here))
+    except OSError:
+        pass
+"""
+
+
+def _flipping(repo: Path, outside: Path, where: str) -> tuple[subprocess.Popen[bytes], str]:
+    """A name that flips, as fast as a second process can, between something inside the
+    repository and a link to a folder outside that holds the secret under the same name.
+    `where`: a link whose target flips (`dir-retarget`: `sub/x.txt`; `last-retarget`: `x.txt`),
+    or a real folder (`dir-swap`) or file (`last-swap`) swapped with a link to the outside, the
+    check-then-open race a path resolved first and opened second loses. Returns the flipping
+    process and the path to use."""
     (repo / "real").mkdir()
     (repo / "real" / "x.txt").write_text("innocent\n")
-    if where == "dir":
-        name, inside, out = "sub", "real", str(outside)
+    kind, mode = where.split("-")
+    if mode == "retarget":
+        name, inside = ("sub", "real") if kind == "dir" else ("x.txt", "real/x.txt")
+        (repo / name).symlink_to(inside)
     else:
-        name, inside, out = "x.txt", "real/x.txt", str(outside / "x.txt")
-    (repo / name).symlink_to(inside)
-
-    def flip() -> None:
-        n = 0
-        while not stop.is_set():
-            n += 1
-            tmp = repo / f".flip-{n}"
-            tmp.symlink_to(out if n % 2 else inside)
-            os.replace(tmp, repo / name)
-    return threading.Thread(target=flip, daemon=True), ("sub/x.txt" if where == "dir" else "x.txt")
+        name, inside = ("real", "") if kind == "dir" else ("x.txt", "")
+        if kind == "last":
+            (repo / "x.txt").write_text("innocent\n")
+    out = str(outside) if kind == "dir" else str(outside / "x.txt")
+    flip_mode = "retarget" if mode == "retarget" else ("dir" if kind == "dir" else "file")
+    proc = subprocess.Popen([sys.executable, "-c", FLIPPER, str(repo), flip_mode, name, out, inside])
+    path = {"dir-retarget": "sub/x.txt", "last-retarget": "x.txt", "dir-swap": "real/x.txt", "last-swap": "x.txt"}[where]
+    return proc, path
 
 
-@pytest.mark.parametrize("where", ["dir", "last"])
-@pytest.mark.parametrize("entry", ["read_file", "grep-python", "grep-rg", "write_file", "edit_file", "rewind-write", "mention"])
-def test_a_link_swapped_in_during_the_call_is_never_followed(victim: Victim, entry: str, where: str) -> None:
+@pytest.mark.parametrize("where", ["dir-retarget", "last-retarget", "dir-swap", "last-swap"])
+@pytest.mark.parametrize("entry", ["read_file", "grep-rg", "write_file"])
+def test_a_link_swapped_in_by_another_process_is_never_followed(victim: Victim, entry: str, where: str) -> None:
     if entry == "grep-rg" and find_rg() is None:
         pytest.skip("ripgrep is not installed")
     repo = plain_repo(victim)
     outside = victim.home / "flip"
     outside.mkdir()
     (outside / "x.txt").write_text(SECRET + "\n")
-    stop = threading.Event()
-    thread, path = _flipping(repo, outside, where, stop)
-    thread.start()
+    flipper, path = _flipping(repo, outside, where)
     outputs = []
     try:
-        for _ in range(150):
+        for _ in range(300):
             if entry in READERS:
                 outputs.append(READERS[entry](repo, path))
             elif entry == "rewind-write":
@@ -187,8 +211,91 @@ def test_a_link_swapped_in_during_the_call_is_never_followed(victim: Victim, ent
                     {"path": path, "old_text": "SECRET", "new_text": "pwned"}
                 outputs.append(REG.run(entry, args, ToolContext(root=repo)).content)
     finally:
-        stop.set()
-        thread.join()
+        flipper.kill()
+        flipper.wait()
     assert not any(SECRET in o for o in outputs)
     assert (outside / "x.txt").read_text() == SECRET + "\n"
     assert sorted(p.name for p in outside.iterdir()) == ["x.txt"]  # no temporary file left there either
+
+
+# --- the same race, at every point: the swap made after the k-th file-system call ----------------
+
+TRACED = ("stat", "lstat", "open", "readlink", "scandir")
+SWAP_ENTRIES = ["read_file", "grep-python", "grep-rg", "list_files", "write_file", "edit_file", "rewind-write",
+                "rewind-remove", "mention", "instructions"]
+
+
+def _swap(repo: Path, outside: Path, kind: str) -> None:
+    """A real folder (`real`) or file (`x.txt`) moved away, and a link to the outside in its place."""
+    name = "real" if kind == "dir" else "x.txt"
+    os.rename(repo / name, repo / ".kept")
+    os.symlink(outside if kind == "dir" else outside / "x.txt", repo / name)
+
+
+def _reset(repo: Path) -> None:
+    for name in ("real", "x.txt", ".kept"):
+        p = repo / name
+        if p.is_symlink() or p.is_file():
+            p.unlink()
+        elif p.is_dir():
+            for f in p.iterdir():
+                f.unlink()
+            p.rmdir()
+    (repo / "real").mkdir()
+    (repo / "real" / "x.txt").write_text("innocent SECRET-looking word\n")
+    (repo / "x.txt").write_text("innocent SECRET-looking word\n")
+
+
+@pytest.mark.parametrize("kind", ["dir", "last"])
+@pytest.mark.parametrize("entry", SWAP_ENTRIES)
+def test_a_link_swapped_in_between_any_two_calls_is_never_followed(victim: Victim, monkeypatch: pytest.MonkeyPatch,
+                                                                   entry: str, kind: str) -> None:
+    """Deterministic: for k = 0, 1, 2, … the folder (or the file) is swapped for a link to the
+    outside right after the k-th file-system call the entry point makes (os.stat, lstat, open,
+    readlink, scandir), until the entry makes fewer than k calls. Whatever was checked before the
+    swap, what is used after it is never the outside file."""
+    if entry == "grep-rg" and find_rg() is None:
+        pytest.skip("ripgrep is not installed")
+    repo = plain_repo(victim)
+    outside = victim.home / "flip"
+    outside.mkdir()
+    (outside / "x.txt").write_text(SECRET + "\n")
+    path = "real/x.txt" if kind == "dir" else "x.txt"
+    real = {name: getattr(os, name) for name in TRACED}
+    state = {"calls": 0, "at": -1, "done": False}
+
+    def traced(name: str):  # type: ignore[no-untyped-def]
+        def call(*args, **kwargs):  # type: ignore[no-untyped-def]
+            result = real[name](*args, **kwargs)
+            state["calls"] += 1
+            if state["calls"] == state["at"] and not state["done"]:
+                state["done"] = True
+                with monkeypatch.context() as m:  # the swap itself is not traced
+                    for n in TRACED:
+                        m.setattr(os, n, real[n])
+                    _swap(repo, outside, kind)
+            return result
+        return call
+
+    swaps = 0
+    for k in range(1, 400):
+        _reset(repo)
+        state.update(calls=0, at=k, done=False)
+        with monkeypatch.context() as m:
+            for name in TRACED:
+                m.setattr(os, name, traced(name))
+            try:
+                out = str(READERS[entry](repo, path) if entry in READERS else _content(WRITERS[entry](repo, path)))
+            except Exception as exc:  # the rewind raises its refusals
+                out = str(exc)
+        assert SECRET not in out, (entry, kind, k, out)
+        assert (outside / "x.txt").read_text() == SECRET + "\n", (entry, kind, k)
+        assert sorted(p.name for p in outside.iterdir()) == ["x.txt"], (entry, kind, k)
+        if not state["done"]:
+            break  # the entry made fewer than k calls: every point was tried
+        swaps += 1
+    assert swaps >= 3  # the entry point did touch the file system, and the swap happened at each point
+
+
+def _content(result: object) -> str:
+    return str(getattr(result, "content", result))
