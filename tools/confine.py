@@ -321,11 +321,17 @@ def _git_ls_files(top: Path, rel_base: str) -> list[str] | None:
         return None
     present: set[str] = set()
     deleted: set[str] = set()
+    protected: dict[str, bool] = {}  # per first name: a tree has few, and folding each of 200k names costs seconds
     for item in proc.stdout.decode("utf-8", "surrogateescape").split("\0"):
-        tag, _, name = item.partition(" ")
-        if not name or fold_name(name.split("/", 1)[0]) in _PROTECTED_FOLDED:
+        name = item[2:]  # "<tag> <name>"
+        if not name:
             continue
-        (deleted if tag == "R" else present).add(name)  # R: in the index, gone from the work tree
+        first = name.partition("/")[0]
+        hidden = protected.get(first)
+        if hidden is None:
+            hidden = protected[first] = fold_name(first) in _PROTECTED_FOLDED
+        if not hidden:
+            (deleted if item[0] == "R" else present).add(name)  # R: in the index, gone from the work tree
     return sorted(present - deleted)
 
 

@@ -202,7 +202,9 @@ def search_rg(rg: str, root: Path, base_rel: str, pattern: str, ignore_case: boo
               cancel: threading.Event | None = None) -> GrepResult:
     """ripgrep over `base_rel`: a directory is searched from its own descriptor (the cwd), a file is
     opened confined and given as ripgrep's standard input (see the module's docstring)."""
-    cmd = [rg, "--line-number", "--no-heading", "--with-filename", "--color", "never", "--sort", "path",
+    # No `--sort path`: it makes ripgrep search with one thread (8 s on 200k files); the hits are
+    # sorted here instead, so the lines shown are the same on every run.
+    cmd = [rg, "--line-number", "--no-heading", "--with-filename", "--color", "never",
            "--hidden", "--iglob", "!.git/", "--iglob", "!.ctxagent/", "--no-config", "--null",
            "--max-filesize", str(MAX_FILE_BYTES), "--max-columns", str(MAX_LINE_CHARS * 4), "--max-columns-preview"]
     if ignore_case:
@@ -233,6 +235,7 @@ def search_rg(rg: str, root: Path, base_rel: str, pattern: str, ignore_case: boo
     timer.start()
     started = time.monotonic()
     assert proc.stdout is not None and proc.stderr is not None
+    hits: list[tuple[str, int, str]] = []
     try:
         for raw in proc.stdout:  # --max-columns keeps each line bounded, even for a 10 MB one-line file
             if cancel is not None and cancel.is_set():
@@ -243,16 +246,18 @@ def search_rg(rg: str, root: Path, base_rel: str, pattern: str, ignore_case: boo
             path = rel if single else raw_path.decode("utf-8", "surrogateescape").removeprefix("./")  # bytes as \xNN
             num, _, text = raw_rest.decode("utf-8", "replace").partition(":")
             if num.isdigit():
-                result.add(prefix + path, int(num), text)
-                if result.stopped:
+                hits.append((prefix + path, int(num), text))
+                if len(hits) >= STOP_AFTER:
                     proc.kill()
                     break
-        err = proc.stderr.read().decode("utf-8", "replace") if not result.stopped else ""
+        err = proc.stderr.read().decode("utf-8", "replace") if len(hits) < STOP_AFTER else ""
         code = proc.wait()
     finally:
         timer.cancel()
         proc.stdout.close()
         proc.stderr.close()
+    for path, lineno, text in sorted(hits, key=lambda h: (h[0].split("/"), h[1])):  # ripgrep's --sort path order
+        result.add(path, lineno, text)
     if code == 2 and "regex" in err.lower() and not result.total:
         raise _RgRejected(err.strip())
     if time.monotonic() - started >= TIMEOUT and code != 0 and not result.stopped:

@@ -110,10 +110,10 @@ def _run(args: Any) -> int:
 
 def add_parser(bench_subparsers: Any) -> None:
     p = bench_subparsers.add_parser("tree", help="read_file / list_files / grep on a 200k-file repository (git and plain)")
-    p.add_argument("--files", type=int, default=200_000)
-    p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--files", type=int, default=200_000, help="files in each tree (default 200000)")
+    p.add_argument("--repeat", type=int, default=3, help="timed runs per call (the median is shown)")
     p.add_argument("--keep", help="build the trees in this folder and keep them (reused when present)")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.add_argument("--out", help="also write the JSON result to this file")
     p.set_defaults(func=_run)
 
