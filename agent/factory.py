@@ -35,7 +35,7 @@ from ctxagent.context.spill import SpillStore
 from ctxagent.context.tokens import CachedCounter, get_counter
 from ctxagent.tools import make_registry
 from ctxagent.tools.atomic_write import write_atomic
-from ctxagent.tools.confine import resolve_in_repo, stat_regular_file
+from ctxagent.tools.confine import open_in_repo
 from ctxagent.tools.contract import ToolRegistry
 from ctxagent.tools.sandbox import SandboxPolicy
 
@@ -139,13 +139,14 @@ def _last_agent_write(root: Path, name: str, log: SessionLog) -> tuple[str, int]
     from ctxagent.agent.session import sessions_dir
     from ctxagent.context.tool_meta import changed_files_of
 
-    try:
-        path = Path(root) / name
-        since = path.stat().st_mtime - WRITE_SLACK_S
-        now = path.read_bytes()
+    try:  # confined like instructions_file: a FIFO, a device or a link out is never read (nor waited on)
+        fh, st, _rel = open_in_repo(root, name)
+        with fh:
+            now = fh.read(MAX_INSTRUCTIONS_CHARS * 16)
+        since = st.st_mtime - WRITE_SLACK_S
         others = [p for p in sessions_dir(root).glob("*.jsonl")
                   if p != log.path and p.stat().st_mtime >= since and name.encode() in p.read_bytes()]
-    except OSError:
+    except (ToolError, OSError):
         return None
     target = os.path.normpath(name)
     best: tuple[float, str, int, Any] | None = None
@@ -189,10 +190,9 @@ def instructions_file(root: Path, name: str) -> str | None:
     """
     if not os.path.lexists(Path(root) / name):
         return None
-    try:
-        path = resolve_in_repo(root, name)
-        stat_regular_file(path, name)
-        with open(path, "rb") as fh:
+    try:  # confined like read_file: links out, FIFOs, devices and hard links are not read
+        fh, _st, _rel = open_in_repo(root, name)
+        with fh:
             raw = fh.read(MAX_INSTRUCTIONS_CHARS * 4 + 4)  # enough bytes for the cap in any UTF-8 text
             more = bool(fh.read(1))
     except (ToolError, OSError) as exc:

@@ -11,16 +11,33 @@ from pathlib import Path
 from ctxagent.agent.config import Config
 from ctxagent.context.errors import HistoryError, StateDirError
 from ctxagent.context.events import SessionStartData, UserData
-from ctxagent.context.floor.gitsafe import toplevel
+from ctxagent.context.floor.gitsafe import GitConfigRefused, nearest_git_root, open_git
 from ctxagent.context.floor.sanitize import Sanitizer
-from ctxagent.context.floor.state_paths import describe_os_error, ensure_state_dir, project_state_dir
+from ctxagent.context.floor.state_paths import (
+    check_state_dir,
+    describe_os_error,
+    ensure_state_dir,
+    project_state_dir,
+)
 from ctxagent.context.history import SessionLog
 
 
 def find_repo_root(cwd: Path) -> Path:
-    """The git top-level containing `cwd`, or `cwd` itself outside a repository."""
+    """The nearest directory at or above `cwd` that holds `.git` (a directory or a file), or `cwd` itself.
+
+    Never git's `--show-toplevel`: a repository's config (`core.worktree = ../..`, which survives a
+    tar or zip, or a `.git` file pointing at a repository whose config says so) would move the root
+    anywhere, the user's home included. When the repository's own idea of its work tree differs
+    from this directory, GitLocationError (a StateDirError) names both. A repository whose git
+    config ctxagent will not run (GitConfigRefused) keeps its root; its git views say why they are off.
+    """
     cwd = cwd.resolve()
-    return toplevel(cwd) or cwd
+    root = nearest_git_root(cwd) or cwd
+    try:
+        open_git(root)
+    except GitConfigRefused:
+        pass
+    return root
 
 
 def sessions_dir(root: Path) -> Path:
@@ -32,7 +49,9 @@ def new_session_id() -> str:
 
 
 def list_sessions(root: Path) -> list[Path]:
-    """Session logs, oldest first (by modification time, then name)."""
+    """Session logs, oldest first (by modification time, then name); a state folder ctxagent did not
+    make is refused first (check_state_dir), so a planted session is never listed nor resumed."""
+    check_state_dir(root)
     d = sessions_dir(root)
     if not d.is_dir():
         return []
@@ -41,6 +60,7 @@ def list_sessions(root: Path) -> list[Path]:
 
 def resolve_session(root: Path, ref: str | None) -> Path:
     """A session by id, unique id prefix, or path; the latest when `ref` is empty or "--last"."""
+    check_state_dir(root)
     if ref and ref not in ("--last", "last"):
         p = Path(ref)
         if p.suffix == ".jsonl" and p.exists():

@@ -43,6 +43,7 @@ from ctxagent.context.events import (
     parse_payload,
     problem_of,
 )
+from ctxagent.context.floor.state_paths import ensure_parent
 
 try:  # POSIX; elsewhere a session is not locked (documented in doctor)
     import fcntl
@@ -264,8 +265,8 @@ class SessionLog:
 
     @classmethod
     def create(cls, directory: Path, session_id: str, sanitize: Callable[[Any], Any] | None = None) -> SessionLog:
-        directory.mkdir(parents=True, exist_ok=True)
         path = directory / f"{session_id}.jsonl"
+        ensure_parent(path)  # a `.ctxagent/` on the way is made (and marked) by ensure_state_dir alone
         try:
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         except FileExistsError:
@@ -384,7 +385,7 @@ class SessionLog:
 
     def _write(self, events: list[Event], *, create: bool = False) -> None:
         if self._fh is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            ensure_parent(self.path)
             self.lock()  # the write lock comes with the file
             flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | (os.O_EXCL if create else 0)
             self._fh, self._pending = os.fdopen(os.open(self.path, flags, 0o600), "a", encoding="utf-8"), False

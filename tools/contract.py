@@ -9,6 +9,7 @@ exception into an error result for the model and never lets an exception escape 
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -53,10 +54,14 @@ class ToolServices:
 
 
 class FileAccess(Protocol):
-    """Where the file tools get and put a file's bytes, AFTER they confined its path (tools/confine.py):
-    the local disk, or an editor's buffers (agent/acp/: ACP's fs/read_text_file, fs/write_text_file).
-    The checks that keep a path inside the repository and refuse links, FIFOs and devices stay local;
-    only the reading and the writing go through this seam. Errors are `ToolError`s or `OSError`s."""
+    """An editor's buffers over the local disk (agent/acp/: ACP's fs/read_text_file, fs/write_text_file).
+    The file tools always confine a path on the local disk first — the walk from the root's descriptor
+    (tools/confine.py) that refuses links leaving the root, hard links, FIFOs and devices — and only then,
+    where `read_through` / `write_through` say so, read or write the editor's copy of that same file
+    instead of the disk. Errors are `ToolError`s or `OSError`s."""
+
+    read_through: bool
+    write_through: bool
 
     def open_read(self, path: Path) -> BinaryIO: ...
 
@@ -64,10 +69,15 @@ class FileAccess(Protocol):
 
 
 class LocalFiles:
-    """The local file system: reads open the file, writes replace it atomically."""
+    """The local file system alone (the file tools then use their confined walk directly); its methods
+    serve callers that hold a path already confined (an ACP client's fallback): the last name is never
+    followed as a link."""
+
+    read_through = False
+    write_through = False
 
     def open_read(self, path: Path) -> BinaryIO:
-        return open(path, "rb")
+        return os.fdopen(os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC), "rb")
 
     def write(self, path: Path, data: bytes) -> None:
         from ctxagent.tools.atomic_write import write_atomic

@@ -1,4 +1,7 @@
-"""`ctxagent trust [--revoke] [--list] [PATH]`: let a repository's own config set security-relevant keys.
+"""`ctxagent trust [--revoke] [--list] [--state] [PATH]`: let a repository's own config set security-relevant keys.
+
+`--state` is the other acceptance: a `.ctxagent/` folder ctxagent did not create is refused
+(context/floor/state_paths.py), and this takes it as ctxagent's own.
 
 See agent/trust.py: until a repository is trusted, the keys of its `.ctxagent/config.toml` that
 could raise permissions, run a program or send a key elsewhere are ignored (and reported).
@@ -25,6 +28,9 @@ def add_parser(sub: Any) -> None:
     p.add_argument("path", nargs="?", default=None, help="the repository (default: the current directory's repository)")
     p.add_argument("--revoke", action="store_true", help="stop trusting the repository")
     p.add_argument("--list", action="store_true", help="list the trusted repositories")
+    p.add_argument("--state", action="store_true",
+                   help="accept the repository's existing .ctxagent/ folder as ctxagent's own (one ctxagent did not "
+                        "create is refused: it may have come with the repository); its config keys stay untrusted")
     p.set_defaults(func=cmd_trust)
 
 
@@ -45,6 +51,11 @@ def cmd_trust(args: argparse.Namespace) -> int:
             return 2
         root = find_repo_root(given)
         shown = strip_controls(str(root))
+        if args.state:
+            from ctxagent.context.floor.state_paths import accept_state_dir
+
+            print(f"accepted as ctxagent's own: {strip_controls(str(accept_state_dir(root)))}")
+            return 0
         if args.revoke:
             was = revoke(root)
             print(f"{'no longer trusted' if was else 'was not trusted'}: {shown}")
