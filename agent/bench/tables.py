@@ -62,6 +62,10 @@ def perf_text(result: dict[str, Any], md: bool = False) -> str:
     if m:
         parts.append(fn(("records", "queries", "search p50 ms", "search p95 ms", "write s"),
                         [[r["records"], r["queries"], r["p50_ms"], r["p95_ms"], r["write_s"]] for r in m]))
+    red = result.get("redaction") or []
+    if red:
+        parts.append(fn(("redaction input", "chars", "ms", "chars/s", "slowest shape"),
+                        [[r["input"], r["chars"], r["ms"], r["chars_per_s"], r.get("slowest", "")] for r in red]))
     v, f = result.get("version") or {}, result.get("tui_first_frame") or {}
     start_rows = []
     if v:
