@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ctxagent.agent.cli.commands import add_command
-from ctxagent.agent.config import load_config
+from ctxagent.agent.config import SANDBOX_KEYS, Config, flags_from_args, load_config, origin_of
 from ctxagent.agent.session import find_repo_root, list_sessions, open_session, resolve_session
 from ctxagent.context.errors import CtxagentError
 from ctxagent.context.events import CompactionData, SessionStartData
@@ -141,15 +141,27 @@ def _session_model(path: Path) -> str | None:
 
 @_guard
 def cmd_config(args: argparse.Namespace) -> int:
-    """The effective config as JSON on stdout (`ignored_keys` lists the repository's keys not
-    applied); what was ignored and how to allow it, in words, on stderr."""
+    """The effective config as JSON on stdout, with the top-level flags given (`ctxagent --sandbox
+    off config`): `origins` says which layer set each key, `effective_sandbox` how commands run and
+    where each sandbox key came from, `ignored_keys` the repository's keys not applied; what was
+    ignored and how to allow it, in words, on stderr."""
     from ctxagent.agent.trust import describe_ignored
 
-    cfg = load_config(_root(args), {})
-    print(json.dumps(cfg.redacted(), ensure_ascii=False, indent=2))
+    cfg = load_config(_root(args), flags_from_args(args))
+    print(json.dumps({**cfg.redacted(), "effective_sandbox": effective_sandbox(cfg)}, ensure_ascii=False, indent=2))
     if cfg.ignored_keys:
         sys.stderr.write(f"ctxagent: {describe_ignored(cfg.ignored_keys)}\n")
     return 0
+
+
+def effective_sandbox(cfg: Config) -> dict[str, Any]:
+    """The policy commands run under (hidden paths resolved to the default list) and each key's origin."""
+    from ctxagent.tools.sandbox import SandboxPolicy
+
+    policy = SandboxPolicy.from_config(cfg)
+    return {"mode": policy.mode, "network": policy.network, "env": list(policy.env), "writable": list(policy.writable),
+            "hidden": list(policy.hidden), "description": policy.describe(),
+            "from": {key: origin_of(cfg, key) for key in SANDBOX_KEYS}}
 
 
 @_guard

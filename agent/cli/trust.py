@@ -52,7 +52,7 @@ def cmd_trust(args: argparse.Namespace) -> int:
         if is_trusted(root):
             print(f"already trusted: {shown}")
             return 0
-        before = load_config(root, {}, env={}).ignored_keys
+        before = [i for i in load_config(root, {}, env={}).ignored_keys if not i.user_only]  # the others never apply
         trust_repo(root)
         print(f"trusted: {shown}")
         if before:
