@@ -31,8 +31,9 @@ class ToolCall:
     """One tool call, the same shape in the provider's stream, in the log and in the request.
 
     `arguments` is the JSON object the model sent; when it sent something else — not JSON, not an
-    object, or nested deeper than `bounded_json.MAX_DEPTH` — `{"_raw": text}`: kept so the
-    conversation shows what was asked, and refused by the loop with a clear error.
+    object, or nested deeper than `bounded_json.MAX_DEPTH` (then cut to `bounded_json.KEPT`
+    characters) — `{"_raw": text}`: kept so the conversation shows what was asked, and refused by
+    the loop with a clear error.
     """
 
     id: str
@@ -47,7 +48,9 @@ class ToolCall:
             return cls(id, name, {})
         try:
             args = bounded_json.loads(raw)
-        except ValueError:  # not JSON, or too deep (TooDeepError)
+        except bounded_json.TooDeepError as exc:  # kept short: it goes back to the model with each request
+            return cls(id, name, {RAW_ARGUMENTS: bounded_json.clipped(raw, str(exc))})
+        except ValueError:  # not JSON
             args = None
         return cls(id, name, args if isinstance(args, dict) else {RAW_ARGUMENTS: raw})
 

@@ -38,7 +38,11 @@ _EVENT, _END, _ERROR = 0, 1, 2
 
 
 class StreamIdleError(StreamError):
-    """No event arrived for the idle timeout (pings do not count)."""
+    """No event arrived for `seconds`, the idle timeout (pings do not count)."""
+
+    def __init__(self, message: str, seconds: float):
+        super().__init__(message)
+        self.seconds = seconds
 
 
 def idle_timeout(configured: float | None = None) -> float:
@@ -88,7 +92,7 @@ class WatchedEvents:
         if silent >= self.timeout:
             self.abort()
             raise StreamIdleError(f"the stream from {self.label} sent nothing for {self.timeout:g} s (stalled); "
-                                  f"set {IDLE_ENV} to wait longer")
+                                  f"set {IDLE_ENV} to wait longer", self.timeout)
         if silent - self._said >= WAITING_EVERY:
             self._said = float(int(silent // WAITING_EVERY) * WAITING_EVERY)
             return Waiting(self._said)

@@ -12,10 +12,15 @@ both limits; a session-log line holds such arguments a few levels down (LOG_DEPT
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 MAX_DEPTH = 64  # levels of arrays and objects in a tool call's arguments, a model's or a tool's JSON
 LOG_DEPTH = 2 * MAX_DEPTH  # a session-log line: an event around such arguments
+
+
+KEPT = 2_000  # characters of too-deep JSON kept (in a refused tool call): 200,000 levels are 400k characters
+_CLIPPED = re.compile(r"… \[[0-9,]+ more characters not kept: (.{1,200})\]\Z")
 
 
 class TooDeepError(ValueError):
@@ -51,8 +56,18 @@ def loads(text: str | bytes, limit: int = MAX_DEPTH) -> Any:
     return value
 
 
+def clipped(text: str, why: str) -> str:
+    """`text` cut to KEPT characters, ending with what was cut and why (`problem` reads it back)."""
+    if len(text) <= KEPT:
+        return text
+    return f"{text[:KEPT]}… [{len(text) - KEPT:,} more characters not kept: {why}]"
+
+
 def problem(text: str) -> str:
     """What is wrong with `text` as a JSON object, in a few words ("" when nothing is)."""
+    cut = _CLIPPED.search(text)
+    if cut is not None:
+        return cut.group(1)
     try:
         value = loads(text)
     except TooDeepError as exc:
