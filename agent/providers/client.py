@@ -116,7 +116,12 @@ class SDKProvider:
         except Exception as e:
             if is_too_large(e):
                 return TOO_LARGE
-            self.raise_mapped(e, started=True)
+            mapped = self._map(e, started=True)
+            if mapped is not None:
+                raise mapped from e
+            # anything else the SDK raises reading an event (bytes that are not UTF-8, a field of the
+            # wrong type) is a broken stream too: the loop keeps what arrived and goes on
+            raise StreamError(f"malformed stream data from {self.name}:{self.model}: {type(e).__name__}: {e}") from e
 
     def bytes_cut_mark(self) -> str:
         return cut_mark(self.max_response_bytes, "bytes")

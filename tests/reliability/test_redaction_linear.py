@@ -22,8 +22,9 @@ SLACK = 24  # allowed time ratio for GROWTH× the text (linear: 8, quadratic: 64
 FLOOR = 0.005  # seconds: below this a measurement is noise
 BUDGET = 180  # seconds for the child: linear takes a few; quadratic (7.8 s at 80k) would take hours
 
-# Both sizes are measured in one child, interleaved, so a busy machine slows both alike; each result
-# is printed as it comes, so what did not finish in time is named.
+# Both sizes are measured in one child, interleaved, in CPU time (a busy machine makes a long run
+# wait for a core more often: wall time would grow faster than the work); each result is printed as
+# it comes, so what did not finish in time is named.
 _CHILD = """
 import json, sys, time
 from ctxagent.agent.bench.perf import ADVERSARIAL
@@ -35,7 +36,7 @@ for name, make in ADVERSARIAL.items():
     best = {"small": 1e9, "big": 1e9}
     for _ in range(3):
         for size, text in texts.items():
-            t0 = time.perf_counter(); sanitize(text); best[size] = min(best[size], time.perf_counter() - t0)
+            t0 = time.process_time(); sanitize(text); best[size] = min(best[size], time.process_time() - t0)
     print(json.dumps({name: best}), flush=True)
 """
 
