@@ -55,6 +55,7 @@ _EXPORTS = {
     "parse_model_name": "ctxagent.agent.providers.registry",
     # the command line, set-up help and the demo
     "cli_main": "ctxagent.agent.cli.main",
+    "protect_process": "ctxagent.agent.cli.process_guard",  # the console script, at start-up
     "setup_text": "ctxagent.agent.cli.setup_help",
     "DEMO_LABEL": "ctxagent.agent.scripted.demo",
     "DEMO_PROMPT": "ctxagent.agent.scripted.demo",
@@ -77,6 +78,9 @@ if TYPE_CHECKING:
     )
     from ctxagent.agent.cli.main import (
         cli_main as cli_main,
+    )
+    from ctxagent.agent.cli.process_guard import (
+        protect_process as protect_process,
     )
     from ctxagent.agent.cli.setup_help import (
         setup_text as setup_text,

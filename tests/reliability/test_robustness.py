@@ -189,3 +189,61 @@ def test_a_log_loaded_before_another_process_wrote_reloads_before_its_first_writ
     lines = [json.loads(x) for x in (tmp_path / "s.jsonl").read_text(encoding="utf-8").splitlines()]
     assert [x["id"] for x in lines] == [0, 1, 2] and [x["data"]["text"] for x in lines] == ["one", "two", "three"]
 
+
+
+# -- the stream watch, provider by provider --------------------------------------------------------
+
+def _provider(kind: str, url: str, idle: float) -> Any:
+    from ctxagent.agent.providers.anthropic import AnthropicProvider
+    from ctxagent.agent.providers.openai import OpenAIProvider
+
+    if kind == "anthropic":
+        return AnthropicProvider("claude-haiku-4-5", api_key="sk-ant-test", base_url=url, idle_timeout=idle)
+    return OpenAIProvider("gpt-5.4-mini", api_key="sk-test", base_url=url, idle_timeout=idle)
+
+
+REQUEST_TEXT = "fix it 修一下"
+
+
+def _request() -> Any:
+    from ctxagent.context.request import Message, Request
+
+    return Request(system="You are a test.", messages=[Message("user", REQUEST_TEXT)], tools=[])
+
+
+@both
+def test_a_stream_that_resumes_before_the_timeout_says_so_and_is_whole(kind: str, monkeypatch: pytest.MonkeyPatch,
+                                                                      servers: Callable[..., ScriptedServer]) -> None:
+    from ctxagent.agent.providers import stream_watch
+    from ctxagent.agent.providers.protocol import Stop, TextDelta, Waiting
+
+    monkeypatch.setattr(stream_watch, "WAITING_EVERY", 0.4)
+    srv = servers([{"fault": "pings", "text": "slow but whole 慢", "seconds": 1.5}])
+    events = list(_provider(kind, srv.base_url, idle=20).stream(_request()))
+    waits = [e.seconds for e in events if isinstance(e, Waiting)]
+    assert waits and waits[0] == 0.4 and waits[-1] == 0  # counted up while silent, then "sends again"
+    assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "slow but whole 慢"
+    assert events[-1] == Stop("end_turn")
+
+
+@both
+def test_a_cancel_is_seen_while_the_stream_is_silent(kind: str, servers: Callable[..., ScriptedServer]) -> None:
+    import threading
+
+    from ctxagent.agent.providers.protocol import Stop
+
+    srv = servers([{"fault": "stall", "text": "before", "seconds": 30}])
+    cancel = threading.Event()
+    threading.Timer(0.5, cancel.set).start()
+    events = list(_provider(kind, srv.base_url, idle=60).stream(_request(), cancel))
+    assert events[-1] == Stop("cancelled")  # not after the server's 30 s
+
+
+def test_the_status_line_says_how_long_the_model_is_silent() -> None:
+    from ctxagent.tui.status import StatusLine, format_status
+
+    line = StatusLine()
+    line.show_waiting(3, 15.0)
+    assert "waiting for the model (15 s)" in format_status(line.info).plain
+    line.show_waiting(3, 0)
+    assert "step 3" in format_status(line.info).plain
