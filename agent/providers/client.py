@@ -26,6 +26,7 @@ from ctxagent.agent.providers.response_cap import (
 from ctxagent.agent.providers.stream_watch import WatchedEvents, idle_timeout
 from ctxagent.agent.providers.wire_errors import classify_exception
 from ctxagent.context.errors import ProviderError, StreamError
+from ctxagent.context.floor.sanitize import encodable
 from ctxagent.context.request import Request, Usage
 
 DEFAULT_TIMEOUT = 600.0  # seconds for one request: a long answer streams for minutes
@@ -91,9 +92,13 @@ class SDKProvider:
         raise mapped from e
 
     def open_response(self, create: Callable[[dict[str, Any]], Any], body: dict[str, Any]) -> Any:
-        """`create(body)`: the response (or stream), its failure mapped."""
+        """`create(body)`: the response (or stream), its failure mapped. The body goes with its lone
+        surrogates escaped (the SDK would raise UnicodeEncodeError on one, at every later request
+        of the session); a response the SDK cannot decode (nested past json's stack) is a ProviderError."""
         try:
-            return create(body)
+            return create(encodable(body))
+        except RecursionError as e:
+            raise ProviderError(f"the response from {self.name}:{self.model} nests too deep to read") from e
         except Exception as e:
             if is_too_large(e):  # a whole non-streamed body over the byte cap: nothing to keep
                 raise ProviderError(f"the response from {self.name}:{self.model} was too large to read") from e

@@ -247,3 +247,17 @@ def test_the_status_line_says_how_long_the_model_is_silent() -> None:
     assert "waiting for the model (15 s)" in format_status(line.info).plain
     line.show_waiting(3, 0)
     assert "step 3" in format_status(line.info).plain
+
+
+@both
+def test_a_request_holding_a_lone_surrogate_is_sent_escaped(kind: str, servers: Callable[..., ScriptedServer]) -> None:
+    """The last edge: whatever put a surrogate in a request (a system prompt, a recalled memory),
+    the SDK never meets it."""
+    from ctxagent.agent.providers.protocol import TextDelta
+    from ctxagent.context.request import Message, Request
+
+    srv = servers([{"text": "sent 已发送"}])
+    request = Request(system="rules from caf\udce9.md", messages=[Message("user", "read caf\udce9.txt")], tools=[])
+    events = list(_provider(kind, srv.base_url, idle=20).stream(request))
+    assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "sent 已发送"
+    assert "caf\\\\xe9.txt" in sent_texts(srv.requests[0]["body"])
