@@ -20,6 +20,7 @@ _EXPORTS = {
     "AssistantDone": "ctxagent.agent.updates",
     "CompactionDone": "ctxagent.agent.updates",
     "ContextBuilt": "ctxagent.agent.updates",
+    "ModelWaiting": "ctxagent.agent.updates",
     "Notice": "ctxagent.agent.updates",
     "PermissionDecision": "ctxagent.agent.updates",
     "PermissionRequest": "ctxagent.agent.updates",
@@ -59,6 +60,7 @@ _EXPORTS = {
     "parse_model_name": "ctxagent.agent.providers.registry",
     # the command line, set-up help and the demo
     "cli_main": "ctxagent.agent.cli.main",
+    "protect_process": "ctxagent.agent.cli.process_guard",  # the console script, at start-up
     "setup_text": "ctxagent.agent.cli.setup_help",
     "DEMO_LABEL": "ctxagent.agent.scripted.demo",
     "DEMO_PROMPT": "ctxagent.agent.scripted.demo",
@@ -81,6 +83,9 @@ if TYPE_CHECKING:
     )
     from ctxagent.agent.cli.main import (
         cli_main as cli_main,
+    )
+    from ctxagent.agent.cli.process_guard import (
+        protect_process as protect_process,
     )
     from ctxagent.agent.cli.setup_help import (
         setup_text as setup_text,
@@ -139,6 +144,7 @@ if TYPE_CHECKING:
         AssistantDone as AssistantDone,
         CompactionDone as CompactionDone,
         ContextBuilt as ContextBuilt,
+        ModelWaiting as ModelWaiting,
         Notice as Notice,
         PermissionDecision as PermissionDecision,
         PermissionRequest as PermissionRequest,

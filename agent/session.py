@@ -124,7 +124,9 @@ def open_session(root: Path, config: Config, resume: str | None = None, *, paren
 
     A new session's log is pending until its first user message creates the file (SessionLog's
     `pending_until`): a start that fails (a config error, the set-up screen, a quit before typing)
-    leaves no empty session behind.
+    leaves no empty session behind. A resumed one is locked as it is opened (`SessionLog.open`): an
+    idle app on `--continue` and a `ctxagent -p --continue` cannot both write it — the second gets a
+    HistoryError naming the first.
     """
     root = root.resolve()
     state = ensure_state_dir(root)
@@ -135,7 +137,7 @@ def open_session(root: Path, config: Config, resume: str | None = None, *, paren
     sanitize = Sanitizer(config.secrets())
     try:
         if resume is not None:
-            log = SessionLog.load(resolve_session(root, resume), sanitize=sanitize)
+            log = SessionLog.open(resolve_session(root, resume), sanitize=sanitize)
         else:
             session_id = new_session_id()
             path = sessions_dir(root) / f"{session_id}.jsonl"

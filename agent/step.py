@@ -20,16 +20,16 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ctxagent.agent.parts import AgentParts, Journal
-from ctxagent.agent.providers.protocol import ServerCompaction, ServerEdits, Stop, TextDelta
+from ctxagent.agent.providers.protocol import ServerCompaction, ServerEdits, Stop, TextDelta, Waiting
 from ctxagent.agent.retry import stream_with_retry
 from ctxagent.agent.server_context import Seen, ServerContext, report_as_seen
 from ctxagent.agent.session_ops import compaction_done
-from ctxagent.agent.updates import AssistantDelta, AssistantDone, ContextBuilt, StepStarted
+from ctxagent.agent.updates import AssistantDelta, AssistantDone, ContextBuilt, ModelWaiting, StepStarted
 from ctxagent.context.builder.cache import BuildCache
 from ctxagent.context.builder.dispatch import build
 from ctxagent.context.builder.inputs import BuildResult
 from ctxagent.context.builder.step import Builder, StepSetup, build_next, record_step, refused_ratio
-from ctxagent.context.errors import ContextLengthError, ContextOverflowError, ProviderError, StreamError
+from ctxagent.context.errors import ContextLengthError, ContextOverflowError, ProviderError
 from ctxagent.context.events import AssistantData, ErrorData
 from ctxagent.context.report import ContextReport
 from ctxagent.context.request import ToolCall, Usage
@@ -181,11 +181,15 @@ class StepRunner:
                     edits = ev
                 elif isinstance(ev, ServerCompaction):
                     compaction = ev
+                elif isinstance(ev, Waiting):
+                    self.journal.emit(ModelWaiting(step, ev.seconds))
                 if cancel.is_set():
                     stop, partial = "cancelled", bool(texts) or bool(calls)
                     calls = []  # a cancelled step runs no tools
                     break
-        except StreamError as exc:
+        except ProviderError as exc:
+            # a cut, a stall, or an `error` event inside the 200 stream (overloaded, a server error):
+            # what arrived before it is kept, logged as partial with the error
             if not texts and not calls:
                 raise
             partial = True

@@ -47,6 +47,16 @@ class AssistantDone:
 
 
 @dataclass(frozen=True)
+class ModelWaiting:
+    """The model's stream has sent nothing for `seconds` (0: it sends again): the TUI's status line
+    says "waiting for the model (N s)", headless prints it to stderr. Past the idle timeout the
+    step fails with a retryable error (agent/providers/stream_watch.py)."""
+
+    step: int
+    seconds: float
+
+
+@dataclass(frozen=True)
 class ToolStarted:
     call_id: str
     name: str
@@ -111,6 +121,6 @@ class PermissionDecision:
 
 
 AgentEvent = (
-    TurnStarted | StepStarted | ContextBuilt | AssistantDelta | AssistantDone | ToolStarted | ToolFinished
-    | Notice | CompactionDone | TurnFinished
+    TurnStarted | StepStarted | ContextBuilt | AssistantDelta | AssistantDone | ModelWaiting | ToolStarted
+    | ToolFinished | Notice | CompactionDone | TurnFinished
 )

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, ClassVar, Generic, Literal, Protocol, TypeVar
 
 from ctxagent.context.errors import CtxagentError
+from ctxagent.context.floor import bounded_json
 from ctxagent.context.request import ToolSpec
 from ctxagent.tools.safe_text import clean_args, clean_result
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -202,7 +203,8 @@ RAW_KEY = "_raw"  # the session log keeps arguments that were not valid JSON as 
 
 
 def malformed_json(raw: str) -> str:
-    return f"the arguments were not a valid JSON object: {raw[:500]!r}"
+    why = bounded_json.problem(raw) or "not a JSON object"
+    return f"the arguments were not a valid JSON object: {raw[:500]!r} ({why})"
 
 
 def parse_args(model: type[A], schema: dict[str, Any], args: Any) -> A | str:
@@ -288,6 +290,9 @@ class ToolRegistry:
         tool = self._tools.get(name)
         if tool is None:
             return ToolResult(f"error: unknown tool '{clean_result(name)}'. Available tools: {', '.join(self._tools)}",
+                              is_error=True)
+        if bounded_json.depth_over(args):  # arguments that did not come through ToolCall.parsed
+            return ToolResult(f"error: invalid arguments for {name}: they nest more than {bounded_json.MAX_DEPTH} levels",
                               is_error=True)
         try:
             result = tool.run(clean_args(args), ctx)

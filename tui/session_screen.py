@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 from ctxagent.agent import (
     AssistantDone,
     ContextBuilt,
+    ModelWaiting,
     Notice,
     StepStarted,
     ToolStarted,
@@ -283,6 +284,8 @@ class SessionScreen(Screen[None]):
             case AssistantDone():
                 model = self.status.info.model
                 self.status.add_usage(ev.usage.input_tokens, ev.usage.output_tokens, cost_usd(model, ev.usage))
+            case ModelWaiting():
+                self.status.show_waiting(ev.step, ev.seconds)
             case ToolStarted():
                 self.status.set(activity=f"tool: {ev.name}")
             case TurnFinished():

@@ -87,6 +87,10 @@ class StatusLine(Widget):
     def set(self, **changes: object) -> None:
         self.info = replace(self.info, **changes)  # type: ignore[arg-type]  # StatusInfo's fields, by name: checked by replace() at run time
 
+    def show_waiting(self, step: int, seconds: float) -> None:
+        """The model's stream is silent (agent `ModelWaiting`): say for how long; 0 — it sends again."""
+        self.info = replace(self.info, activity=f"waiting for the model ({seconds:.0f} s)" if seconds else f"step {step}")
+
     def add_usage(self, tokens_in: int, tokens_out: int, cost: float | None = None) -> None:
         total = None if cost is None and self.info.cost is None else (self.info.cost or 0.0) + (cost or 0.0)
         self.info = replace(self.info, tokens_in=self.info.tokens_in + tokens_in,

@@ -45,6 +45,7 @@ from ctxagent.agent.updates import (
     AgentEvent,
     AssistantDelta,
     AssistantDone,
+    ModelWaiting,
     Notice,
     PermissionDecision,
     PermissionRequest,
@@ -54,6 +55,7 @@ from ctxagent.agent.updates import (
 )
 from ctxagent.context.errors import ConfigError, CtxagentError, HistoryError
 from ctxagent.context.floor.display import strip_controls
+from ctxagent.context.floor.sanitize import encodable, escape_surrogates
 from ctxagent.context.floor.state_paths import describe_os_error
 from ctxagent.context.request import Usage
 
@@ -63,7 +65,9 @@ _C1 = re.compile(r"[\x80-\x9f]")
 
 
 def _write(stream: TextIO, text: str) -> None:
-    stream.write(strip_controls(text))
+    # a lone surrogate (a model's broken text, an undecodable file name) would raise
+    # UnicodeEncodeError on a UTF-8 stream: it is printed escaped, as the log holds it
+    stream.write(escape_surrogates(strip_controls(text)))
     stream.flush()
 
 
@@ -94,6 +98,13 @@ class TextPrinter:
             _write(self.err, f"  {status} {ev.duration_ms} ms{spilled}: {first}\n")
         elif isinstance(ev, Notice):
             notice(self.err, ev, self.printed_errors)
+        elif isinstance(ev, ModelWaiting):
+            waiting(self.err, ev)
+
+
+def waiting(err: TextIO, ev: ModelWaiting) -> None:
+    if ev.seconds:
+        _write(err, f"ctxagent: waiting for the model ({ev.seconds:.0f} s)\n")
 
 
 def notice(err: TextIO, ev: Notice, printed_errors: set[str]) -> None:
@@ -196,7 +207,7 @@ def run_headless(args: Any, out: TextIO | None = None, err: TextIO | None = None
                else "the reply passed ctxagent's size cap")
         _write(err, f"ctxagent: the reply was cut: {why}; what arrived is kept in the session\n")
     if args.output == "json":
-        payload = json.dumps(_json_result(agent, done, approver.refused), ensure_ascii=False)
+        payload = json.dumps(encodable(_json_result(agent, done, approver.refused)), ensure_ascii=False)
         out.write(_C1.sub(lambda m: f"\\u{ord(m.group(0)):04x}", payload) + "\n")  # JSON-escaped C1 controls
         out.flush()
     return code
@@ -217,6 +228,8 @@ def _close(session: Any) -> None:
 def _json_notice(ev: AgentEvent, err: TextIO, printed_errors: set[str]) -> None:
     if isinstance(ev, Notice):
         notice(err, ev, printed_errors)
+    elif isinstance(ev, ModelWaiting):
+        waiting(err, ev)
 
 
 def _json_result(agent: Any, done: TurnFinished, refused: list[dict[str, str]]) -> dict[str, Any]:
