@@ -15,13 +15,14 @@ Exit codes (stable, for scripts):
     4  the context cannot fit: one message larger than the window, or the provider still says the
        prompt is too long after compacting
     5  the step limit was reached
-    6  the turn finished, but an edit or command was refused (no --yes); JSON: "refused" lists them
+    6  the turn finished, but an edit or command was refused (no --yes); JSON: "refused" lists them;
+       or a user_prompt hook blocked the prompt (stop_reason "blocked")
     7  the reply was cut: the model hit its output limit (stop_reason "max_tokens") or the reply
        passed ctxagent's size cap (stop_reason "response_cap")
     130 cancelled (Ctrl-C)
 
 JSON fields: session, result, steps, tool_calls, usage, stop_reason ("end_turn" | "max_tokens" |
-"response_cap" | "max_steps" | "error" | "cancelled"), refused [{tool, permission, target}],
+"response_cap" | "max_steps" | "error" | "cancelled" | "blocked"), refused [{tool, permission, target}],
 context, and error {type, message} when the turn failed.
 """
 
@@ -126,6 +127,8 @@ def _exit_code(stop: str, error_type: str | None, refused: bool) -> int:
         return EXIT_REFUSED if refused else EXIT_OK
     if stop in CUT_STOPS:
         return EXIT_CUT
+    if stop == "blocked":
+        return EXIT_REFUSED
     if stop == "cancelled":
         return EXIT_CANCELLED
     if stop == "max_steps":
