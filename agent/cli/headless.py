@@ -142,6 +142,19 @@ def _exit_code(stop: str, error_type: str | None, refused: bool) -> int:
     return EXIT_PROVIDER
 
 
+def _custom_command(root: Path, prompt: str, err: TextIO) -> str:
+    """`-p "/name args"` runs a custom command (agent/custom_commands.py): its expansion is what is
+    sent, and it is printed to stderr first (headless has no one to confirm it; the log keeps it)."""
+    from ctxagent.agent.custom_commands import expand_prompt
+
+    found = expand_prompt(root, prompt)
+    if found is None:
+        return prompt
+    command, expanded = found
+    _write(err, f"ctxagent: /{command.qualified} ({command.path}) expands to:\n{expanded}\n---\n")
+    return expanded
+
+
 def run_headless(args: Any, out: TextIO | None = None, err: TextIO | None = None) -> int:
     from ctxagent.agent.cli.models import refresh_for_start
 
@@ -175,7 +188,7 @@ def run_headless(args: Any, out: TextIO | None = None, err: TextIO | None = None
         return EXIT_CONFIG
     cancel = threading.Event()
     try:
-        done = agent.run_turn(args.prompt, cancel)
+        done = agent.run_turn(_custom_command(root, args.prompt, err), cancel)
     except KeyboardInterrupt:
         cancel.set()
         _close(session)
