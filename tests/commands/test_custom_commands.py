@@ -130,3 +130,15 @@ def test_an_expansion_attaches_its_mentions_through_the_loop(make_agent, work_re
     assert [r.name for r in reads] == ["read_file"] and "alpha" in reads[0].content
     assert agent.session.log.of_kind("user")[0].user.text == "Read @notes.txt and say what it holds."
     assert "alpha" in json.dumps(provider.requests[-1]["messages"], ensure_ascii=False)
+
+
+def test_the_readme_template_example_expands(repo: Path) -> None:
+    import re
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    block = re.search(r"```markdown\n(---\n.*?)```", readme, re.S)
+    assert block is not None
+    project_command(repo, "review", block.group(1))
+    cmd = find_command(load_commands(repo).commands, "review")
+    assert cmd is not None and cmd.description == "Review a file for bugs" and cmd.argument_hint == "FILE [focus]"
+    assert expand(cmd, 'calc.py "off by one"').startswith("Review @calc.py for bugs, focusing on off by one.")

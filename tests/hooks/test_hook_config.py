@@ -59,3 +59,15 @@ def test_bad_hook_config_names_the_file_and_the_key(text: str, needle: str) -> N
     with pytest.raises(ConfigError) as err:
         load_config(None)
     assert "config.toml" in str(err.value) and needle in str(err.value)
+
+
+def test_the_readme_hooks_example_loads_as_the_users_config() -> None:
+    import re
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    block = next(b for b in re.findall(r"```toml\n(.*?)```", readme, re.S) if "[[hooks.pre_tool]]" in b)
+    _write_user(block)
+    cfg = load_config(None)
+    (pre,), (threshold,) = cfg.hooks["pre_tool"], cfg.hooks["context_threshold"]
+    assert pre.tools == ["write_file", "edit_file"] and pre.timeout == 5 and isinstance(pre.command, list)
+    assert threshold.at == 0.6 and isinstance(threshold.command, str)
