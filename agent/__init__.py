@@ -38,6 +38,10 @@ _EXPORTS = {
     "describe_ignored": "ctxagent.agent.trust",
     "needs_prompt": "ctxagent.agent.trust",
     "trust_repo": "ctxagent.agent.trust",
+    # custom slash commands (prompt templates)
+    "CustomCommand": "ctxagent.agent.custom_commands",
+    "expand_command": "ctxagent.agent.custom_commands",
+    "load_commands": "ctxagent.agent.custom_commands",
     # sessions and what a user does to them
     "Session": "ctxagent.agent.session",
     "find_repo_root": "ctxagent.agent.session",
@@ -94,6 +98,11 @@ if TYPE_CHECKING:
         Config as Config,
         flags_from_args as flags_from_args,
         load_config as load_config,
+    )
+    from ctxagent.agent.custom_commands import (
+        CustomCommand as CustomCommand,
+        expand_command as expand_command,
+        load_commands as load_commands,
     )
     from ctxagent.agent.factory import (
         create_agent as create_agent,

@@ -29,7 +29,7 @@ from ctxagent.context.errors import ConfigError
 from ctxagent.context.floor.state_paths import check_state_dir, project_state_dir, user_config_dir
 from ctxagent.context.monitor import DEFAULT_THRESHOLDS
 from ctxagent.context.strategies import STRATEGIES
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 # Each provider's key and base URL fields are named by its ProviderSpec (providers/specs.py); they
 # are declared below because the model is static (tests/test_providers_specs.py checks they agree).
@@ -38,6 +38,8 @@ PERMISSION_MODES = ("ask", "auto-edit", "yolo")
 # The command runner's modes (tools/sandbox/policy.py MODES, the one definition): written out here
 # because importing tools/ would load every tool before the app's first frame; a test checks they agree.
 SANDBOX_MODES = ("workspace-write", "read-only", "off")
+# The events a hook may be named for (agent/hooks.py runs them).
+HOOK_EVENTS = ("pre_tool", "post_tool", "user_prompt", "pre_compact", "session_start", "stop", "context_threshold")
 SANDBOX_KEYS = ("sandbox", "sandbox_network", "sandbox_env", "sandbox_writable", "sandbox_hidden")
 # Filled in by the loader, never read from a file.
 _INTERNAL_FIELDS = frozenset({"sources", "origins", "ignored_keys"})
@@ -49,6 +51,23 @@ SliceName = Literal[SLICE_NAMES]  # type: ignore[valid-type]
 PermissionMode = Literal[PERMISSION_MODES]  # type: ignore[valid-type]
 Strategy = Literal[STRATEGIES]  # type: ignore[valid-type]
 SandboxMode = Literal[SANDBOX_MODES]  # type: ignore[valid-type]
+HookEvent = Literal[HOOK_EVENTS]  # type: ignore[valid-type]
+
+
+class HookSpec(BaseModel):
+    """One program run for an event (agent/hooks.py): `[[hooks.pre_tool]]` or `hooks.stop = {...}`."""
+
+    model_config = ConfigDict(strict=True, extra="forbid")
+
+    command: str | list[str]  # a shell line, or an argv list
+    timeout: Annotated[float, Field(gt=0, le=600)] = 30.0  # seconds; then it is killed and reported
+    tools: list[str] = Field(default_factory=list)  # pre_tool/post_tool: name patterns ("shell", "mcp__*"); empty: all
+    at: Fraction | None = None  # context_threshold: the share of the window whose crossing fires it
+
+
+def hook_list(value: Any) -> Any:
+    """One table, or a list of them, per event: always a list (anything else is left for validation)."""
+    return [value] if isinstance(value, dict | HookSpec) else value
 
 
 class Config(BaseModel):
@@ -87,9 +106,15 @@ class Config(BaseModel):
     recall_k: Annotated[int, Field(ge=0)] = 8
     degrade_after_turns: Annotated[int, Field(ge=1)] = 20
     synonyms: list[list[str]] = Field(default_factory=list)  # extra memory-search groups: [["login", "auth", "登录"]]
+    hooks: dict[HookEvent, list[HookSpec]] = Field(default_factory=dict)  # programs run on events (agent/hooks.py)
     sources: list[str] = Field(default_factory=list)  # which files contributed (for `ctxagent config`)
     origins: dict[str, str] = Field(default_factory=dict)  # key -> the layer that set it (absent: the default)
     ignored_keys: list[IgnoredKey] = Field(default_factory=list)  # repository keys not applied (untrusted)
+
+    @field_validator("hooks", mode="before")
+    @classmethod
+    def _one_or_many(cls, value: Any) -> Any:
+        return {k: hook_list(v) for k, v in value.items()} if isinstance(value, dict) else value
 
     def redacted(self) -> dict[str, Any]:
         d = self.model_dump()
@@ -143,6 +168,8 @@ def _apply(cfg: Config, values: dict[str, Any], where: str) -> Config:
         merged["budget"] = {**cfg.budget, **values["budget"]}
     if isinstance(values.get("synonyms"), list):  # so do synonym groups
         merged["synonyms"] = [*cfg.synonyms, *values["synonyms"]]
+    if isinstance(values.get("hooks"), dict):  # and hooks: the user's run, then a trusted repository's
+        merged["hooks"] = _merge_hooks(cfg.hooks, values["hooks"])
     merged["ignored_keys"] = cfg.ignored_keys
     try:
         new = Config.model_validate(merged)
@@ -152,6 +179,14 @@ def _apply(cfg: Config, values: dict[str, Any], where: str) -> Config:
         raise ConfigError(f"invalid config in {where}: budget_profile: unknown profile {new.budget_profile!r}; "
                           f"known: {', '.join(PROFILES)}")
     return new
+
+
+def _merge_hooks(old: dict[str, list[HookSpec]], new: dict[str, Any]) -> dict[str, Any]:
+    merged: dict[str, Any] = {event: [h.model_dump() for h in specs] for event, specs in old.items()}
+    for event, value in new.items():
+        more = hook_list(value)
+        merged[event] = [*merged.get(event, []), *more] if isinstance(more, list) else more
+    return merged
 
 
 def load_config(root: Path | None = None, flags: dict[str, Any] | None = None, env: dict[str, str] | None = None) -> Config:

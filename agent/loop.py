@@ -21,6 +21,7 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from ctxagent.agent.hooks import Hooks
 from ctxagent.agent.parts import AgentParts, Approver, Journal, deny_mutations
 from ctxagent.agent.providers.protocol import CUT_STOPS
 from ctxagent.agent.server_context import ServerContext, seen_reports
@@ -74,9 +75,14 @@ class Agent:
         self.server = ServerContext(session, parts.provider, parts.calibrator, self.journal)
         self.steps = StepRunner(session, parts, self.journal, self.server, reports, builder)
         self.tools = ToolRunner(session, parts, self.journal, approver or deny_mutations)
+        # the user's (or a trusted repository's) programs for events: agent/hooks.py
+        self.hooks = Hooks(session.config, session.root, self.journal, str(session.id),
+                           reports[-1].usage_pct if reports else None)
+        self.tools.hooks = self.steps.hooks = self.hooks
         # the stable prefix, whenever it changed, so `inspect` can rebuild any step exactly
         record_system_prompt(session.log, parts.system, parts.registry.specs())
         self._answer_dangling_calls()
+        self.hooks.session_start(resumed=self.log.turn > 0)
 
     # -- what the front ends read ---------------------------------------------------------------
     @property
@@ -145,6 +151,12 @@ class Agent:
     def _turn(self, text: str, cancel: threading.Event, direct: list[tuple[str, dict[str, Any]]], *,
               ask_model: bool) -> TurnFinished:
         turn = self.log.next_turn
+        blocked = self.hooks.user_prompt(text, turn) if ask_model else None
+        if blocked is not None:  # not sent and not logged as a message: the hook's event says why
+            self.journal.notice(f"prompt blocked by a user_prompt hook: {blocked}", "warning")
+            done = TurnFinished(turn=turn, stop_reason="blocked", text="", steps=0)
+            self.journal.emit(done)
+            return done
         self.journal.record(UserData(text=text, turn=turn))
         self.journal.emit(TurnStarted(turn, text))
         final_text, steps, stop = "", 0, "end_turn"
@@ -184,17 +196,19 @@ class Agent:
             # past the compress breakpoint with auto_compact on: compact now, between turns, so the
             # next turn starts from the summary instead of paying for it mid-step
             self.journal.notice(f"context at {report.usage_pct:.0f}%: compacting automatically (auto_compact)", "info")
-            self.journal.safe(lambda: self.compact())
+            self.journal.safe(lambda: self.compact(trigger="auto"))
         done = TurnFinished(turn=turn, stop_reason=stop, text=final_text, steps=steps,
                             error_type=error.error_type if error else "", error=error.message if error else "")
+        self.hooks.stop(done)
         self.journal.emit(done)
         return done
 
     # -- what a user does to the session --------------------------------------------------------
-    def compact(self, focus: str | None = None) -> CompactionDone | None:
-        """Compact now (/compact, `ctxagent compact`): summarize the oldest visible turns."""
+    def compact(self, focus: str | None = None, trigger: str = "manual") -> CompactionDone | None:
+        """Compact now (/compact, `ctxagent compact`; auto_compact: `trigger="auto"`): summarize the oldest visible turns."""
         from ctxagent.context.compact import compact_now
 
+        self.hooks.pre_compact(trigger, focus, self.log.turn)
         before = self.last_report.total if self.last_report else 0
         record = compact_now(self.log.events, summarize=self.parts.summarize, focus=focus, keep_turns=1)
         if record is None:

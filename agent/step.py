@@ -35,6 +35,7 @@ from ctxagent.context.report import ContextReport
 from ctxagent.context.request import ToolCall, Usage
 
 if TYPE_CHECKING:
+    from ctxagent.agent.hooks import Hooks
     from ctxagent.agent.session import Session
 
 
@@ -48,6 +49,8 @@ class StepOutcome:
 
 class StepRunner:
     """Builds, records and sends the steps of a session's turns."""
+
+    hooks: Hooks | None = None  # the Agent's (agent/hooks.py): context_threshold after each step
 
     def __init__(self, session: Session, parts: AgentParts, journal: Journal, server: ServerContext,
                  reports: list[ContextReport], builder: Builder = build):
@@ -211,4 +214,6 @@ class StepRunner:
             server=server,
         ))
         self.journal.emit(AssistantDone(step, text, len(calls), usage, partial))
+        if self.hooks and self.reports:
+            self.hooks.context_step(self.reports[-1], usage)
         return StepOutcome(text=text, calls=calls, stop=stop, error=error)

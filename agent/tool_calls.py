@@ -23,11 +23,14 @@ from ctxagent.tools.contract import ToolContext, ToolResult, ToolServices, malfo
 from ctxagent.tools.tests_runner import detect_test_command
 
 if TYPE_CHECKING:
+    from ctxagent.agent.hooks import Hooks
     from ctxagent.agent.session import Session
 
 
 class ToolRunner:
     """Runs the tool calls of a session's steps (the model's, and the user's own @file / !command)."""
+
+    hooks: Hooks | None = None  # the Agent's (agent/hooks.py): pre_tool may deny a call, post_tool sees its result
 
     def __init__(self, session: Session, parts: AgentParts, journal: Journal, approver: Approver):
         self.session = session
@@ -77,6 +80,8 @@ class ToolRunner:
             elif call.malformed:
                 result = ToolResult(f"error: invalid arguments for {call.name}: {malformed_json(call.raw_arguments)}",
                                     is_error=True)
+            elif (denied := self.hooks.pre_tool(call, turn) if self.hooks else None) is not None:
+                result = ToolResult(denied, is_error=True)  # before the permission box: nothing to ask
             else:
                 refusal = self._permitted(call, turn)
                 if refusal is not None:
@@ -87,6 +92,8 @@ class ToolRunner:
                     if self.parts.registry.permission(call.name) != "read" and not result.is_error:
                         changed = result.meta.get("changed_files") or changed_files_of_call(call.name, call.arguments)
                         self.turn_files.update(str(f) for f in changed or result.meta.get("files") or [])
+                    if self.hooks:
+                        self.hooks.post_tool(call, result, turn)
             self._append_result(call, result, int((time.monotonic() - started) * 1000), turn)
 
     def _permitted(self, call: ToolCall, turn: int) -> ToolResult | None:

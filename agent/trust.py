@@ -59,6 +59,7 @@ SENSITIVE_KEYS: dict[str, str] = {
        for s in specs.providers() if s.base_url_field},
     **{s.key_field: "runs your requests on an account the repository chose" for s in specs.providers() if s.key_field},
     "test_command": "names a program ctxagent would run",
+    "hooks": "names programs ctxagent would run on events (tool calls, prompts, the end of a turn)",
     "shell_timeout": "changes how long commands may run",
     "summary_model": "sends the conversation to a model the repository chose",
     "sandbox": "changes what commands may write",
@@ -72,6 +73,7 @@ SENSITIVE_KEYS: dict[str, str] = {
 HARMLESS_VALUES: dict[str, tuple[object, ...]] = {
     "permission_mode": ("ask",), "summary_model": ("none",),
     "sandbox": ("workspace-write", "read-only"), "sandbox_network": (False,), "sandbox_writable": ([],),
+    "hooks": ({},),
 }
 # Values no repository sets, trusted or not: they take the sandbox away, so they come only from the
 # user's own config file or a flag. (key, is this such a value, why.)

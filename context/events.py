@@ -49,6 +49,7 @@ __all__ = [
     "CompactionData",
     "ContextReportData",
     "ErrorData",
+    "HookData",
     "InvalidData",
     "MemoryData",
     "PAYLOADS",
@@ -291,6 +292,19 @@ class PermissionData(Payload):
     reason: str | None = None
 
 
+class HookData(Payload):
+    """A hook (agent/hooks.py) that failed (exit code, timeout, output that is not a JSON object), or
+    that denied a tool call or blocked a prompt: what the user is told, kept in the log."""
+
+    KIND = "hook"
+    event: str
+    command: str
+    outcome: str  # "failed" | "timed_out" | "not_run" | "bad_output" | "denied" | "blocked"
+    exit_code: int = 0
+    detail: str = ""
+    turn: int = 0
+
+
 class InvalidData(Payload):
     """A log line whose payload did not validate: kept (raw) so ids stay aligned, ignored by views."""
 
@@ -304,7 +318,7 @@ PAYLOADS: dict[str, type[Payload]] = {
     cls.KIND: cls
     for cls in (SessionStartData, SystemPromptData, UserData, AssistantData, ToolResultData, CompactionData,
                 RewindData, CodeRewindData, ContextReportData, ErrorData, CheckpointData, MemoryData, PermissionData,
-                InvalidData)
+                HookData, InvalidData)
 }
 
 

@@ -90,11 +90,11 @@ class CtxApp(App[int]):
         return self.session_screen.agent
 
     def get_system_commands(self, screen: Screen[Any]) -> Any:
-        from ctxagent.tui.commands import COMMANDS
+        from ctxagent.tui.commands import all_commands
         from ctxagent.tui.slash import run_slash
 
         yield from super().get_system_commands(screen)
-        for cmd in COMMANDS:
+        for cmd in all_commands():
             yield SystemCommand(f"/{cmd.name}", cmd.help, partial(self._palette_slash, run_slash, cmd.name))
 
     def _palette_slash(self, run: Callable[[SessionControl, str], None], name: str) -> None:

@@ -117,6 +117,9 @@ class SessionScreen(Screen[None]):
     def _after_first_frame(self) -> None:
         self.show_session_facts()
         self.chat.mount_all(transcript_widgets(self.session.log.events))
+        from ctxagent.tui.slash import refresh_custom_commands
+
+        refresh_custom_commands(self)  # the session's templates: completion and /help list them
         self.starter.start()
 
     def offer_input(self, text: str) -> None:

@@ -15,13 +15,14 @@ Exit codes (stable, for scripts):
     4  the context cannot fit: one message larger than the window, or the provider still says the
        prompt is too long after compacting
     5  the step limit was reached
-    6  the turn finished, but an edit or command was refused (no --yes); JSON: "refused" lists them
+    6  the turn finished, but an edit or command was refused (no --yes); JSON: "refused" lists them;
+       or a user_prompt hook blocked the prompt (stop_reason "blocked")
     7  the reply was cut: the model hit its output limit (stop_reason "max_tokens") or the reply
        passed ctxagent's size cap (stop_reason "response_cap")
     130 cancelled (Ctrl-C)
 
 JSON fields: session, result, steps, tool_calls, usage, stop_reason ("end_turn" | "max_tokens" |
-"response_cap" | "max_steps" | "error" | "cancelled"), refused [{tool, permission, target}],
+"response_cap" | "max_steps" | "error" | "cancelled" | "blocked"), refused [{tool, permission, target}],
 context, and error {type, message} when the turn failed.
 """
 
@@ -137,6 +138,8 @@ def _exit_code(stop: str, error_type: str | None, refused: bool) -> int:
         return EXIT_REFUSED if refused else EXIT_OK
     if stop in CUT_STOPS:
         return EXIT_CUT
+    if stop == "blocked":
+        return EXIT_REFUSED
     if stop == "cancelled":
         return EXIT_CANCELLED
     if stop == "max_steps":
@@ -148,6 +151,19 @@ def _exit_code(stop: str, error_type: str | None, refused: bool) -> int:
     if error_type in ("ConfigError", "ModelNotFoundError"):
         return EXIT_CONFIG
     return EXIT_PROVIDER
+
+
+def _custom_command(root: Path, prompt: str, err: TextIO) -> str:
+    """`-p "/name args"` runs a custom command (agent/custom_commands.py): its expansion is what is
+    sent, and it is printed to stderr first (headless has no one to confirm it; the log keeps it)."""
+    from ctxagent.agent.custom_commands import expand_prompt
+
+    found = expand_prompt(root, prompt)
+    if found is None:
+        return prompt
+    command, expanded = found
+    _write(err, f"ctxagent: /{command.qualified} ({command.path}) expands to:\n{expanded}\n---\n")
+    return expanded
 
 
 def run_headless(args: Any, out: TextIO | None = None, err: TextIO | None = None) -> int:
@@ -183,7 +199,7 @@ def run_headless(args: Any, out: TextIO | None = None, err: TextIO | None = None
         return EXIT_CONFIG
     cancel = threading.Event()
     try:
-        done = agent.run_turn(args.prompt, cancel)
+        done = agent.run_turn(_custom_command(root, args.prompt, err), cancel)
     except KeyboardInterrupt:
         cancel.set()
         _close(session)
