@@ -70,6 +70,17 @@ class Notice:
 
 
 @dataclass(frozen=True)
+class McpStatus:
+    """An MCP server's state changed (ready, failed, crashed, stopped): the status bar and `/mcp`
+    show it. Sent from the MCP thread, between the turn's own events."""
+
+    server: str
+    state: str  # agent/mcp/client.py STATES
+    error: str = ""
+    tools: int = 0
+
+
+@dataclass(frozen=True)
 class CompactionDone:
     first_id: int
     last_id: int
@@ -112,5 +123,5 @@ class PermissionDecision:
 
 AgentEvent = (
     TurnStarted | StepStarted | ContextBuilt | AssistantDelta | AssistantDone | ToolStarted | ToolFinished
-    | Notice | CompactionDone | TurnFinished
+    | Notice | McpStatus | CompactionDone | TurnFinished
 )

@@ -1,0 +1,93 @@
+"""A session's MCP side, as the factory builds it: the hub (servers), the catalog (which tools the
+model sees) and the front end's view of both (`McpRuntime`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ctxagent.agent.mcp.catalog import McpCatalog
+from ctxagent.agent.mcp.client import McpHub, ServerState
+from ctxagent.agent.mcp.config import McpServerConfig
+from ctxagent.context.tokens import TokenCounter, count_tool_spec
+from ctxagent.tools.contract import ToolRegistry
+from ctxagent.tools.sandbox import SandboxPolicy
+
+if TYPE_CHECKING:
+    from ctxagent.agent.updates import AgentEvent
+    from ctxagent.context.history import SessionLog
+
+
+@dataclass
+class ServerRow:
+    """One line of `/mcp` and `ctxagent mcp-servers list`."""
+
+    name: str
+    transport: str
+    state: str
+    error: str
+    tools: list[tuple[str, int]]  # (tool name as the model sees it, schema tokens)
+    deferred: bool
+    tokens: int
+
+
+@dataclass
+class McpRuntime:
+    hub: McpHub
+    catalog: McpCatalog
+    counter: TokenCounter
+
+    def close(self) -> None:
+        self.hub.close()
+
+    def rows(self) -> list[ServerRow]:
+        from ctxagent.agent.mcp.tools import spec_of
+
+        out = []
+        for state in self.hub.states():
+            specs = [spec_of(state.name, t) for t in state.tools]
+            tools = [(s.name, count_tool_spec(s, self.counter)) for s in specs]
+            out.append(ServerRow(state.name, state.transport, state.state, state.error, tools,
+                                 state.name in self.catalog.deferred_servers, sum(n for _, n in tools)))
+        return out
+
+
+def last_tool_list(log: SessionLog | None) -> list[dict[str, Any]]:
+    """The tool list of the log's last `system_prompt` event (empty for a new session)."""
+    if log is None:
+        return []
+    for ev in reversed(log.events):
+        if ev.kind == "system_prompt":
+            return list(ev.data.get("tools") or [])
+    return []
+
+
+def start_mcp(servers: dict[str, McpServerConfig], root: Path, policy: SandboxPolicy, registry: ToolRegistry, *,
+              counter: TokenCounter, window: int, share: float, log: SessionLog | None = None,
+              on_event: Callable[[AgentEvent], None] | None = None) -> McpRuntime | None:
+    """Start the enabled servers in the background and hook their tools into `registry`; None when
+    there is no server. A resumed session gets its last tool list's MCP tools back at once."""
+    enabled = {name: cfg for name, cfg in servers.items() if cfg.enabled}
+    if not enabled:
+        return None
+    from ctxagent.agent.updates import McpStatus
+
+    catalog_box: list[McpCatalog] = []
+
+    def changed(state: ServerState) -> None:
+        if catalog_box:
+            catalog_box[0].on_change(state)
+        if on_event is not None:
+            on_event(McpStatus(state.name, state.state, state.error, len(state.tools)))
+
+    hub = McpHub(enabled, root, policy, on_change=changed)
+    catalog = McpCatalog(hub, enabled, counter=counter, window=window, share=share)
+    catalog_box.append(catalog)
+    catalog.preload([t for t in last_tool_list(log) if str(t.get("name", "")).startswith("mcp__")
+                     or t.get("name") == "search_tools"])
+    registry.add_source(catalog.drain)
+    registry.refresh()
+    hub.start()
+    return McpRuntime(hub, catalog, counter)
