@@ -127,3 +127,45 @@ def test_a_10_mb_result_is_spilled_and_an_image_is_a_handle(repo: Path, scripted
     assert "image returned by the tool: image/png" in picture and "bytes, kept as spill" in picture
     handle = picture.split("kept as spill ")[1].split(";")[0]
     assert any(p.name.startswith(handle) for p in spills)
+
+
+def test_a_resumed_session_starts_with_the_tools_it_loaded(repo: Path, scripted, http_server) -> None:
+    url = http_server(tools=200)
+    user_config(f'window = 64000\n[mcp_servers.web]\nurl = "{url}"\n')
+    srv = scripted([
+        {"tool_calls": [{"name": "search_tools", "arguments": {"query": "mcp__web__payments_6 mcp__web__payments_14"}}]},
+        {"text": "loaded"},
+        {"tool_calls": [{"name": "mcp__web__payments_6", "arguments": {"query": "order 7"}}]},
+        {"text": "refunded"},
+    ])
+    first = run_ctxagent(repo, "-p", "find refunds", "--model", MODEL, "--base-url", srv.url, "--yes", "--output", "json")
+    assert first.returncode == 0, first.stderr
+    session = json.loads(first.stdout.strip().splitlines()[-1])["session"]
+    again = run_ctxagent(repo, "-p", "refund order 7", "--resume", session, "--model", MODEL, "--base-url", srv.url,
+                         "--yes", "--output", "json")
+    assert again.returncode == 0, again.stderr
+    bodies = srv.bodies()
+    loaded = [t["name"] for t in bodies[1]["tools"]]
+    assert "mcp__web__payments_6" in loaded
+    assert [t["name"] for t in bodies[2]["tools"]] == loaded  # the same list, in the same order, after the resume
+    assert _result_text(_tool_results(bodies[3])[-1]) == "payments #6: order 7"
+
+
+def test_the_agent_uses_its_own_memory_over_mcp(repo: Path, scripted) -> None:
+    from .conftest import BIN
+
+    # the memory server writes .ctxagent/memory.db, which the sandbox keeps read-only: the user's own config says so
+    user_config(f'memory = false\n[mcp_servers.memory]\ncommand = {json.dumps(str(BIN))}\n'
+                f'args = ["mcp", "--project", {json.dumps(str(repo))}]\nsandbox = false\n')
+    srv = scripted([
+        {"tool_calls": [{"name": "mcp__memory__store_memory",
+                         "arguments": {"content": "We chose SQLite WAL for the cache 缓存", "type": "decision"}}]},
+        {"tool_calls": [{"name": "mcp__memory__search_memory", "arguments": {"query": "缓存 SQLite"}}]},
+        {"text": "SQLite WAL."},
+    ])
+    out = run_ctxagent(repo, "-p", "what did we choose?", "--model", MODEL, "--base-url", srv.url, "--yes",
+                       "--output", "json")
+    assert out.returncode == 0, out.stderr
+    bodies = srv.bodies()
+    assert "mcp__memory__search_memory" in [t["name"] for t in bodies[0]["tools"]]
+    assert "SQLite WAL for the cache" in _result_text(_tool_results(bodies[2])[-1])
