@@ -43,15 +43,29 @@ class McpRuntime:
         self.hub.close()
 
     def rows(self) -> list[ServerRow]:
-        from ctxagent.agent.mcp.tools import spec_of
+        return server_rows(self.hub, self.counter, self.catalog.deferred_servers)
 
-        out = []
-        for state in self.hub.states():
-            specs = [spec_of(state.name, t) for t in state.tools]
-            tools = [(s.name, count_tool_spec(s, self.counter)) for s in specs]
-            out.append(ServerRow(state.name, state.transport, state.state, state.error, tools,
-                                 state.name in self.catalog.deferred_servers, sum(n for _, n in tools)))
-        return out
+
+def server_rows(hub: McpHub, counter: TokenCounter, deferred: list[str] | None = None) -> list[ServerRow]:
+    from ctxagent.agent.mcp.tools import spec_of
+
+    out = []
+    for state in hub.states():
+        tools = [(s.name, count_tool_spec(s, counter)) for s in (spec_of(state.name, t) for t in state.tools)]
+        out.append(ServerRow(state.name, state.transport, state.state, state.error, tools,
+                             state.name in (deferred or []), sum(n for _, n in tools)))
+    return out
+
+
+def probe(servers: dict[str, McpServerConfig], root: Path, policy: SandboxPolicy,
+          counter: TokenCounter) -> list[ServerRow]:
+    """Start `servers`, wait for each to be ready or fail, and describe them (`ctxagent mcp-servers`)."""
+    hub = McpHub(servers, root, policy).start()
+    try:
+        hub.wait_started()
+        return server_rows(hub, counter)
+    finally:
+        hub.close()
 
 
 def last_tool_list(log: SessionLog | None) -> list[dict[str, Any]]:

@@ -169,3 +169,17 @@ def test_the_agent_uses_its_own_memory_over_mcp(repo: Path, scripted) -> None:
     bodies = srv.bodies()
     assert "mcp__memory__search_memory" in [t["name"] for t in bodies[0]["tools"]]
     assert "SQLite WAL for the cache" in _result_text(_tool_results(bodies[2])[-1])
+
+
+def test_mcp_servers_list_and_test(repo: Path) -> None:
+    user_config(_stdio("fx", more="sandbox = false") + _stdio("dead", more="sandbox = false").replace(
+        '"stdio"]', '"silent"]') + "startup_timeout = 1\n")
+    listed = run_ctxagent(repo, "mcp-servers", "list")
+    assert listed.returncode == 1  # one server failed
+    lines = {line.split()[0]: line for line in listed.stdout.splitlines()[1:]}
+    assert lines["fx"].split()[1:4] == ["stdio", "ready", "7"] and "failed" in lines["dead"]
+    assert "no answer to initialize within 1s" in lines["dead"]
+    tested = run_ctxagent(repo, "mcp-servers", "test", "fx")
+    assert tested.returncode == 0, tested.stderr
+    assert "mcp__fx__reverse" in tested.stdout and "dead" not in tested.stdout
+    assert run_ctxagent(repo, "mcp-servers", "test", "nope").returncode == 2
