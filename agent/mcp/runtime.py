@@ -45,6 +45,23 @@ class McpRuntime:
     def rows(self) -> list[ServerRow]:
         return server_rows(self.hub, self.counter, self.catalog.deferred_servers)
 
+    def markdown(self) -> str:
+        """`/mcp`: each server's state and tools with their schema tokens; which are deferred."""
+        from ctxagent.context.floor.display import strip_controls
+
+        lines = ["| server | transport | state | tools | schema tokens | |", "|---|---|---|--:|--:|---|"]
+        rows = self.rows()
+        for r in rows:
+            note = "deferred behind search_tools" if r.deferred else r.error
+            lines.append(f"| {r.name} | {r.transport} | {r.state} | {len(r.tools)} | {r.tokens:,} | {note} |")
+        for r in rows:
+            if r.tools:
+                lines += ["", f"**{r.name}**: " + ", ".join(f"`{n}` {t:,}" for n, t in r.tools)]
+        budget = self.catalog.budget
+        lines += ["", f"MCP schemas past {budget:,} tokens (mcp_defer_share of the window) wait behind "
+                  "`search_tools`; a tool it loads stays for the session."]
+        return strip_controls("\n".join(lines).replace("\x00", ""))
+
 
 def server_rows(hub: McpHub, counter: TokenCounter, deferred: list[str] | None = None) -> list[ServerRow]:
     from ctxagent.agent.mcp.tools import spec_of
