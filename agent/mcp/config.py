@@ -55,8 +55,8 @@ class McpServerConfig(BaseModel):
     enabled: bool = True
     enabled_tools: list[str] | None = None  # None: every tool the server lists
     disabled_tools: list[str] = Field(default_factory=list)
-    startup_timeout: Seconds = Field(10.0, validation_alias=AliasChoices("startup_timeout", "startup_timeout_sec"))
-    tool_timeout: Seconds = Field(120.0, validation_alias=AliasChoices("tool_timeout", "tool_timeout_sec"))
+    startup_timeout: Seconds = Field(default=10.0, validation_alias=AliasChoices("startup_timeout", "startup_timeout_sec"))
+    tool_timeout: Seconds = Field(default=120.0, validation_alias=AliasChoices("tool_timeout", "tool_timeout_sec"))
     # user config only (USER_ONLY_SERVER_KEYS): each call asks like `shell` unless lifted here
     ask: bool = True
     allow_tools: list[str] = Field(default_factory=list)  # tools of this server that never ask
