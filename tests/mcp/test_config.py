@@ -89,3 +89,14 @@ def test_tool_names_fit_every_provider() -> None:
     assert len(long) == 64 and long.startswith("mcp__") and long != tool_name("s" * 40, "t" * 41)
     assert server_of("mcp__docs__search") == "docs" and server_of("read_file") is None
     assert McpServerConfig(command="x").asks("t") and not McpServerConfig(command="x", allow_tools=["t"]).asks("t")
+
+
+def test_the_readme_mcp_example_loads(project: Path) -> None:
+    import re
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    block = next(b for b in re.findall(r"```toml\n(.*?)```", readme, re.S) if "[mcp_servers." in b)
+    user_config(block)
+    cfg = load_config(project)
+    assert cfg.mcp_servers["docs"].transport == "stdio" and cfg.mcp_servers["tracker"].transport == "http"
+    assert cfg.mcp_servers["tracker"].bearer_token_env_var == "TRACKER_TOKEN" and not cfg.mcp_servers["tracker"].ask
