@@ -101,10 +101,21 @@ class Config(BaseModel):
             if d.get(key):
                 v = str(d[key])
                 d[key] = f"{v[:4]}…[redacted]" if len(v) > 12 else "[redacted]"
+        for server in d.get("mcp_servers", {}).values():  # a header or a server's variable may hold a token
+            for table in ("headers", "env"):
+                server[table] = {k: "[redacted]" for k in server.get(table) or {}}
         return d
 
     def secrets(self) -> list[str]:
-        return [v for v in (getattr(self, f) for f in SECRET_FIELDS) if v]
+        """What the session's sanitizer redacts: the API keys, and what the MCP servers are handed
+        (header and `env` values, the bearer tokens read from their variables)."""
+        found = [v for v in (getattr(self, f) for f in SECRET_FIELDS) if v]
+        for server in self.mcp_servers.values():
+            found += [v for v in (*server.headers.values(), *server.env.values()) if len(v) >= 8]
+            token = os.environ.get(server.bearer_token_env_var) if server.bearer_token_env_var else None
+            if token:
+                found.append(token)
+        return found
 
 
 FILE_KEYS = frozenset(Config.model_fields) - _INTERNAL_FIELDS

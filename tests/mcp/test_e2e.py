@@ -183,3 +183,20 @@ def test_mcp_servers_list_and_test(repo: Path) -> None:
     assert tested.returncode == 0, tested.stderr
     assert "mcp__fx__reverse" in tested.stdout and "dead" not in tested.stdout
     assert run_ctxagent(repo, "mcp-servers", "test", "nope").returncode == 2
+
+
+def test_the_bearer_token_never_reaches_the_log_or_the_model(repo: Path, scripted, http_server) -> None:
+    token = "tok-live-7f3a9c2e5b1d4f60"
+    user_config(f'[mcp_servers.web]\nurl = "{http_server()}"\nbearer_token_env_var = "WEB_TOKEN"\n')
+    srv = scripted([
+        {"tool_calls": [{"name": "mcp__web__reverse", "arguments": {"text": token[::-1]}}]},  # the server says it back
+        {"text": "ok"},
+    ])
+    out = run_ctxagent(repo, "-p", "go", "--model", MODEL, "--base-url", srv.url, "--yes", "--output", "json",
+                       env={"WEB_TOKEN": token})
+    assert out.returncode == 0, out.stderr
+    assert token not in json.dumps(srv.bodies()[1])
+    log = (next((repo / ".ctxagent" / "sessions").glob("*.jsonl"))).read_text()
+    assert token not in log and "WEB_TOKEN" not in out.stdout + out.stderr
+    shown = run_ctxagent(repo, "config", env={"WEB_TOKEN": token})
+    assert token not in shown.stdout
