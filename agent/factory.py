@@ -336,9 +336,17 @@ def create_agent(
     memory, warm, memory_problem = _memory_parts(session)
     told: list[str] = []  # an instruction file the agent wrote: said at the start (system_prompt)
     system = system_prompt(session.root, memory=memory is not None, log=session.log, notices=told)
+    tools = registry or default_registry(memory=memory is not None)
+    policy = SandboxPolicy.from_config(config)
+    mcp = None
+    if config.mcp_servers:  # started in the background: the first prompt never waits for them
+        from ctxagent.agent.mcp.runtime import start_mcp
+
+        mcp = start_mcp(config.mcp_servers, session.root, policy, tools, counter=counter, window=window,
+                        share=config.mcp_defer_share, log=session.log, on_event=on_event)
     parts = AgentParts(
         provider=provider,
-        registry=registry or default_registry(memory=memory is not None),
+        registry=tools,
         counter=counter,
         budget=budget,
         calibrator=calibrator,
@@ -351,7 +359,8 @@ def create_agent(
         summarize=summarizer_for(config, label),
         checkpoints=_checkpoints(session),
         tool_config={"test_command": config.test_command, "shell_timeout": config.shell_timeout,
-                     "sandbox": SandboxPolicy.from_config(config)},  # every command the tools run
+                     "sandbox": policy},  # every command the tools run (and every local MCP server)
+        mcp=mcp,
     )
     agent = Agent(session, parts, on_event=on_event, approver=approver)
     if memory_problem and on_event is not None:

@@ -19,6 +19,7 @@ from ctxagent.context.events import ErrorData
 
 if TYPE_CHECKING:
     from ctxagent.agent.checkpoints.store import Checkpoints
+    from ctxagent.agent.mcp.runtime import McpRuntime
     from ctxagent.agent.providers.protocol import Provider
     from ctxagent.context.budget import Budget
     from ctxagent.context.builder.inputs import WarmProvider
@@ -62,6 +63,7 @@ class AgentParts:
     summarize: Callable[[str], str] | None = None
     checkpoints: Checkpoints | None = None
     tool_config: dict[str, Any] = field(default_factory=dict)
+    mcp: McpRuntime | None = None  # the session's MCP servers and their tools (agent/mcp/runtime.py)
 
     @property
     def user_memory(self) -> MemoryStore | None:

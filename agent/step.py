@@ -28,8 +28,15 @@ from ctxagent.agent.updates import AssistantDelta, AssistantDone, ContextBuilt, 
 from ctxagent.context.builder.cache import BuildCache
 from ctxagent.context.builder.dispatch import build
 from ctxagent.context.builder.inputs import BuildResult
-from ctxagent.context.builder.step import Builder, StepSetup, build_next, record_step, refused_ratio
-from ctxagent.context.errors import ContextLengthError, ContextOverflowError, ProviderError
+from ctxagent.context.builder.step import (
+    Builder,
+    StepSetup,
+    build_next,
+    record_step,
+    record_system_prompt,
+    refused_ratio,
+)
+from ctxagent.context.errors import ContextLengthError, ContextOverflowError, ProviderError, StreamError
 from ctxagent.context.events import AssistantData, ErrorData
 from ctxagent.context.report import ContextReport
 from ctxagent.context.request import ToolCall, Usage
@@ -98,6 +105,8 @@ class StepRunner:
 
     def run(self, turn: int, cancel: threading.Event) -> StepOutcome:
         step = self.step + 1
+        if self.parts.registry.refresh():  # tools that arrived (MCP): logged before the step that sends them
+            record_system_prompt(self.session.log, self.parts.system, self.parts.registry.specs())
         self.journal.emit(StepStarted(step, turn))
         ratio = self.parts.calibrator.ratio
         try:

@@ -8,6 +8,7 @@ services (`ToolServices`: spill store, log, memory — the user's store too — 
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from typing import TYPE_CHECKING, Any
@@ -105,10 +106,11 @@ class ToolRunner:
             return None
         mode = self.session.config.permission_mode
         allowed = not always and (
-            mode == "yolo" or (mode == "auto-edit" and kind == "edit") or call.name in self.allowed_for_session)
+            mode == "yolo" or (mode == "auto-edit" and kind == "edit") or _allowance(call) in self.allowed_for_session)
         if not allowed:
             args = call.arguments
-            preview = self._command_preview(call.name, args) if kind == "command" else _edit_preview(call.name, args)
+            command = kind == "command" and not call.name.startswith("mcp__")  # an MCP tool shows its arguments
+            preview = self._command_preview(call.name, args) if command else _edit_preview(call.name, args)
             decision = self.approver(PermissionRequest(call.id, call.name, kind, args, preview))
             self.journal.append(PermissionData(call_id=call.id, decision="allow" if decision.allow else "deny",
                                                reason=decision.reason))
@@ -116,7 +118,7 @@ class ToolRunner:
                 reason = f" Reason: {decision.reason}" if decision.reason else ""
                 return ToolResult(f"permission denied for {call.name}.{reason}", is_error=True)
             if decision.remember and not always:
-                self.allowed_for_session.add(call.name)
+                self.allowed_for_session.add(_allowance(call))
         # Shell and test commands can change files too: checkpoint before the first of either.
         checkpoints = self.parts.checkpoints
         if self.turn_checkpoint is None and checkpoints is not None:
@@ -162,6 +164,15 @@ class ToolRunner:
         self.journal.emit(ToolFinished(call.id, call.name, content, result.is_error, duration_ms, {**meta, "spill": spill_meta}))
 
 
+def _allowance(call: ToolCall) -> str:
+    """What "allow for this session" covers: the tool, and for an MCP tool (it can do anything) only
+    these exact arguments. (agent/permissions.py's `allowance` on the approvals branch keys every
+    tool this way; this is its MCP case.)"""
+    if not call.name.startswith("mcp__"):
+        return call.name
+    return call.name + "\0" + json.dumps(call.arguments, ensure_ascii=False, sort_keys=True, separators=(",", ":"), default=str)
+
+
 def _edit_preview(name: str, args: dict[str, Any]) -> str:
     if name == "edit_file":
         old = "\n".join("- " + line for line in str(args.get("old_text", "")).splitlines())
@@ -170,6 +181,8 @@ def _edit_preview(name: str, args: dict[str, Any]) -> str:
     if name == "write_file":
         content = str(args.get("content", ""))
         return f"{args.get('path', '?')} ({len(content.splitlines())} lines)\n{content[:2000]}"
+    if name.startswith("mcp__"):
+        return json.dumps(args, ensure_ascii=False, indent=1, default=str)[:4000]
     if name == "store_memory":
         where = "for every project (user memory)" if args.get("scope") == "user" else "in this project's memory"
         return f"remember {where}, as a {args.get('type', 'note')}:\n{str(args.get('content', ''))[:2000]}"

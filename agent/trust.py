@@ -67,6 +67,7 @@ SENSITIVE_KEYS: dict[str, str] = {
     "sandbox_env": "passes more of your environment to commands",
     "sandbox_writable": "lets commands write outside the repository",
     "sandbox_hidden": "changes which of your files commands see (a repository's list only adds to them)",
+    "mcp_servers": "starts programs, or connects to servers, the repository chose (MCP); their tools run on your yes",
 }
 # Values that can only make ctxagent do less: applied from any repository (compared with their type:
 # `sandbox_network = 0` is not `false`).
@@ -85,6 +86,25 @@ USER_ONLY: tuple[tuple[str, Callable[[object], bool], str], ...] = (
     ("sandbox_writable", lambda v: isinstance(v, list) and v != [],
      "lets commands write outside the repository; only your own config can"),
 )
+
+
+def user_only_server_keys(servers: Mapping[str, Any], source: str) -> tuple[dict[str, Any], list[IgnoredKey]]:
+    """A repository's MCP servers without the keys that lift a safeguard — asking before each call
+    (`ask`, `allow_tools`) and the sandbox a local server runs in (`sandbox`) — which only the user's
+    own config may set (agent/mcp/config.py USER_ONLY_SERVER_KEYS), and those keys as ignored."""
+    from ctxagent.agent.mcp.config import USER_ONLY_SERVER_KEYS
+
+    kept: dict[str, Any] = {}
+    ignored: list[IgnoredKey] = []
+    for name, spec in servers.items():
+        if not isinstance(spec, dict):
+            kept[name] = spec  # validation names the file and the key
+            continue
+        kept[name] = {k: v for k, v in spec.items() if k not in USER_ONLY_SERVER_KEYS}
+        ignored += [IgnoredKey(f"mcp_servers.{name}.{k}", source, "lifts the questions or the sandbox of an MCP "
+                               "server; only your own config can", user_only=True)
+                    for k in spec if k in USER_ONLY_SERVER_KEYS]
+    return kept, ignored
 
 
 def harmless(key: str, value: object) -> bool:

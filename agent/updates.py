@@ -80,6 +80,17 @@ class Notice:
 
 
 @dataclass(frozen=True)
+class McpStatus:
+    """An MCP server's state changed (ready, failed, crashed, stopped): the status bar and `/mcp`
+    show it. Sent from the MCP thread, between the turn's own events."""
+
+    server: str
+    state: str  # agent/mcp/client.py STATES
+    error: str = ""
+    tools: int = 0
+
+
+@dataclass(frozen=True)
 class CompactionDone:
     first_id: int
     last_id: int
@@ -122,5 +133,5 @@ class PermissionDecision:
 
 AgentEvent = (
     TurnStarted | StepStarted | ContextBuilt | AssistantDelta | AssistantDone | ModelWaiting | ToolStarted
-    | ToolFinished | Notice | CompactionDone | TurnFinished
+    | ToolFinished | Notice | McpStatus | CompactionDone | TurnFinished
 )

@@ -262,11 +262,28 @@ class FunctionTool(Generic[A]):
 class ToolRegistry:
     def __init__(self, tools: list[Tool] | None = None):
         self._tools: dict[str, Tool] = {}
+        # tools that arrive later (an MCP server that came up, a tool search that loaded some): each
+        # source hands over its new tools, which go after the others, so the list sent so far stays
+        # a prefix of the new one (the cached prompt prefix)
+        self._sources: list[Callable[[], list[Tool]]] = []
         for t in tools or []:
             self.add(t)
 
     def add(self, tool: Tool) -> None:
         self._tools[tool.name] = tool
+
+    def add_source(self, source: Callable[[], list[Tool]]) -> None:
+        self._sources.append(source)
+
+    def refresh(self) -> bool:
+        """Take the sources' new tools (the agent does it before each step); True when any came."""
+        added = False
+        for source in self._sources:
+            for tool in source():
+                if tool.name not in self._tools:
+                    self._tools[tool.name] = tool
+                    added = True
+        return added
 
     def get(self, name: str) -> Tool | None:
         return self._tools.get(name)

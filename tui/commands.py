@@ -34,6 +34,7 @@ COMMANDS: tuple[SlashCommand, ...] = (
     SlashCommand("new", "Start a new session (optionally seeded with a summary)"),
     SlashCommand("context", "What fills the window: slices, contents, red flags, history"),
     SlashCommand("memory", "Browse, search and forget memory records", "[query]"),
+    SlashCommand("mcp", "MCP servers: state, tools and the schema tokens of each"),
     SlashCommand("remember", "Pin a constraint that is recalled into every step", "TEXT"),
     SlashCommand("model", "Show or switch the model", "[name]"),
     SlashCommand("clear", "Clear the screen (a fresh view; the log is kept)"),

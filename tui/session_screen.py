@@ -22,6 +22,7 @@ from ctxagent.agent import (
     AssistantDone,
     ContextBuilt,
     ModelWaiting,
+    McpStatus,
     Notice,
     StepStarted,
     ToolStarted,
@@ -291,9 +292,23 @@ class SessionScreen(Screen[None]):
                 self.status.show_waiting(ev.step, ev.seconds)
             case ToolStarted():
                 self.status.set(activity=f"tool: {ev.name}")
+            case McpStatus():
+                self._mcp_state(ev)
             case TurnFinished():
                 self._turn_finished(ev)
         await self.chat.show(ev)
+
+    def _mcp_state(self, ev: McpStatus) -> None:
+        """The status bar's MCP item; a server that failed or crashed also gets a line (/mcp has the rest)."""
+        states = getattr(self, "_mcp_states", {})
+        states[ev.server] = ev.state
+        self._mcp_states = states
+        ready = sum(1 for s in states.values() if s == "ready")
+        bad = [n for n, s in states.items() if s in ("failed", "crashed")]
+        self.status.set(mcp=f"MCP {ready}/{len(states)}" + (f" ✗ {', '.join(bad)}" if bad else ""))
+        if ev.state in ("failed", "crashed"):
+            self.chat.mount(NoticeLine(f"MCP server {ev.server} {ev.state}: {ev.error} — its tools answer with an "
+                                       "error; /mcp shows the servers", "warning"))
 
     def _turn_finished(self, ev: TurnFinished) -> None:
         self.turn_ended_at = time.monotonic()  # the app's second Ctrl+C after an interrupt counts from here

@@ -149,6 +149,19 @@ def memory(control: SessionControl, arg: str) -> None:
     control.app.push_screen(MemoryScreen(control.agent.memory, arg))
 
 
+@handles("mcp")
+def mcp(control: SessionControl, arg: str) -> None:
+    from ctxagent.tui.pickers import InfoModal
+
+    agent = control.agent
+    assert agent is not None
+    runtime = agent.parts.mcp
+    text = runtime.markdown() if runtime is not None else (
+        "No MCP servers are configured. Add `[mcp_servers.NAME]` to your config.toml (see the README); a trusted "
+        "repository's `.mcp.json` is read too.")
+    control.app.push_screen(InfoModal("## MCP servers\n\n" + text))
+
+
 @handles("remember")
 def remember(control: SessionControl, arg: str) -> None:
     if not arg.strip():

@@ -22,6 +22,7 @@ class StatusInfo:
     activity: str = "idle"  # "idle" | "thinking" | "tool: read_file" | ...
     label: str = ""  # e.g. "scripted demo"
     permissions: str = "ask"  # the permission mode: "ask" | "auto-edit" | "yolo"
+    mcp: str = ""  # the MCP servers: "MCP 2/2", or "MCP 1/2 ✗ docs" when one failed or crashed
 
 
 # Marks for relaxed permission modes: always visible, because nothing else says edits run unasked.
@@ -55,6 +56,8 @@ def format_status(info: StatusInfo, width: int = 80) -> Text:
     parts.append(("{model}", "bold", 8))
     if info.session:
         parts.append((info.session, "dim", 10))
+    if info.mcp:
+        parts.append((info.mcp, "bold yellow" if "✗" in info.mcp else "dim", 7))
     parts.append((f"↑{human_tokens(info.tokens_in)} ↓{human_tokens(info.tokens_out)}", "", 5))
     parts.append(((f"${info.cost:.4f}" if info.cost is not None else "$—"), "", 4))
     parts.append((f"cal ×{info.calibration:.2f}", "dim", 3))

@@ -188,6 +188,11 @@ def run_headless(args: Any, out: TextIO | None = None, err: TextIO | None = None
             printed_errors = printer.printed_errors
         agent = create_agent(session, on_event=printer or (lambda ev: _json_notice(ev, err, printed_errors)),
                              approver=approver)
+        if agent.parts.mcp is not None:  # one prompt and no one to watch a status bar: wait for the servers
+            agent.parts.mcp.hub.wait_started()
+            for state in agent.parts.mcp.hub.states():
+                if state.state not in ("ready", "starting"):
+                    _write(err, f"ctxagent: MCP server {state.name} {state.state}: {state.error}\n")
     except (ConfigError, HistoryError) as exc:
         _write(err, f"ctxagent: {exc}\n")
         return EXIT_CONFIG
@@ -213,6 +218,8 @@ def run_headless(args: Any, out: TextIO | None = None, err: TextIO | None = None
         _write(err, f"ctxagent: {exc}\n")
         return EXIT_PROVIDER
     finally:
+        if agent.parts.mcp is not None:
+            agent.parts.mcp.close()
         _close(session)
     stop = done.stop_reason
     code = _exit_code(stop, done.error_type or None, bool(approver.refused))
