@@ -35,6 +35,7 @@ from typing import Any
 
 from ctxagent.agent.providers import specs
 from ctxagent.context.errors import ConfigError
+from ctxagent.context.floor.display import show_controls
 from ctxagent.context.floor.state_paths import describe_os_error, user_state_dir
 
 try:
@@ -194,7 +195,7 @@ def describe_ignored(ignored: Iterable[IgnoredKey]) -> str:
     items = list(ignored)
     if not items:
         return ""
-    sources = sorted({i.source for i in items})
+    sources = sorted({show_controls(i.source) for i in items})  # a path: every character in it shown
     lines = [f"ignored {len(items)} setting{'s' if len(items) != 1 else ''} from {', '.join(sources)} "
              "(this repository is not trusted):"]
     lines += [f"  - {i.line()}" for i in items]

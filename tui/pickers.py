@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 
 from ctxagent.tui.modals import MODAL_CSS
-from ctxagent.tui.safe import one_line, plain
+from ctxagent.tui.safe import flat, one_line, plain
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -54,7 +54,7 @@ class InfoModal(ModalScreen[None]):
 
     def __init__(self, markdown: str) -> None:
         super().__init__()
-        self.markdown = markdown
+        self.markdown = flat(markdown)  # it quotes model names and session text
 
     def compose(self) -> ComposeResult:
         with VerticalScroll():

@@ -9,7 +9,6 @@ Deterministic: the same N gives the same data (seeded generator).
 from __future__ import annotations
 
 import argparse
-import json
 import random
 import statistics
 import tempfile
@@ -17,6 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ctxagent.context.floor.display import echo, echo_json
 from ctxagent.context.memory import MemoryStore
 from ctxagent.context.memory.recall import MemoryRecall
 
@@ -110,9 +110,9 @@ def _run(args: argparse.Namespace) -> int:
     r = run_memory_latency(args.records, args.repeats)
     cpu = r["search_cpu_ms"]
     if args.json:
-        print(json.dumps(r, indent=1))
+        echo_json(r, indent=1)
     else:
-        print(f"{r['records']} records (filled in {r['fill_seconds']} s): search p50 {r['search_ms']['p50']} ms, "
-              f"p95 {r['search_ms']['p95']} ms (CPU p50 {cpu['p50']} ms, p95 {cpu['p95']} ms); warm-block recall p50 {r['warm_records_ms']['p50']} ms, "
-              f"p95 {r['warm_records_ms']['p95']} ms")
+        echo(f"{r['records']} records (filled in {r['fill_seconds']} s): search p50 {r['search_ms']['p50']} ms, "
+             f"p95 {r['search_ms']['p95']} ms (CPU p50 {cpu['p50']} ms, p95 {cpu['p95']} ms); warm-block recall p50 {r['warm_records_ms']['p50']} ms, "
+             f"p95 {r['warm_records_ms']['p95']} ms")
     return 0

@@ -147,7 +147,9 @@ def main(argv: list[str] | None = None, tui_launcher: Callable[[argparse.Namespa
     args.tui_launcher = tui_launcher
     missing = _missing_directory(args)
     if missing:
-        sys.stderr.write(f"ctxagent: {missing}\n")
+        from ctxagent.context.floor.display import echo
+
+        echo(f"ctxagent: {missing}", err=True)
         return 2
     if getattr(args, "func", None) is not None:
         try:
