@@ -22,6 +22,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ctxagent.agent.parts import AgentParts, Approver, Journal, deny_mutations
+from ctxagent.agent.permissions import Allowance
 from ctxagent.agent.providers.protocol import CUT_STOPS
 from ctxagent.agent.server_context import ServerContext, seen_reports
 from ctxagent.agent.session import Session
@@ -107,8 +108,8 @@ class Agent:
         return self.steps.step
 
     @property
-    def allowed_for_session(self) -> set[str]:
-        """Tools the user allowed for the rest of this session."""
+    def allowed_for_session(self) -> set[Allowance]:
+        """What the user allowed for the rest of this session: each a tool with its exact command or path."""
         return self.tools.allowed_for_session
 
     @property
