@@ -25,7 +25,7 @@ from ctxagent.agent.parts import AgentParts, Approver, Journal, deny_mutations
 from ctxagent.agent.permissions import Allowance
 from ctxagent.agent.providers.protocol import CUT_STOPS
 from ctxagent.agent.server_context import ServerContext, seen_reports
-from ctxagent.agent.session import Session
+from ctxagent.agent.session import Session, endpoint_for, record_endpoint
 from ctxagent.agent.session_ops import (
     RewindMenu,
     RewindMode,
@@ -77,6 +77,8 @@ class Agent:
         self.tools = ToolRunner(session, parts, self.journal, approver or deny_mutations)
         # the stable prefix, whenever it changed, so `inspect` can rebuild any step exactly
         record_system_prompt(session.log, parts.system, parts.registry.specs())
+        # where the requests go, whenever it changed (/model), so offline commands send to it too
+        record_endpoint(session.log, endpoint_for(session.config, parts.model_label))
         self._answer_dangling_calls()
 
     # -- what the front ends read ---------------------------------------------------------------
