@@ -78,8 +78,8 @@ def ask_about(tool: str, kind: str, args: dict[str, Any], *, root: Path, command
         chosen = tool == "run_tests" and bool(str(args.get("command") or "").strip())
         note = ("The model chose this test command: it runs like any shell command." if chosen else "")
         return Ask(key, preview_text(command) if command else "(no test command detected)", note)
-    note = instruction_file_note(tool, kind, args, root)
-    return Ask(key, edit_preview(tool, args), note or "", always=note is not None)
+    instruction_note = instruction_file_note(tool, kind, args, root)
+    return Ask(key, edit_preview(tool, args), instruction_note or "", always=instruction_note is not None)
 
 
 # -- instruction files ----------------------------------------------------------------------------
