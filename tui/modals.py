@@ -188,9 +188,9 @@ class PermissionModal(GuardedModal[PermissionDecision]):
         Binding("end", "scroll_preview('end')", show=False),
     ]
     SHORTCUTS = frozenset("yan")
-    # A preview longer than this takes what room is left, not its own height: a preview as tall as
-    # the terminal would push the reason field and the buttons out of the box, out of sight.
-    TALL_LINES = 4
+    # A preview longer than this takes the room left, not its own height: one as tall as the terminal
+    # would push the reason field and the buttons out of the box, out of sight.
+    TALL_LINES = 7
 
     def __init__(self, request: PermissionRequest) -> None:
         super().__init__()
@@ -245,12 +245,12 @@ class PermissionModal(GuardedModal[PermissionDecision]):
             event.prevent_default()
 
     def on_mount(self) -> None:  # Textual calls GuardedModal's on_mount too (every class's handler)
-        self.call_after_refresh(self._show_scroll_hint)
+        self.call_after_refresh(self._fit)
 
     def on_resize(self) -> None:
-        self.call_after_refresh(self._show_scroll_hint)
+        self.call_after_refresh(self._fit)
 
-    def _show_scroll_hint(self) -> None:
+    def _fit(self) -> None:
         """Say that the preview scrolls whenever some of it is out of view (at this terminal's size)."""
         self.set_class(self.query_one("#perm-preview", VerticalScroll).max_scroll_y > 0, "-scrolls")
 
