@@ -42,6 +42,7 @@ _EXPORTS = {
     "find_repo_root": "ctxagent.agent.session",
     "list_sessions": "ctxagent.agent.session",
     "open_session": "ctxagent.agent.session",
+    "with_session_model": "ctxagent.agent.session",
     "describe_rewind": "ctxagent.agent.checkpoints.rewind",
     "find_user_turn": "ctxagent.agent.checkpoints.rewind",
     "REWIND_MODES": "ctxagent.agent.checkpoints.rewind",
@@ -50,6 +51,10 @@ _EXPORTS = {
     "TurnInfo": "ctxagent.agent.checkpoints.turns",
     # models
     "cost_usd": "ctxagent.agent.providers.registry",
+    "SessionCost": "ctxagent.agent.providers.pricing",
+    "call_cost": "ctxagent.agent.providers.pricing",
+    "model_calls": "ctxagent.agent.providers.pricing",
+    "session_cost": "ctxagent.agent.providers.pricing",
     "model_info": "ctxagent.agent.providers.registry",
     "parse_model_name": "ctxagent.agent.providers.registry",
     # the command line, set-up help and the demo
@@ -95,6 +100,12 @@ if TYPE_CHECKING:
         AgentParts as AgentParts,
         Approver as Approver,
     )
+    from ctxagent.agent.providers.pricing import (
+        SessionCost as SessionCost,
+        call_cost as call_cost,
+        model_calls as model_calls,
+        session_cost as session_cost,
+    )
     from ctxagent.agent.providers.registry import (
         cost_usd as cost_usd,
         model_info as model_info,
@@ -111,6 +122,7 @@ if TYPE_CHECKING:
         find_repo_root as find_repo_root,
         list_sessions as list_sessions,
         open_session as open_session,
+        with_session_model as with_session_model,
     )
     from ctxagent.agent.session_ops import (
         switch_model as switch_model,

@@ -6,7 +6,10 @@ the file and the key, not a value that loads and misbehaves later.
 
 The repository layer is untrusted (see agent/trust.py): a `.ctxagent/` the repository ships is
 refused, and its security-relevant keys apply only once the user trusted the repository; the
-others are listed in `Config.ignored_keys`.
+others are listed in `Config.ignored_keys`. A repository never takes the command sandbox away
+(`sandbox = "off"`, the network, extra writable paths: the user's own config or a flag only), and
+its `sandbox_hidden` adds to the hidden paths. `Config.origins` records which layer set each key
+(`ctxagent config`, doctor).
 
 Keys are secrets: they live only in memory, `redacted()` is what gets printed, and the session log,
 memory and spill files are written through a sanitizer that knows them.
@@ -32,8 +35,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 # are declared below because the model is static (tests/test_providers_specs.py checks they agree).
 SECRET_FIELDS = tuple(s.key_field for s in specs.providers() if s.key_field)
 PERMISSION_MODES = ("ask", "auto-edit", "yolo")
+# The command runner's modes (tools/sandbox/policy.py MODES, the one definition): written out here
+# because importing tools/ would load every tool before the app's first frame; a test checks they agree.
+SANDBOX_MODES = ("workspace-write", "read-only", "off")
+SANDBOX_KEYS = ("sandbox", "sandbox_network", "sandbox_env", "sandbox_writable", "sandbox_hidden")
 # Filled in by the loader, never read from a file.
-_INTERNAL_FIELDS = frozenset({"sources", "ignored_keys"})
+_INTERNAL_FIELDS = frozenset({"sources", "origins", "ignored_keys"})
 
 Fraction = Annotated[float, Field(gt=0, le=1)]
 # Literal over the one tuple that defines each set (a tuple subscript is the same as listing them).
@@ -41,6 +48,7 @@ Fraction = Annotated[float, Field(gt=0, le=1)]
 SliceName = Literal[SLICE_NAMES]  # type: ignore[valid-type]
 PermissionMode = Literal[PERMISSION_MODES]  # type: ignore[valid-type]
 Strategy = Literal[STRATEGIES]  # type: ignore[valid-type]
+SandboxMode = Literal[SANDBOX_MODES]  # type: ignore[valid-type]
 
 
 class Config(BaseModel):
@@ -68,11 +76,19 @@ class Config(BaseModel):
     summary_model: str | None = None  # None: a cheaper sibling of the main model; "none": extractive only
     test_command: str | None = None
     shell_timeout: Annotated[int, Field(ge=1)] = 120
+    # How commands run (shell, run_tests, !command, the test command, hooks): tools/sandbox/. `off`,
+    # the network and extra writable paths come only from the user's own config or a flag (agent/trust.py).
+    sandbox: SandboxMode = "workspace-write"
+    sandbox_network: bool = False
+    sandbox_env: list[str] = Field(default_factory=list)  # more variable names passed (secret-shaped ones never)
+    sandbox_writable: list[str] = Field(default_factory=list)  # more writable directories, e.g. "~/.cache"
+    sandbox_hidden: list[str] | None = None  # paths commands see empty; None: the default credential stores
     memory: bool = True
     recall_k: Annotated[int, Field(ge=0)] = 8
     degrade_after_turns: Annotated[int, Field(ge=1)] = 20
     synonyms: list[list[str]] = Field(default_factory=list)  # extra memory-search groups: [["login", "auth", "登录"]]
     sources: list[str] = Field(default_factory=list)  # which files contributed (for `ctxagent config`)
+    origins: dict[str, str] = Field(default_factory=dict)  # key -> the layer that set it (absent: the default)
     ignored_keys: list[IgnoredKey] = Field(default_factory=list)  # repository keys not applied (untrusted)
 
     def redacted(self) -> dict[str, Any]:
@@ -148,21 +164,45 @@ def load_config(root: Path | None = None, flags: dict[str, Any] | None = None, e
     user_file = user_config_dir() / "config.toml"
     layers: list[tuple[str, dict[str, Any]]] = [(str(user_file), _read_toml(user_file))]
     ignored: list[IgnoredKey] = []
+    repo_layer = None
     if root is not None:
         check_state_dir(root)
         repo_file = project_state_dir(root) / "config.toml"
         values, ignored = split_untrusted(_read_toml(repo_file), root, str(repo_file))
-        layers.append((str(repo_file), values))
+        repo_layer = str(repo_file)
+        layers.append((repo_layer, values))
     environ = os.environ if env is None else env
     layers.append(("the environment", {attr: environ[var] for var, attr in _ENV.items() if environ.get(var)}))
     layers.append(("the command line", {k: v for k, v in (flags or {}).items() if v is not None}))
     for name, values in layers:
         values = {k: v for k, v in values.items() if v is not None}
+        if name == repo_layer:
+            values = _only_more_hidden(cfg, values)
         if values:
             cfg = _apply(cfg, values, name)
-            cfg.sources.append({"the environment": "environment", "the command line": "flags"}.get(name, name))
+            label = {"the environment": "environment", "the command line": "flags"}.get(name, name)
+            cfg.sources.append(label)
+            cfg.origins.update({k: label for k in values})
     cfg.ignored_keys = ignored
     return cfg
+
+
+def _only_more_hidden(cfg: Config, values: dict[str, Any]) -> dict[str, Any]:
+    """The repository layer's `sandbox_hidden` adds to what is hidden so far (the user's list, or
+    the default one): a repository may hide more from commands, never show what the user hides."""
+    extra = values.get("sandbox_hidden")
+    if not isinstance(extra, list):
+        return values  # absent, or a wrong type that validation reports with the file and the key
+    # imported here: only a repository that sets the key pays for loading tools/
+    from ctxagent.tools.sandbox.policy import HIDDEN_BY_DEFAULT
+
+    so_far = cfg.sandbox_hidden if cfg.sandbox_hidden is not None else list(HIDDEN_BY_DEFAULT)
+    return {**values, "sandbox_hidden": [*so_far, *(p for p in extra if p not in so_far)]}
+
+
+def origin_of(cfg: Config, key: str) -> str:
+    """Where `key`'s value came from, in words: "the default", "flags", "environment" or a file."""
+    return cfg.origins.get(key, "the default")
 
 
 def flags_from_args(args: Any) -> dict[str, Any]:
@@ -176,4 +216,7 @@ def flags_from_args(args: Any) -> dict[str, Any]:
     }
     if getattr(args, "yes", False):
         out["permission_mode"] = "yolo"
+    out["sandbox"] = getattr(args, "sandbox", None)
+    if getattr(args, "sandbox_network", False):
+        out["sandbox_network"] = True
     return out

@@ -35,6 +35,7 @@ from ctxagent.context.tokens import CachedCounter, get_counter
 from ctxagent.tools import make_registry
 from ctxagent.tools.confine import resolve_in_repo, stat_regular_file
 from ctxagent.tools.contract import ToolRegistry
+from ctxagent.tools.sandbox import SandboxPolicy
 
 if TYPE_CHECKING:
     from ctxagent.agent.checkpoints.store import Checkpoints
@@ -231,7 +232,8 @@ def create_agent(
         warm=warm,
         summarize=summarizer_for(config, label),
         checkpoints=_checkpoints(session),
-        tool_config={"test_command": config.test_command, "shell_timeout": config.shell_timeout},
+        tool_config={"test_command": config.test_command, "shell_timeout": config.shell_timeout,
+                     "sandbox": SandboxPolicy.from_config(config)},  # every command the tools run
     )
     agent = Agent(session, parts, on_event=on_event, approver=approver)
     if memory_problem and on_event is not None:

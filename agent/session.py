@@ -62,6 +62,27 @@ def resolve_session(root: Path, ref: str | None) -> Path:
     return all_sessions[-1]
 
 
+def session_model(log: SessionLog) -> str | None:
+    """The model the session last ran with: its newest step's (`context_report.model`, where a /model
+    switch shows from the next step on), else the one its `session_start` names; None when neither does.
+    (A stand-in for the session's endpoint — model and base URL — until the log records both.)"""
+    for ev in reversed(log.events):
+        if ev.kind == "context_report" and ev.context_report.model:
+            return ev.context_report.model
+    start = next((e for e in log.events if e.kind == "session_start"), None)
+    model = start.as_(SessionStartData).model if start is not None else ""
+    return model or None
+
+
+def with_session_model(config: Config, log: SessionLog) -> Config:
+    """`config` on the resumed session's own model (`session_model`), a copy, never changed in place:
+    the caller's config may be another session's. Unchanged when the log names no model."""
+    model = session_model(log)
+    if not model or model == config.model:
+        return config
+    return config.model_copy(update={"model": model}, deep=True)
+
+
 @dataclass
 class Session:
     root: Path
@@ -74,8 +95,14 @@ class Session:
         return self.log.session_id
 
 
-def open_session(root: Path, config: Config, resume: str | None = None, *, parent: str | None = None) -> Session:
+def open_session(root: Path, config: Config, resume: str | None = None, *, parent: str | None = None,
+                 keep_model: bool = False) -> Session:
     """A new session, or the one `resume` names ("" = the latest).
+
+    `keep_model`: a resumed session keeps its own model (`session_model`: the one it last ran with, a
+    /model switch included) — what `--resume` / `--continue` and the app's /resume ask for unless the
+    command line names a model. The config is copied for it, never changed: the caller's config may
+    be another session's.
 
     A new session's log is pending until its first user message creates the file (SessionLog's
     `pending_until`): a start that fails (a config error, the set-up screen, a quit before typing)
@@ -106,6 +133,8 @@ def open_session(root: Path, config: Config, resume: str | None = None, *, paren
                                         base_url=endpoint.base_url or "" if endpoint else "", cwd=str(root), parent=parent))
     except OSError as exc:  # a read-only `.ctxagent/`, a full disk
         raise StateDirError(f"cannot write the session log in {state / 'sessions'}: {describe_os_error(exc)}") from exc
+    if resume is not None and keep_model:
+        config = with_session_model(config, log)
     return Session(root=root, state_dir=state, config=config, log=log)
 
 

@@ -6,7 +6,14 @@ it the key), or names a program to run. Such keys (`SENSITIVE_KEYS`, and a model
 whose spec gives an `untrusted_reason`, such as `scripted:`) are
 ignored from the repository layer unless the user trusted that repository — like other agents'
 trusted-folder prompt. Values that can only make ctxagent do less (`permission_mode = "ask"`,
-`summary_model = "none"`) apply anyway. The user's own config file, the environment and flags are always trusted.
+`summary_model = "none"`, `sandbox = "read-only"`) apply anyway. The user's own config file, the
+environment and flags are always trusted.
+
+Some values are never taken from a repository, trusted or not (`USER_ONLY`): `sandbox = "off"`,
+`sandbox_network = true` and extra `sandbox_writable` paths take away the sandbox every command runs
+in, and trusting a repository is about its settings, not about giving the commands a model chooses
+your whole machine. They come only from the user's own config or a flag (`--sandbox off`,
+`--sandbox-network`). A repository's `sandbox_hidden` only adds to the hidden paths (agent/config.py).
 
 The trust list is `trusted_repos.json` in the user state dir (`CTXAGENT_HOME` or the platform's),
 keyed by the repository's resolved path, written atomically and private (0600). It also records
@@ -28,7 +35,7 @@ import json
 import os
 import tempfile
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,7 +43,7 @@ from typing import Any
 from ctxagent.agent.providers import specs
 from ctxagent.context.errors import ConfigError
 from ctxagent.context.floor.display import show_controls
-from ctxagent.context.floor.state_paths import describe_os_error, user_state_dir
+from ctxagent.context.floor.state_paths import describe_os_error, user_config_dir, user_state_dir
 
 try:
     import fcntl
@@ -55,18 +62,48 @@ SENSITIVE_KEYS: dict[str, str] = {
     "test_command": "names a program ctxagent would run",
     "shell_timeout": "changes how long commands may run",
     "summary_model": "sends the conversation to a model the repository chose",
+    "sandbox": "changes what commands may write",
+    "sandbox_network": "changes whether commands reach the network",
+    "sandbox_env": "passes more of your environment to commands",
+    "sandbox_writable": "lets commands write outside the repository",
+    "sandbox_hidden": "changes which of your files commands see (a repository's list only adds to them)",
 }
-# Values that can only make ctxagent do less: applied from any repository.
-HARMLESS_VALUES: dict[str, frozenset[str]] = {"permission_mode": frozenset({"ask"}), "summary_model": frozenset({"none"})}
+# Values that can only make ctxagent do less: applied from any repository (compared with their type:
+# `sandbox_network = 0` is not `false`).
+HARMLESS_VALUES: dict[str, tuple[object, ...]] = {
+    "permission_mode": ("ask",), "summary_model": ("none",),
+    "sandbox": ("workspace-write", "read-only"), "sandbox_network": (False,), "sandbox_writable": ([],),
+}
+# Values no repository sets, trusted or not: they take the sandbox away, so they come only from the
+# user's own config file or a flag. (key, is this such a value, why.)
+USER_ONLY: tuple[tuple[str, Callable[[object], bool], str], ...] = (
+    ("sandbox", lambda v: v == "off",
+     'sandbox = "off" runs commands unsandboxed; only your own config or --sandbox off can turn the sandbox off'),
+    ("sandbox_network", lambda v: v is True,
+     "gives commands the network; only your own config or --sandbox-network can"),
+    ("sandbox_writable", lambda v: isinstance(v, list) and v != [],
+     "lets commands write outside the repository; only your own config can"),
+)
+
+
+def harmless(key: str, value: object) -> bool:
+    return any(type(value) is type(h) and value == h for h in HARMLESS_VALUES.get(key, ()))
+
+
+def user_only(key: str, value: object) -> str | None:
+    """Why no repository may set `key` to `value` (None: a repository may, once trusted)."""
+    return next((why for k, test, why in USER_ONLY if k == key and test(value)), None)
 
 
 @dataclass(frozen=True)
 class IgnoredKey:
-    """A repository config key that was not applied: the key, its file, and why."""
+    """A repository config key that was not applied: the key, its file, and why. `user_only`: a value
+    that trusting the repository does not apply either (USER_ONLY)."""
 
     key: str
     source: str
     reason: str
+    user_only: bool = False
 
     def line(self) -> str:
         return f"{self.key}: {self.reason}"
@@ -153,7 +190,7 @@ def trusted_repos() -> list[Path]:
 
 def decline(root: str | os.PathLike[str], ignored: Iterable[IgnoredKey]) -> None:
     """Remember that the user said no for these keys, so the app does not ask again for them."""
-    key, keys = _key(root), sorted({i.key for i in ignored})
+    key, keys = _key(root), sorted({i.key for i in ignored if not i.user_only})
 
     def change(data: dict[str, Any]) -> None:
         data["declined"][key] = {"keys": keys, "at": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
@@ -163,7 +200,7 @@ def decline(root: str | os.PathLike[str], ignored: Iterable[IgnoredKey]) -> None
 
 def needs_prompt(root: str | os.PathLike[str], ignored: Iterable[IgnoredKey]) -> bool:
     """True when keys were ignored and the user was not asked about them before (ask once)."""
-    keys = {i.key for i in ignored}
+    keys = {i.key for i in ignored if not i.user_only}  # trusting would not apply the others
     if not keys or is_trusted(root):
         return False
     asked = _read()["declined"].get(_key(root))
@@ -171,17 +208,21 @@ def needs_prompt(root: str | os.PathLike[str], ignored: Iterable[IgnoredKey]) ->
 
 
 def split_untrusted(values: Mapping[str, Any], root: str | os.PathLike[str], source: str) -> tuple[dict[str, Any], list[IgnoredKey]]:
-    """(values to apply, keys ignored) for one repository config layer; everything applies when trusted."""
-    if is_trusted(root):
-        return dict(values), []
+    """(values to apply, keys ignored) for one repository config layer; when the repository is
+    trusted, everything but the USER_ONLY values applies."""
+    trusted = is_trusted(root)
     kept: dict[str, Any] = {}
     ignored: list[IgnoredKey] = []
     for key, value in values.items():
-        reason = SENSITIVE_KEYS.get(key)
+        never = user_only(key, value)
+        if never is not None:
+            ignored.append(IgnoredKey(key, source, never, user_only=True))
+            continue
+        reason = None if trusted else SENSITIVE_KEYS.get(key)
         provider = specs.provider_of_model(value) if key == "model" and isinstance(value, str) else None
-        if provider is not None and provider.untrusted_reason:
+        if not trusted and provider is not None and provider.untrusted_reason:
             reason = provider.untrusted_reason
-        if isinstance(value, str) and value in HARMLESS_VALUES.get(key, ()):
+        if harmless(key, value):
             reason = None
         if reason is None:
             kept[key] = value
@@ -192,12 +233,23 @@ def split_untrusted(values: Mapping[str, Any], root: str | os.PathLike[str], sou
 
 def describe_ignored(ignored: Iterable[IgnoredKey]) -> str:
     """What was ignored and how to allow it, for stderr, `ctxagent config` and the app's prompt."""
-    items = list(ignored)
-    if not items:
-        return ""
-    sources = sorted({show_controls(i.source) for i in items})  # a path: every character in it shown
-    lines = [f"ignored {len(items)} setting{'s' if len(items) != 1 else ''} from {', '.join(sources)} "
-             "(this repository is not trusted):"]
-    lines += [f"  - {i.line()}" for i in items]
-    lines.append("If you wrote these settings or checked them, run `ctxagent trust` in the repository.")
+    items = [i for i in ignored if not i.user_only]
+    never = [i for i in ignored if i.user_only]
+    lines: list[str] = []
+    if items:
+        lines.append(f"ignored {_settings(items)} from {_sources(items)} (this repository is not trusted):")
+        lines += [f"  - {i.line()}" for i in items]
+        lines.append("If you wrote these settings or checked them, run `ctxagent trust` in the repository.")
+    if never:
+        lines.append(f"ignored {_settings(never)} from {_sources(never)} that no repository may set, trusted or not:")
+        lines += [f"  - {i.line()}" for i in never]
+        lines.append(f"To have them, put them in your own config ({show_controls(str(user_config_dir() / 'config.toml'))}) or pass the flag.")
     return "\n".join(lines)
+
+
+def _settings(items: list[IgnoredKey]) -> str:
+    return f"{len(items)} setting{'s' if len(items) != 1 else ''}"
+
+
+def _sources(items: list[IgnoredKey]) -> str:
+    return ", ".join(sorted({show_controls(i.source) for i in items}))  # a path: every character in it shown

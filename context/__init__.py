@@ -35,6 +35,7 @@ _EXPORTS = {
     # what the log holds: one payload type per event kind (SessionLog.append takes them)
     "AssistantData": "ctxagent.context.events",
     "BuildParams": "ctxagent.context.events",
+    "CodeRewindData": "ctxagent.context.events",
     "CompactionData": "ctxagent.context.events",
     "ContextReportData": "ctxagent.context.events",
     "Payload": "ctxagent.context.events",
@@ -61,6 +62,9 @@ _EXPORTS = {
     "advice_for": "ctxagent.context.monitor",
     # spill store
     "SpillStore": "ctxagent.context.spill",
+    # whether a test run passed (the panel's mark, memory's tag)
+    "RunOutcome": "ctxagent.context.test_runs",
+    "run_outcome": "ctxagent.context.test_runs",
     # memory records, as views show them
     "Record": "ctxagent.context.memory.record",
     "RETIRED": "ctxagent.context.memory.record",
@@ -118,6 +122,7 @@ if TYPE_CHECKING:
     from ctxagent.context.events import (
         AssistantData as AssistantData,
         BuildParams as BuildParams,
+        CodeRewindData as CodeRewindData,
         CompactionData as CompactionData,
         ContextReportData as ContextReportData,
         Payload as Payload,
@@ -162,6 +167,10 @@ if TYPE_CHECKING:
     )
     from ctxagent.context.strategies import (
         STRATEGIES as STRATEGIES,
+    )
+    from ctxagent.context.test_runs import (
+        RunOutcome as RunOutcome,
+        run_outcome as run_outcome,
     )
     from ctxagent.context.tokens import (
         CachedCounter as CachedCounter,

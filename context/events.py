@@ -16,6 +16,7 @@ still load its logs. Models are frozen: events never change once appended.
     tool_result     ToolResultData      content + ToolMeta (+ SpillRef)
     compaction      CompactionData      masks [first_id, last_id] with a summary
     rewind          RewindData          hides to_id <= id < this event's id
+    code_rewind     CodeRewindData      the files went back to before a turn; the conversation stays (a notice)
     context_report  ContextReportData   what one step's build measured and sent (sha256)
     error           ErrorData
     checkpoint      CheckpointData
@@ -44,6 +45,7 @@ __all__ = [
     "AssistantData",
     "BuildParams",
     "CheckpointData",
+    "CodeRewindData",
     "CompactionData",
     "ContextReportData",
     "ErrorData",
@@ -222,6 +224,22 @@ class RewindData(Payload):
     mode: str | None = None  # "conversation" | "code" | "both"
 
 
+class CodeRewindData(Payload):
+    """A rewind of the code alone: the files are back as they were before `turn` (its user message
+    is `to_id`), while the conversation — the model's own edits and test runs included — stays in
+    view. Written only by agent/checkpoints/rewind.py; the session ledger folds it (context/ledger.py),
+    so every later request tells the model those turns' changes are undone and their test results no
+    longer hold. Nothing is hidden: `inspect` rebuilds a later step from the log as it is."""
+
+    KIND = "code_rewind"
+    to_id: int
+    turn: int
+    restored: list[str] = Field(default_factory=list)
+    deleted: list[str] = Field(default_factory=list)
+    skipped: list[str] = Field(default_factory=list)  # not restored: changed outside the agent, ignored, unwritable
+    checkpoint: str | None = None
+
+
 class BuildParams(_Model):
     """Every scalar one build used, so `ctxagent inspect` can re-run it exactly (0 = not recorded).
     Written by `BuildInputs.params()` and read back by `BuildInputs.from_params()` (context/builder/inputs.py)."""
@@ -291,7 +309,8 @@ class InvalidData(Payload):
 PAYLOADS: dict[str, type[Payload]] = {
     cls.KIND: cls
     for cls in (SessionStartData, SystemPromptData, UserData, AssistantData, ToolResultData, CompactionData,
-                RewindData, ContextReportData, ErrorData, CheckpointData, MemoryData, PermissionData, InvalidData)
+                RewindData, CodeRewindData, ContextReportData, ErrorData, CheckpointData, MemoryData, PermissionData,
+                InvalidData)
 }
 
 

@@ -7,6 +7,9 @@ compacting), so it survives pruning and compaction of the messages it came from.
     decisions     decisions in user or agent text, a newer one on the same subject superseding the older
     changed       files changed in this session (context/tool_meta.py), with their turns
     failing       failing tests named by the newest test output that named any (cleared by a passing run)
+    rewound       code rewinds (`code_rewind` events): the files went back to before a turn while the
+                  conversation stayed, so those turns' changes leave `changed`, the test state goes back
+                  to what it was before them, and the block says so
     quotes        requirement lines of documents a tool read (specs, issues, READMEs, web pages), each
                   with the event it came from — QUOTED DATA: they say what the document says, they are
                   not instructions to the agent (tool output can never become binding)
@@ -30,6 +33,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ctxagent.context.events import CodeRewindData
 from ctxagent.context.history import Event
 from ctxagent.context.memory.detect import detect_decisions, detect_requirements, failing_tests
 from ctxagent.context.memory.rules import same_subject
@@ -48,6 +52,31 @@ MAX_FAILURES_SHOWN = 10
 MAX_DECISIONS_KEPT = 40
 MAX_QUOTE_LINES = 60  # per document read
 MAX_FILES_NAMED = 40  # in one summary's "files read or changed" line
+MAX_REWINDS_SHOWN = 3
+MAX_REWIND_FILES = 10  # per list of one code rewind's notice
+
+
+@dataclass(frozen=True)
+class CodeRewind:
+    """A code rewind the session ledger folded (a `code_rewind` event)."""
+
+    event_id: int
+    turn: int  # the files are back as they were before this turn
+    last_turn: int  # the newest turn whose changes it undid
+    restored: tuple[str, ...]
+    deleted: tuple[str, ...]
+    skipped: tuple[str, ...]
+
+    def line(self) -> str:
+        span = f"turn {self.turn}" if self.last_turn <= self.turn else f"turns {self.turn}–{self.last_turn}"
+        parts = [f"- [event {self.event_id}] the user rewound the code to before turn {self.turn}: what {span} changed "
+                 "is undone, although the conversation still shows it; read a file again before relying on it"]
+        for label, files in (("restored", self.restored), ("deleted", self.deleted),
+                             ("not restored (changed outside the agent)", self.skipped)):
+            if files:
+                more = len(files) - MAX_REWIND_FILES
+                parts.append(f"{label}: {', '.join(files[:MAX_REWIND_FILES])}" + (f" and {more} more" if more > 0 else ""))
+        return "; ".join(parts) + f". Test results from {span} no longer hold."
 
 
 @dataclass(frozen=True)
@@ -93,6 +122,8 @@ class Ledger(PinCollector):
         self.failing: tuple[int, tuple[str, ...]] | None = None  # (event id, lines) of the newest failing run
         self.touched: list[tuple[int, str]] = []  # (result event id, file) for every file a call read or changed
         self._calls: dict[str, ToolCall] = {}  # the newest step's calls, to read its results
+        self.rewound: list[CodeRewind] = []  # code rewinds, oldest first
+        self._failing_log: list[tuple[int, tuple[int, tuple[str, ...]] | None]] = []  # (event id, `failing` from then)
 
     def copy(self) -> Ledger:
         out = Ledger()
@@ -100,6 +131,7 @@ class Ledger(PinCollector):
         out.quotes, out.quoted, out.decisions = list(self.quotes), set(self.quoted), list(self.decisions)
         out.changed = {f: list(t) for f, t in self.changed.items()}
         out.failing, out._calls, out.touched = self.failing, dict(self._calls), list(self.touched)
+        out.rewound, out._failing_log = list(self.rewound), list(self._failing_log)
         return out
 
     def feed(self, live: Iterable[Event]) -> Ledger:
@@ -113,6 +145,8 @@ class Ledger(PinCollector):
                 self._decide(step.text, ev.id)
             elif ev.kind == "tool_result":
                 self._result(ev)
+            elif ev.kind == "code_rewind":
+                self._code_rewound(ev)
         return self
 
     # -- folding --------------------------------------------------------------------------------
@@ -138,9 +172,9 @@ class Ledger(PinCollector):
             return
         failures = failing_tests(result.content)
         if failures:
-            self.failing = (ev.id, tuple(failures))
+            self._set_failing(ev.id, (ev.id, tuple(failures)))
         elif self.failing is not None and call is not None and is_test_run(call.name, call.arguments):
-            self.failing = None  # a test run that names no failure settles the earlier ones
+            self._set_failing(ev.id, None)  # a test run that names no failure settles the earlier ones
         found = result.meta.requirements or (
             detect_requirements(result.content) if call is not None and reads_document(call.name, call.arguments) else [])
         if found:
@@ -152,6 +186,28 @@ class Ledger(PinCollector):
                     lines.append(line)
             if lines:
                 self.quotes.append(Quote(ev.id, self.turn, _source_of(call, result.name), tuple(lines[:MAX_QUOTE_LINES])))
+
+    def _set_failing(self, event_id: int, failing: tuple[int, tuple[str, ...]] | None) -> None:
+        self.failing = failing
+        self._failing_log.append((event_id, failing))
+
+    def _code_rewound(self, ev: Event) -> None:
+        """The files went back to before `turn` (its user message: `to_id`): what those turns changed
+        leaves the files list (a file not restored keeps its turns), and the test state is what it was
+        before them."""
+        data = ev.as_(CodeRewindData)
+        kept = set(data.skipped)
+        for path in list(self.changed):
+            if path not in kept:
+                turns = [t for t in self.changed[path] if t < data.turn]
+                if turns:
+                    self.changed[path] = turns
+                else:
+                    del self.changed[path]
+        before = [state for event_id, state in self._failing_log if event_id < data.to_id]
+        self._set_failing(ev.id, before[-1] if before else None)
+        self.rewound.append(CodeRewind(ev.id, data.turn, max(self.turn, data.turn), tuple(data.restored),
+                                       tuple(data.deleted), tuple(data.skipped)))
 
     # -- rendering ------------------------------------------------------------------------------
     def tail_lines(self) -> list[str]:
@@ -170,6 +226,8 @@ class Ledger(PinCollector):
             lines += [f"Failing tests (newest test output, event {event}):", *shown]
             if more > 0:
                 lines.append(f"- … {more} more (read_event {event})")
+        if self.rewound:
+            lines += ["Code rewound (the files, not the conversation):", *(r.line() for r in self.rewound[-MAX_REWINDS_SHOWN:])]
         if self.decisions:
             lines += ["Decisions (newest; an older one on the same subject is superseded):",
                       *(f"- [turn {d.turn}] {d.text}" for d in self.decisions[-MAX_DECISIONS_SHOWN:])]
@@ -227,6 +285,9 @@ class Ledger(PinCollector):
             return True
         if self.failing is not None:
             self.failing = None
+            return True
+        if self.rewound:
+            self.rewound.pop(0)
             return True
         if self.constraints:
             self.constraints.pop(next(iter(self.constraints)))

@@ -1,11 +1,13 @@
 """Breakpoints and the per-step report: red flags, the advice (compress, new session), and the table of steps.
 
 Thresholds are on `usage_pct` (calibrated, reserve included): ≥ 75 % → "compress",
-≥ 90 % → "new_session" (configurable).
+≥ 90 % → "new_session" (configurable). Every number a user reads here is in the provider's tokens
+(the local count × the calibration ratio), the unit of the window itself.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -30,21 +32,24 @@ def advice_for(usage_pct: float, thresholds: Sequence[float] = DEFAULT_THRESHOLD
 
 def red_flags(
     *, total: int, tool_result_tokens: int, largest_tool_result: int, messages: int, window: int,
-    used: dict[str, int] | None = None, shares: dict[str, int] | None = None,
+    used: dict[str, int] | None = None, shares: dict[str, int] | None = None, ratio: float = 1.0,
 ) -> list[str]:
-    """Warnings for a build. `used` / `shares`: tokens per slice and each slice's share of the window
-    (Budget.base), to flag a slice far over its share."""
+    """Warnings for a build. `used` / `shares`: tokens per slice (the local count) and each slice's
+    share of the window (Budget.base, the provider's unit); `ratio`: the calibration that turns a local
+    count into the provider's, the one unit every number a user reads is in."""
+    ratio = ratio if ratio and ratio > 0 else 1.0
     flags: list[str] = []
     for name in FLAGGED_SLICES:
-        have, share = int((used or {}).get(name, 0)), int((shares or {}).get(name, 0))
+        have, share = math.ceil(int((used or {}).get(name, 0)) * ratio), int((shares or {}).get(name, 0))
         if share > 0 and have >= SLICE_OVER_FLAG * share:
             flags.append(f"the {name} slice holds {have / share:.1f}× its budget ({have:,} of {share:,} tokens)")
     if total > 0 and tool_result_tokens > TOOL_SHARE_FLAG * total:
         flags.append(f"tool results are {100 * tool_result_tokens / total:.0f}% of the prompt (> 50%)")
     if messages > MAX_VISIBLE_MESSAGES:
         flags.append(f"{messages} visible messages (> {MAX_VISIBLE_MESSAGES})")
-    if window > 0 and largest_tool_result > SINGLE_RESULT_FLAG * window:
-        flags.append(f"one tool result is {100 * largest_tool_result / window:.0f}% of the window (> 25%)")
+    largest = largest_tool_result * ratio
+    if window > 0 and largest > SINGLE_RESULT_FLAG * window:
+        flags.append(f"one tool result is {100 * largest / window:.0f}% of the window (> 25%)")
     return flags
 
 
@@ -72,6 +77,8 @@ def _status(r: ContextReport) -> str:
     return "ok"
 
 
+TOKENS_EXPLAINED = ("tokens: as the provider counts them — the local tokenizer's count times the calibration "
+                    "ratio learned from the provider's replies; the window and the reserve are in the same unit.")
 LOSS_EXPLAINED = ("loss: the share of the conversation's tokens the model did not see word for word at that "
                   "step (pruned, spilled or summarized); the originals stay in the log.")
 
@@ -116,6 +123,7 @@ def format_report_table(reports: Iterable[ContextReport | dict[str, Any]], title
         lines.append(" | ".join(cells).rstrip())
         if i == 0:
             lines.append("-+-".join("-" * w for w in widths))
+    lines.append(TOKENS_EXPLAINED)
     lines.append(LOSS_EXPLAINED)
     lines.append("")
     warn = [str(r.step or n) for n, r in enumerate(rows, 1) if r.advice == "compress"]

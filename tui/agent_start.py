@@ -56,7 +56,8 @@ class AgentStarter:
 
         control = self.control
         session = control.session
-        root, ignored = session.root, list(session.config.ignored_keys)
+        root = session.root
+        ignored = [i for i in session.config.ignored_keys if not i.user_only]  # trust does not apply the others
         try:
             if trusted:
                 trust_repo(root)

@@ -206,20 +206,16 @@ class CtxApp(App[int]):
 def run_app(args: argparse.Namespace) -> int:
     """`ctxagent` (and --resume / --continue, demo): build the session from the CLI args, run the app.
     `args.initial_input` is pre-typed in the input box (the demo's suggested request)."""
-    from ctxagent.agent import find_repo_root, flags_from_args, load_config, open_session
     from ctxagent.context import CtxagentError, echo
 
-    root = find_repo_root(Path(getattr(args, "cwd", None) or ".").resolve())
-    flags = flags_from_args(args)
     try:
-        config = load_config(root, flags)
-        session = open_session(root, config, resume=_resume_ref(args))
+        session = open_from_args(args)
     except CtxagentError as exc:
         echo(f"ctxagent: {exc}", err=True)
         return 2
     label = getattr(args, "app_label", "") or getattr(args, "label", "") or ""
     app = CtxApp(session, _create_agent, label=label, initial_input=getattr(args, "initial_input", "") or "",
-                 probe=getattr(args, "probe", True), reload_config=lambda: load_config(root, flags))
+                 probe=getattr(args, "probe", True), reload_config=partial(config_from_args, args, session))
     try:
         result = app.run()
     finally:
@@ -227,6 +223,29 @@ def run_app(args: argparse.Namespace) -> int:
         if app.session is not None and app.session is not session:
             app.session.log.close()
     return int(result or 0)
+
+
+def open_from_args(args: argparse.Namespace) -> Session:
+    """The session the command line asks for: a new one, or a resumed one on the model it last ran
+    with (unless --model names another). Raises CtxagentError."""
+    from ctxagent.agent import find_repo_root, flags_from_args, load_config, open_session
+
+    root = find_repo_root(Path(getattr(args, "cwd", None) or ".").resolve())
+    flags = flags_from_args(args)
+    config = load_config(root, flags)
+    return open_session(root, config, resume=_resume_ref(args), keep_model=flags.get("model") is None)
+
+
+def config_from_args(args: argparse.Namespace, session: Session) -> Config:
+    """The config again, from the same sources (after the user trusts the repository): a resumed
+    `session` stays on its own model, as `open_from_args` opened it."""
+    from ctxagent.agent import flags_from_args, load_config, with_session_model
+
+    flags = flags_from_args(args)
+    config = load_config(session.root, flags)
+    if _resume_ref(args) is not None and flags.get("model") is None:
+        config = with_session_model(config, session.log)
+    return config
 
 
 def _resume_ref(args: argparse.Namespace) -> str | None:

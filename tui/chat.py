@@ -2,8 +2,8 @@
 summary a compaction made (the assistant's streamed Markdown is tui/reply.py: Textual's Markdown
 widget is not imported before the first frame).
 
-A tool panel's title carries the status (pending / running / ok / error) and the duration, so the
-log reads at a glance collapsed; expanded it shows the arguments, an output preview, and for edits
+A tool panel's title carries the status (pending / running / ok / error; for a test run what its
+tests said, with the counts and the exit code) and the duration, so the log reads at a glance collapsed; expanded it shows the arguments, an output preview, and for edits
 a syntax-highlighted diff. Everything shown here comes from outside (model, tools, user) and goes
 through tui/safe.py: never parsed as markup, control sequences stripped.
 """
@@ -13,13 +13,15 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ctxagent.context import strip_controls
+from ctxagent.context import run_outcome, strip_controls
 from ctxagent.tui.safe import markup_safe, plain
 from rich.text import Text
 from textual.widgets import Collapsible, Static
 
 PREVIEW_LINES = 12
-STATUS_ICON = {"pending": "○", "running": "◐", "ok": "✓", "error": "✗"}
+STATUS_ICON = {"pending": "○", "running": "◐", "ok": "✓", "error": "✗",
+               # a test run's mark is what its tests said (context/test_runs.py), not whether the tool ran
+               "tests passed": "✓", "tests failed": "✗", "no tests ran": "∅"}
 
 
 def argument_summary(name: str, arguments: dict[str, Any], width: int = 48) -> str:
@@ -75,6 +77,7 @@ class ToolPanel(Collapsible):
         self.duration_ms: int | None = None
         self.content = ""
         self.meta: dict[str, Any] = {}
+        self.detail = ""  # a test run's counts and exit code
         self._args = Static(self._args_text(), classes="tool-args")
         self._output = Static("", classes="tool-output")
         super().__init__(self._args, self._output, title=self._title_text(), collapsed=True)
@@ -86,10 +89,13 @@ class ToolPanel(Collapsible):
 
     def _title_text(self) -> str:
         parts = [f"{STATUS_ICON.get(self.status, '?')} {self.tool_name}"]
+        if self.detail:  # a test run: what its tests said comes first, the command after
+            parts.append(f"{self.status}: {self.detail}")
         summary = argument_summary(self.tool_name, self.arguments)
         if summary:
             parts.append(summary)
-        parts.append(self.status)
+        if not self.detail:
+            parts.append(self.status)
         if self.duration_ms is not None:
             parts.append(f"{self.duration_ms} ms")
         spill = self.meta.get("spill")
@@ -106,7 +112,10 @@ class ToolPanel(Collapsible):
         self.meta = dict(meta or {})
         self.duration_ms = duration_ms
         self.status = "error" if is_error else "ok"
-        self.set_class(is_error, "-error")
+        outcome = run_outcome(self.meta) if not is_error else None
+        if outcome is not None:
+            self.status, self.detail = outcome.headline, outcome.detail
+        self.set_class(is_error or (outcome is not None and outcome.verdict == "fail"), "-error")
         self.title = self._title_text()
         diff = self.meta.get("diff")
         if isinstance(diff, str) and diff.strip():

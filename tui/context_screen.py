@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ctxagent.context import DEFAULT_THRESHOLDS, ContextReport, Event, SpillRef, advice_for
+from ctxagent.context import DEFAULT_THRESHOLDS, CodeRewindData, ContextReport, Event, SpillRef, advice_for
 from ctxagent.tui.gauge import GLYPH, LEVEL_STYLE, STYLE, human_tokens, slice_tokens
 from ctxagent.tui.safe import one_line, plain
 from rich.console import Group
@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from ctxagent.context import BuildResult
 
 PROMPT_SLICES = ("system", "hot", "warm", "tools")
+OVER_FLAGGED = ("system", "warm", "tools")  # hot takes what the others leave: over its own share is normal
 WHAT = {  # one short phrase: the table stays one line a row at 80 columns
     "system": "system prompt, AGENTS.md",
     "hot": "the conversation",
@@ -66,12 +67,25 @@ class Row:
         return self.tokens / self.share if self.share else 0.0
 
 
+def window_shares(report: ContextReport, shares: dict[str, int]) -> dict[str, int]:
+    """Each slice's share of the window, adding up to the window: system, warm and tools their
+    fractions of it (Budget.base), the reserve what the build set aside for the reply (at least the
+    output limit, which can be more than its fraction), and hot the rest — what the conversation gets
+    before the others' unused shares flow to it."""
+    out = {n: int(shares.get(n) or report.budget.get(n) or 0) for n in ("system", "warm", "tools")}
+    out["reserve"] = slice_tokens(report)["reserve"]
+    out["hot"] = max(0, int(report.window) - sum(out.values()))
+    return out
+
+
 def slice_rows(report: ContextReport, shares: dict[str, int]) -> list[Row]:
     """Rows in the provider's unit (the gauge's `slice_tokens`): the slices (their sum is the
-    calibrated prompt), the reserve and the free rest (their sum with the prompt is the window)."""
+    calibrated prompt), the reserve and the free rest (their sum with the prompt is the window); the
+    budgets (`window_shares`) add up to the window too."""
     tokens = slice_tokens(report)
-    rows = [Row(n, tokens[n], shares.get(n) or report.budget.get(n)) for n in PROMPT_SLICES]
-    return [*rows, Row("reserve", tokens["reserve"], None), Row("free", tokens["free"], None)]
+    budgets = window_shares(report, shares)
+    rows = [Row(n, tokens[n], budgets[n]) for n in PROMPT_SLICES]
+    return [*rows, Row("reserve", tokens["reserve"], budgets["reserve"]), Row("free", tokens["free"], None)]
 
 
 def slice_table(report: ContextReport, shares: dict[str, int], thresholds: tuple[float, float]) -> Table:
@@ -85,7 +99,7 @@ def slice_table(report: ContextReport, shares: dict[str, int], thresholds: tuple
     rows = slice_rows(report, shares)
     for i, row in enumerate(rows):
         budget = Text(human_tokens(row.share) if row.share else "—")
-        over = row.over()
+        over = row.over() if row.name in OVER_FLAGGED else 0.0
         if over >= 5:
             budget = Text(f"⚑ {over:.1f}× over {human_tokens(row.share or 0)}", style="bold red")
         elif over > 1:
@@ -109,8 +123,8 @@ def unit_note(report: ContextReport, tokenizer: str) -> Text:
     else:
         how = (f"Tokens as the provider counts them: {local} × {ratio:.2f}, the ratio learned from the "
                "provider's replies.")
-    return Text(how + " Budget: the slice's share of the window; a slice's unused share goes to the "
-                "conversation.", style="dim")
+    return Text(how + " Every number here is in that unit. Budget: the slice's share of the window (the "
+                "shares add up to the window); a slice's unused share goes to the conversation.", style="dim")
 
 
 def _n(count: int, word: str, many: str | None = None) -> str:
@@ -181,7 +195,7 @@ def describe_request(build: BuildResult, events: list[Event]) -> dict[str, list[
 
 
 def history_lines(events: Iterable[Event]) -> list[str]:
-    """One line per spill, prune, compaction and rewind of the session, oldest first."""
+    """One line per spill, prune, compaction and rewind (of the conversation or the code) of the session, oldest first."""
     evs = list(events)
     lines: list[str] = []
     last: tuple[int, int] = (0, 0)
@@ -210,6 +224,11 @@ def history_lines(events: Iterable[Event]) -> list[str]:
                 target = next((x for x in evs if x.id == back.to_id and x.kind == "user"), None)
                 by_turn = target.user.turn if target is not None else "?"
             lines.append(f"rewound to before turn {by_turn}: it and later turns hidden (kept in the log)")
+        elif e.kind == "code_rewind":
+            code = e.as_(CodeRewindData)
+            files = len(code.restored) + len(code.deleted)
+            lines.append(f"code rewound to before turn {code.turn} ({files} file{'s' if files != 1 else ''} back): the "
+                         "conversation kept, the model told those changes are undone")
         elif e.kind == "tool_result" and (spill := e.tool_result.spill_ref) is not None:
             lines.append(f"turn {turn} · {e.tool_result.name or '?'}: {_spill_words(spill)}")
     return lines or ["nothing spilled, cut, summarized or rewound yet"]

@@ -38,7 +38,7 @@ from ctxagent.tui.modals import BreakpointBar, BreakpointModal
 from ctxagent.tui.prompt import ChatInput
 from ctxagent.tui.safe import flat
 from ctxagent.tui.status import StatusLine
-from ctxagent.tui.transcript import cost_usd, transcript_widgets, usage_totals
+from ctxagent.tui.transcript import cost_usd, session_cost, transcript_widgets
 from textual import events, getters, work
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -226,12 +226,13 @@ class SessionScreen(Screen[None]):
     def show_session_facts(self, *, priced: bool = True) -> None:
         cfg = self.session.config
         self.gauge.thresholds = (float(cfg.compress_at), float(cfg.new_session_at))
-        totals = usage_totals(self.session.log.events)
         model = self.agent.model_label if self.agent is not None else (cfg.model or "?")
+        spent = session_cost(self.session.log.events, model)  # each call priced with its own model
+        totals = spent.usage
         self.status.set(label=self.label, model=model, session=str(self.session.id), permissions=cfg.permission_mode,
                         tokens_in=totals.input_tokens, tokens_out=totals.output_tokens)
         if priced:
-            self.status.set(cost=cost_usd(model, totals))
+            self.status.set(cost=spent.total)
 
     # -- the agent --------------------------------------------------------------------------------
     def new_agent(self, session: Session) -> Agent:
@@ -254,7 +255,7 @@ class SessionScreen(Screen[None]):
         self.show_session_facts()
         self.status.set(model=agent.model_label, calibration=agent.calibration_ratio, activity="idle")
         events = self.session.log.events
-        if events and events[-1].kind in ("rewind", "compaction"):
+        if events and events[-1].kind in ("rewind", "code_rewind", "compaction"):
             self.measure_next()  # the last report predates it: show what the next step will send
 
     def measure_next(self) -> None:

@@ -1,13 +1,16 @@
-"""Rebuild the chat from a session log (for --resume, /rewind, /clear) and add up its usage."""
+"""Rebuild the chat from a session log (for --resume, /rewind, /clear), and what its calls cost."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ctxagent.context import Event, Summary, Usage, view
 from ctxagent.tui.chat import SummaryPanel, ToolPanel, UserMessage
 from textual.widget import Widget
+
+if TYPE_CHECKING:
+    from ctxagent.agent import SessionCost
 
 
 def transcript_widgets(events: Iterable[Event]) -> list[Widget]:
@@ -45,40 +48,37 @@ def transcript_widgets(events: Iterable[Event]) -> list[Widget]:
     return out
 
 
-def model_calls(events: Iterable[Event]) -> list[Event]:
-    """The log's model calls (masked or not: they were paid for); the user's own @file / !command
-    calls (`direct`) called no model."""
-    return [e for e in events if e.kind == "assistant" and not e.assistant.direct]
+def session_cost(events: Iterable[Event], model_label: str = "") -> SessionCost:
+    """The session's calls, each priced with the model that made it (agent/providers/pricing.py);
+    `model_label` prices calls the log names no model for."""
+    from ctxagent.agent import session_cost as priced
 
-
-def usage_totals(events: Iterable[Event]) -> Usage:
-    """Provider-reported usage summed over every model call in the log."""
-    return sum((e.assistant.usage for e in model_calls(events)), Usage())
+    return priced(events, model_label)
 
 
 def cost_usd(model_label: str, usage: Usage) -> float | None:
-    """Dollars for `usage` at the registry's prices; None when the model's prices are unknown."""
-    from ctxagent.agent import cost_usd as priced, model_info, parse_model_name
+    """Dollars for one call's `usage` at `model_label`'s prices; None when they are unknown."""
+    from ctxagent.agent import call_cost
 
-    try:
-        provider, model = parse_model_name(model_label)
-        info = model_info(provider, model)
-    except Exception:  # an unparseable or unknown name: no price, and no guess
-        return None
-    if not info.known:
-        return None
-    return float(priced(info, usage))
+    return call_cost(model_label, usage)
+
+
+def _dollars(cost: float | None) -> str:
+    return f"${cost:.4f}" if cost is not None else "unknown (no prices for this model)"
 
 
 def cost_markdown(model_label: str, events: Iterable[Event]) -> str:
-    evs = list(events)
-    t = usage_totals(evs)
-    cost = cost_usd(model_label, t)
-    calls = len(model_calls(evs))
-    cost_s = f"${cost:.4f}" if cost is not None else "unknown (no prices for this model)"
+    """/cost: the tokens, and the calls per model, each call priced with its own model."""
+    spent = session_cost(events, model_label)
+    t = spent.usage
+    rows = "".join(f"| {m.model or '?'} | {m.calls} | {_dollars(m.cost)} |\n" for m in spent.by_model)
+    by_model = (f"\n\n| model | calls | cost |\n| --- | ---: | ---: |\n{rows}" if rows else "")
+    unpriced = f" (calls with {', '.join(spent.unpriced)} are not priced)" if spent.unpriced and spent.total is not None else ""
     return (
         f"## Cost of this session\n\n| | tokens |\n| --- | ---: |\n"
         f"| input | {t.input_tokens:,} |\n| output | {t.output_tokens:,} |\n"
-        f"| cache read | {t.cache_read:,} |\n| cache write | {t.cache_write:,} |\n\n"
-        f"{calls} model calls with **{model_label}** · cost: **{cost_s}**"
+        f"| cache read | {t.cache_read:,} |\n| cache write | {t.cache_write:,} |"
+        f"{by_model}\n\n"
+        f"{spent.calls} model calls · cost: **{_dollars(spent.total)}**{unpriced} — each call priced with the "
+        f"model that made it; now on **{model_label}**"
     )

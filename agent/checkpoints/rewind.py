@@ -5,6 +5,10 @@ which the Agent (agent/session_ops.py), the app's /rewind and `ctxagent rewind` 
   files changed outside the agent are overwritten only when the caller confirms);
 - the conversation: a `rewind` event (written only here, payload `{to_id, turn, mode}`) hides the
   turn's user message and everything after it; non-destructive, the log keeps everything;
+- the code alone: the conversation stays in view — the model's edits and test runs of those turns
+  included — so a `code_rewind` notice (written only here) says what was undone: the session
+  ledger folds it (the files-changed list and the test state go back, the model is told), and the
+  memory records that described the code of those turns (changes, test results) are retired;
 - the memory: records the rewound turns wrote are retired (no longer recalled, still listed).
 
 `rewind_menu` is what the /rewind picker offers: the turns, with code checkpoints when they are
@@ -20,7 +24,7 @@ from typing import TYPE_CHECKING, Literal
 from ctxagent.agent.checkpoints.store import Checkpoints, ConfirmOverwrite, RewindResult
 from ctxagent.agent.checkpoints.turns import TurnInfo, first_line
 from ctxagent.context.errors import CtxagentError, HistoryError
-from ctxagent.context.events import RewindData
+from ctxagent.context.events import CodeRewindData, RewindData
 from ctxagent.context.history import Event, SessionLog, hidden_by_rewinds
 
 if TYPE_CHECKING:
@@ -94,7 +98,8 @@ def rewind(
     overwritten or deleted only if `confirm_overwrite(paths)` returns True; with no callback they are
     skipped. Conversation: one `rewind` event hides the turn's user message and everything after it.
     Memory: with the conversation, records the rewound turns wrote are retired in every store given
-    (the project's and the user's); a store failing is reported in `warnings`, it undoes nothing.
+    (the project's and the user's); with the code alone, those that described the code (changes,
+    test results). A store failing is reported in `warnings`, it undoes nothing.
     """
     if mode not in REWIND_MODES:
         raise ValueError(f"rewind mode must be both, conversation or code, not {mode!r}")
@@ -106,17 +111,28 @@ def rewind(
         target = checkpoints.checkpoint_for(log, user_event.id)
         if target is not None:
             checkpoints.restore(log.session_id, target, confirm_overwrite, result)
+            if mode == "code":  # the conversation still shows those turns' edits: say they are undone
+                ev = log.append(CodeRewindData(to_id=user_event.id, turn=int(turn), restored=result.files_restored,
+                                               deleted=result.files_deleted, skipped=result.skipped,
+                                               checkpoint=result.checkpoint))
+                log.sync()
+                result.rewind_event_id = ev.id
+                _retire(memory, log.session_id, int(turn), result, code_only=True)
     if mode in ("both", "conversation"):
         ev = log.append(RewindData(to_id=user_event.id, turn=int(turn), mode=mode))
         log.sync()
         result.conversation_to_id = user_event.id
         result.rewind_event_id = ev.id
-        for store in memory:
-            try:
-                result.memory_retired += store.retire_after(log.session_id, int(turn))
-            except CtxagentError as exc:
-                result.warnings.append(f"memory records of the rewound turns are still recalled: {exc}")
+        _retire(memory, log.session_id, int(turn), result, code_only=False)
     return result
+
+
+def _retire(memory: Iterable[MemoryStore], session: str, turn: int, result: RewindResult, *, code_only: bool) -> None:
+    for store in memory:
+        try:
+            result.memory_retired += store.retire_after(session, turn, code_only=code_only)
+        except CtxagentError as exc:
+            result.warnings.append(f"memory records of the rewound turns are still recalled: {exc}")
 
 
 def describe_rewind(result: RewindResult, turn: int, mode: str) -> str:
@@ -127,6 +143,8 @@ def describe_rewind(result: RewindResult, turn: int, mode: str) -> str:
         if files:
             shown = ", ".join(files[:6]) + (f" and {len(files) - 6} more" if len(files) > 6 else "")
             parts.append(f"{label}: {shown}")
+    if mode == "code" and result.rewind_event_id is not None:
+        parts.append("the conversation is kept and the model is told those changes are undone")
     if result.memory_retired:
         n = result.memory_retired
         parts.append(f"{n} memory record{'s' if n != 1 else ''} from those turns no longer recalled")

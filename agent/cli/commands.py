@@ -27,6 +27,7 @@ SUBCOMMANDS: dict[str, Command] = {
     "memory": Command("ctxagent.agent.cli.memory", "search and manage the project's memory records"),
     "mcp": Command("ctxagent.agent.cli.mcp", "serve search_memory / store_memory / summarize_context / read_spill over MCP (stdio)"),
     "bench": Command("ctxagent.agent.cli.bench", "benchmarks on real agent traffic (`ctxagent bench --help` lists them)"),
+    "replay": Command("ctxagent.agent.cli.replay", "your own Claude Code sessions replayed: what ctxagent would have sent and kept"),
     "demo": Command("ctxagent.agent.cli.scripted", "try ctxagent without an API key: a scripted model, a throwaway repo"),
     "models": Command("ctxagent.agent.cli.models", "list the models ctxagent knows: window, max output, price, lifecycle"),
     "trust": Command("ctxagent.agent.cli.trust",

@@ -1,5 +1,6 @@
 """`ctxagent doctor [SESSION]`: the set-up checks (the model and its key, the offline tokenizer, the
-memory database) and a session's context health: token use against the window, a context report for
+memory database, whether commands run sandboxed on this machine: the mode and where it was set,
+which bwrap, or why none can run and the setting that turns the sandbox off) and a session's context health: token use against the window, a context report for
 every model call (the context was rebuilt before each step), no base64 blobs or huge JSON left in the
 visible history, every compaction's originals still in the log, no torn log lines.
 
@@ -16,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from ctxagent.agent.cli.commands import add_command
-from ctxagent.agent.config import Config, load_config
+from ctxagent.agent.config import Config, flags_from_args, load_config, origin_of
+from ctxagent.agent.providers.pricing import model_calls
 from ctxagent.agent.session import find_repo_root, resolve_session
 from ctxagent.context.errors import CtxagentError
 from ctxagent.context.floor.display import echo, echo_json, plural
@@ -27,12 +29,16 @@ Check = tuple[str, str, str]
 _BASE64 = re.compile(r"[A-Za-z0-9+/=]{400,}")
 
 
-def check_model(root: Path) -> Check:
-    try:
-        cfg = load_config(root, {})
-    except CtxagentError as exc:
-        return ("warn", "model", f"{exc}")
-    return model_check(cfg)
+def check_sandbox(cfg: Config | None) -> list[Check]:
+    """Whether commands run sandboxed on this machine under `cfg` (tools/sandbox/status.py), and
+    where its mode was set. None: the config could not be read (the model check says why), and the
+    default policy is checked."""
+    from ctxagent.tools.sandbox import DEFAULT_POLICY, SandboxPolicy, sandbox_checks
+
+    if cfg is None:
+        return sandbox_checks(DEFAULT_POLICY, origin="the default: the config could not be read")
+    where = origin_of(cfg, "sandbox")
+    return sandbox_checks(SandboxPolicy.from_config(cfg), origin={"flags": "--sandbox"}.get(where, where))
 
 
 def model_check(cfg: Config) -> Check:
@@ -82,7 +88,7 @@ def check_memory_db(root: Path) -> Check:
 def check_session(log: SessionLog) -> list[Check]:
     events = log.events
     reports = [ContextReport.from_dict(e.context_report.report) for e in events if e.kind == "context_report"]
-    assistants = [e for e in events if e.kind == "assistant"]
+    assistants = model_calls(events)  # the user's own @file / !command calls call no model (AssistantData.direct)
     out: list[Check] = []
     if reports:
         last = reports[-1]
@@ -145,7 +151,13 @@ def _check_compactions(events: list[Event]) -> Check:
 
 def cmd_doctor(args: argparse.Namespace) -> int:
     root = find_repo_root(Path(args.cwd).resolve() if args.cwd else Path.cwd())
-    checks = [check_model(root), check_tokenizer(), check_memory_db(root)]
+    cfg: Config | None
+    try:  # with the top-level flags: `ctxagent --sandbox off doctor` checks what that run would do
+        cfg = load_config(root, flags_from_args(args))
+        model = model_check(cfg)
+    except CtxagentError as exc:
+        cfg, model = None, ("warn", "model", f"{exc}")
+    checks = [model, check_tokenizer(), check_memory_db(root), *check_sandbox(cfg)]
     try:
         path = resolve_session(root, args.session)
         log = SessionLog.load(path)
@@ -162,8 +174,8 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 
 def add_parser(sub: Any) -> None:
-    p = add_command(sub, "doctor", description="Check the model set-up, the offline tokenizer, the memory database and a "
-                       "session's context health; exit 1 when any check warns.")
+    p = add_command(sub, "doctor", description="Check the model set-up, the offline tokenizer, the memory database, the command "
+                       "sandbox (bubblewrap) and a session's context health; exit 1 when any check warns.")
     p.add_argument("session", nargs="?", help="session id (default: the latest)")
     p.add_argument("--json", action="store_true", help="print the checks as JSON")
     p.add_argument("--cwd", help="repository to check (default: the current directory)")

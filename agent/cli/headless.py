@@ -151,12 +151,13 @@ def run_headless(args: Any, out: TextIO | None = None, err: TextIO | None = None
     printed_errors: set[str] = set()
     approver = RefusingApprover(err)
     try:
-        config = load_config(root, flags_from_args(args))
+        flags = flags_from_args(args)
+        config = load_config(root, flags)
         if config.ignored_keys:  # headless never asks: say what was left out and how to allow it
             _write(err, f"ctxagent: {describe_ignored(config.ignored_keys)}\n")
-        refresh_for_start(config)  # the provider's model list, when a day old (short timeout, never fatal)
         resume = args.resume if args.resume is not None else ("" if args.continue_ else None)
-        session = open_session(root, config, resume)
+        session = open_session(root, config, resume, keep_model=flags.get("model") is None)  # --model wins
+        refresh_for_start(session.config)  # the provider's model list, when a day old (short timeout, never fatal)
         printer = TextPrinter(out, err) if args.output == "text" else None
         if printer is not None:
             printed_errors = printer.printed_errors

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ctxagent.agent.cli.commands import add_command
-from ctxagent.agent.config import load_config
+from ctxagent.agent.config import SANDBOX_KEYS, Config, flags_from_args, load_config, origin_of
 from ctxagent.agent.session import (
     find_repo_root,
     list_sessions,
@@ -20,7 +20,7 @@ from ctxagent.agent.session import (
 from ctxagent.context.errors import CtxagentError
 from ctxagent.context.events import CompactionData
 from ctxagent.context.floor.display import echo, echo_json, plural
-from ctxagent.context.history import SessionLog
+from ctxagent.context.history import Event, SessionLog
 from ctxagent.context.monitor import format_report_table
 from ctxagent.context.report import ContextReport
 from ctxagent.context.request import Request
@@ -81,7 +81,21 @@ def cmd_report(args: argparse.Namespace) -> int:
     echo(format_report_table(reports, extra_actions=extra))
     if after:
         echo(f"after the last step: {', '.join(after)}")
+    echo(cost_line(log.events))
     return 0
+
+
+def cost_line(events: list[Event]) -> str:
+    """What the session's model calls cost, each priced with the model of its step."""
+    from ctxagent.agent.providers.pricing import session_cost
+
+    spent = session_cost(events)
+    if not spent.calls:
+        return "cost: no model calls yet"
+    parts = [f"{plural(m.calls, 'call')} with {m.model or 'an unnamed model'} "
+             + (f"${m.cost:.4f}" if m.cost is not None else "(no prices)") for m in spent.by_model]
+    total = f"${spent.total:.4f}" if spent.total is not None else "unknown (no prices for these models)"
+    return f"cost: {total} — {'; '.join(parts)} (each call priced with the model that made it)"
 
 
 def wire_body(model: str, request: Request) -> dict[str, Any]:
@@ -109,8 +123,10 @@ def cmd_inspect(args: argparse.Namespace) -> int:
         }
         echo_json(out, indent=2)
         return 0 if step.verified else 1
-    r = step.report
-    echo(f"step {step.step} · turn {r.get('turn')} · {r.get('total')} tokens · {r.get('usage_pct', 0):.1f}% of {r.get('window')}")
+    r = ContextReport.from_dict(step.report)
+    # the provider's tokens, like the percentage and the window beside them (and `ctxagent report`)
+    echo(f"step {step.step} · turn {r.turn} · {r.calibrated_total:,} tokens · {r.usage_pct:.1f}% of {r.window:,} "
+         f"(tokens as the provider counts them: the local count {r.total:,} × {r.calibration_ratio:.2f})")
     echo(f"request rebuilt from the log: {'identical to what was sent (sha256 match)' if step.verified else 'DIFFERS from what was sent'}")
     echo(f"masked ranges: {step.masked or 'none'}; pruned events: {step.result.pruned_ids or 'none'}; spilled events: {step.result.spilled_ids or 'none'}")
     echo()
@@ -148,15 +164,27 @@ def cmd_compact(args: argparse.Namespace) -> int:
 
 @_guard
 def cmd_config(args: argparse.Namespace) -> int:
-    """The effective config as JSON on stdout (`ignored_keys` lists the repository's keys not
-    applied); what was ignored and how to allow it, in words, on stderr."""
+    """The effective config as JSON on stdout, with the top-level flags given (`ctxagent --sandbox
+    off config`): `origins` says which layer set each key, `effective_sandbox` how commands run and
+    where each sandbox key came from, `ignored_keys` the repository's keys not applied; what was
+    ignored and how to allow it, in words, on stderr."""
     from ctxagent.agent.trust import describe_ignored
 
-    cfg = load_config(_root(args), {})
-    echo_json(cfg.redacted(), indent=2)
+    cfg = load_config(_root(args), flags_from_args(args))
+    echo_json({**cfg.redacted(), "effective_sandbox": effective_sandbox(cfg)}, indent=2)
     if cfg.ignored_keys:
         echo(f"ctxagent: {describe_ignored(cfg.ignored_keys)}", err=True)
     return 0
+
+
+def effective_sandbox(cfg: Config) -> dict[str, Any]:
+    """The policy commands run under (hidden paths resolved to the default list) and each key's origin."""
+    from ctxagent.tools.sandbox import SandboxPolicy
+
+    policy = SandboxPolicy.from_config(cfg)
+    return {"mode": policy.mode, "network": policy.network, "env": list(policy.env), "writable": list(policy.writable),
+            "hidden": list(policy.hidden), "description": policy.describe(),
+            "from": {key: origin_of(cfg, key) for key in SANDBOX_KEYS}}
 
 
 @_guard

@@ -20,6 +20,9 @@ from pathlib import Path
 from ctxagent.agent import __version__
 from ctxagent.agent.cli.commands import STANDARD_HELP, SUBCOMMANDS
 
+# agent/config.py SANDBOX_MODES (tools/sandbox/policy.py MODES), written out so that building the
+# parser imports neither; tests/agent/test_sandbox_config.py checks the three agree.
+SANDBOX_MODES = ("workspace-write", "read-only", "off")
 # Options naming a directory that must already exist (a typo must not create one).
 DIRECTORY_OPTIONS = {"cwd": "--cwd", "rewind_cwd": "--cwd", "project": "--project"}
 
@@ -50,6 +53,10 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     p.add_argument("--strategy", choices=list(STRATEGIES),
                    help="context strategy (default ctxagent; anthropic-clear / anthropic-compact: the Anthropic "
                    "API's own server-side context management)")
+    p.add_argument("--sandbox", choices=SANDBOX_MODES,
+                   help="how commands run: workspace-write (the default: only the repository writable, no network), "
+                   "read-only, or off (unsandboxed)")
+    p.add_argument("--sandbox-network", action="store_true", help="let sandboxed commands use the network")
     p.add_argument("--cwd", help="repository to work in (default: current directory)")
     named = _command_in(p, argv or [])
     model.help = _model_help(argv or [] if named is None else [])

@@ -1,7 +1,8 @@
 """`ctxagent rewind SESSION --to TURN [--code|--conversation|--both]` — /rewind without the TUI.
 
 The same operation as the app's /rewind (the one rewind, agent/checkpoints/rewind.py): code,
-conversation, and the memory records of the rewound turns retired. Headless there is nobody to ask, so files changed
+conversation, and the memory records of the rewound turns retired (with `--code`, those of their
+changes and test results, and the model is told). Headless there is nobody to ask, so files changed
 outside the agent since its last turn are skipped (and listed) unless `--force`. `--list` prints the
 turns the picker would show. File names are printed as they are, every control and invisible character
 in them shown (`context/floor/display.py`).
@@ -105,7 +106,7 @@ def cmd_rewind(args: argparse.Namespace) -> int:
                 return 2
             mode: RewindMode = args.mode or "both"
             confirm = (lambda _paths: True) if args.force else None
-            stores = _memory_stores(cps.state_dir) if mode != "code" else []
+            stores = _memory_stores(cps.state_dir)  # a code rewind retires what described the code, too
             result = rewind(log, args.to_turn, mode, checkpoints=cps, memory=stores, confirm_overwrite=confirm)
         finally:
             for store in stores:
@@ -120,7 +121,8 @@ def cmd_rewind(args: argparse.Namespace) -> int:
             "session": log.session_id, "turn": args.to_turn, "mode": mode,
             "files_restored": result.files_restored, "files_deleted": result.files_deleted,
             "skipped": result.skipped, "changed_outside": result.changed_outside,
-            "conversation_to_id": result.conversation_to_id, "checkpoint": result.checkpoint,
+            "conversation_to_id": result.conversation_to_id, "rewind_event_id": result.rewind_event_id,
+            "checkpoint": result.checkpoint,
             "backup_commit": result.backup_commit, "memory_retired": result.memory_retired,
             "warnings": result.warnings,
         }, indent=2)
@@ -140,10 +142,13 @@ def cmd_rewind(args: argparse.Namespace) -> int:
                 echo(f"  skipped  {show_controls(path)}: {why}")
             if result.backup_commit:
                 echo(f"  the tree before this rewind is kept as shadow commit {result.backup_commit[:12]}")
+    n = result.memory_retired
     if result.conversation_to_id is not None:
         echo(f"conversation: turn {args.to_turn} and everything after it are hidden (still in the log)")
-        n = result.memory_retired
         echo(f"memory: {n} record{'s' if n != 1 else ''} written in those turns no longer recalled (kept, retired)")
+    elif result.rewind_event_id is not None:
+        echo(f"conversation: kept; the model is told the code of turn {args.to_turn} on was undone (event {result.rewind_event_id})")
+        echo(f"memory: {n} record{'s' if n != 1 else ''} of those turns' changes and test results no longer recalled")
     for warning in result.warnings:
         echo(f"ctxagent rewind: {warning}", err=True)
     return 0

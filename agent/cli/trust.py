@@ -50,7 +50,7 @@ def cmd_trust(args: argparse.Namespace) -> int:
         if is_trusted(root):
             echo(f"already trusted: {shown}")
             return 0
-        before = load_config(root, {}, env={}).ignored_keys
+        before = [i for i in load_config(root, {}, env={}).ignored_keys if not i.user_only]  # the others never apply
         trust_repo(root)
         echo(f"trusted: {shown}")
         if before:

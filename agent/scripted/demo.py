@@ -100,7 +100,7 @@ def create_demo_repo(parent: Path | None = None) -> Path:
     _git(repo, "commit", "-qm", "demo: a calculator with a bug")
     # The repo's own config: the test command works without pytest installed, and the window is small.
     state = ensure_state_dir(repo)
-    runner = "pytest -q" if importlib.util.find_spec("pytest") else "unittest -v"  # pytest's summary is parsed best
+    runner = "pytest -q" if importlib.util.find_spec("pytest") else "unittest -v"  # both summaries are parsed (tools/test_output.py)
     test_cmd = f"{shlex.quote(sys.executable)} -m {runner}"
     (state / "config.toml").write_text(f"test_command = {json.dumps(test_cmd)}\n", encoding="utf-8")
     trust_repo(repo)  # ctxagent wrote this config itself: its test_command applies (see agent/trust.py)

@@ -14,6 +14,7 @@ anthropic-clear / anthropic-compact
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable
 from functools import partial
 
@@ -92,8 +93,9 @@ def build_baseline(inputs: BuildInputs) -> BuildResult:
             notes.append(f"window: {capped} message(s) capped at {WINDOW_MESSAGE_CAP} tokens")
         if dropped:
             notes.append(f"window: {dropped} oldest message(s) dropped (silently lost to the model)")
-    if draft.total() > inputs.budget.limit:
-        notes.append(f"over the limit: {draft.total():,} > {inputs.budget.limit:,} tokens (this strategy does not relieve pressure)")
+    calibrated = math.ceil(draft.total() * (inputs.calibration_ratio if inputs.calibration_ratio > 0 else 1.0))
+    if calibrated > inputs.budget.limit:  # in the provider's tokens, the unit of the limit
+        notes.append(f"over the limit: {calibrated:,} > {inputs.budget.limit:,} tokens (this strategy does not relieve pressure)")
     messages = [s.msg for s in draft.slots]
     request = Request(system=inputs.system, messages=messages, tools=list(inputs.tools), max_tokens=inputs.budget.max_output)
     report = make_report(inputs, draft, request, None, notes, strategy=inputs.strategy,
@@ -115,10 +117,11 @@ def build_server_side(inputs: BuildInputs, fallback: Callable[[BuildInputs], Bui
     limit = inputs.budget.effective_limit(inputs.calibration_ratio)
     result = build_baseline(dataclasses.replace(inputs, strategy="full"))
     if result.report.total > limit:
-        whole = result.report.total
+        whole, local = result.report.calibrated_total, result.report.total
+        size = f"{whole:,} tokens" if whole > inputs.budget.limit else f"{local:,} tokens by the local count"
         result = fallback(dataclasses.replace(inputs, strategy="ctxagent"))
         result.report.notes.append(
-            f"{inputs.strategy}: the whole history ({whole:,} tokens) is over the limit ({limit:,}); "
+            f"{inputs.strategy}: the whole history ({size}) is over the limit ({inputs.budget.limit:,}); "
             "ctxagent's own relief built this step, the server's edits apply to what is sent")
     else:
         result.report.notes[:] = [n for n in result.report.notes if not n.startswith("over the limit")]

@@ -14,6 +14,7 @@ strategies, slice relief) import them without a cycle.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -177,16 +178,28 @@ class Draft:
             n += s.tokens
         return n
 
-    def overflow_message(self, limit: int, budget: Budget) -> str:
+    def overflow_message(self, budget: Budget, ratio: float = 1.0) -> str:
+        """Why the request cannot fit, in the provider's tokens (the local count × `ratio`), the unit
+        of the window and the reserve it is compared with."""
+        ratio = ratio if ratio and ratio > 0 else 1.0
+
+        def provider(tokens: int) -> int:
+            return math.ceil(tokens * ratio)
+
         biggest = max(self.slots, key=lambda s: s.tokens, default=None)
         what = ""
         if biggest is not None:
             role = "tool result" if biggest.is_tool_result else f"{biggest.msg.role} message"
             ev = f" (event {biggest.msg.event_id})" if biggest.msg.event_id is not None else ""
-            what = f" The largest item is a {role}{ev} of {biggest.tokens:,} tokens."
+            what = f" The largest item is a {role}{ev} of {provider(biggest.tokens):,} tokens."
+        needed = provider(self.total())
+        if needed <= budget.limit:  # a ratio under 1: the local count is held to the limit as well
+            needed_text = f"{needed:,} tokens (and {self.total():,} by the local count, which is held to the limit too)"
+        else:
+            needed_text = f"{needed:,} tokens"
         return (
-            f"the request cannot fit the context window: it still needs {self.total():,} tokens after pruning and "
-            f"compaction, but the limit is {limit:,} (window {budget.window:,} − reserve {budget.reserve:,} for the reply; "
-            f"system prompt and tool schemas alone take {self.fixed:,}).{what} Shorten the message, start a new "
-            f"session (/new), or use a model with a larger window."
+            f"the request cannot fit the context window: it still needs {needed_text} after pruning and "
+            f"compaction, but the limit is {budget.limit:,} (window {budget.window:,} − reserve {budget.reserve:,} for the reply; "
+            f"system prompt and tool schemas alone take {provider(self.fixed):,}).{what} Shorten the message, start a new "
+            f"session (/new), or use a model with a larger window. (Tokens as the provider counts them.)"
         )

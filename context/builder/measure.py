@@ -76,7 +76,7 @@ def make_report(
     usage = round(100.0 * (calibrated + budget.reserve) / budget.window, 2)
     flags = red_flags(total=total, tool_result_tokens=tools, largest_tool_result=largest,
                       messages=len(request.messages), window=budget.window,
-                      used=used, shares={name: budget.base(name) for name in used})
+                      used=used, shares={name: budget.base(name) for name in used}, ratio=ratio)
     if cache is not None:
         loss = _loss_from_cache(inputs, draft, cache)
     else:

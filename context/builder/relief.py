@@ -92,7 +92,7 @@ def relieve(inputs: BuildInputs, events: list[Event], limit: int, warm: str, not
         _prune(draft, "all", counter, cache, limit)
         break
     if draft.total() > limit:
-        raise ContextOverflowError(draft.overflow_message(limit, inputs.budget))
+        raise ContextOverflowError(draft.overflow_message(inputs.budget, inputs.calibration_ratio))
     return draft, [PlannedCompaction(eid, data) for eid, data, _ in records], warm
 
 

@@ -17,6 +17,8 @@ module prints around it.
 - Invisible format characters — bidi embeddings, overrides and isolates, zero-width spaces and
   joiners, tag characters, line/paragraph separators, fillers — and lone surrogates: always shown as
   `⟨U+202E⟩`, in both modes, so what is displayed is what is there.
+- `colors=True` (flowing text that ctxagent itself colored, the replay's picture): SGR sequences
+  (`ESC [ … m`, colors and bold only) are kept; every other sequence and control still goes.
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ _INVISIBLE_CLASS = (
     "\ud800-\udfff"
 )
 _INVISIBLE = re.compile(f"[{_INVISIBLE_CLASS}]")
+_SGR = re.compile(r"\x1b\[[0-9;:]*m")  # select graphic rendition: colors, bold; it moves nothing
 _ANY = re.compile(f"[{_CONTROL_CLASS}{_INVISIBLE_CLASS}]")
 
 
@@ -64,10 +67,13 @@ def _visible_format(m: re.Match[str]) -> str:
     return f"⟨U+{ord(m.group(0)):04X}⟩"
 
 
-def for_display(text: str, *, exact: bool = False) -> str:
+def for_display(text: str, *, exact: bool = False, colors: bool = False) -> str:
     """THE display edge: `text` as it may reach a terminal (see the module doc for the two modes)."""
     if not text or not _ANY.search(text):
         return text
+    if colors and not exact:  # the text between two color sequences, each made safe on its own
+        pieces, sgrs = _SGR.split(text), _SGR.findall(text)
+        return "".join(for_display(piece) + (sgrs[i] if i < len(sgrs) else "") for i, piece in enumerate(pieces))
     if exact:
         text = _CONTROLS.sub(lambda m: _visible_control(m.group(0)), text)
     elif _CONTROLS.search(text):
@@ -98,10 +104,10 @@ def json_text(value: Any, *, indent: int | None = None) -> str:
 
 
 def echo(text: object = "", *, err: bool = False, file: TextIO | None = None, exact: bool = False,
-         end: str = "\n") -> None:
+         colors: bool = False, end: str = "\n") -> None:
     """Print `text` through the display edge: to stdout, or stderr with `err`, or `file`."""
     stream = file or (sys.stderr if err else sys.stdout)
-    stream.write(for_display(str(text), exact=exact) + end)
+    stream.write(for_display(str(text), exact=exact, colors=colors) + end)
     stream.flush()
 
 

@@ -5,7 +5,8 @@
                            (store.record_user_text) to tell later what the user said
     assistant text       → `decision` per decision sentence, `todo` per TODO line
     a call that changed files (context/tool_meta.py) → `change` per file (line ranges from meta["lines"])
-    run_tests            → `note` with the pass / fail counts from meta["tests"]
+    run_tests            → `note`: passed / failed / no tests ran, the counts and the exit code
+                           (context/test_runs.py, the rule the app's panel uses), tagged with the verdict
     user / assistant     → also a cold `turn` record of the words, with neighbouring turns as context
                            and the event's time (see turns.py)
     compaction summary   → one record per bullet of Decisions / Constraints / Changes / Open tasks,
@@ -28,6 +29,7 @@ from ctxagent.context.history import Event
 from ctxagent.context.memory.detect import detect_constraints, detect_decisions, detect_todos
 from ctxagent.context.memory.provenance import ASSISTANT, SUMMARY, TOOL, USER
 from ctxagent.context.memory.turns import write_turn
+from ctxagent.context.test_runs import run_outcome
 from ctxagent.context.tool_meta import changed_files_of
 
 if TYPE_CHECKING:
@@ -141,13 +143,9 @@ def _tool_records(store: MemoryDB, result: ToolResultData, common: dict[str, Any
             spans = _ranges(lines.get(f) if isinstance(lines, dict) else None)
             text = f"{verb} {f}" + (f" lines {spans}" if spans else "")
             out.append(store.add(text, "change", files=[f], tags=[name], merge=False, **common))
-    elif name in TEST_TOOLS and isinstance(meta.tests, dict):
-        t = meta.tests
-        counts = ", ".join(f"{int(t[k])} {k}" for k in ("passed", "failed", "errors", "skipped") if isinstance(t.get(k), int))
-        first = [ln for ln in result.content.strip().splitlines()[:1] if not re.search(r"passed|failed", ln)]
-        text = f"tests: {counts or 'no counts'}" + (f" — {first[0][:160]}" if first else "")
-        out.append(store.add(text, "note", tags=["tests", "fail" if t.get("failed") or t.get("errors") else "pass"],
-                             merge=False, **common))
+    elif name in TEST_TOOLS and (outcome := run_outcome(meta)) is not None:
+        # the one rule (context/test_runs.py): the exit code and the counts, as the app's panel shows them
+        out.append(store.add(outcome.words, "note", tags=["tests", outcome.verdict], merge=False, **common))
     return out
 
 

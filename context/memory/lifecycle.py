@@ -11,6 +11,7 @@ from contextlib import AbstractContextManager
 
 from ctxagent.context.errors import MemoryStoreError
 from ctxagent.context.floor.sanitize import escape_surrogates, redact_secrets
+from ctxagent.context.memory.provenance import TOOL
 from ctxagent.context.memory.record import COLUMNS, RETIRED, TODO_STATUSES, Record
 from ctxagent.context.memory.term_df import bump_df, record_terms
 from ctxagent.context.memory.terms import index_text
@@ -69,17 +70,20 @@ class RecordLifecycle:
             conn.execute("UPDATE records SET superseded_by = NULL WHERE superseded_by = ?", (id,))
             return bool(gone)
 
-    def retire_after(self, session: str, turn: int) -> int:
+    def retire_after(self, session: str, turn: int, *, code_only: bool = False) -> int:
         """Retire what `session` first wrote in turn `turn` or later: a rewind to before `turn` took
-        those turns back, so their changes, decisions and test results are no longer true.
+        those turns back, so their changes, decisions and test results are no longer true. With
+        `code_only` (a rewind of the code alone: the conversation stays), only what described the code
+        goes — the change records and the test results the tools reported.
 
         Nothing is deleted: retired records stay listed, but search and recall skip them, and the
         records they had superseded are current again. Said again later, a record revives (see
         `_merge_into`). Returns how many records were retired.
         """
+        code = f" AND (type = 'change' OR (type = 'note' AND provenance = '{TOOL}'))" if code_only else ""
         with self._write() as conn:
             ids = [int(r[0]) for r in conn.execute(
-                "SELECT id FROM records WHERE session = ? AND turn >= ? AND layer != ?", (session, int(turn), RETIRED))]
+                f"SELECT id FROM records WHERE session = ? AND turn >= ? AND layer != ?{code}", (session, int(turn), RETIRED))]
             if not ids:
                 return 0
             marks = ",".join("?" * len(ids))

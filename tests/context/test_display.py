@@ -84,3 +84,12 @@ def test_echo_writes_through_the_edge():
     echo("path: a\x1b[2Jb", file=out, exact=True)
     echo_json({"k": "\u200b"}, file=out, indent=None)
     assert out.getvalue() == 'name: ab⟨U+202E⟩c\npath: a␛[2Jb\n{"k": "\\u200b"}\n'
+
+
+def test_colors_keep_only_color_sequences() -> None:
+    from ctxagent.context.floor.display import for_display
+
+    text = "\x1b[38;5;82mctxagent\x1b[0m session \x1b]0;pwned\x07x\x1b[2J\x1b[1Ay\u202e\x1b[1mbold\x1b[0m\x1b"
+    shown = for_display(text, colors=True)
+    assert shown == "\x1b[38;5;82mctxagent\x1b[0m session xy⟨U+202E⟩\x1b[1mbold\x1b[0m"  # title, clear, cursor gone
+    assert for_display(text) == "ctxagent session xy⟨U+202E⟩bold"  # without colors: none of it

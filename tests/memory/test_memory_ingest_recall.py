@@ -50,7 +50,7 @@ def test_ingest_writes_typed_records_with_provenance(tmp_path: Path, store: Memo
     assert [(r.tags[0], r.source_events, r.layer) for r in turns] == [("user", [u.id], "cold"), ("assistant", [u.id + 1], "cold")]
     assert recs["constraint"].content == "Don't modify config files." and recs["constraint"].pinned
     assert recs["change"].content == "edited src/db.py lines 3-7, 12" and recs["change"].files == ["src/db.py"]
-    assert recs["note"].content.startswith("tests: 3 passed, 1 failed")
+    assert recs["note"].content == "tests failed: 3 passed, 1 failed" and "fail" in recs["note"].tags
     assert recs["todo"].content == "add login tests" and recs["todo"].status == "open"
     assert len(ids) == 7
     # provenance: each record leads back to the exact log line it came from
@@ -62,6 +62,31 @@ def test_ingest_writes_typed_records_with_provenance(tmp_path: Path, store: Memo
     # idempotent per event id: a second ingest (or a re-run after a crash) adds nothing
     assert store.ingest(events, "s1") == []
     assert store.stats()["total"] == 7
+
+
+def test_a_test_run_is_noted_by_the_rule_the_app_marks_it_with(tmp_path: Path, store: MemoryStore) -> None:
+    """The exit code and the counts decide the note's words and tag (context/test_runs.py): an exit-1 run
+    whose counts could not be read is a failure, not "0 passed … tagged pass"."""
+    log = _log(tmp_path)
+    log.append(UserData(text="run the tests", turn=1))
+    runs = [
+        ({"passed": 0, "failed": 0, "errors": 0, "skipped": 0}, 1, False),
+        ({"passed": 0, "failed": 0, "errors": 2, "skipped": 0}, 2, True),
+        ({"passed": 5, "failed": 0, "errors": 0, "skipped": 0}, 0, True),
+        ({"passed": 0, "failed": 0, "errors": 0, "skipped": 0}, 5, True),
+    ]
+    for i, (counts, code, found) in enumerate(runs):
+        log.append(ToolResultData(call_id=f"c{i}", name="run_tests", content="…", is_error=False,
+                                  meta={"tests": counts, "exit_code": code, "counts_found": found}))
+    log.close()
+    store.ingest(SessionLog.load(log.path).events, "s1")
+    notes = [(r.content, r.tags) for r in sorted(store.list(type="note"), key=lambda r: r.id)]
+    assert notes == [
+        ("tests failed: no pass/fail counts found in the output (exit 1)", ["tests", "fail"]),
+        ("tests failed: 0 passed, 0 failed, 2 errors (exit 2)", ["tests", "fail"]),
+        ("tests passed: 5 passed, 0 failed (exit 0)", ["tests", "pass"]),
+        ("no tests ran: 0 passed, 0 failed (exit 5)", ["tests", "none"]),
+    ]
 
 
 def test_ingest_in_steps_keeps_turn_numbers(tmp_path: Path, store: MemoryStore) -> None:

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 from ctxagent.tools import make_registry
 from ctxagent.tools.contract import ToolContext, ToolResult
-from ctxagent.tools.tests_runner import TestCounter, detect_test_command, summary_line
+from ctxagent.tools.test_output import TestCounter
+from ctxagent.tools.tests_runner import detect_test_command, summary_line
 
 REG = make_registry()
 

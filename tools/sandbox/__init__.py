@@ -31,15 +31,21 @@ What this follows and where it departs, against the two careful peers:
 - When bwrap cannot run (no unprivileged user namespaces, an AppArmor restriction, not Linux),
   commands are refused with a message naming the setting (`sandbox = "off"` in the user's own
   config, or `--sandbox off`); they never fall back to running unsandboxed.
+
+The shell tool and run_tests (so `!command` and the configured test command) start commands through
+tools/shell.py's runner; a program the user's config names for an event (a hook) goes through
+`run_hook` (hooks.py): JSON on stdin, a deadline, the same launch, and it never raises.
 """
 
 from __future__ import annotations
 
 from ctxagent.tools.sandbox.bwrap import Probe, find_bwrap, probe
 from ctxagent.tools.sandbox.environment import command_env, secret_shaped
+from ctxagent.tools.sandbox.hooks import HookOutcome, run_hook
 from ctxagent.tools.sandbox.launch import Launch, prepare_launch
 from ctxagent.tools.sandbox.policy import DEFAULT_POLICY, MODES, SandboxPolicy, policy_of
 from ctxagent.tools.sandbox.status import SandboxStatus, sandbox_checks, sandbox_status
 
-__all__ = ["DEFAULT_POLICY", "MODES", "Launch", "Probe", "SandboxPolicy", "SandboxStatus", "command_env",
-           "find_bwrap", "policy_of", "prepare_launch", "probe", "sandbox_checks", "sandbox_status", "secret_shaped"]
+__all__ = ["DEFAULT_POLICY", "MODES", "HookOutcome", "Launch", "Probe", "SandboxPolicy", "SandboxStatus", "command_env",
+           "find_bwrap", "policy_of", "prepare_launch", "probe", "run_hook", "sandbox_checks", "sandbox_status",
+           "secret_shaped"]

