@@ -184,17 +184,20 @@ def endpoint_for(config: Config, label: str) -> Endpoint:
 
 
 def _config_endpoint(config: Config) -> Endpoint | None:
-    """The endpoint `config` names when it names a model (a key alone picks one only when the agent
-    is built: that agent records it)."""
-    from ctxagent.agent.providers.registry import parse_model_name
+    """The endpoint `config` names when its model says the provider by a prefix or a bare name the
+    provider owns (providers/specs.py only: a new session opens before the first frame, without the
+    model registry). Otherwise None: the agent records its endpoint when it is built (Agent)."""
+    from ctxagent.agent.providers import specs
 
-    if not config.model:
+    name = (config.model or "").strip()
+    if not name:
         return None
-    try:
-        provider, model = parse_model_name(config.model)
-    except CtxagentError:
-        return None
-    return endpoint_for(config, f"{provider}:{model}")
+    spec = specs.provider_of_model(name)
+    if spec is not None:
+        model = name.partition(":")[2].strip()
+        return endpoint_for(config, f"{spec.name}:{model}") if model else None
+    owner = next((s for s in specs.providers() if s.owns_bare_name(name)), None)
+    return endpoint_for(config, f"{owner.name}:{name}") if owner is not None else None
 
 
 def _start_data(log: SessionLog) -> SessionStartData | None:
