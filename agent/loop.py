@@ -23,9 +23,10 @@ from typing import TYPE_CHECKING, Any
 
 from ctxagent.agent.hooks import Hooks
 from ctxagent.agent.parts import AgentParts, Approver, Journal, deny_mutations
+from ctxagent.agent.permissions import Allowance
 from ctxagent.agent.providers.protocol import CUT_STOPS
 from ctxagent.agent.server_context import ServerContext, seen_reports
-from ctxagent.agent.session import Session
+from ctxagent.agent.session import Session, endpoint_for, record_endpoint
 from ctxagent.agent.session_ops import (
     RewindMenu,
     RewindMode,
@@ -81,6 +82,8 @@ class Agent:
         self.tools.hooks = self.steps.hooks = self.hooks
         # the stable prefix, whenever it changed, so `inspect` can rebuild any step exactly
         record_system_prompt(session.log, parts.system, parts.registry.specs())
+        # where the requests go, whenever it changed (/model), so offline commands send to it too
+        record_endpoint(session.log, endpoint_for(session.config, parts.model_label))
         self._answer_dangling_calls()
         self.hooks.session_start(resumed=self.log.turn > 0)
 
@@ -113,8 +116,8 @@ class Agent:
         return self.steps.step
 
     @property
-    def allowed_for_session(self) -> set[str]:
-        """Tools the user allowed for the rest of this session."""
+    def allowed_for_session(self) -> set[Allowance]:
+        """What the user allowed for the rest of this session: each a tool with its exact command or path."""
         return self.tools.allowed_for_session
 
     @property

@@ -37,7 +37,11 @@ Approver = Callable[[PermissionRequest], PermissionDecision]
 
 
 def deny_mutations(req: PermissionRequest) -> PermissionDecision:
-    """The headless default without --yes: refuse edits and commands, telling the model why."""
+    """The headless default without --yes: refuse edits and commands, telling the model why. (A call
+    that needs the user's own yes — an instruction file — is refused with --yes too: nobody can give it.)"""
+    if req.note and not req.can_remember:
+        return PermissionDecision(allow=False, reason=f"{req.note} This headless run cannot ask the user; do not "
+                                  "retry it — say what you would change instead.")
     return PermissionDecision(
         allow=False,
         reason=f"{req.tool} needs permission ({req.permission}) and this run is headless without --yes; "

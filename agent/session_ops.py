@@ -33,6 +33,7 @@ from ctxagent.context.events import CompactionData, MemoryData
 from ctxagent.context.history import Event, SessionLog, view
 
 if TYPE_CHECKING:
+    from ctxagent.agent.permissions import Allowance
     from ctxagent.agent.session import Session
     from ctxagent.context.memory import MemoryStore
 
@@ -112,7 +113,7 @@ def new_session(old: Session, with_summary: bool, summarize: Callable[[str], str
 
 class _Permits(Protocol):
     @property
-    def allowed_for_session(self) -> set[str]: ...
+    def allowed_for_session(self) -> set[Allowance]: ...
 
 
 A = TypeVar("A", bound=_Permits)

@@ -36,7 +36,7 @@ from ctxagent.context.builder.step import (
     record_system_prompt,
     refused_ratio,
 )
-from ctxagent.context.errors import ContextLengthError, ContextOverflowError, ProviderError, StreamError
+from ctxagent.context.errors import ContextLengthError, ContextOverflowError, ProviderError
 from ctxagent.context.events import AssistantData, ErrorData
 from ctxagent.context.report import ContextReport
 from ctxagent.context.request import ToolCall, Usage

@@ -42,6 +42,7 @@ from typing import Any
 
 from ctxagent.agent.providers import specs
 from ctxagent.context.errors import ConfigError
+from ctxagent.context.floor.display import show_controls
 from ctxagent.context.floor.state_paths import describe_os_error, user_config_dir, user_state_dir
 
 try:
@@ -264,7 +265,7 @@ def describe_ignored(ignored: Iterable[IgnoredKey]) -> str:
     if never:
         lines.append(f"ignored {_settings(never)} from {_sources(never)} that no repository may set, trusted or not:")
         lines += [f"  - {i.line()}" for i in never]
-        lines.append(f"To have them, put them in your own config ({user_config_dir() / 'config.toml'}) or pass the flag.")
+        lines.append(f"To have them, put them in your own config ({show_controls(str(user_config_dir() / 'config.toml'))}) or pass the flag.")
     return "\n".join(lines)
 
 
@@ -273,4 +274,4 @@ def _settings(items: list[IgnoredKey]) -> str:
 
 
 def _sources(items: list[IgnoredKey]) -> str:
-    return ", ".join(sorted({i.source for i in items}))
+    return ", ".join(sorted({show_controls(i.source) for i in items}))  # a path: every character in it shown

@@ -121,7 +121,10 @@ class PermissionRequest:
     tool: str
     permission: str  # "edit" | "command"
     arguments: dict[str, Any]
-    preview: str  # the diff of an edit, or the command line
+    preview: str  # the diff of an edit, or the command line (agent/permissions.py: nothing hidden)
+    target: str = ""  # the exact command or path an "allow for this session" answer would cover
+    note: str = ""  # what the user should know first (an instruction file, a test command the model chose)
+    can_remember: bool = True  # False: no allowance covers this call (it is asked every time)
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ written, `SessionLog.load` validates every line (a line whose fields are wrong i
 Unknown fields are kept (`extra="allow"`): a newer ctxagent may add fields, and an older one must
 still load its logs. Models are frozen: events never change once appended.
 
-    session_start   SessionStartData
+    session_start   SessionStartData    the start; a later one: the endpoint changed (/model)
     system_prompt   SystemPromptData    the stable prefix, logged whenever it changes
     user            UserData
     assistant       AssistantData       text + ToolCall[] + Usage (+ ServerContextData); both types from context/request.py
@@ -148,12 +148,18 @@ class ToolMeta(_Model):
 
 # -- the kinds ---------------------------------------------------------------------------------------
 class SessionStartData(Payload):
+    """The session's start, and the endpoint its requests go to. A later `session_start` of the same
+    session records a new endpoint (a /model switch, a resume on another model): the last one that
+    names a model is the session's endpoint now (agent/session.py `session_endpoint`)."""
+
     KIND = "session_start"
     session: str
-    model: str = ""
+    model: str = ""  # "provider:model" as a config names it
     cwd: str = ""
     parent: str | None = None
     seeded_from: str | None = None
+    provider: str = ""  # the provider's name ("anthropic", "openai", "scripted")
+    base_url: str = ""  # the base URL requests went to ("": the provider's own); never a key or a password
 
 
 class SystemPromptData(Payload):

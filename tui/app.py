@@ -12,7 +12,6 @@ configuration it cannot use opens the set-up screen.
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from collections.abc import Callable
 from functools import partial
@@ -207,12 +206,12 @@ class CtxApp(App[int]):
 def run_app(args: argparse.Namespace) -> int:
     """`ctxagent` (and --resume / --continue, demo): build the session from the CLI args, run the app.
     `args.initial_input` is pre-typed in the input box (the demo's suggested request)."""
-    from ctxagent.context import CtxagentError
+    from ctxagent.context import CtxagentError, echo
 
     try:
         session = open_from_args(args)
     except CtxagentError as exc:
-        print(f"ctxagent: {exc}", file=sys.stderr)
+        echo(f"ctxagent: {exc}", err=True)
         return 2
     label = getattr(args, "app_label", "") or getattr(args, "label", "") or ""
     app = CtxApp(session, _create_agent, label=label, initial_input=getattr(args, "initial_input", "") or "",

@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING
 from ctxagent.agent import (
     AssistantDone,
     ContextBuilt,
-    ModelWaiting,
     McpStatus,
+    ModelWaiting,
     Notice,
     StepStarted,
     ToolStarted,
@@ -38,6 +38,7 @@ from ctxagent.tui.gauge import UsageGauge
 from ctxagent.tui.messages import ActionFinished, AgentReady, AgentUpdate, Outcome
 from ctxagent.tui.modals import BreakpointBar, BreakpointModal
 from ctxagent.tui.prompt import ChatInput
+from ctxagent.tui.safe import flat
 from ctxagent.tui.status import StatusLine
 from ctxagent.tui.transcript import cost_usd, session_cost, transcript_widgets
 from textual import events, getters, work
@@ -212,7 +213,7 @@ class SessionScreen(Screen[None]):
     # -- telling the user -------------------------------------------------------------------------
     def say(self, message: str, severity: SeverityLevel = "information") -> None:
         """A toast. Never markup: messages often quote text from outside (paths, errors)."""
-        self.app.notify(message, severity=severity, markup=False)
+        self.app.notify(flat(message), severity=severity, markup=False)
 
     def notice(self, text: str, severity: str = "info") -> None:
         self.chat.mount(NoticeLine(text, severity))

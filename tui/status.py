@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from ctxagent.tui.gauge import human_tokens
+from ctxagent.tui.safe import flat
 from rich.text import Text
 from textual.reactive import reactive
 from textual.widget import Widget
@@ -37,7 +38,7 @@ def short_model(label: str, width: int = 28) -> str:
     provider, sep, name = label.partition(":")
     if sep and "/" in name:
         name = name.rsplit("/", 1)[-1]
-    label = f"{provider}{sep}{name}"
+    label = flat(f"{provider}{sep}{name}")  # from a config or a session log: outside text
     return label if len(label) <= width else label[: width // 2 - 1] + "…" + label[-(width // 2):]
 
 

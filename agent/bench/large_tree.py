@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ctxagent.context.floor.display import echo, echo_json
 from ctxagent.context.floor.gitsafe import git_env
 from ctxagent.tools import make_registry
 from ctxagent.tools.contract import ToolContext
@@ -102,7 +103,10 @@ def _run(args: Any) -> int:
     if keep is not None:
         keep.mkdir(parents=True, exist_ok=True)
     result = run_tree(args.files, args.repeat, keep)
-    print(json.dumps(result, indent=2) if args.json else tree_text(result))
+    if args.json:
+        echo_json(result, indent=2)
+    else:
+        echo(tree_text(result))
     if args.out:
         Path(args.out).write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     return 0

@@ -26,11 +26,11 @@ the TTL. `cost` is input-token units (uncached + 0.1 × read + 1.25 × written).
 from __future__ import annotations
 
 import argparse
-import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ctxagent.context.floor.display import echo, echo_json
 from ctxagent.context.request import Message, Request, ToolCall, ToolSpec
 
 VERBS = ["list", "get", "create", "update", "delete", "search", "close", "assign", "merge", "archive"]
@@ -156,7 +156,10 @@ def add_parser(sub: Any) -> None:
 
     def main(args: argparse.Namespace) -> int:
         result = run(args.tools, args.steps, args.load_at)
-        print(json.dumps(result, indent=1) if args.json else table(result))
+        if args.json:
+            echo_json(result, indent=1)
+        else:
+            echo(table(result))
         return 0
 
     p.set_defaults(func=main)

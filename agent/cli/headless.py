@@ -3,7 +3,8 @@
 Text mode: stdout gets the answer only (the text of the step that ends the turn); progress — the
 text of steps that call tools, one line per tool call, notices, warnings and errors — goes to
 stderr. JSON mode: one JSON object on stdout, notices on stderr. Every error is printed once, and
-everything printed is stripped of control sequences (`context/floor/display.py`).
+everything printed goes through the display edge (`context/floor/display.py`): no control sequence
+reaches the terminal, and invisible characters are shown.
 
 Exit codes (stable, for scripts):
     0  the turn finished (end_turn)
@@ -30,7 +31,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import re
 import sys
 import threading
 from pathlib import Path
@@ -39,6 +39,7 @@ from typing import Any, TextIO
 from ctxagent.agent.config import flags_from_args, load_config
 from ctxagent.agent.factory import create_agent
 from ctxagent.agent.parts import deny_mutations
+from ctxagent.agent.permissions import inline_text
 from ctxagent.agent.providers.protocol import CUT_STOPS
 from ctxagent.agent.session import find_repo_root, open_session
 from ctxagent.agent.trust import describe_ignored
@@ -55,21 +56,16 @@ from ctxagent.agent.updates import (
     TurnFinished,
 )
 from ctxagent.context.errors import ConfigError, CtxagentError, HistoryError
-from ctxagent.context.floor.display import strip_controls
-from ctxagent.context.floor.sanitize import encodable, escape_surrogates
+from ctxagent.context.floor.display import echo, echo_json
 from ctxagent.context.floor.state_paths import describe_os_error
 from ctxagent.context.request import Usage
 
 EXIT_OK, EXIT_PROVIDER, EXIT_CONFIG, EXIT_AUTH, EXIT_OVERFLOW, EXIT_MAX_STEPS = 0, 1, 2, 3, 4, 5
 EXIT_REFUSED, EXIT_CUT, EXIT_CANCELLED = 6, 7, 130
-_C1 = re.compile(r"[\x80-\x9f]")
 
 
 def _write(stream: TextIO, text: str) -> None:
-    # a lone surrogate (a model's broken text, an undecodable file name) would raise
-    # UnicodeEncodeError on a UTF-8 stream: it is printed escaped, as the log holds it
-    stream.write(escape_surrogates(strip_controls(text)))
-    stream.flush()
+    echo(text, file=stream, end="")
 
 
 class TextPrinter:
@@ -126,10 +122,13 @@ class RefusingApprover:
 
     def __call__(self, req: PermissionRequest) -> PermissionDecision:
         first_line = req.preview.splitlines()[0] if req.preview else ""
-        target = str(req.arguments.get("path") or req.arguments.get("command") or first_line)
-        self.refused.append({"tool": req.tool, "permission": req.permission, "target": target[:200]})
-        _write(self.err, f"ctxagent: refused {req.tool} {target[:120]} — this run may not "
-                         f"{'edit files' if req.permission == 'edit' else 'run commands'}; run with --yes to allow it\n")
+        target = req.target or str(req.arguments.get("path") or req.arguments.get("command") or first_line)
+        # all of it, or its head and its end with the count between: `| sh` hides at the end
+        self.refused.append({"tool": req.tool, "permission": req.permission, "target": inline_text(target, 2000)})
+        why = (f"{req.note} It cannot be confirmed in a headless run." if not req.can_remember and req.note
+               else f"this run may not {'edit files' if req.permission == 'edit' else 'run commands'}; "
+                    "run with --yes to allow it")
+        _write(self.err, f"ctxagent: refused {req.tool} {inline_text(target, 300)} — {why}\n")
         return deny_mutations(req)
 
 
@@ -230,9 +229,7 @@ def run_headless(args: Any, out: TextIO | None = None, err: TextIO | None = None
                else "the reply passed ctxagent's size cap")
         _write(err, f"ctxagent: the reply was cut: {why}; what arrived is kept in the session\n")
     if args.output == "json":
-        payload = json.dumps(encodable(_json_result(agent, done, approver.refused)), ensure_ascii=False)
-        out.write(_C1.sub(lambda m: f"\\u{ord(m.group(0)):04x}", payload) + "\n")  # JSON-escaped C1 controls
-        out.flush()
+        echo_json(_json_result(agent, done, approver.refused), indent=None, file=out)
     return code
 
 

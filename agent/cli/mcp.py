@@ -4,11 +4,11 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 from typing import Any
 
 from ctxagent.agent.cli.commands import add_command
+from ctxagent.context.floor.display import echo
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -40,7 +40,6 @@ def run_servers(args: argparse.Namespace) -> int:
     from ctxagent.agent.session import find_repo_root
     from ctxagent.agent.trust import describe_ignored
     from ctxagent.context.errors import ConfigError
-    from ctxagent.context.floor.display import strip_controls
     from ctxagent.context.tokens import CachedCounter, get_counter
     from ctxagent.tools.sandbox import SandboxPolicy
 
@@ -48,30 +47,29 @@ def run_servers(args: argparse.Namespace) -> int:
     try:
         config = load_config(root)
     except ConfigError as exc:
-        print(f"ctxagent: {exc}", file=sys.stderr)
+        echo(f"ctxagent: {exc}", err=True)
         return 2
     ignored = [i for i in config.ignored_keys if i.key.startswith("mcp_servers")]
     if ignored:
-        print(describe_ignored(ignored), file=sys.stderr)
+        echo(describe_ignored(ignored), err=True)
     servers = config.mcp_servers
     if args.action == "test":
         if not args.name or args.name not in servers:
             known = ", ".join(servers) or "none"
-            print(f"ctxagent: no MCP server {args.name!r} in the configuration (configured: {known})", file=sys.stderr)
+            echo(f"ctxagent: no MCP server {args.name!r} in the configuration (configured: {known})", err=True)
             return 2
         servers = {args.name: servers[args.name].model_copy(update={"enabled": True})}
     if not servers:
-        print("no MCP servers configured ([mcp_servers.NAME] in config.toml, or a trusted repository's .mcp.json)")
+        echo("no MCP servers configured ([mcp_servers.NAME] in config.toml, or a trusted repository's .mcp.json)")
         return 0
     rows = probe(servers, root, SandboxPolicy.from_config(config), CachedCounter(get_counter("o200k_base")))
-    print(f"{'server':<20} {'transport':<9} {'state':<8} {'tools':>5} {'schema tokens':>13}  note")
+    echo(f"{'server':<20} {'transport':<9} {'state':<8} {'tools':>5} {'schema tokens':>13}  note")
     for row in rows:
-        print(strip_controls(f"{row.name:<20} {row.transport:<9} {row.state:<8} {len(row.tools):>5} {row.tokens:>13,}  "
-                             f"{row.error}"))
+        echo(f"{row.name:<20} {row.transport:<9} {row.state:<8} {len(row.tools):>5} {row.tokens:>13,}  {row.error}")
         if args.action == "test":
             for name, tokens in row.tools:
-                print(strip_controls(f"  {name:<58} {tokens:>6,}"))
+                echo(f"  {name:<58} {tokens:>6,}")
     skipped = [n for n, c in config.mcp_servers.items() if not c.enabled and args.action == "list"]
     if skipped:
-        print(f"disabled (enabled = false): {', '.join(skipped)}")
+        echo(f"disabled (enabled = false): {', '.join(skipped)}")
     return 0 if all(r.state == "ready" for r in rows) else 1

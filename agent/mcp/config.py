@@ -34,6 +34,11 @@ MAX_MCP_JSON_BYTES = 1_000_000
 # Keys of a server that take a safeguard away: from the user's own config only, never a repository's.
 USER_ONLY_SERVER_KEYS = ("ask", "allow_tools", "sandbox")
 TOOL_PREFIX = "mcp__"
+
+
+def is_mcp_tool(name: str) -> bool:
+    """An outside server's tool (`mcp__<server>__<tool>`)."""
+    return name.startswith(TOOL_PREFIX)
 NAME_LIMIT = 64  # the providers' tool-name limit (OpenAI: 64 characters of [A-Za-z0-9_-])
 _NAME_SAFE = re.compile(r"[^A-Za-z0-9_-]+")
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from ctxagent.agent.mcp.catalog import McpCatalog
 from ctxagent.agent.mcp.client import McpHub, ServerState
-from ctxagent.agent.mcp.config import McpServerConfig
+from ctxagent.agent.mcp.config import McpServerConfig, is_mcp_tool
 from ctxagent.context.tokens import TokenCounter, count_tool_spec
 from ctxagent.tools.contract import ToolRegistry
 from ctxagent.tools.sandbox import SandboxPolicy
@@ -116,7 +116,7 @@ def start_mcp(servers: dict[str, McpServerConfig], root: Path, policy: SandboxPo
     hub = McpHub(enabled, root, policy, on_change=changed)
     catalog = McpCatalog(hub, enabled, counter=counter, window=window, share=share)
     catalog_box.append(catalog)
-    catalog.preload([t for t in last_tool_list(log) if str(t.get("name", "")).startswith("mcp__")
+    catalog.preload([t for t in last_tool_list(log) if is_mcp_tool(str(t.get("name", "")))
                      or t.get("name") == "search_tools"])
     registry.add_source(catalog.drain)
     registry.refresh()

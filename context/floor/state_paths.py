@@ -21,8 +21,8 @@ user's record, and a copied id does not match: extracting makes a new directory,
 inode. (Not the device number: btrfs and some network file systems give a different one after a
 reboot; the inode stays, and moving the repository within its file system keeps it.) A folder
 that holds nothing that could steer the agent (only `config.toml`, whose security-relevant keys
-agent/trust.py screens, and `.gitignore`) is adopted, so a `config.toml` the user wrote by hand
-before the first run keeps working. Any other unmarked folder is refused with a message that says
+agent/trust.py screens, `.gitignore`, and a `commands/` folder of prompt templates) is adopted, so a
+`config.toml` or a command the user wrote by hand before the first run keeps working. Any other unmarked folder is refused with a message that says
 how to accept it (`ctxagent trust --state`, which calls `accept_state_dir`) or remove it. Every
 entry point goes through `check_state_dir`: the agent and the app (config loading, the session),
 `ctxagent memory`, `ctxagent mcp`, `report` / `inspect` / `sessions`, the rewind (its checkpoints).
@@ -50,6 +50,9 @@ STATE_ID_NAME = "state-id"  # the folder's mark: see the module's docstring
 REGISTRY_DIR_NAME = "state-folders"
 # What a folder may hold and still be adopted unmarked: nothing in it steers the agent unscreened.
 ADOPTABLE = frozenset({".gitignore", "config.toml", STATE_ID_NAME})
+# ...and folders of plain files that are text the user sees before it acts: `commands/` holds prompt
+# templates (agent/custom_commands.py), shown expanded and confirmed before their first run.
+ADOPTABLE_FOLDERS = frozenset({"commands"})
 _ID = re.compile(r"[0-9a-f]{32}")
 _SHOWN_TRACKED = 5
 
@@ -164,12 +167,20 @@ def is_marked(state: Path) -> bool:
 
 
 def adoptable(state: Path) -> bool:
-    """An unmarked folder that holds nothing that could steer the agent: only ADOPTABLE regular files."""
+    """An unmarked folder that holds nothing that could steer the agent: only ADOPTABLE regular files
+    and ADOPTABLE_FOLDERS of regular files (no links, no deeper folders)."""
     try:
         with os.scandir(state) as it:
-            return all(e.name in ADOPTABLE and e.is_file(follow_symlinks=False) for e in it)
+            return all(e.name in ADOPTABLE and e.is_file(follow_symlinks=False)
+                       or e.name in ADOPTABLE_FOLDERS and e.is_dir(follow_symlinks=False) and _plain_files(e.path)
+                       for e in it)
     except OSError:
         return False
+
+
+def _plain_files(folder: str) -> bool:
+    with os.scandir(folder) as it:
+        return all(e.is_file(follow_symlinks=False) for e in it)
 
 
 def _mark(root: Path, state: Path) -> None:

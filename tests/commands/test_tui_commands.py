@@ -16,7 +16,7 @@ from ctxagent.tui.commands import complete, help_text, lookup, set_custom
 from ctxagent.tui.pickers import ConfirmModal, InfoModal
 
 sys.path.insert(0, str(Path(__file__).parent.parent / "tui"))
-from tui_helpers import make_session, ready, send, wait_until  # noqa: E402
+from tui_helpers import answer, make_session, ready, send, wait_until  # noqa: E402
 
 pytestmark = pytest.mark.anyio
 
@@ -67,14 +67,14 @@ async def test_registration_help_completion_and_confirmation(tmp_path: Path) -> 
         await pilot.press("enter")
         await wait_until(pilot, lambda: isinstance(app.screen, ConfirmModal))
         assert app.screen.detail == "Review @calc.py carefully."  # type: ignore[attr-defined]
-        await pilot.press("n")
+        await answer(pilot, "n")
         await pilot.pause()
         assert session.log.of_kind("user") == []
         # "yes": sent, with the mention attached
         screen.input.value = "/review calc.py"
         await pilot.press("enter")
         await wait_until(pilot, lambda: isinstance(app.screen, ConfirmModal))
-        await pilot.press("y")
+        await answer(pilot, "y")
         await wait_until(pilot, lambda: not screen.busy and len(session.log.of_kind("user")) == 1)
         assert session.log.of_kind("user")[0].user.text == "Review @calc.py carefully."
         assert [e.tool_result.name for e in session.log.of_kind("tool_result")] == ["read_file"]
@@ -87,7 +87,7 @@ async def test_registration_help_completion_and_confirmation(tmp_path: Path) -> 
         screen.input.value = "/project:compact now"
         await pilot.press("enter")
         await wait_until(pilot, lambda: isinstance(app.screen, ConfirmModal))
-        await pilot.press("y")
+        await answer(pilot, "y")
         await wait_until(pilot, lambda: not screen.busy and len(session.log.of_kind("user")) == 4)
         assert session.log.of_kind("user")[-1].user.text == "project compact: now"
 

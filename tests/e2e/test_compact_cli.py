@@ -13,8 +13,9 @@ from pathlib import Path
 MODEL = "openai:gpt-5.4-mini"
 
 
-def _session(repo: Path, scripted_server, run_ctxagent) -> str:  # noqa: ANN001
-    srv = scripted_server([{"text": f"answer {i}. We decided to use SQLite."} for i in range(3)])
+def _session(repo: Path, scripted_server, run_ctxagent, then: list[dict] | None = None) -> str:  # noqa: ANN001
+    # `then`: what the session's own endpoint answers next — `ctxagent compact` summarizes there
+    srv = scripted_server([*({"text": f"answer {i}. We decided to use SQLite."} for i in range(3)), *(then or [])])
     session = None
     for t, prompt in enumerate(["The pricing bug: 3 seats are billed as 30.", "rename the helpers", "and the docs"]):
         args = ["-p", prompt, "--model", MODEL, "--base-url", srv.url, "--output", "json", *(["--resume", session] if session else [])]
@@ -49,10 +50,9 @@ def test_compact_with_summary_model_none_needs_no_key_and_no_sdk(repo: Path, scr
 
 
 def _fallback(repo: Path, scripted_server, ctxagent_run, read_session, answer: dict) -> tuple[subprocess.CompletedProcess[str], dict, str]:  # noqa: ANN001, E501
-    session = _session(repo, scripted_server, ctxagent_run)
-    summarizer = scripted_server([answer])
+    session = _session(repo, scripted_server, ctxagent_run, then=[answer])
     _user_config(f'summary_model = "{MODEL}"\n')
-    out = ctxagent_run(repo, "compact", session, env={"OPENAI_BASE_URL": summarizer.url})
+    out = ctxagent_run(repo, "compact", session)
     assert out.returncode == 0, out.stderr
     compaction = [e for e in read_session(repo, session) if e["kind"] == "compaction"][-1]["data"]
     report = ctxagent_run(repo, "report", session)

@@ -5,6 +5,7 @@ request; 200 tools start behind `search_tools`, and loading some keeps the reque
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -156,7 +157,10 @@ def test_the_agent_uses_its_own_memory_over_mcp(repo: Path, scripted) -> None:
 
     # the memory server writes .ctxagent/memory.db, which the sandbox keeps read-only: the user's own config says so
     user_config(f'memory = false\n[mcp_servers.memory]\ncommand = {json.dumps(str(BIN))}\n'
-                f'args = ["mcp", "--project", {json.dumps(str(repo))}]\nsandbox = false\n')
+                f'args = ["mcp", "--project", {json.dumps(str(repo))}]\nsandbox = false\n'
+                # a server's environment is the allowlist plus its own `env`: the test's CTXAGENT_HOME
+                # (where the state folder's mark is recorded) is passed as a user with one would pass it
+                f'env = {{ CTXAGENT_HOME = {json.dumps(os.environ["CTXAGENT_HOME"])} }}\n')
     srv = scripted([
         {"tool_calls": [{"name": "mcp__memory__store_memory",
                          "arguments": {"content": "We chose SQLite WAL for the cache 缓存", "type": "decision"}}]},
