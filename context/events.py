@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from ctxagent.context.budget import TASK_STATE_SHARE
 from ctxagent.context.request import ToolCall, Usage  # parts of AssistantData: one shape across the layers
 from pydantic import (
     BaseModel,
@@ -249,6 +250,7 @@ class BuildParams(_Model):
     protect_turns: int = 2
     thresholds: tuple[float, float] = (0.75, 0.90)
     tokenizer: str = "o200k_base"
+    task_state_share: float = TASK_STATE_SHARE  # a log written before it was recorded: the default then
 
 
 class ContextReportData(Payload):
