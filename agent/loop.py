@@ -44,6 +44,7 @@ from ctxagent.context.builder.step import record_system_prompt
 from ctxagent.context.events import ErrorData, ToolResultData, UserData
 from ctxagent.context.history import Event, SessionLog
 from ctxagent.context.report import ContextReport
+from ctxagent.tools.contract import BudgetStatus
 
 if TYPE_CHECKING:
     from ctxagent.agent.checkpoints.store import Checkpoints, ConfirmOverwrite, RewindResult
@@ -74,6 +75,10 @@ class Agent:
         self.server = ServerContext(session, parts.provider, parts.calibrator, self.journal)
         self.steps = StepRunner(session, parts, self.journal, self.server, reports, builder)
         self.tools = ToolRunner(session, parts, self.journal, approver or deny_mutations)
+        # compact_context (tools/budget_tools.py): the model's request, honoured before its next step
+        self.compaction_request: str | None = None  # its focus ("" for none); None = no request
+        self.tools.status = self.budget_status
+        self.tools.request_compaction = self.request_compaction
         # the stable prefix, whenever it changed, so `inspect` can rebuild any step exactly
         record_system_prompt(session.log, parts.system, parts.registry.specs())
         self._answer_dangling_calls()
@@ -164,6 +169,7 @@ class Agent:
                     self.journal.notice(f"stopped after {steps} steps (--max-steps); ask to continue if needed", "warning")
                     break
                 steps += 1
+                self._requested_compaction()
                 outcome = self.steps.run(turn, cancel)
                 final_text = outcome.text or final_text
                 if outcome.error is not None:
@@ -207,6 +213,28 @@ class Agent:
         done = compaction_done(self.log, record, before, after)
         self.journal.emit(done)
         return done
+
+    def request_compaction(self, focus: str | None) -> None:
+        """compact_context: compact before the next step (the same path as /compact), with `focus`."""
+        self.compaction_request = (focus or "").strip()
+
+    def _requested_compaction(self) -> None:
+        focus, self.compaction_request = self.compaction_request, None
+        if focus is None:
+            return
+        self.journal.notice("the model asked to compact the context" + (f" (focus: {focus})" if focus else ""), "info")
+        self.journal.safe(lambda: self.compact(focus or None))
+
+    def budget_status(self) -> BudgetStatus:
+        """What context_status shows: the last build and the log's state, without building again."""
+        build = self.steps.last_build
+        cold = self.steps.cache.log_state(list(self.log.events)).cold
+        return BudgetStatus(
+            report=build.report if build is not None else self.last_report,
+            pruned_ids=tuple(build.pruned_ids) if build else (), spilled_ids=tuple(build.spilled_ids) if build else (),
+            masked=tuple((a, b) for a, b in build.masked) if build else (), cold=cold.cold,
+            last_model=cold.last_model, model=self.parts.model_label, compaction_requested=self.compaction_request,
+        )
 
     def preview(self) -> ContextReport | None:
         """Build the next request without sending or logging it — the gauge's figure after /compact,
