@@ -30,13 +30,14 @@ from ctxagent.agent.session_ops import (
     RewindMode,
     compaction_done,
     new_session,
+    record_handoff,
     remember,
     rewind,
     rewind_menu,
 )
 from ctxagent.agent.step import StepRunner
 from ctxagent.agent.tool_calls import ToolRunner
-from ctxagent.agent.updates import AgentEvent, CompactionDone, TurnFinished, TurnStarted
+from ctxagent.agent.updates import AgentEvent, CompactionDone, HandoffDrafted, TurnFinished, TurnStarted
 from ctxagent.agent.user_tools import direct_calls, direct_calls_event, mentioned_files
 from ctxagent.context.builder.dispatch import build
 from ctxagent.context.builder.inputs import BuildResult
@@ -79,6 +80,7 @@ class Agent:
         self.compaction_request: str | None = None  # its focus ("" for none); None = no request
         self.tools.status = self.budget_status
         self.tools.request_compaction = self.request_compaction
+        self.tools.handoff = lambda goal: self.handoff(goal, by="model").text
         # the stable prefix, whenever it changed, so `inspect` can rebuild any step exactly
         record_system_prompt(session.log, parts.system, parts.registry.specs())
         self._answer_dangling_calls()
@@ -213,6 +215,14 @@ class Agent:
         done = compaction_done(self.log, record, before, after)
         self.journal.emit(done)
         return done
+
+    def handoff(self, goal: str | None = None, *, by: str = "user") -> HandoffDrafted:
+        """/handoff [goal], the handoff tool: draft a new session's opening message, log it, show it
+        (the app opens its editor on it; headless prints it). Confirming is `open_handoff`."""
+        ev, text = record_handoff(self.log, goal, by)
+        drafted = HandoffDrafted(goal=ev.data.get("goal", ""), text=text, event_id=ev.id, by=by)
+        self.journal.emit(drafted)
+        return drafted
 
     def request_compaction(self, focus: str | None) -> None:
         """compact_context: compact before the next step (the same path as /compact), with `focus`."""

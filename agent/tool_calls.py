@@ -42,6 +42,7 @@ class ToolRunner:
         # the budget tools' services, which the Agent lends (tools/budget_tools.py)
         self.status: Callable[[], BudgetStatus] | None = None
         self.request_compaction: Callable[[str | None], None] | None = None
+        self.handoff: Callable[[str | None], str] | None = None
 
     def start_turn(self) -> None:
         self.turn_checkpoint = None
@@ -73,6 +74,7 @@ class ToolRunner:
                 turn=turn,
                 status=self.status,
                 request_compaction=self.request_compaction,
+                handoff=self.handoff,
             ),
         )
         for call in calls:

@@ -52,6 +52,7 @@ __all__ = [
     "ErrorData",
     "InvalidData",
     "MemoryData",
+    "HandoffData",
     "PAYLOADS",
     "Payload",
     "PermissionData",
@@ -302,11 +303,20 @@ class InvalidData(Payload):
     raw: str = ""
 
 
+class HandoffData(Payload):
+    """A drafted opening message for a new session (/handoff, the handoff tool: agent/session_ops.py)."""
+
+    KIND = "handoff"
+    goal: str = ""
+    text: str = ""
+    by: str = "user"  # "user" (/handoff) | "model" (the handoff tool)
+
+
 PAYLOADS: dict[str, type[Payload]] = {
     cls.KIND: cls
     for cls in (SessionStartData, SystemPromptData, UserData, AssistantData, ToolResultData, CompactionData,
                 RewindData, CodeRewindData, ContextReportData, ErrorData, CheckpointData, MemoryData, PermissionData,
-                InvalidData)
+                InvalidData, HandoffData)
 }
 
 

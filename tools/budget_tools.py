@@ -1,4 +1,4 @@
-"""The model sees its budget (issue 21): `context_status` and `compact_context`.
+"""The model sees its budget (issue 21): `context_status`, `compact_context` and `handoff`.
 
 context_status: the window as the last build left it — usage against the window in provider tokens
 (calibrated: the one unit the user's gauge and the model read), the slices, what was spilled, cut or
@@ -9,6 +9,9 @@ ColdTrail). Cheap and read-only: it reads the agent's last report and the log, a
 compact_context(focus): the model asks for a compaction before its next step. The agent runs it on
 the path /compact takes (Agent.compact): non-destructive (a summary event; the originals stay in the
 log, read_event shows them), and shown to the user (a notice and the compaction panel).
+
+handoff(goal): the model drafts a new session's opening message (agent/session_ops.py handoff_draft);
+the user edits and confirms it in the app (nothing starts without them); headless prints it.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from datetime import UTC, datetime
 from ctxagent.context.builder.cache import COLD_AFTER_S
 from ctxagent.context.history import SessionLog
 from ctxagent.context.report import SLICES
-from ctxagent.tools.contract import BudgetStatus, FunctionTool, ToolArgs, ToolContext, ToolResult
+from ctxagent.tools.contract import BudgetStatus, FunctionTool, Tool, ToolArgs, ToolContext, ToolResult
 from pydantic import Field
 
 MAX_HANDLES = 20  # per kind of cut listed; the rest are counted
@@ -142,8 +145,33 @@ def run_compact_context(args: CompactContextArgs, ctx: ToolContext) -> ToolResul
                       "session log (read_event shows them).", meta={"focus": focus})
 
 
-def budget_tools() -> list[FunctionTool[ContextStatusArgs] | FunctionTool[CompactContextArgs]]:
+def budget_tools() -> list[Tool]:
+    """context_status, compact_context and handoff, in this order (part of the cached prefix)."""
     return [
         FunctionTool("context_status", STATUS_DESCRIPTION, ContextStatusArgs, "read", run_context_status),
         FunctionTool("compact_context", COMPACT_DESCRIPTION, CompactContextArgs, "read", run_compact_context),
+        handoff_tool(),
     ]
+
+
+class HandoffArgs(ToolArgs):
+    goal: str | None = Field(None, description="What the new session is to do next (one or two sentences).")
+
+
+HANDOFF_DESCRIPTION = (
+    "Draft the opening message of a new session that continues this work with a fresh window: the goal, "
+    "the user's constraints, open tasks, files, and handles to this session. The user reviews and edits it "
+    "before anything starts; use it when the context is nearly full or the task changes."
+)
+
+
+def run_handoff(args: HandoffArgs, ctx: ToolContext) -> ToolResult:
+    if ctx.services.handoff is None:
+        return ToolResult("error: handoff needs the agent, which this context does not have", is_error=True)
+    text = ctx.services.handoff(args.goal)
+    return ToolResult("Handoff drafted and shown to the user, who edits and confirms it (nothing started yet):\n"
+                      + text, meta={"handoff": True})
+
+
+def handoff_tool() -> FunctionTool[HandoffArgs]:
+    return FunctionTool("handoff", HANDOFF_DESCRIPTION, HandoffArgs, "read", run_handoff)

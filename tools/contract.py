@@ -55,6 +55,7 @@ class ToolServices:
     # "compact at the next step, with this focus" (the same path as /compact)
     status: Callable[[], BudgetStatus] | None = None
     request_compaction: Callable[[str | None], None] | None = None
+    handoff: Callable[[str | None], str] | None = None  # draft a new session's opening message (shown to the user)
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 from ctxagent.agent import (
     AssistantDone,
     ContextBuilt,
+    HandoffDrafted,
     Notice,
     StepStarted,
     ToolStarted,
@@ -287,6 +288,10 @@ class SessionScreen(Screen[None]):
                 self.status.set(activity=f"tool: {ev.name}")
             case TurnFinished():
                 self._turn_finished(ev)
+            case HandoffDrafted():
+                from ctxagent.tui.handoff import edit_handoff  # not needed for the first frame
+
+                edit_handoff(self, ev)
         await self.chat.show(ev)
 
     def _turn_finished(self, ev: TurnFinished) -> None:

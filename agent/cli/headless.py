@@ -45,6 +45,7 @@ from ctxagent.agent.updates import (
     AgentEvent,
     AssistantDelta,
     AssistantDone,
+    HandoffDrafted,
     Notice,
     PermissionDecision,
     PermissionRequest,
@@ -94,6 +95,14 @@ class TextPrinter:
             _write(self.err, f"  {status} {ev.duration_ms} ms{spilled}: {first}\n")
         elif isinstance(ev, Notice):
             notice(self.err, ev, self.printed_errors)
+        elif isinstance(ev, HandoffDrafted):
+            print_handoff(self.err, ev)
+
+
+def print_handoff(err: TextIO, ev: HandoffDrafted) -> None:
+    """Headless has no editor: the draft (also in the log, event `ev.event_id`) is printed whole."""
+    _write(err, f"── handoff draft (logged as event {ev.event_id}; start the new session with it) ──\n{ev.text}"
+                f"── end of handoff draft ──\n")
 
 
 def notice(err: TextIO, ev: Notice, printed_errors: set[str]) -> None:
@@ -217,6 +226,8 @@ def _close(session: Any) -> None:
 def _json_notice(ev: AgentEvent, err: TextIO, printed_errors: set[str]) -> None:
     if isinstance(ev, Notice):
         notice(err, ev, printed_errors)
+    elif isinstance(ev, HandoffDrafted):
+        print_handoff(err, ev)
 
 
 def _json_result(agent: Any, done: TurnFinished, refused: list[dict[str, str]]) -> dict[str, Any]:
