@@ -19,6 +19,7 @@ _EXPORTS = {
     "AssistantDelta": "ctxagent.agent.updates",
     "AssistantDone": "ctxagent.agent.updates",
     "CompactionDone": "ctxagent.agent.updates",
+    "HandoffDrafted": "ctxagent.agent.updates",
     "ContextBuilt": "ctxagent.agent.updates",
     "ModelWaiting": "ctxagent.agent.updates",
     "Notice": "ctxagent.agent.updates",
@@ -53,6 +54,7 @@ _EXPORTS = {
     "find_user_turn": "ctxagent.agent.checkpoints.rewind",
     "REWIND_MODES": "ctxagent.agent.checkpoints.rewind",
     "RewindMode": "ctxagent.agent.checkpoints.rewind",
+    "open_handoff": "ctxagent.agent.session_ops",
     "switch_model": "ctxagent.agent.session_ops",
     "TurnInfo": "ctxagent.agent.checkpoints.turns",
     # models
@@ -140,6 +142,7 @@ if TYPE_CHECKING:
         with_session_model as with_session_model,
     )
     from ctxagent.agent.session_ops import (
+        open_handoff as open_handoff,
         switch_model as switch_model,
     )
     from ctxagent.agent.trust import (
@@ -154,6 +157,7 @@ if TYPE_CHECKING:
         AssistantDone as AssistantDone,
         CompactionDone as CompactionDone,
         ContextBuilt as ContextBuilt,
+        HandoffDrafted as HandoffDrafted,
         McpStatus as McpStatus,
         ModelWaiting as ModelWaiting,
         Notice as Notice,

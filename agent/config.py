@@ -25,7 +25,7 @@ from typing import Annotated, Any, Literal
 from ctxagent.agent.mcp.config import MCP_JSON, McpServerConfig, read_mcp_json
 from ctxagent.agent.providers import specs
 from ctxagent.agent.trust import IgnoredKey, split_untrusted, user_only_server_keys
-from ctxagent.context.budget import PROFILES, SLICE_NAMES
+from ctxagent.context.budget import PROFILES, SLICE_NAMES, TASK_STATE_SHARE
 from ctxagent.context.errors import ConfigError
 from ctxagent.context.floor.state_paths import check_state_dir, project_state_dir, user_config_dir
 from ctxagent.context.monitor import DEFAULT_THRESHOLDS
@@ -93,6 +93,7 @@ class Config(BaseModel):
     compress_at: Fraction = DEFAULT_THRESHOLDS[0]  # the breakpoints' one definition: context/monitor.py
     new_session_at: Fraction = DEFAULT_THRESHOLDS[1]
     auto_compact: bool = False
+    task_state_share: Fraction = TASK_STATE_SHARE  # of the window at most for the verbatim task state
     summary_model: str | None = None  # None: a cheaper sibling of the main model; "none": extractive only
     test_command: str | None = None
     shell_timeout: Annotated[int, Field(ge=1)] = 120

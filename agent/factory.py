@@ -303,12 +303,13 @@ STORE_TOOLS = frozenset({"search_memory", "store_memory"})
 
 
 def default_registry(*, memory: bool = True) -> ToolRegistry:
+    from ctxagent.tools.budget_tools import budget_tools
     from ctxagent.tools.history_tool import make_read_event_tool
     from ctxagent.tools.memory_tools import memory_tools
     from ctxagent.tools.spill_tool import make_read_spill_tool
 
     tools = [t for t in memory_tools() if memory or t.name not in STORE_TOOLS]
-    return make_registry(extra=[make_read_spill_tool(), make_read_event_tool(), *tools])
+    return make_registry(extra=[make_read_spill_tool(), make_read_event_tool(), *tools, *budget_tools()])
 
 
 def create_agent(

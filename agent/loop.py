@@ -32,13 +32,14 @@ from ctxagent.agent.session_ops import (
     RewindMode,
     compaction_done,
     new_session,
+    record_handoff,
     remember,
     rewind,
     rewind_menu,
 )
 from ctxagent.agent.step import StepRunner
 from ctxagent.agent.tool_calls import ToolRunner
-from ctxagent.agent.updates import AgentEvent, CompactionDone, TurnFinished, TurnStarted
+from ctxagent.agent.updates import AgentEvent, CompactionDone, HandoffDrafted, TurnFinished, TurnStarted
 from ctxagent.agent.user_tools import direct_calls, direct_calls_event, mentioned_files
 from ctxagent.context.builder.dispatch import build
 from ctxagent.context.builder.inputs import BuildResult
@@ -46,6 +47,7 @@ from ctxagent.context.builder.step import record_system_prompt
 from ctxagent.context.events import ErrorData, ToolResultData, UserData
 from ctxagent.context.history import Event, SessionLog
 from ctxagent.context.report import ContextReport
+from ctxagent.tools.contract import BudgetStatus
 
 if TYPE_CHECKING:
     from ctxagent.agent.checkpoints.store import Checkpoints, ConfirmOverwrite, RewindResult
@@ -80,6 +82,11 @@ class Agent:
         self.hooks = Hooks(session.config, session.root, self.journal, str(session.id),
                            reports[-1].usage_pct if reports else None)
         self.tools.hooks = self.steps.hooks = self.hooks
+        # compact_context (tools/budget_tools.py): the model's request, honoured before its next step
+        self.compaction_request: str | None = None  # its focus ("" for none); None = no request
+        self.tools.status = self.budget_status
+        self.tools.request_compaction = self.request_compaction
+        self.tools.handoff = lambda goal: self.handoff(goal, by="model").text
         # the stable prefix, whenever it changed, so `inspect` can rebuild any step exactly
         record_system_prompt(session.log, parts.system, parts.registry.specs())
         # where the requests go, whenever it changed (/model), so offline commands send to it too
@@ -179,6 +186,7 @@ class Agent:
                     self.journal.notice(f"stopped after {steps} steps (--max-steps); ask to continue if needed", "warning")
                     break
                 steps += 1
+                self._requested_compaction()
                 outcome = self.steps.run(turn, cancel)
                 final_text = outcome.text or final_text
                 if outcome.error is not None:
@@ -226,6 +234,36 @@ class Agent:
         done = compaction_done(self.log, record, before, after)
         self.journal.emit(done)
         return done
+
+    def handoff(self, goal: str | None = None, *, by: str = "user") -> HandoffDrafted:
+        """/handoff [goal], the handoff tool: draft a new session's opening message, log it, show it
+        (the app opens its editor on it; headless prints it). Confirming is `open_handoff`."""
+        ev, text = record_handoff(self.log, goal, by)
+        drafted = HandoffDrafted(goal=ev.data.get("goal", ""), text=text, event_id=ev.id, by=by)
+        self.journal.emit(drafted)
+        return drafted
+
+    def request_compaction(self, focus: str | None) -> None:
+        """compact_context: compact before the next step (the same path as /compact), with `focus`."""
+        self.compaction_request = (focus or "").strip()
+
+    def _requested_compaction(self) -> None:
+        focus, self.compaction_request = self.compaction_request, None
+        if focus is None:
+            return
+        self.journal.notice("the model asked to compact the context" + (f" (focus: {focus})" if focus else ""), "info")
+        self.journal.safe(lambda: self.compact(focus or None))
+
+    def budget_status(self) -> BudgetStatus:
+        """What context_status shows: the last build and the log's state, without building again."""
+        build = self.steps.last_build
+        cold = self.steps.cache.log_state(list(self.log.events)).cold
+        return BudgetStatus(
+            report=build.report if build is not None else self.last_report,
+            pruned_ids=tuple(build.pruned_ids) if build else (), spilled_ids=tuple(build.spilled_ids) if build else (),
+            masked=tuple((a, b) for a, b in build.masked) if build else (), cold=cold.cold,
+            last_model=cold.last_model, model=self.parts.model_label, compaction_requested=self.compaction_request,
+        )
 
     def preview(self) -> ContextReport | None:
         """Build the next request without sending or logging it — the gauge's figure after /compact,

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ctxagent.agent.mcp.config import is_mcp_tool
@@ -23,7 +24,7 @@ from ctxagent.context.ledger import result_facts
 from ctxagent.context.request import ToolCall
 from ctxagent.context.tool_meta import changed_files_of_call
 from ctxagent.tools.atomic_write import sweep_repository
-from ctxagent.tools.contract import ToolContext, ToolResult, ToolServices, malformed_json
+from ctxagent.tools.contract import BudgetStatus, ToolContext, ToolResult, ToolServices, malformed_json
 from ctxagent.tools.tests_runner import detect_test_command
 
 if TYPE_CHECKING:
@@ -45,6 +46,10 @@ class ToolRunner:
         self.turn_checkpoint: str | None = None  # taken before the turn's first file-changing tool
         self.turn_files: set[str] = set()
         self._temp_files_swept = False
+        # the budget tools' services, which the Agent lends (tools/budget_tools.py)
+        self.status: Callable[[], BudgetStatus] | None = None
+        self.request_compaction: Callable[[str | None], None] | None = None
+        self.handoff: Callable[[str | None], str] | None = None
 
     def start_turn(self) -> None:
         self.turn_checkpoint = None
@@ -74,6 +79,9 @@ class ToolRunner:
                 summarize=self.parts.summarize,
                 session=self.session.id,
                 turn=turn,
+                status=self.status,
+                request_compaction=self.request_compaction,
+                handoff=self.handoff,
             ),
         )
         for call in calls:

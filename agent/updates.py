@@ -134,7 +134,18 @@ class PermissionDecision:
     reason: str = ""  # passed to the model on deny
 
 
+@dataclass(frozen=True)
+class HandoffDrafted:
+    """A new session's opening message, drafted (/handoff or the handoff tool): the app opens the
+    editor on it; headless prints it."""
+
+    goal: str
+    text: str
+    event_id: int  # the `handoff` event in the old session's log
+    by: str = "user"
+
+
 AgentEvent = (
     TurnStarted | StepStarted | ContextBuilt | AssistantDelta | AssistantDone | ModelWaiting | ToolStarted
-    | ToolFinished | Notice | McpStatus | CompactionDone | TurnFinished
+    | ToolFinished | Notice | McpStatus | CompactionDone | TurnFinished | HandoffDrafted
 )

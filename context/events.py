@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from ctxagent.context.budget import TASK_STATE_SHARE
 from ctxagent.context.request import ToolCall, Usage  # parts of AssistantData: one shape across the layers
 from pydantic import (
     BaseModel,
@@ -52,6 +53,7 @@ __all__ = [
     "HookData",
     "InvalidData",
     "MemoryData",
+    "HandoffData",
     "PAYLOADS",
     "Payload",
     "PermissionData",
@@ -256,6 +258,7 @@ class BuildParams(_Model):
     protect_turns: int = 2
     thresholds: tuple[float, float] = (0.75, 0.90)
     tokenizer: str = "o200k_base"
+    task_state_share: float = TASK_STATE_SHARE  # a log written before it was recorded: the default then
 
 
 class ContextReportData(Payload):
@@ -320,11 +323,20 @@ class InvalidData(Payload):
     raw: str = ""
 
 
+class HandoffData(Payload):
+    """A drafted opening message for a new session (/handoff, the handoff tool: agent/session_ops.py)."""
+
+    KIND = "handoff"
+    goal: str = ""
+    text: str = ""
+    by: str = "user"  # "user" (/handoff) | "model" (the handoff tool)
+
+
 PAYLOADS: dict[str, type[Payload]] = {
     cls.KIND: cls
     for cls in (SessionStartData, SystemPromptData, UserData, AssistantData, ToolResultData, CompactionData,
                 RewindData, CodeRewindData, ContextReportData, ErrorData, CheckpointData, MemoryData, PermissionData,
-                HookData, InvalidData)
+                HookData, InvalidData, HandoffData)
 }
 
 

@@ -37,7 +37,7 @@ A pure fold over the live (non-rewound) log, in log order: `feed` extends it wit
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -136,6 +136,8 @@ class Ledger(PinCollector):
         self._calls: dict[str, ToolCall] = {}  # the newest step's calls, to read its results
         self.rewound: list[CodeRewind] = []  # code rewinds, oldest first
         self._failing_log: list[tuple[int, tuple[int, tuple[str, ...]] | None]] = []  # (event id, `failing` from then)
+        self.opening: Event | None = None  # the first live user message: the task's opening (builder/task_state.py)
+        self.latest_user: Event | None = None
 
     def copy(self) -> Ledger:
         out = Ledger()
@@ -144,12 +146,15 @@ class Ledger(PinCollector):
         out.changed = {f: list(t) for f, t in self.changed.items()}
         out.failing, out._calls, out.touched = self.failing, dict(self._calls), list(self.touched)
         out.rewound, out._failing_log = list(self.rewound), list(self._failing_log)
+        out.opening, out.latest_user = self.opening, self.latest_user
         return out
 
     def feed(self, live: Iterable[Event]) -> Ledger:
         for ev in live:
             super().feed([ev])
             if ev.kind == "user":
+                self.opening = self.opening or ev
+                self.latest_user = ev
                 self._decide(ev.user.text, ev.id, Author.USER)
             elif ev.kind == "assistant":
                 step = ev.assistant
@@ -255,19 +260,21 @@ class Ledger(PinCollector):
             lines.append(f"Files changed this session{where}: " + "; ".join(shown) + (f"; and {more} earlier" if more > 0 else ""))
         return lines
 
-    def tail_block(self, max_tokens: int, counter: TokenCounter, masked: Sequence[tuple[int, int]] | None = None) -> str:
+    def tail_block(self, max_tokens: int, counter: TokenCounter, masked: Sequence[tuple[int, int]] | None = None,
+                   quoted: Callable[[Pin], bool] | None = None) -> str:
         """The working-memory block within `max_tokens`: the oldest tasks, decisions and files go first,
         then the oldest constraints; never silently (the block says how many were left out).
 
         `masked`: the event ranges compactions hide. Given, the constraints, tasks and decisions whose
         message the request still shows verbatim are left out — the request already holds them, and a
         block repeated at the end of every request is paid in full at every step (it sits after the
-        cached prefix): on short sessions that made ctxagent dearer than sending everything."""
+        cached prefix): on short sessions that made ctxagent dearer than sending everything.
+        `quoted`: pins a compaction summary quotes word for word (the task state) — left out likewise."""
         if max_tokens <= 0:
             return ""
         view = self.copy()
         if masked is not None:
-            view._forget_shown(masked)
+            view._forget_shown(masked, quoted)
         dropped = 0
         while True:
             body = view.tail_lines()
@@ -281,8 +288,10 @@ class Ledger(PinCollector):
                 return ""
             dropped += 1
 
-    def _forget_shown(self, masked: Sequence[tuple[int, int]]) -> None:
+    def _forget_shown(self, masked: Sequence[tuple[int, int]], quoted: Callable[[Pin], bool] | None = None) -> None:
         def shown(pin: Pin) -> bool:
+            if quoted is not None and quoted(pin):
+                return True
             return pin.event_id is not None and not any(first <= pin.event_id <= last for first, last in masked)
 
         self.constraints = {k: p for k, p in self.constraints.items() if not shown(p)}

@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 if TYPE_CHECKING:
     from ctxagent.context.history import SessionLog
     from ctxagent.context.memory import MemoryStore
+    from ctxagent.context.report import ContextReport
     from ctxagent.context.spill import SpillStore
 
 Permission = Literal["read", "edit", "command"]
@@ -52,6 +53,25 @@ class ToolServices:
     summarize: Callable[[str], str] | None = None  # a one-shot model call (summarize_context)
     session: str = ""  # the session id, stamped on memory records
     turn: int = 0  # the running user turn
+    # the budget tools (tools/budget_tools.py): the agent's read-only view of its window, and its
+    # "compact at the next step, with this focus" (the same path as /compact)
+    status: Callable[[], BudgetStatus] | None = None
+    request_compaction: Callable[[str | None], None] | None = None
+    handoff: Callable[[str | None], str] | None = None  # draft a new session's opening message (shown to the user)
+
+
+@dataclass(frozen=True)
+class BudgetStatus:
+    """What context_status reads, as the agent knows it after its last build (no rebuild)."""
+
+    report: ContextReport | None  # the last build's report (None before the first step)
+    pruned_ids: tuple[int, ...] = ()  # events the last request showed cut (preview or stub)
+    spilled_ids: tuple[int, ...] = ()  # tool results it showed as spill previews
+    masked: tuple[tuple[int, int], ...] = ()  # event ranges compaction summaries stood in for
+    cold: frozenset[int] = frozenset()  # message events that met a cold prompt cache (builder/cache.py ColdTrail)
+    last_model: str = ""  # the model of the last step
+    model: str = ""  # the model of the next step
+    compaction_requested: str | None = None  # a pending compact_context: its focus ("" for none)
 
 
 class FileAccess(Protocol):

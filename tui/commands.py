@@ -32,6 +32,7 @@ COMMANDS: tuple[SlashCommand, ...] = (
     SlashCommand("compact", "Summarize older turns now (originals stay in the log)", "[focus]"),
     SlashCommand("rewind", "Go back to an earlier turn: code, conversation, or both"),
     SlashCommand("new", "Start a new session (optionally seeded with a summary)"),
+    SlashCommand("handoff", "Draft a new session's first message from this one, edit it, start it", "[goal]"),
     SlashCommand("context", "What fills the window: slices, contents, red flags, history"),
     SlashCommand("memory", "Browse, search and forget memory records", "[query]"),
     SlashCommand("mcp", "MCP servers: state, tools and the schema tokens of each"),

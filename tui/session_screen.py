@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 from ctxagent.agent import (
     AssistantDone,
     ContextBuilt,
+    HandoffDrafted,
     McpStatus,
     ModelWaiting,
     Notice,
@@ -297,6 +298,10 @@ class SessionScreen(Screen[None]):
                 self._mcp_state(ev)
             case TurnFinished():
                 self._turn_finished(ev)
+            case HandoffDrafted():
+                from ctxagent.tui.handoff import edit_handoff  # not needed for the first frame
+
+                edit_handoff(self, ev)
         await self.chat.show(ev)
 
     def _mcp_state(self, ev: McpStatus) -> None:

@@ -236,6 +236,15 @@ def compact(control: SessionControl, arg: str) -> None:
     control.start_action("compact", lambda: Outcome(agent.compact(focus) is not None), activity="compacting")
 
 
+@handles("handoff")
+def handoff(control: SessionControl, arg: str) -> None:
+    agent = control.agent
+    assert agent is not None
+    # a fold of the log (quick, on the UI thread); its HandoffDrafted opens the editor (tui/handoff.py),
+    # as the model's handoff tool does
+    agent.handoff(arg.strip() or None)
+
+
 @handles("new")
 def new(control: SessionControl, arg: str) -> None:
     new_session(control, with_summary=arg.strip().lower() in ("summary", "seed", "--summary"))

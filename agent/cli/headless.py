@@ -47,6 +47,7 @@ from ctxagent.agent.updates import (
     AgentEvent,
     AssistantDelta,
     AssistantDone,
+    HandoffDrafted,
     ModelWaiting,
     Notice,
     PermissionDecision,
@@ -97,6 +98,14 @@ class TextPrinter:
             notice(self.err, ev, self.printed_errors)
         elif isinstance(ev, ModelWaiting):
             waiting(self.err, ev)
+        elif isinstance(ev, HandoffDrafted):
+            print_handoff(self.err, ev)
+
+
+def print_handoff(err: TextIO, ev: HandoffDrafted) -> None:
+    """Headless has no editor: the draft (also in the log, event `ev.event_id`) is printed whole."""
+    _write(err, f"── handoff draft (logged as event {ev.event_id}; start the new session with it) ──\n{ev.text}"
+                f"── end of handoff draft ──\n")
 
 
 def waiting(err: TextIO, ev: ModelWaiting) -> None:
@@ -250,6 +259,8 @@ def _json_notice(ev: AgentEvent, err: TextIO, printed_errors: set[str]) -> None:
         notice(err, ev, printed_errors)
     elif isinstance(ev, ModelWaiting):
         waiting(err, ev)
+    elif isinstance(ev, HandoffDrafted):
+        print_handoff(err, ev)
 
 
 def _json_result(agent: Any, done: TurnFinished, refused: list[dict[str, str]]) -> dict[str, Any]:

@@ -28,7 +28,7 @@ from ctxagent.context.floor.state_paths import ensure_state_dir
 
 DEMO_LABEL = "scripted demo"
 DEMO_MODEL = "anthropic:scripted-demo"
-DEMO_WINDOW = 6000  # small on purpose: the big log and its grep push usage past 75 %
+DEMO_WINDOW = 6500  # (room for the budget tools' schemas) small on purpose: the big log and its grep push usage past 75 %
 DEMO_PROMPT = "The add test fails — fix calc.py, run the tests, then check logs/server.log for errors."
 
 CALC = '''"""A tiny calculator (the demo's bug lives here)."""

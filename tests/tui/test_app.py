@@ -60,7 +60,7 @@ async def test_crossing_75_percent_shows_the_prompt_and_compact_lowers_usage(tmp
         {"text": "Read it all."},
         {"text": "Second answer."},
     ]
-    session = make_session(tmp_path, script, window=6000, spill_tokens=100_000)
+    session = make_session(tmp_path, script, window=6500, spill_tokens=100_000)  # room for the budget tools' schemas
     _big(session.root)
     app = CtxApp(session, create_agent)
     async with app.run_test(size=(80, 24)) as pilot:
