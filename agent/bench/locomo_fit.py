@@ -134,14 +134,14 @@ def choose(dev: list[dict[str, Any]]) -> dict[str, float]:
     base = rel[RELEVANCE_FLOORS[0]]  # no floor
     chosen["RELEVANCE_FLOOR"] = highest_harmless(sorted(rel), lambda f: rel[f][0] >= base[0] - TOLERANCE
                                                  and rel[f][1] >= base[1] - TOLERANCE)
-    echo("relevance floor (BM25 alone, hybrid):", {f: (round(r[0], 4), round(r[1], 4)) for f, r in rel.items()})
+    echo(f"relevance floor (BM25 alone, hybrid): { {f: (round(r[0], 4), round(r[1], 4)) for f, r in rel.items()} }")
     with constants(RELEVANCE_FLOOR=chosen["RELEVANCE_FLOOR"]):
         grid = {}
         for vf in VECTOR_MARGINS:
             for dr in DECISIVE_RATIOS:
                 with constants(VECTOR_MARGIN=vf, DECISIVE_RATIO=dr):
                     grid[(vf, dr)] = recall(dev, True)
-    echo("hybrid grid (vector margin, decisive ratio):", {f"{k[0]}/{k[1]}": round(v, 4) for k, v in grid.items()})
+    echo(f"hybrid grid (vector margin, decisive ratio): { {f'{k[0]}/{k[1]}': round(v, 4) for k, v in grid.items()} }")
     base2 = grid[(VECTOR_MARGINS[0], NEVER)]  # no vector floor, the vector pass always run
     vf = highest_harmless(list(VECTOR_MARGINS), lambda m: grid[(m, NEVER)] >= base2 - TOLERANCE)
     dr = min(r for r in DECISIVE_RATIOS if grid[(vf, r)] >= base2 - TOLERANCE)

@@ -16,7 +16,9 @@ def test_inspect_and_report_agree_on_a_calibrated_step(repo: Path, ctxagent_run)
     read_file = ctx.ToolSpec("read_file", "Read a file.", {"type": "object", "properties": {"path": {"type": "string"}}})
     setup = ctx.StepSetup(system="You are a careful agent.", tools=[read_file], budget=ctx.Budget(16_000, max_output=2_000),
                           counter=ctx.CachedCounter(ctx.get_counter("o200k_base")), model=MODEL)
-    sessions = repo / ".ctxagent" / "sessions"
+    from ctxagent.context.floor.state_paths import ensure_state_dir
+
+    sessions = ensure_state_dir(repo) / "sessions"  # a state folder ctxagent made (and marked)
     sessions.mkdir(parents=True)
     with ctx.SessionLog.create(sessions, "20260101-000000-units") as log:
         ctx.record_system_prompt(log, setup.system, setup.tools)

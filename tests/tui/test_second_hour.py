@@ -90,6 +90,7 @@ async def test_a_failing_test_run_is_marked_failed_with_its_counts(tmp_path: Pat
         assert "✗ run_tests" in text and "✗ run_tests · tests failed: 0 passed, 0 failed, 2 errors (exit 2)" in text
         assert "✓ run_tests" not in text
     # the same mark when the session is shown again (a resume rebuilds the chat from the log)
+    session.log.close()  # the app has quit: its session is released (a session is locked while open)
     app = CtxApp(open_session(session.root, session.config, session.id), create_agent)
     async with app.run_test(size=(120, 30)) as pilot:
         screen = await ready(pilot, app)

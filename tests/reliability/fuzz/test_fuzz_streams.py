@@ -10,6 +10,7 @@ import subprocess
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 from unittest import mock
 
@@ -22,6 +23,7 @@ from ctxagent.agent.providers.openai import OpenAIProvider
 from ctxagent.agent.session import open_session
 from ctxagent.context.budget import Budget
 from ctxagent.context.calibrator import Calibrator
+from ctxagent.context.floor.state_paths import ensure_state_dir
 from ctxagent.context.spill import SpillStore
 from ctxagent.context.tokens import CachedCounter, get_counter
 from ctxagent.tools import make_registry
@@ -83,8 +85,26 @@ def raw_server() -> Iterator[str]:
 
 
 @pytest.fixture(scope="module")
-def agents(raw_server: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Agent]]:
+def module_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One CTXAGENT_HOME for the module: its agents' state folders are marked there (context/floor/
+    state_paths.py), and every test of the module runs with it."""
+    return tmp_path_factory.mktemp("fuzz-home")
+
+
+@pytest.fixture(autouse=True)
+def _module_home(monkeypatch: pytest.MonkeyPatch, module_home: Path) -> None:
+    monkeypatch.setenv("CTXAGENT_HOME", str(module_home))
+
+
+@pytest.fixture(scope="module")
+def agents(raw_server: str, tmp_path_factory: pytest.TempPathFactory, module_home: Path) -> Iterator[dict[str, Agent]]:
     made: dict[str, Agent] = {}
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("CTXAGENT_HOME", str(module_home))
+        yield from _make_agents(raw_server, tmp_path_factory, made)
+
+
+def _make_agents(raw_server: str, tmp_path_factory: pytest.TempPathFactory, made: dict[str, Agent]) -> Iterator[dict[str, Agent]]:
     for kind in ("anthropic", "openai"):
         repo = tmp_path_factory.mktemp(f"stream-{kind}")
         (repo / "app.py").write_text("x = 1\n")
@@ -96,7 +116,7 @@ def agents(raw_server: str, tmp_path_factory: pytest.TempPathFactory) -> Iterato
         session = open_session(repo, Config(model=label, permission_mode="yolo", max_steps=2, memory=False))
         parts = AgentParts(provider=provider, registry=make_registry(), counter=CachedCounter(get_counter("o200k_base")),
                            budget=Budget(200_000, max_output=1024), calibrator=Calibrator(label),
-                           spill=SpillStore(repo / ".ctxagent" / "spill"), system="You are fuzzed.", model_label=label)
+                           spill=SpillStore(ensure_state_dir(repo) / "spill"), system="You are fuzzed.", model_label=label)
         made[kind] = Agent(session, parts, on_event=lambda ev: None)
     yield made
     for agent in made.values():
