@@ -8,6 +8,7 @@ services (`ToolServices`: spill store, log, memory — the user's store too — 
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from typing import TYPE_CHECKING, Any
@@ -83,7 +84,8 @@ class ToolRunner:
                     result = refusal
                 else:
                     started = time.monotonic()  # the time the user took to decide is not the tool's
-                    result = self.parts.registry.run(call.name, call.arguments, ctx)
+                    call_ctx = dataclasses.replace(ctx, services=dataclasses.replace(ctx.services, call_id=call.id))
+                    result = self.parts.registry.run(call.name, call.arguments, call_ctx)
                     if self.parts.registry.permission(call.name) != "read" and not result.is_error:
                         changed = result.meta.get("changed_files") or changed_files_of_call(call.name, call.arguments)
                         self.turn_files.update(str(f) for f in changed or result.meta.get("files") or [])

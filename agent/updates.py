@@ -101,6 +101,7 @@ class PermissionRequest:
     permission: str  # "edit" | "command"
     arguments: dict[str, Any]
     preview: str  # the diff of an edit, or the command line
+    agent: str = ""  # who asks, when not the session's own agent: "sub-agent ID (its task)"
 
 
 @dataclass(frozen=True)
@@ -110,7 +111,18 @@ class PermissionDecision:
     reason: str = ""  # passed to the model on deny
 
 
+@dataclass(frozen=True)
+class SubAgentUpdate:
+    """A sub-agent's event (agent/subagents/), forwarded through its parent's stream under the id of
+    the `task` call that started it."""
+
+    call_id: str
+    session: str  # the sub-agent's session id
+    description: str  # its task, as the call named it
+    event: AgentEvent
+
+
 AgentEvent = (
     TurnStarted | StepStarted | ContextBuilt | AssistantDelta | AssistantDone | ToolStarted | ToolFinished
-    | Notice | CompactionDone | TurnFinished
+    | Notice | CompactionDone | TurnFinished | SubAgentUpdate
 )

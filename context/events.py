@@ -153,6 +153,7 @@ class SessionStartData(Payload):
     cwd: str = ""
     parent: str | None = None
     seeded_from: str | None = None
+    parent_call: str | None = None  # a sub-agent's: the parent's `task` call that started it
 
 
 class SystemPromptData(Payload):

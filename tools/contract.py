@@ -50,6 +50,7 @@ class ToolServices:
     summarize: Callable[[str], str] | None = None  # a one-shot model call (summarize_context)
     session: str = ""  # the session id, stamped on memory records
     turn: int = 0  # the running user turn
+    call_id: str = ""  # the id of the call being run (a sub-agent's log names the call that started it)
 
 
 class FileAccess(Protocol):
