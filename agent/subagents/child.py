@@ -32,6 +32,7 @@ from ctxagent.context.history import SessionLog
 from ctxagent.context.request import Usage
 from ctxagent.tools.contract import ToolRegistry
 from ctxagent.tools.history_tool import SUBAGENTS_FOLDER
+from ctxagent.tools.memory_tools import SUBAGENT_KEY
 
 if TYPE_CHECKING:
     from ctxagent.agent.providers.protocol import Provider
@@ -123,7 +124,7 @@ def child_parts(side: ParentSide, spec: ChildSpec, session: Session) -> AgentPar
     system = f"{p.system}\n\n{CHILD_PROMPT}\n{SUBAGENT_LINE}{spec.description}"
     return replace(p, provider=provider, registry=child_registry(p.registry, spec.tools), budget=budget,
                    calibrator=Calibrator(spec.model), system=system, model_label=spec.model, warm=None,
-                   checkpoints=p.checkpoints)
+                   checkpoints=p.checkpoints, tool_config={**p.tool_config, SUBAGENT_KEY: session.id})
 
 
 def run_child(side: ParentSide, spec: ChildSpec, call_id: str, cancel: threading.Event) -> ChildOutcome:

@@ -28,8 +28,9 @@ MCP = "mcp"  # an outside agent, through `ctxagent mcp`
 ASSISTANT = "assistant"  # decisions and todos detected in the assistant's text
 SUMMARY = "summary"  # an item of a compaction summary
 TOOL = "tool"  # a fact from a tool result (a change, test counts)
+SUBAGENT = "sub-agent"  # a sub-agent's store_memory (agent/subagents/): it never heard the user, so never binds
 UNKNOWN = ""  # written before provenance was recorded
-PROVENANCES = (USER, MODEL, MCP, ASSISTANT, SUMMARY, TOOL, UNKNOWN)
+PROVENANCES = (USER, MODEL, MCP, ASSISTANT, SUMMARY, TOOL, SUBAGENT, UNKNOWN)
 
 SIMILARITY = 0.75  # Jaccard of the two term sets
 # Words that set a sentence's polarity: a constraint and the user's words must carry the same ones,
@@ -95,4 +96,4 @@ def said_by_user(content: str, user_texts: Iterable[str]) -> bool:
 def may_pin(provenance: str, content: str, user_texts: Iterable[str]) -> bool:
     """Whether a constraint written by `provenance` may be pinned (bind): the user's own words, or words
     that restate what the user typed (`user_texts`, read only in that second case)."""
-    return provenance == USER or said_by_user(content, user_texts)
+    return provenance == USER or (provenance != SUBAGENT and said_by_user(content, user_texts))
