@@ -15,6 +15,7 @@ from ctxagent.context.floor.gitsafe import toplevel
 from ctxagent.context.floor.sanitize import Sanitizer
 from ctxagent.context.floor.state_paths import describe_os_error, ensure_state_dir, project_state_dir
 from ctxagent.context.history import SessionLog
+from ctxagent.tools.history_tool import SUBAGENTS_FOLDER
 
 
 def find_repo_root(cwd: Path) -> Path:
@@ -45,9 +46,9 @@ def resolve_session(root: Path, ref: str | None) -> Path:
         p = Path(ref)
         if p.suffix == ".jsonl" and p.exists():
             return p
-        exact = sessions_dir(root) / f"{ref}.jsonl"
-        if exact.exists():
-            return exact
+        for exact in (sessions_dir(root) / f"{ref}.jsonl", sessions_dir(root) / SUBAGENTS_FOLDER / f"{ref}.jsonl"):
+            if exact.exists():  # a sub-agent's log (agent/subagents/) is found by its exact id
+                return exact
         matches = [s for s in list_sessions(root) if s.stem.startswith(ref)]
         if len(matches) == 1:
             return matches[0]

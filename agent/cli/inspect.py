@@ -77,6 +77,10 @@ def cmd_report(args: argparse.Namespace) -> int:
     if after:
         print(f"after the last step: {', '.join(after)}")
     print(strip_controls(cost_line(log.events)))
+    from ctxagent.agent.subagents.report import subagent_lines
+
+    for line in subagent_lines(log):
+        print(strip_controls(line))
     return 0
 
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from ctxagent.agent.loop import Agent, AgentParts, Approver
 from ctxagent.agent.scripted.script import SUBAGENT_LINE
-from ctxagent.agent.session import Session, new_session_id, sessions_dir
+from ctxagent.agent.session import Session, new_session_id
 from ctxagent.agent.updates import (
     AgentEvent,
     PermissionDecision,
@@ -53,10 +53,6 @@ def child_log_dir(parent_log: SessionLog) -> Path:
     return parent_log.path.parent / SUBAGENTS_FOLDER
 
 
-def child_log_path(root: Path, session_id: str) -> Path:
-    return sessions_dir(root) / SUBAGENTS_FOLDER / f"{session_id}.jsonl"
-
-
 def one_line(text: str, limit: int = 120) -> str:
     return " ".join(text.split())[:limit]
 
@@ -79,6 +75,7 @@ class ChildOutcome:
     path: Path
     finished: TurnFinished
     model: str
+    description: str = ""
     usage: Usage = field(default_factory=Usage)
     peak_tokens: int = 0
     last_event: int = 0  # the id of the child's last event: the handle to its final answer
@@ -152,6 +149,7 @@ def run_child(side: ParentSide, spec: ChildSpec, call_id: str, cancel: threading
             usage = usage + ev.assistant.usage
     peak = max((r.total for r in agent.reports), default=0)
     return ChildOutcome(session=session.id, path=session.log.path, finished=finished, model=spec.model,
+                        description=spec.description,
                         usage=usage, peak_tokens=peak, last_event=len(session.log.events) - 1)
 
 

@@ -83,7 +83,7 @@ def result_of(outcome: ChildOutcome, side: ParentSide, root_label: str) -> ToolR
     handle = (f"[its transcript: read_event session={outcome.session} id=N (N = 0–{outcome.last_event}; "
               f"{outcome.last_event} is its last event)]")
     meta: dict[str, Any] = {"subagent": {
-        "session": outcome.session, "path": root_label, "model": outcome.model, "stop_reason": stop,
+        "session": outcome.session, "description": outcome.description, "path": root_label, "model": outcome.model, "stop_reason": stop,
         "steps": done.steps, "usage": child_usage_row(outcome), "peak_tokens": outcome.peak_tokens,
         "last_event": outcome.last_event, "answer_spill": spilled["handle"] if spilled else None,
     }}

@@ -109,3 +109,22 @@ def test_read_event_opens_the_childs_events_and_nothing_else(repo: Path, scripte
     assert results[0]["meta"]["session"] == child_id
     assert results[1]["is_error"] and "looks like" in results[1]["content"]
     assert results[2]["is_error"] and "no sub-agent session 20260101-000000-abcdef" in results[2]["content"]
+
+
+def test_report_shows_each_sub_agent_and_the_total_and_inspect_rebuilds_its_steps(repo: Path, scripted_server, ctxagent_run) -> None:
+    srv = scripted_server(script(CHILD))
+    assert ctxagent_run(repo, "-p", "fix calc", "--model", MODELS[0], "--base-url", srv.url).returncode == 0
+    parent, child = sessions(repo)
+    child_id = child[0]["data"]["session"]
+    out = ctxagent_run(repo, "report", "--last")
+    assert out.returncode == 0, out.stderr
+    line = next(ln for ln in out.stdout.splitlines() if child_id in ln)
+    child_in = sum(e["data"]["usage"]["input_tokens"] + e["data"]["usage"].get("cache_read", 0) + e["data"]["usage"].get("cache_write", 0)
+                   for e in child if e["kind"] == "assistant")
+    all_in = child_in + sum(e["data"]["usage"]["input_tokens"] + e["data"]["usage"].get("cache_read", 0) + e["data"]["usage"].get("cache_write", 0)
+                            for e in parent if e["kind"] == "assistant")
+    assert f"'{TASK}': 2 step(s), end_turn, {child_in:,} in" in line and "$" in line
+    assert f"session total with sub-agents: {all_in:,} in" in out.stdout
+    step = ctxagent_run(repo, "inspect", child_id, "--step", "2")
+    assert step.returncode == 0, step.stderr
+    assert "return a - b" in step.stdout and "Sub-agent task: " + TASK in step.stdout
