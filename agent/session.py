@@ -14,8 +14,7 @@ from ctxagent.context.events import SessionStartData, UserData
 from ctxagent.context.floor.gitsafe import toplevel
 from ctxagent.context.floor.sanitize import Sanitizer
 from ctxagent.context.floor.state_paths import describe_os_error, ensure_state_dir, project_state_dir
-from ctxagent.context.history import SessionLog
-from ctxagent.tools.history_tool import SUBAGENTS_FOLDER
+from ctxagent.context.history import SUBAGENTS_FOLDER, SessionLog
 
 
 def find_repo_root(cwd: Path) -> Path:

@@ -54,6 +54,10 @@ P = TypeVar("P", bound=Payload)
 MESSAGE_KINDS = frozenset({"user", "assistant", "tool_result"})
 
 
+# A session's sub-agents (agent/subagents/) keep their logs in this folder, next to the session's own.
+SUBAGENTS_FOLDER = "subagents"
+
+
 @dataclass(frozen=True)
 class Event:
     """One log line: `data` is the payload as written; the typed accessors read it through its model."""

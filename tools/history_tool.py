@@ -14,7 +14,7 @@ from typing import Any
 
 from ctxagent.context.errors import ToolError
 from ctxagent.context.floor.bounded_regex import MATCH_SECONDS
-from ctxagent.context.history import Event, SessionLog, hidden_by_rewinds
+from ctxagent.context.history import SUBAGENTS_FOLDER, Event, SessionLog, hidden_by_rewinds
 from ctxagent.context.spill import SpillStore, page_text
 from ctxagent.tools.contract import FunctionTool, ToolArgs, ToolContext, ToolResult
 from pydantic import Field
@@ -67,7 +67,6 @@ def event_text(ev: Event, spill: SpillStore | None) -> tuple[str, str]:
 
 # a session id as ctxagent makes them (agent/session.py new_session_id): no path can hide in one
 _SESSION_ID = re.compile(r"^[0-9]{8}-[0-9]{6}-[0-9a-f]{6}$")
-SUBAGENTS_FOLDER = "subagents"  # a session's sub-agents keep their logs here, next to its own
 
 
 def child_log(log: SessionLog, session: str) -> SessionLog:

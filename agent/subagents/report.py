@@ -10,9 +10,8 @@ from pathlib import Path
 
 from ctxagent.agent.providers.pricing import SessionCost, session_cost
 from ctxagent.context.errors import HistoryError
-from ctxagent.context.history import SessionLog
+from ctxagent.context.history import SUBAGENTS_FOLDER, SessionLog
 from ctxagent.context.request import Usage
-from ctxagent.tools.history_tool import SUBAGENTS_FOLDER
 
 
 @dataclass
@@ -24,15 +23,20 @@ class ChildRow:
     cost: SessionCost | None  # None: its log could not be read
 
 
+def open_child_log(log: SessionLog, session: str) -> SessionLog:
+    """A sub-agent's log, next to its parent's (HistoryError when it is not there)."""
+    return SessionLog.load(Path(log.path).parent / SUBAGENTS_FOLDER / f"{session}.jsonl")
+
+
 def child_rows(log: SessionLog) -> list[ChildRow]:
+    """The sub-agents the session's `task` results name, oldest first."""
     rows = []
     for ev in log.of_kind("tool_result"):
         sub = (ev.tool_result.meta.model_extra or {}).get("subagent")
         if not isinstance(sub, dict) or not isinstance(sub.get("session"), str):
             continue
-        path = Path(log.path).parent / SUBAGENTS_FOLDER / f"{sub['session']}.jsonl"
         try:
-            cost: SessionCost | None = session_cost(SessionLog.load(path).events)
+            cost: SessionCost | None = session_cost(open_child_log(log, sub["session"]).events)
         except HistoryError:
             cost = None
         rows.append(ChildRow(sub["session"], str(sub.get("description") or ""), str(sub.get("stop_reason") or ""),
