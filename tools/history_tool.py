@@ -25,7 +25,7 @@ class ReadEventArgs(ToolArgs):
     offset: int | None = Field(None, description="First line to show (0-based), or first match with grep. Default 0.")
     limit: int | None = Field(None, description="How many lines (or matches) to show. Default 200, max 2000.")
     grep: str | None = Field(None, description="Regular expression (or literal text) to search for instead of paging.")
-    session: str | None = Field(None, description="A sub-agent's session id, as its task result names it (default: this session).")
+    session: str | None = Field(None, description="a sub-agent's session id (default: this one)")
 
 
 DESCRIPTION = (

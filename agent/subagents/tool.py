@@ -31,20 +31,16 @@ MAX_STEPS_CAP = 200
 
 
 class TaskArgs(ToolArgs):
-    description: str = Field(description="A short (3-8 words) name for the task, shown to the user.")
-    prompt: str = Field(description="The whole task for the sub-agent: it sees nothing of this conversation but this.")
-    tools: list[str] | None = Field(None, description=f"Tool names the sub-agent may use. Default (read-only): {', '.join(DEFAULT_TOOLS)}.")
-    model: str | None = Field(None, description="provider:model for the sub-agent. Default: the session's sub-agent model.")
-    max_steps: int | None = Field(None, ge=1, le=MAX_STEPS_CAP, description=f"Step limit. Default {DEFAULT_MAX_STEPS}.")
-    window: int | None = Field(None, ge=1000, description="The sub-agent's window in tokens. Default: the session's.")
+    description: str = Field(description="short task name")
+    prompt: str = Field(description="the whole task; the sub-agent sees nothing else")
+    tools: list[str] | None = Field(None, description="tool names (default: read-only)")
+    model: str | None = None
+    max_steps: int | None = Field(None, ge=1, le=MAX_STEPS_CAP)
+    window: int | None = Field(None, ge=1000)
 
 
-DESCRIPTION = (
-    "Delegate a self-contained task (a search across many files, reading a large log, an investigation) to a "
-    "sub-agent with its own fresh context window. It sees only your prompt, works with read-only tools by "
-    "default, and returns its final answer (capped) with a handle to its full transcript. Several task calls "
-    "in one step run in parallel. Use it to keep bulky exploration out of your own window."
-)
+DESCRIPTION = ("Delegate a self-contained task to a sub-agent with a fresh window; get back its answer (capped) "
+               "and a handle to its transcript. Task calls in one step run in parallel.")
 
 STOPS = {
     "end_turn": "finished",
