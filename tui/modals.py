@@ -132,7 +132,7 @@ class PermissionModal(ModalScreen[PermissionDecision]):
         req = self.request
         what = "edit a file" if req.permission == "edit" else "run a command"
         with Vertical():
-            yield Static(plain(f"The agent wants to {what}: {req.tool}", style="bold"))
+            yield Static(plain(f"{'The ' + req.agent if req.agent else 'The agent'} wants to {what}: {req.tool}", style="bold"))
             with VerticalScroll(id="perm-preview"):
                 yield Static(self._preview(), id="perm-preview-body")
             yield Input(placeholder="reason for denying (optional, sent to the model) — Enter denies", id="perm-reason")

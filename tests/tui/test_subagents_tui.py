@@ -49,3 +49,16 @@ async def test_the_sub_agent_panel_and_agents_command(tmp_path: Path) -> None:
         await wait_until(pilot, lambda: isinstance(app.screen, AgentTranscriptScreen))
         inner = [p.tool_name for p in app.screen.query(ToolPanel)]
         assert inner == ["list_files"]  # the child's own call, not the parent's task
+
+
+@pytest.mark.anyio
+async def test_the_permission_modal_names_the_sub_agent_that_asks() -> None:
+    from ctxagent.agent.updates import PermissionRequest
+    from ctxagent.tui.modals import PermissionModal
+    from tui_helpers import ScreenHost, screen_text
+
+    req = PermissionRequest("c1", "write_file", "edit", {"path": "a.py"}, "a.py (1 lines)", agent="sub-agent 20260101-000000-abcdef (tidy)")
+    app = ScreenHost(lambda: PermissionModal(req))
+    async with app.run_test(size=(100, 24)) as pilot:
+        await pilot.pause()
+        assert "The sub-agent 20260101-000000-abcdef (tidy) wants to edit a file: write_file" in screen_text(app)
