@@ -117,8 +117,8 @@ def cmd(args: argparse.Namespace) -> int:
 
 def add_parser(sub: Any) -> None:
     p = sub.add_parser("subagents", help="the parent's window with a task sub-agent vs reading inline (scripted)")
-    p.add_argument("--window", type=int, default=200_000)
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--window", type=int, default=200_000, help="the window of parent and child in tokens (default 200000)")
+    p.add_argument("--json", action="store_true", help="print JSON instead of the tables")
     p.add_argument("--data", help="bench data root (default $CTXAGENT_BENCH_DATA or ../shared/bench)")
     p.set_defaults(func=cmd)
 
