@@ -19,8 +19,11 @@ _EXPORTS = {
     "AssistantDelta": "ctxagent.agent.updates",
     "AssistantDone": "ctxagent.agent.updates",
     "CompactionDone": "ctxagent.agent.updates",
+    "HandoffDrafted": "ctxagent.agent.updates",
     "ContextBuilt": "ctxagent.agent.updates",
+    "ModelWaiting": "ctxagent.agent.updates",
     "Notice": "ctxagent.agent.updates",
+    "McpStatus": "ctxagent.agent.updates",
     "PermissionDecision": "ctxagent.agent.updates",
     "PermissionRequest": "ctxagent.agent.updates",
     "StepStarted": "ctxagent.agent.updates",
@@ -42,6 +45,10 @@ _EXPORTS = {
     "describe_ignored": "ctxagent.agent.trust",
     "needs_prompt": "ctxagent.agent.trust",
     "trust_repo": "ctxagent.agent.trust",
+    # custom slash commands (prompt templates)
+    "CustomCommand": "ctxagent.agent.custom_commands",
+    "expand_command": "ctxagent.agent.custom_commands",
+    "load_commands": "ctxagent.agent.custom_commands",
     # sessions and what a user does to them
     "Session": "ctxagent.agent.session",
     "find_repo_root": "ctxagent.agent.session",
@@ -52,6 +59,7 @@ _EXPORTS = {
     "find_user_turn": "ctxagent.agent.checkpoints.rewind",
     "REWIND_MODES": "ctxagent.agent.checkpoints.rewind",
     "RewindMode": "ctxagent.agent.checkpoints.rewind",
+    "open_handoff": "ctxagent.agent.session_ops",
     "switch_model": "ctxagent.agent.session_ops",
     "TurnInfo": "ctxagent.agent.checkpoints.turns",
     # models
@@ -64,6 +72,7 @@ _EXPORTS = {
     "parse_model_name": "ctxagent.agent.providers.registry",
     # the command line, set-up help and the demo
     "cli_main": "ctxagent.agent.cli.main",
+    "protect_process": "ctxagent.agent.cli.process_guard",  # the console script, at start-up
     "setup_text": "ctxagent.agent.cli.setup_help",
     "DEMO_LABEL": "ctxagent.agent.scripted.demo",
     "DEMO_PROMPT": "ctxagent.agent.scripted.demo",
@@ -87,6 +96,9 @@ if TYPE_CHECKING:
     from ctxagent.agent.cli.main import (
         cli_main as cli_main,
     )
+    from ctxagent.agent.cli.process_guard import (
+        protect_process as protect_process,
+    )
     from ctxagent.agent.cli.setup_help import (
         setup_text as setup_text,
     )
@@ -94,6 +106,11 @@ if TYPE_CHECKING:
         Config as Config,
         flags_from_args as flags_from_args,
         load_config as load_config,
+    )
+    from ctxagent.agent.custom_commands import (
+        CustomCommand as CustomCommand,
+        expand_command as expand_command,
+        load_commands as load_commands,
     )
     from ctxagent.agent.factory import (
         create_agent as create_agent,
@@ -130,6 +147,7 @@ if TYPE_CHECKING:
         with_session_model as with_session_model,
     )
     from ctxagent.agent.session_ops import (
+        open_handoff as open_handoff,
         switch_model as switch_model,
     )
     from ctxagent.agent.subagents.report import (
@@ -149,6 +167,9 @@ if TYPE_CHECKING:
         AssistantDone as AssistantDone,
         CompactionDone as CompactionDone,
         ContextBuilt as ContextBuilt,
+        HandoffDrafted as HandoffDrafted,
+        McpStatus as McpStatus,
+        ModelWaiting as ModelWaiting,
         Notice as Notice,
         PermissionDecision as PermissionDecision,
         PermissionRequest as PermissionRequest,

@@ -22,14 +22,15 @@ import tomllib
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
+from ctxagent.agent.mcp.config import MCP_JSON, McpServerConfig, read_mcp_json
 from ctxagent.agent.providers import specs
-from ctxagent.agent.trust import IgnoredKey, split_untrusted
-from ctxagent.context.budget import PROFILES, SLICE_NAMES
+from ctxagent.agent.trust import IgnoredKey, split_untrusted, user_only_server_keys
+from ctxagent.context.budget import PROFILES, SLICE_NAMES, TASK_STATE_SHARE
 from ctxagent.context.errors import ConfigError
 from ctxagent.context.floor.state_paths import check_state_dir, project_state_dir, user_config_dir
 from ctxagent.context.monitor import DEFAULT_THRESHOLDS
 from ctxagent.context.strategies import STRATEGIES
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 # Each provider's key and base URL fields are named by its ProviderSpec (providers/specs.py); they
 # are declared below because the model is static (tests/test_providers_specs.py checks they agree).
@@ -38,6 +39,8 @@ PERMISSION_MODES = ("ask", "auto-edit", "yolo")
 # The command runner's modes (tools/sandbox/policy.py MODES, the one definition): written out here
 # because importing tools/ would load every tool before the app's first frame; a test checks they agree.
 SANDBOX_MODES = ("workspace-write", "read-only", "off")
+# The events a hook may be named for (agent/hooks.py runs them).
+HOOK_EVENTS = ("pre_tool", "post_tool", "user_prompt", "pre_compact", "session_start", "stop", "context_threshold")
 SANDBOX_KEYS = ("sandbox", "sandbox_network", "sandbox_env", "sandbox_writable", "sandbox_hidden")
 # Filled in by the loader, never read from a file.
 _INTERNAL_FIELDS = frozenset({"sources", "origins", "ignored_keys"})
@@ -49,6 +52,23 @@ SliceName = Literal[SLICE_NAMES]  # type: ignore[valid-type]
 PermissionMode = Literal[PERMISSION_MODES]  # type: ignore[valid-type]
 Strategy = Literal[STRATEGIES]  # type: ignore[valid-type]
 SandboxMode = Literal[SANDBOX_MODES]  # type: ignore[valid-type]
+HookEvent = Literal[HOOK_EVENTS]  # type: ignore[valid-type]
+
+
+class HookSpec(BaseModel):
+    """One program run for an event (agent/hooks.py): `[[hooks.pre_tool]]` or `hooks.stop = {...}`."""
+
+    model_config = ConfigDict(strict=True, extra="forbid")
+
+    command: str | list[str]  # a shell line, or an argv list
+    timeout: Annotated[float, Field(gt=0, le=600)] = 30.0  # seconds; then it is killed and reported
+    tools: list[str] = Field(default_factory=list)  # pre_tool/post_tool: name patterns ("shell", "mcp__*"); empty: all
+    at: Fraction | None = None  # context_threshold: the share of the window whose crossing fires it
+
+
+def hook_list(value: Any) -> Any:
+    """One table, or a list of them, per event: always a list (anything else is left for validation)."""
+    return [value] if isinstance(value, dict | HookSpec) else value
 
 
 class Config(BaseModel):
@@ -74,6 +94,7 @@ class Config(BaseModel):
     new_session_at: Fraction = DEFAULT_THRESHOLDS[1]
     auto_compact: bool = False
     subagent_model: str | None = None  # the `task` tool's default model; None: the session's, "cheaper": its cheaper sibling
+    task_state_share: Fraction = TASK_STATE_SHARE  # of the window at most for the verbatim task state
     summary_model: str | None = None  # None: a cheaper sibling of the main model; "none": extractive only
     test_command: str | None = None
     shell_timeout: Annotated[int, Field(ge=1)] = 120
@@ -88,9 +109,18 @@ class Config(BaseModel):
     recall_k: Annotated[int, Field(ge=0)] = 8
     degrade_after_turns: Annotated[int, Field(ge=1)] = 20
     synonyms: list[list[str]] = Field(default_factory=list)  # extra memory-search groups: [["login", "auth", "登录"]]
+    hooks: dict[HookEvent, list[HookSpec]] = Field(default_factory=dict)  # programs run on events (agent/hooks.py)
+    # MCP servers by name (agent/mcp/config.py); a repository's (and .mcp.json's) once trusted (agent/trust.py)
+    mcp_servers: dict[str, McpServerConfig] = Field(default_factory=dict)
+    mcp_defer_share: Annotated[float, Field(ge=0, le=1)] = 0.10  # MCP schemas past this share of the window are deferred
     sources: list[str] = Field(default_factory=list)  # which files contributed (for `ctxagent config`)
     origins: dict[str, str] = Field(default_factory=dict)  # key -> the layer that set it (absent: the default)
     ignored_keys: list[IgnoredKey] = Field(default_factory=list)  # repository keys not applied (untrusted)
+
+    @field_validator("hooks", mode="before")
+    @classmethod
+    def _one_or_many(cls, value: Any) -> Any:
+        return {k: hook_list(v) for k, v in value.items()} if isinstance(value, dict) else value
 
     def redacted(self) -> dict[str, Any]:
         d = self.model_dump()
@@ -98,10 +128,21 @@ class Config(BaseModel):
             if d.get(key):
                 v = str(d[key])
                 d[key] = f"{v[:4]}…[redacted]" if len(v) > 12 else "[redacted]"
+        for server in d.get("mcp_servers", {}).values():  # a header or a server's variable may hold a token
+            for table in ("headers", "env"):
+                server[table] = {k: "[redacted]" for k in server.get(table) or {}}
         return d
 
     def secrets(self) -> list[str]:
-        return [v for v in (getattr(self, f) for f in SECRET_FIELDS) if v]
+        """What the session's sanitizer redacts: the API keys, and what the MCP servers are handed
+        (header and `env` values, the bearer tokens read from their variables)."""
+        found = [v for v in (getattr(self, f) for f in SECRET_FIELDS) if v]
+        for server in self.mcp_servers.values():
+            found += [v for v in (*server.headers.values(), *server.env.values()) if len(v) >= 8]
+            token = os.environ.get(server.bearer_token_env_var) if server.bearer_token_env_var else None
+            if token:
+                found.append(token)
+        return found
 
 
 FILE_KEYS = frozenset(Config.model_fields) - _INTERNAL_FIELDS
@@ -144,6 +185,10 @@ def _apply(cfg: Config, values: dict[str, Any], where: str) -> Config:
         merged["budget"] = {**cfg.budget, **values["budget"]}
     if isinstance(values.get("synonyms"), list):  # so do synonym groups
         merged["synonyms"] = [*cfg.synonyms, *values["synonyms"]]
+    if isinstance(values.get("hooks"), dict):  # and hooks: the user's run, then a trusted repository's
+        merged["hooks"] = _merge_hooks(cfg.hooks, values["hooks"])
+    if isinstance(values.get("mcp_servers"), dict):  # servers add up; a name an earlier layer defined stays its
+        merged["mcp_servers"] = {**values["mcp_servers"], **merged_servers(cfg)}
     merged["ignored_keys"] = cfg.ignored_keys
     try:
         new = Config.model_validate(merged)
@@ -153,6 +198,14 @@ def _apply(cfg: Config, values: dict[str, Any], where: str) -> Config:
         raise ConfigError(f"invalid config in {where}: budget_profile: unknown profile {new.budget_profile!r}; "
                           f"known: {', '.join(PROFILES)}")
     return new
+
+
+def _merge_hooks(old: dict[str, list[HookSpec]], new: dict[str, Any]) -> dict[str, Any]:
+    merged: dict[str, Any] = {event: [h.model_dump() for h in specs] for event, specs in old.items()}
+    for event, value in new.items():
+        more = hook_list(value)
+        merged[event] = [*merged.get(event, []), *more] if isinstance(more, list) else more
+    return merged
 
 
 def load_config(root: Path | None = None, flags: dict[str, Any] | None = None, env: dict[str, str] | None = None) -> Config:
@@ -169,7 +222,15 @@ def load_config(root: Path | None = None, flags: dict[str, Any] | None = None, e
     if root is not None:
         check_state_dir(root)
         repo_file = project_state_dir(root) / "config.toml"
-        values, ignored = split_untrusted(_read_toml(repo_file), root, str(repo_file))
+        raw = _read_toml(repo_file)
+        mcp_json = str(Path(root) / MCP_JSON)
+        json_layer, json_dropped = _servers_layer({"mcp_servers": read_mcp_json(root)}, mcp_json)
+        toml_layer, toml_dropped = _servers_layer(raw, str(repo_file))
+        from_json, json_ignored = split_untrusted(json_layer, root, mcp_json)
+        values, ignored = split_untrusted(toml_layer, root, str(repo_file))
+        ignored += json_ignored + json_dropped + toml_dropped
+        if "mcp_servers" in from_json:  # the repository's config.toml wins over its .mcp.json, name by name
+            values["mcp_servers"] = {**from_json["mcp_servers"], **values.get("mcp_servers", {})}
         repo_layer = str(repo_file)
         layers.append((repo_layer, values))
     environ = os.environ if env is None else env
@@ -186,6 +247,22 @@ def load_config(root: Path | None = None, flags: dict[str, Any] | None = None, e
             cfg.origins.update({k: label for k in values})
     cfg.ignored_keys = ignored
     return cfg
+
+
+def merged_servers(cfg: Config) -> dict[str, Any]:
+    return {name: server.model_dump() for name, server in cfg.mcp_servers.items()}
+
+
+def _servers_layer(values: dict[str, Any], where: str) -> tuple[dict[str, Any], list[IgnoredKey]]:
+    """A repository layer's `mcp_servers` without what lifts a safeguard (the user's own config
+    only: agent/trust.py), and those keys as ignored; an empty table is no key at all."""
+    servers = values.get("mcp_servers")
+    if servers is not None and not servers:
+        return {k: v for k, v in values.items() if k != "mcp_servers"}, []
+    if not isinstance(servers, dict):
+        return values, []  # absent, or a wrong type that validation reports with the file and the key
+    kept, dropped = user_only_server_keys(servers, where)
+    return {**values, "mcp_servers": kept}, dropped
 
 
 def _only_more_hidden(cfg: Config, values: dict[str, Any]) -> dict[str, Any]:

@@ -21,22 +21,25 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from ctxagent.agent.hooks import Hooks
 from ctxagent.agent.parts import AgentParts, Approver, Journal, deny_mutations
+from ctxagent.agent.permissions import Allowance
 from ctxagent.agent.providers.protocol import CUT_STOPS
 from ctxagent.agent.server_context import ServerContext, seen_reports
-from ctxagent.agent.session import Session
+from ctxagent.agent.session import Session, endpoint_for, record_endpoint
 from ctxagent.agent.session_ops import (
     RewindMenu,
     RewindMode,
     compaction_done,
     new_session,
+    record_handoff,
     remember,
     rewind,
     rewind_menu,
 )
 from ctxagent.agent.step import StepRunner
 from ctxagent.agent.tool_calls import ToolRunner
-from ctxagent.agent.updates import AgentEvent, CompactionDone, TurnFinished, TurnStarted
+from ctxagent.agent.updates import AgentEvent, CompactionDone, HandoffDrafted, TurnFinished, TurnStarted
 from ctxagent.agent.user_tools import direct_calls, direct_calls_event, mentioned_files
 from ctxagent.context.builder.dispatch import build
 from ctxagent.context.builder.inputs import BuildResult
@@ -44,6 +47,7 @@ from ctxagent.context.builder.step import record_system_prompt
 from ctxagent.context.events import ErrorData, ToolResultData, UserData
 from ctxagent.context.history import Event, SessionLog
 from ctxagent.context.report import ContextReport
+from ctxagent.tools.contract import BudgetStatus
 
 if TYPE_CHECKING:
     from ctxagent.agent.checkpoints.store import Checkpoints, ConfirmOverwrite, RewindResult
@@ -74,9 +78,21 @@ class Agent:
         self.server = ServerContext(session, parts.provider, parts.calibrator, self.journal)
         self.steps = StepRunner(session, parts, self.journal, self.server, reports, builder)
         self.tools = ToolRunner(session, parts, self.journal, approver or deny_mutations)
+        # the user's (or a trusted repository's) programs for events: agent/hooks.py
+        self.hooks = Hooks(session.config, session.root, self.journal, str(session.id),
+                           reports[-1].usage_pct if reports else None)
+        self.tools.hooks = self.steps.hooks = self.hooks
+        # compact_context (tools/budget_tools.py): the model's request, honoured before its next step
+        self.compaction_request: str | None = None  # its focus ("" for none); None = no request
+        self.tools.status = self.budget_status
+        self.tools.request_compaction = self.request_compaction
+        self.tools.handoff = lambda goal: self.handoff(goal, by="model").text
         # the stable prefix, whenever it changed, so `inspect` can rebuild any step exactly
         record_system_prompt(session.log, parts.system, parts.registry.specs())
+        # where the requests go, whenever it changed (/model), so offline commands send to it too
+        record_endpoint(session.log, endpoint_for(session.config, parts.model_label))
         self._answer_dangling_calls()
+        self.hooks.session_start(resumed=self.log.turn > 0)
 
     # -- what the front ends read ---------------------------------------------------------------
     @property
@@ -107,8 +123,8 @@ class Agent:
         return self.steps.step
 
     @property
-    def allowed_for_session(self) -> set[str]:
-        """Tools the user allowed for the rest of this session."""
+    def allowed_for_session(self) -> set[Allowance]:
+        """What the user allowed for the rest of this session: each a tool with its exact command or path."""
         return self.tools.allowed_for_session
 
     @property
@@ -145,6 +161,12 @@ class Agent:
     def _turn(self, text: str, cancel: threading.Event, direct: list[tuple[str, dict[str, Any]]], *,
               ask_model: bool) -> TurnFinished:
         turn = self.log.next_turn
+        blocked = self.hooks.user_prompt(text, turn) if ask_model else None
+        if blocked is not None:  # not sent and not logged as a message: the hook's event says why
+            self.journal.notice(f"prompt blocked by a user_prompt hook: {blocked}", "warning")
+            done = TurnFinished(turn=turn, stop_reason="blocked", text="", steps=0)
+            self.journal.emit(done)
+            return done
         self.journal.record(UserData(text=text, turn=turn))
         self.journal.emit(TurnStarted(turn, text))
         final_text, steps, stop = "", 0, "end_turn"
@@ -164,6 +186,7 @@ class Agent:
                     self.journal.notice(f"stopped after {steps} steps (--max-steps); ask to continue if needed", "warning")
                     break
                 steps += 1
+                self._requested_compaction()
                 outcome = self.steps.run(turn, cancel)
                 final_text = outcome.text or final_text
                 if outcome.error is not None:
@@ -184,17 +207,19 @@ class Agent:
             # past the compress breakpoint with auto_compact on: compact now, between turns, so the
             # next turn starts from the summary instead of paying for it mid-step
             self.journal.notice(f"context at {report.usage_pct:.0f}%: compacting automatically (auto_compact)", "info")
-            self.journal.safe(lambda: self.compact())
+            self.journal.safe(lambda: self.compact(trigger="auto"))
         done = TurnFinished(turn=turn, stop_reason=stop, text=final_text, steps=steps,
                             error_type=error.error_type if error else "", error=error.message if error else "")
+        self.hooks.stop(done)
         self.journal.emit(done)
         return done
 
     # -- what a user does to the session --------------------------------------------------------
-    def compact(self, focus: str | None = None) -> CompactionDone | None:
-        """Compact now (/compact, `ctxagent compact`): summarize the oldest visible turns."""
+    def compact(self, focus: str | None = None, trigger: str = "manual") -> CompactionDone | None:
+        """Compact now (/compact, `ctxagent compact`; auto_compact: `trigger="auto"`): summarize the oldest visible turns."""
         from ctxagent.context.compact import compact_now
 
+        self.hooks.pre_compact(trigger, focus, self.log.turn)
         before = self.last_report.total if self.last_report else 0
         record = compact_now(self.log.events, summarize=self.parts.summarize, focus=focus, keep_turns=1)
         if record is None:
@@ -202,11 +227,43 @@ class Agent:
             return None
         self.journal.record(record)
         self.log.sync()
+        if record.note:  # a summary-model fallback is never silent
+            self.journal.notice(f"compaction: {record.note}", "warning")
         report = self.preview()
         after = self.parts.calibrator.apply(report.total) if report else 0
         done = compaction_done(self.log, record, before, after)
         self.journal.emit(done)
         return done
+
+    def handoff(self, goal: str | None = None, *, by: str = "user") -> HandoffDrafted:
+        """/handoff [goal], the handoff tool: draft a new session's opening message, log it, show it
+        (the app opens its editor on it; headless prints it). Confirming is `open_handoff`."""
+        ev, text = record_handoff(self.log, goal, by)
+        drafted = HandoffDrafted(goal=ev.data.get("goal", ""), text=text, event_id=ev.id, by=by)
+        self.journal.emit(drafted)
+        return drafted
+
+    def request_compaction(self, focus: str | None) -> None:
+        """compact_context: compact before the next step (the same path as /compact), with `focus`."""
+        self.compaction_request = (focus or "").strip()
+
+    def _requested_compaction(self) -> None:
+        focus, self.compaction_request = self.compaction_request, None
+        if focus is None:
+            return
+        self.journal.notice("the model asked to compact the context" + (f" (focus: {focus})" if focus else ""), "info")
+        self.journal.safe(lambda: self.compact(focus or None))
+
+    def budget_status(self) -> BudgetStatus:
+        """What context_status shows: the last build and the log's state, without building again."""
+        build = self.steps.last_build
+        cold = self.steps.cache.log_state(list(self.log.events)).cold
+        return BudgetStatus(
+            report=build.report if build is not None else self.last_report,
+            pruned_ids=tuple(build.pruned_ids) if build else (), spilled_ids=tuple(build.spilled_ids) if build else (),
+            masked=tuple((a, b) for a, b in build.masked) if build else (), cold=cold.cold,
+            last_model=cold.last_model, model=self.parts.model_label, compaction_requested=self.compaction_request,
+        )
 
     def preview(self) -> ContextReport | None:
         """Build the next request without sending or logging it — the gauge's figure after /compact,

@@ -19,6 +19,7 @@ from ctxagent.context.events import ErrorData
 
 if TYPE_CHECKING:
     from ctxagent.agent.checkpoints.store import Checkpoints
+    from ctxagent.agent.mcp.runtime import McpRuntime
     from ctxagent.agent.providers.protocol import Provider
     from ctxagent.context.budget import Budget
     from ctxagent.context.builder.inputs import WarmProvider
@@ -36,7 +37,11 @@ Approver = Callable[[PermissionRequest], PermissionDecision]
 
 
 def deny_mutations(req: PermissionRequest) -> PermissionDecision:
-    """The headless default without --yes: refuse edits and commands, telling the model why."""
+    """The headless default without --yes: refuse edits and commands, telling the model why. (A call
+    that needs the user's own yes — an instruction file — is refused with --yes too: nobody can give it.)"""
+    if req.note and not req.can_remember:
+        return PermissionDecision(allow=False, reason=f"{req.note} This headless run cannot ask the user; do not "
+                                  "retry it — say what you would change instead.")
     return PermissionDecision(
         allow=False,
         reason=f"{req.tool} needs permission ({req.permission}) and this run is headless without --yes; "
@@ -62,6 +67,7 @@ class AgentParts:
     summarize: Callable[[str], str] | None = None
     checkpoints: Checkpoints | None = None
     tool_config: dict[str, Any] = field(default_factory=dict)
+    mcp: McpRuntime | None = None  # the session's MCP servers and their tools (agent/mcp/runtime.py)
 
     @property
     def user_memory(self) -> MemoryStore | None:

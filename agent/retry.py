@@ -1,7 +1,9 @@
 """Bounded, visible retries of a model call: exponential backoff with jitter, retry-after honoured.
 
-A stream is retried only while it has yielded nothing: once a text delta reached the caller, a
-retry would duplicate it, so the error propagates and the loop keeps (and marks) the partial text.
+A stream is retried only while it has yielded nothing but `Waiting` notices (a silent stream says
+how long it waits; that is no content): once a text delta reached the caller, a retry would
+duplicate it, so the error propagates and the loop keeps (and marks) the partial text. A stalled
+stream (providers/stream_watch.py's StreamIdleError) is a StreamError, so it is retried like a cut.
 Only retryable ProviderErrors (429, 5xx, overloaded, a connection failure) are retried; a bad key,
 an unknown model or a too-long prompt fail at once.
 """
@@ -13,7 +15,8 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 
-from ctxagent.agent.providers.protocol import StreamEvent
+from ctxagent.agent.providers.protocol import StreamEvent, Waiting
+from ctxagent.agent.providers.stream_watch import StreamIdleError
 from ctxagent.context.errors import (
     OverloadedError,
     ProviderError,
@@ -31,6 +34,8 @@ def describe_error(e: ProviderError) -> str:
         return f"overloaded ({e.status or 529})"
     if isinstance(e, ServerError):
         return f"server error ({e.status or '5xx'})"
+    if isinstance(e, StreamIdleError):
+        return f"the stream stalled (nothing for {e.seconds:g} s)"
     if isinstance(e, StreamError):
         return "connection failed"
     return f"{type(e).__name__} ({e.status})" if e.status else type(e).__name__
@@ -71,7 +76,7 @@ def stream_with_retry(
         yielded = False
         try:
             for event in make_stream():
-                yielded = True
+                yielded = yielded or not isinstance(event, Waiting)
                 yield event
             return
         except ProviderError as e:

@@ -1,4 +1,5 @@
-"""A session: the repository, its `.ctxagent/` state folder, the effective config and the log."""
+"""A session: the repository, its `.ctxagent/` state folder, the effective config and the log — and the
+endpoint its requests go to, as the log records it (`session_endpoint`, `record_endpoint`, `use_endpoint`)."""
 
 from __future__ import annotations
 
@@ -7,20 +8,39 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 from ctxagent.agent.config import Config
-from ctxagent.context.errors import HistoryError, StateDirError
+from ctxagent.context.errors import CtxagentError, HistoryError, StateDirError
 from ctxagent.context.events import SessionStartData, UserData
-from ctxagent.context.floor.gitsafe import toplevel
+from ctxagent.context.floor.gitsafe import GitConfigRefused, nearest_git_root, open_git
 from ctxagent.context.floor.sanitize import Sanitizer
-from ctxagent.context.floor.state_paths import describe_os_error, ensure_state_dir, project_state_dir
-from ctxagent.context.history import SUBAGENTS_FOLDER, SessionLog
+from ctxagent.context.floor.state_paths import (
+    SUBAGENTS_FOLDER,
+    check_state_dir,
+    describe_os_error,
+    ensure_state_dir,
+    project_state_dir,
+)
+from ctxagent.context.history import Event, SessionLog
 
 
 def find_repo_root(cwd: Path) -> Path:
-    """The git top-level containing `cwd`, or `cwd` itself outside a repository."""
+    """The nearest directory at or above `cwd` that holds `.git` (a directory or a file), or `cwd` itself.
+
+    Never git's `--show-toplevel`: a repository's config (`core.worktree = ../..`, which survives a
+    tar or zip, or a `.git` file pointing at a repository whose config says so) would move the root
+    anywhere, the user's home included. When the repository's own idea of its work tree differs
+    from this directory, GitLocationError (a StateDirError) names both. A repository whose git
+    config ctxagent will not run (GitConfigRefused) keeps its root; its git views say why they are off.
+    """
     cwd = cwd.resolve()
-    return toplevel(cwd) or cwd
+    root = nearest_git_root(cwd) or cwd
+    try:
+        open_git(root)
+    except GitConfigRefused:
+        pass
+    return root
 
 
 def sessions_dir(root: Path) -> Path:
@@ -32,7 +52,9 @@ def new_session_id() -> str:
 
 
 def list_sessions(root: Path) -> list[Path]:
-    """Session logs, oldest first (by modification time, then name)."""
+    """Session logs, oldest first (by modification time, then name); a state folder ctxagent did not
+    make is refused first (check_state_dir), so a planted session is never listed nor resumed."""
+    check_state_dir(root)
     d = sessions_dir(root)
     if not d.is_dir():
         return []
@@ -41,6 +63,7 @@ def list_sessions(root: Path) -> list[Path]:
 
 def resolve_session(root: Path, ref: str | None) -> Path:
     """A session by id, unique id prefix, or path; the latest when `ref` is empty or "--last"."""
+    check_state_dir(root)
     if ref and ref not in ("--last", "last"):
         p = Path(ref)
         if p.suffix == ".jsonl" and p.exists():
@@ -104,7 +127,9 @@ def open_session(root: Path, config: Config, resume: str | None = None, *, paren
 
     A new session's log is pending until its first user message creates the file (SessionLog's
     `pending_until`): a start that fails (a config error, the set-up screen, a quit before typing)
-    leaves no empty session behind.
+    leaves no empty session behind. A resumed one is locked as it is opened (`SessionLog.open`): an
+    idle app on `--continue` and a `ctxagent -p --continue` cannot both write it — the second gets a
+    HistoryError naming the first.
     """
     root = root.resolve()
     state = ensure_state_dir(root)
@@ -115,7 +140,7 @@ def open_session(root: Path, config: Config, resume: str | None = None, *, paren
     sanitize = Sanitizer(config.secrets())
     try:
         if resume is not None:
-            log = SessionLog.load(resolve_session(root, resume), sanitize=sanitize)
+            log = SessionLog.open(resolve_session(root, resume), sanitize=sanitize)
         else:
             session_id = new_session_id()
             path = sessions_dir(root) / f"{session_id}.jsonl"
@@ -125,9 +150,125 @@ def open_session(root: Path, config: Config, resume: str | None = None, *, paren
             # read-only `.ctxagent/` is a clear error at the start, not mid-turn. (Nothing is left.)
             tempfile.TemporaryFile(dir=path.parent).close()
             log = SessionLog(path=path, session_id=session_id, sanitize=sanitize, pending_until=UserData.KIND)
-            log.append(SessionStartData(session=log.session_id, model=config.model or "", cwd=str(root), parent=parent))
+            endpoint = _config_endpoint(config)
+            log.append(SessionStartData(session=log.session_id, model=endpoint.label if endpoint else config.model or "",
+                                        provider=endpoint.provider if endpoint else "",
+                                        base_url=endpoint.base_url or "" if endpoint else "", cwd=str(root), parent=parent))
     except OSError as exc:  # a read-only `.ctxagent/`, a full disk
         raise StateDirError(f"cannot write the session log in {state / 'sessions'}: {describe_os_error(exc)}") from exc
     if resume is not None and keep_model:
         config = with_session_model(config, log)
     return Session(root=root, state_dir=state, config=config, log=log)
+
+
+# -- the endpoint a session's requests go to ------------------------------------------------------
+# Recorded in the log (a `session_start` event: at the start, and again whenever an agent runs the
+# session on another endpoint — /model, a resume on another model), so that every command that calls
+# a model for the session later (`ctxagent compact`, a resume) sends the conversation where it went.
+
+@dataclass(frozen=True)
+class Endpoint:
+    """Where a session's requests go: the provider, the model, the base URL ("": the provider's own;
+    None: not recorded — a log of an older ctxagent). Never a key: keys come from the config."""
+
+    provider: str
+    model: str
+    base_url: str | None = ""
+
+    @property
+    def label(self) -> str:
+        """"provider:model", as a config's `model` names it."""
+        return f"{self.provider}:{self.model}" if self.provider else self.model
+
+
+def public_url(url: str | None) -> str:
+    """`url` without what may be a secret in it: user name and password, query and fragment."""
+    if not url:
+        return ""
+    try:
+        parts = urlsplit(url.strip())
+        host = parts.hostname or ""
+        port = f":{parts.port}" if parts.port else ""
+    except ValueError:
+        return ""
+    if ":" in host:  # an IPv6 address
+        host = f"[{host}]"
+    return urlunsplit((parts.scheme, host + port, parts.path, "", ""))
+
+
+def endpoint_for(config: Config, label: str) -> Endpoint:
+    """The endpoint an agent for `label` ("provider:model", as resolved) sends to under `config`."""
+    from ctxagent.agent.providers import specs
+
+    provider, _, model = label.partition(":")
+    spec = specs.find(provider)
+    base = spec.credentials(config)[1] if spec is not None else config.base_url
+    return Endpoint(provider, model, public_url(base))
+
+
+def _config_endpoint(config: Config) -> Endpoint | None:
+    """The endpoint `config` names when its model says the provider by a prefix or a bare name the
+    provider owns (providers/specs.py only: a new session opens before the first frame, without the
+    model registry). Otherwise None: the agent records its endpoint when it is built (Agent)."""
+    from ctxagent.agent.providers import specs
+
+    name = (config.model or "").strip()
+    if not name:
+        return None
+    spec = specs.provider_of_model(name)
+    if spec is not None:
+        model = name.partition(":")[2].strip()
+        return endpoint_for(config, f"{spec.name}:{model}") if model else None
+    owner = next((s for s in specs.providers() if s.owns_bare_name(name)), None)
+    return endpoint_for(config, f"{owner.name}:{name}") if owner is not None else None
+
+
+def _start_data(log: SessionLog) -> SessionStartData | None:
+    return next((e.as_(SessionStartData) for e in log.events if e.kind == SessionStartData.KIND), None)
+
+
+def session_endpoint(log: SessionLog) -> Endpoint | None:
+    """The endpoint the session's requests go to now: the last `session_start` event that names a
+    model. None when no event names one. For a log of an older ctxagent, which recorded only the
+    model, the provider is read from the model's name and `base_url` is None (unknown)."""
+    for e in reversed(log.events):
+        if e.kind != SessionStartData.KIND:
+            continue
+        data = e.as_(SessionStartData)
+        if not data.model:
+            continue
+        if data.provider:
+            return Endpoint(data.provider, data.model.removeprefix(f"{data.provider}:"), data.base_url)
+        from ctxagent.agent.providers.registry import parse_model_name
+
+        try:
+            provider, model = parse_model_name(data.model)
+        except CtxagentError:
+            return Endpoint("", data.model, None)
+        return Endpoint(provider, model, None)
+    return None
+
+
+def record_endpoint(log: SessionLog, endpoint: Endpoint) -> Event | None:
+    """Log `endpoint` as the session's when it is not already (the event, or None when unchanged)."""
+    if session_endpoint(log) == endpoint:
+        return None
+    start = _start_data(log)
+    return log.append(SessionStartData(session=log.session_id, model=endpoint.label, provider=endpoint.provider,
+                                       base_url=endpoint.base_url or "", cwd=start.cwd if start else ""))
+
+
+def use_endpoint(config: Config, endpoint: Endpoint) -> None:
+    """Point `config` at `endpoint`: its model, and its base URL when recorded (the configured URL is
+    kept when it is the same one, with the password it may carry; the key is the config's own)."""
+    from ctxagent.agent.providers import specs
+
+    config.model = endpoint.label
+    spec = specs.find(endpoint.provider)
+    if endpoint.base_url is None or spec is None or spec.base_url_field is None:
+        return
+    if public_url(spec.credentials(config)[1]) == endpoint.base_url:
+        return
+    config.base_url = endpoint.base_url or None
+    if not endpoint.base_url:
+        setattr(config, spec.base_url_field, None)  # the provider's own, not a URL from the environment

@@ -29,10 +29,11 @@ from ctxagent.agent.checkpoints.rewind import (
     rewind_menu,
 )
 from ctxagent.agent.updates import CompactionDone
-from ctxagent.context.events import CompactionData, MemoryData
+from ctxagent.context.events import CompactionData, HandoffData, MemoryData
 from ctxagent.context.history import Event, SessionLog, view
 
 if TYPE_CHECKING:
+    from ctxagent.agent.permissions import Allowance
     from ctxagent.agent.session import Session
     from ctxagent.context.memory import MemoryStore
 
@@ -43,8 +44,11 @@ __all__ = [
     "compaction_done",
     "describe_rewind",
     "find_user_turn",
+    "handoff_draft",
     "log_turns",
     "new_session",
+    "open_handoff",
+    "record_handoff",
     "remember",
     "rewind",
     "rewind_menu",
@@ -112,7 +116,7 @@ def new_session(old: Session, with_summary: bool, summarize: Callable[[str], str
 
 class _Permits(Protocol):
     @property
-    def allowed_for_session(self) -> set[str]: ...
+    def allowed_for_session(self) -> set[Allowance]: ...
 
 
 A = TypeVar("A", bound=_Permits)
@@ -146,3 +150,65 @@ def compaction_done(log: SessionLog, record: CompactionData, tokens_before: int,
         first, last, record.method, tokens_before, tokens_after, summary=record.summary, messages=len(covered),
         first_turn=min(turns, default=0), last_turn=max(turns, default=0),
     )
+
+
+HANDOFF_QUOTE_CHARS = 2000  # of the old task's opening and latest messages, each; beyond, read_event
+HANDOFF_FILES = 30
+
+
+def handoff_draft(log: SessionLog, goal: str | None = None) -> str:
+    """A new session's opening message, drafted from this one (/handoff, the handoff tool; Amp's
+    Handoff is the anchor): the goal, the user's constraints, the open tasks, the files, and handles
+    to this session's events. Constraints are the ledger's — the user's own words and /remember
+    pins only, never the model's or a summary's (context/memory/provenance.py's rule: USER binds)."""
+    from ctxagent.context.ledger import Ledger
+    from ctxagent.context.pins import live_events
+
+    ledger = Ledger().feed(live_events(log.events))
+    opening, latest = ledger.opening, ledger.latest_user
+    goal = " ".join((goal or "").split())
+    lines = [f"Continuing from session {log.session_id} (a handoff: read_event in that session, or "
+             f"`ctxagent inspect {log.session_id}`, shows the events named below).", ""]
+    lines.append(f"Goal: {goal}" if goal else "Goal: carry on with the task below.")
+    if ledger.constraints:
+        lines += ["", "Constraints (the user's own words; they still hold):",
+                  *(f"- {p.text}" for p in ledger.constraints.values())]
+    user_tasks = [p for p in ledger.tasks.values() if p.event_id is not None]
+    if user_tasks:
+        lines += ["", "Open tasks the user stated:", *(f"- {p.text} (event {p.event_id})" for p in user_tasks)]
+    if ledger.failing is not None:
+        event, failures = ledger.failing
+        lines += ["", f"Failing tests at the handoff (event {event}):", *(f"- {f}" for f in failures[:10])]
+    if ledger.changed:
+        files = list(ledger.changed)[-HANDOFF_FILES:]
+        lines += ["", "Files changed in that session: " + ", ".join(files)]
+    for label, ev in (("The task's opening message", opening), ("The latest user message", latest)):
+        if ev is None or (label.startswith("The latest") and opening is not None and ev.id == opening.id):
+            continue
+        text = ev.user.text
+        cut = f"\n[… cut at {HANDOFF_QUOTE_CHARS} characters: read_event id={ev.id} in session {log.session_id}]" \
+            if len(text) > HANDOFF_QUOTE_CHARS else ""
+        lines += ["", f"{label} (event {ev.id}):", text[:HANDOFF_QUOTE_CHARS] + cut]
+    compactions = [e for e in log.events if e.kind == "compaction"]
+    if compactions:
+        lines += ["", "Summaries in that session (read_event id=N): " + ", ".join(
+            f"event {e.id} for events {e.compaction.first_id}–{e.compaction.last_id}" for e in compactions[-5:])]
+    return "\n".join(lines).strip() + "\n"
+
+
+def record_handoff(log: SessionLog, goal: str | None, by: str = "user") -> tuple[Event, str]:
+    """Draft the handoff and write it to the log (what headless prints; the app's editor starts from it)."""
+    text = handoff_draft(log, goal)
+    ev = log.append(HandoffData(goal=" ".join((goal or "").split()), text=text, by=by))
+    log.sync()
+    return ev, text
+
+
+def open_handoff(old: Session, text: str, open_session: Callable[..., Session] | None = None) -> Session:
+    """The confirmed handoff: a new session, child of `old`, seeded with the user's constraints (as /new
+    with a summary seeds them); the caller sends `text` as its first message."""
+    if not text.strip():
+        raise ValueError("an empty handoff message")
+    new = new_session(old, with_summary=False, open_session=open_session)
+    seed_new_session(new.log, old.log, "", "handoff")
+    return new

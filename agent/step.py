@@ -20,21 +20,29 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ctxagent.agent.parts import AgentParts, Journal
-from ctxagent.agent.providers.protocol import ServerCompaction, ServerEdits, Stop, TextDelta
+from ctxagent.agent.providers.protocol import ServerCompaction, ServerEdits, Stop, TextDelta, Waiting
 from ctxagent.agent.retry import stream_with_retry
 from ctxagent.agent.server_context import Seen, ServerContext, report_as_seen
 from ctxagent.agent.session_ops import compaction_done
-from ctxagent.agent.updates import AssistantDelta, AssistantDone, ContextBuilt, StepStarted
+from ctxagent.agent.updates import AssistantDelta, AssistantDone, ContextBuilt, ModelWaiting, StepStarted
 from ctxagent.context.builder.cache import BuildCache
 from ctxagent.context.builder.dispatch import build
 from ctxagent.context.builder.inputs import BuildResult
-from ctxagent.context.builder.step import Builder, StepSetup, build_next, record_step, refused_ratio
-from ctxagent.context.errors import ContextLengthError, ContextOverflowError, ProviderError, StreamError
+from ctxagent.context.builder.step import (
+    Builder,
+    StepSetup,
+    build_next,
+    record_step,
+    record_system_prompt,
+    refused_ratio,
+)
+from ctxagent.context.errors import ContextLengthError, ContextOverflowError, ProviderError
 from ctxagent.context.events import AssistantData, ErrorData
 from ctxagent.context.report import ContextReport
 from ctxagent.context.request import ToolCall, Usage
 
 if TYPE_CHECKING:
+    from ctxagent.agent.hooks import Hooks
     from ctxagent.agent.session import Session
 
 
@@ -48,6 +56,8 @@ class StepOutcome:
 
 class StepRunner:
     """Builds, records and sends the steps of a session's turns."""
+
+    hooks: Hooks | None = None  # the Agent's (agent/hooks.py): context_threshold after each step
 
     def __init__(self, session: Session, parts: AgentParts, journal: Journal, server: ServerContext,
                  reports: list[ContextReport], builder: Builder = build):
@@ -74,7 +84,7 @@ class StepRunner:
             system=parts.system, tools=parts.registry.specs(), budget=parts.budget, counter=parts.counter,
             model=parts.model_label, strategy=cfg.strategy, protect_turns=cfg.protect_turns,
             thresholds=(cfg.compress_at, cfg.new_session_at), tokenizer=parts.tokenizer, warm=parts.warm,
-            summarize=parts.summarize, cache=self.cache,
+            summarize=parts.summarize, cache=self.cache, task_state_share=cfg.task_state_share,
         )
 
     def build(self, step: int, turn: int, ratio: float, *, allow_compaction: bool = True) -> BuildResult:
@@ -95,6 +105,8 @@ class StepRunner:
 
     def run(self, turn: int, cancel: threading.Event) -> StepOutcome:
         step = self.step + 1
+        if self.parts.registry.refresh():  # tools that arrived (MCP): logged before the step that sends them
+            record_system_prompt(self.session.log, self.parts.system, self.parts.registry.specs())
         self.journal.emit(StepStarted(step, turn))
         ratio = self.parts.calibrator.ratio
         try:
@@ -116,6 +128,8 @@ class StepRunner:
         for ev in recorded.compactions:
             self.journal.ingest([ev])
             self.journal.emit(compaction_done(self.session.log, ev.compaction, 0, result.report.total))
+            if ev.compaction.note:  # a summary-model fallback is never silent
+                self.journal.notice(f"compaction: {ev.compaction.note}", "warning")
         self.reports.append(result.report)
         self.last_build, self.last_build_sent = result, True
         self.journal.emit(ContextBuilt(step, result.report))
@@ -179,11 +193,15 @@ class StepRunner:
                     edits = ev
                 elif isinstance(ev, ServerCompaction):
                     compaction = ev
+                elif isinstance(ev, Waiting):
+                    self.journal.emit(ModelWaiting(step, ev.seconds))
                 if cancel.is_set():
                     stop, partial = "cancelled", bool(texts) or bool(calls)
                     calls = []  # a cancelled step runs no tools
                     break
-        except StreamError as exc:
+        except ProviderError as exc:
+            # a cut, a stall, or an `error` event inside the 200 stream (overloaded, a server error):
+            # what arrived before it is kept, logged as partial with the error
             if not texts and not calls:
                 raise
             partial = True
@@ -205,4 +223,6 @@ class StepRunner:
             server=server,
         ))
         self.journal.emit(AssistantDone(step, text, len(calls), usage, partial))
+        if self.hooks and self.reports:
+            self.hooks.context_step(self.reports[-1], usage)
         return StepOutcome(text=text, calls=calls, stop=stop, error=error)

@@ -2,8 +2,10 @@
 
 `ToolRunner` is owned by the `Agent` (agent/loop.py). It keeps what the permissions and the code
 checkpoints need across calls: the tools allowed for the rest of the session, and the turn's
-checkpoint and changed files (`start_turn` / `end_turn` bracket a turn). The tools get the session's
-services (`ToolServices`: spill store, log, memory — the user's store too — summarizer, session, turn).
+checkpoint and changed files (`start_turn` / `end_turn` bracket a turn). What a question is about —
+the key an "allow for this session" answer covers, the preview, instruction files — is decided in
+agent/permissions.py. The tools get the session's services (`ToolServices`: spill store, log,
+memory — the user's store too — summarizer, session, turn).
 """
 
 from __future__ import annotations
@@ -11,9 +13,12 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from ctxagent.agent.mcp.config import is_mcp_tool
 from ctxagent.agent.parts import AgentParts, Approver, Journal
+from ctxagent.agent.permissions import Allowance, ask_about
 from ctxagent.agent.subagents.parallel import call_groups, run_together
 from ctxagent.agent.updates import PermissionRequest, ToolFinished, ToolStarted
 from ctxagent.context.events import CheckpointData, PermissionData, SpillRef, ToolMeta, ToolResultData
@@ -21,25 +26,32 @@ from ctxagent.context.ledger import result_facts
 from ctxagent.context.request import ToolCall
 from ctxagent.context.tool_meta import changed_files_of_call
 from ctxagent.tools.atomic_write import sweep_repository
-from ctxagent.tools.contract import ToolContext, ToolResult, ToolServices, malformed_json
+from ctxagent.tools.contract import BudgetStatus, ToolContext, ToolResult, ToolServices, malformed_json
 from ctxagent.tools.tests_runner import detect_test_command
 
 if TYPE_CHECKING:
+    from ctxagent.agent.hooks import Hooks
     from ctxagent.agent.session import Session
 
 
 class ToolRunner:
     """Runs the tool calls of a session's steps (the model's, and the user's own @file / !command)."""
 
+    hooks: Hooks | None = None  # the Agent's (agent/hooks.py): pre_tool may deny a call, post_tool sees its result
+
     def __init__(self, session: Session, parts: AgentParts, journal: Journal, approver: Approver):
         self.session = session
         self.parts = parts
         self.journal = journal
         self.approver = approver
-        self.allowed_for_session: set[str] = set()  # "allow for this session" answers
+        self.allowed_for_session: set[Allowance] = set()  # "allow for this session": a tool and its exact target
         self.turn_checkpoint: str | None = None  # taken before the turn's first file-changing tool
         self.turn_files: set[str] = set()
         self._temp_files_swept = False
+        # the budget tools' services, which the Agent lends (tools/budget_tools.py)
+        self.status: Callable[[], BudgetStatus] | None = None
+        self.request_compaction: Callable[[str | None], None] | None = None
+        self.handoff: Callable[[str | None], str] | None = None
 
     def start_turn(self) -> None:
         self.turn_checkpoint = None
@@ -69,6 +81,9 @@ class ToolRunner:
                 summarize=self.parts.summarize,
                 session=self.session.id,
                 turn=turn,
+                status=self.status,
+                request_compaction=self.request_compaction,
+                handoff=self.handoff,
             ),
         )
         for group in call_groups(calls):  # consecutive task calls run together, logged in call order
@@ -86,6 +101,8 @@ class ToolRunner:
         elif call.malformed:
             result = ToolResult(f"error: invalid arguments for {call.name}: {malformed_json(call.raw_arguments)}",
                                 is_error=True)
+        elif (denied := self.hooks.pre_tool(call, turn) if self.hooks else None) is not None:
+            result = ToolResult(denied, is_error=True)  # before the permission box: nothing to ask
         else:
             refusal = self._permitted(call, turn)
             if refusal is not None:
@@ -97,29 +114,35 @@ class ToolRunner:
                 if self.parts.registry.permission(call.name) != "read" and not result.is_error:
                     changed = result.meta.get("changed_files") or changed_files_of_call(call.name, call.arguments)
                     self.turn_files.update(str(f) for f in changed or result.meta.get("files") or [])
+                if self.hooks:
+                    self.hooks.post_tool(call, result, turn)
         return result, int((time.monotonic() - started) * 1000)
 
     def _permitted(self, call: ToolCall, turn: int) -> ToolResult | None:
         """None when the call may run; otherwise the refusal to show the model."""
         registry = self.parts.registry
         kind = registry.permission(call.name)
-        always = registry.must_ask(call.name, call.arguments)  # e.g. memory for every project: no mode covers it
-        if (kind == "read" and not always) or registry.get(call.name) is None:
+        if kind == "read" and not registry.must_ask(call.name, call.arguments) or registry.get(call.name) is None:
             return None
+        args = call.arguments
+        command = self._command(call.name, args) if kind == "command" else ""
+        ask = ask_about(call.name, kind, args, root=self.session.root, command=command)
+        # e.g. memory for every project, an instruction file: no mode and no allowance covers it
+        always = ask.always or registry.must_ask(call.name, args)
         mode = self.session.config.permission_mode
         allowed = not always and (
-            mode == "yolo" or (mode == "auto-edit" and kind == "edit") or call.name in self.allowed_for_session)
+            mode == "yolo" or (mode == "auto-edit" and kind == "edit") or ask.allowance in self.allowed_for_session)
         if not allowed:
-            args = call.arguments
-            preview = self._command_preview(call.name, args) if kind == "command" else _edit_preview(call.name, args)
-            decision = self.approver(PermissionRequest(call.id, call.name, kind, args, preview))
+            decision = self.approver(PermissionRequest(call.id, call.name, kind, args, ask.preview,
+                                                       target=ask.allowance.target, note=ask.note,
+                                                       can_remember=not always))
             self.journal.append(PermissionData(call_id=call.id, decision="allow" if decision.allow else "deny",
                                                reason=decision.reason))
             if not decision.allow:
                 reason = f" Reason: {decision.reason}" if decision.reason else ""
                 return ToolResult(f"permission denied for {call.name}.{reason}", is_error=True)
             if decision.remember and not always:
-                self.allowed_for_session.add(call.name)
+                self.allowed_for_session.add(ask.allowance)
         # Shell and test commands can change files too: checkpoint before the first of either.
         checkpoints = self.parts.checkpoints
         if self.turn_checkpoint is None and checkpoints is not None:
@@ -130,13 +153,17 @@ class ToolRunner:
                 self.journal.append(CheckpointData(turn=turn, commit=commit))
         return None
 
-    def _command_preview(self, name: str, args: dict[str, Any]) -> str:
-        """The command line the user is asked to allow; run_tests without one shows what it will run."""
-        command = str(args.get("command") or "")
-        if command or name != "run_tests":
-            return command
-        configured = self.parts.tool_config.get("test_command")
-        return configured or detect_test_command(self.session.root) or "(no test command detected)"
+    def _command(self, name: str, args: dict[str, Any]) -> str:
+        """The command line that will run: run_tests without one runs the configured or detected
+        command (tools/tests_runner.py resolves it the same way)."""
+        given = args.get("command")
+        if is_mcp_tool(name):
+            return ""  # an outside tool's arguments are all its own: it is asked and allowed on all of them
+        if name != "run_tests":
+            return given if isinstance(given, str) else str(given or "")
+        command = (given if isinstance(given, str) else "").strip()
+        configured = str(self.parts.tool_config.get("test_command") or "").strip()
+        return command or configured or detect_test_command(self.session.root) or ""
 
     def _append_result(self, call: ToolCall, result: ToolResult, duration_ms: int, turn: int) -> None:
         # Sanitize before anything is persisted: the spill file must not hold secrets either.
@@ -164,16 +191,3 @@ class ToolRunner:
         ))
         self.journal.emit(ToolFinished(call.id, call.name, content, result.is_error, duration_ms, {**meta, "spill": spill_meta}))
 
-
-def _edit_preview(name: str, args: dict[str, Any]) -> str:
-    if name == "edit_file":
-        old = "\n".join("- " + line for line in str(args.get("old_text", "")).splitlines())
-        new = "\n".join("+ " + line for line in str(args.get("new_text", "")).splitlines())
-        return f"{args.get('path', '?')}\n{old}\n{new}"
-    if name == "write_file":
-        content = str(args.get("content", ""))
-        return f"{args.get('path', '?')} ({len(content.splitlines())} lines)\n{content[:2000]}"
-    if name == "store_memory":
-        where = "for every project (user memory)" if args.get("scope") == "user" else "in this project's memory"
-        return f"remember {where}, as a {args.get('type', 'note')}:\n{str(args.get('content', ''))[:2000]}"
-    return str(args)

@@ -42,6 +42,7 @@ from typing import Any
 
 from ctxagent.agent.providers import specs
 from ctxagent.context.errors import ConfigError
+from ctxagent.context.floor.display import show_controls
 from ctxagent.context.floor.state_paths import describe_os_error, user_config_dir, user_state_dir
 
 try:
@@ -59,6 +60,7 @@ SENSITIVE_KEYS: dict[str, str] = {
        for s in specs.providers() if s.base_url_field},
     **{s.key_field: "runs your requests on an account the repository chose" for s in specs.providers() if s.key_field},
     "test_command": "names a program ctxagent would run",
+    "hooks": "names programs ctxagent would run on events (tool calls, prompts, the end of a turn)",
     "shell_timeout": "changes how long commands may run",
     "summary_model": "sends the conversation to a model the repository chose",
     "sandbox": "changes what commands may write",
@@ -66,12 +68,14 @@ SENSITIVE_KEYS: dict[str, str] = {
     "sandbox_env": "passes more of your environment to commands",
     "sandbox_writable": "lets commands write outside the repository",
     "sandbox_hidden": "changes which of your files commands see (a repository's list only adds to them)",
+    "mcp_servers": "starts programs, or connects to servers, the repository chose (MCP); their tools run on your yes",
 }
 # Values that can only make ctxagent do less: applied from any repository (compared with their type:
 # `sandbox_network = 0` is not `false`).
 HARMLESS_VALUES: dict[str, tuple[object, ...]] = {
     "permission_mode": ("ask",), "summary_model": ("none",),
     "sandbox": ("workspace-write", "read-only"), "sandbox_network": (False,), "sandbox_writable": ([],),
+    "hooks": ({},),
 }
 # Values no repository sets, trusted or not: they take the sandbox away, so they come only from the
 # user's own config file or a flag. (key, is this such a value, why.)
@@ -83,6 +87,25 @@ USER_ONLY: tuple[tuple[str, Callable[[object], bool], str], ...] = (
     ("sandbox_writable", lambda v: isinstance(v, list) and v != [],
      "lets commands write outside the repository; only your own config can"),
 )
+
+
+def user_only_server_keys(servers: Mapping[str, Any], source: str) -> tuple[dict[str, Any], list[IgnoredKey]]:
+    """A repository's MCP servers without the keys that lift a safeguard — asking before each call
+    (`ask`, `allow_tools`) and the sandbox a local server runs in (`sandbox`) — which only the user's
+    own config may set (agent/mcp/config.py USER_ONLY_SERVER_KEYS), and those keys as ignored."""
+    from ctxagent.agent.mcp.config import USER_ONLY_SERVER_KEYS
+
+    kept: dict[str, Any] = {}
+    ignored: list[IgnoredKey] = []
+    for name, spec in servers.items():
+        if not isinstance(spec, dict):
+            kept[name] = spec  # validation names the file and the key
+            continue
+        kept[name] = {k: v for k, v in spec.items() if k not in USER_ONLY_SERVER_KEYS}
+        ignored += [IgnoredKey(f"mcp_servers.{name}.{k}", source, "lifts the questions or the sandbox of an MCP "
+                               "server; only your own config can", user_only=True)
+                    for k in spec if k in USER_ONLY_SERVER_KEYS]
+    return kept, ignored
 
 
 def harmless(key: str, value: object) -> bool:
@@ -242,7 +265,7 @@ def describe_ignored(ignored: Iterable[IgnoredKey]) -> str:
     if never:
         lines.append(f"ignored {_settings(never)} from {_sources(never)} that no repository may set, trusted or not:")
         lines += [f"  - {i.line()}" for i in never]
-        lines.append(f"To have them, put them in your own config ({user_config_dir() / 'config.toml'}) or pass the flag.")
+        lines.append(f"To have them, put them in your own config ({show_controls(str(user_config_dir() / 'config.toml'))}) or pass the flag.")
     return "\n".join(lines)
 
 
@@ -251,4 +274,4 @@ def _settings(items: list[IgnoredKey]) -> str:
 
 
 def _sources(items: list[IgnoredKey]) -> str:
-    return ", ".join(sorted({i.source for i in items}))
+    return ", ".join(sorted({show_controls(i.source) for i in items}))  # a path: every character in it shown

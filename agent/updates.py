@@ -47,6 +47,16 @@ class AssistantDone:
 
 
 @dataclass(frozen=True)
+class ModelWaiting:
+    """The model's stream has sent nothing for `seconds` (0: it sends again): the TUI's status line
+    says "waiting for the model (N s)", headless prints it to stderr. Past the idle timeout the
+    step fails with a retryable error (agent/providers/stream_watch.py)."""
+
+    step: int
+    seconds: float
+
+
+@dataclass(frozen=True)
 class ToolStarted:
     call_id: str
     name: str
@@ -67,6 +77,17 @@ class ToolFinished:
 class Notice:
     message: str
     level: str = "info"  # "info" | "warning" | "error"
+
+
+@dataclass(frozen=True)
+class McpStatus:
+    """An MCP server's state changed (ready, failed, crashed, stopped): the status bar and `/mcp`
+    show it. Sent from the MCP thread, between the turn's own events."""
+
+    server: str
+    state: str  # agent/mcp/client.py STATES
+    error: str = ""
+    tools: int = 0
 
 
 @dataclass(frozen=True)
@@ -100,7 +121,10 @@ class PermissionRequest:
     tool: str
     permission: str  # "edit" | "command"
     arguments: dict[str, Any]
-    preview: str  # the diff of an edit, or the command line
+    preview: str  # the diff of an edit, or the command line (agent/permissions.py: nothing hidden)
+    target: str = ""  # the exact command or path an "allow for this session" answer would cover
+    note: str = ""  # what the user should know first (an instruction file, a test command the model chose)
+    can_remember: bool = True  # False: no allowance covers this call (it is asked every time)
     agent: str = ""  # who asks, when not the session's own agent: "sub-agent ID (its task)"
 
 
@@ -122,7 +146,18 @@ class SubAgentUpdate:
     event: AgentEvent
 
 
+@dataclass(frozen=True)
+class HandoffDrafted:
+    """A new session's opening message, drafted (/handoff or the handoff tool): the app opens the
+    editor on it; headless prints it."""
+
+    goal: str
+    text: str
+    event_id: int  # the `handoff` event in the old session's log
+    by: str = "user"
+
+
 AgentEvent = (
-    TurnStarted | StepStarted | ContextBuilt | AssistantDelta | AssistantDone | ToolStarted | ToolFinished
-    | Notice | CompactionDone | TurnFinished | SubAgentUpdate
+    TurnStarted | StepStarted | ContextBuilt | AssistantDelta | AssistantDone | ModelWaiting | ToolStarted
+    | ToolFinished | Notice | McpStatus | CompactionDone | TurnFinished | HandoffDrafted | SubAgentUpdate
 )

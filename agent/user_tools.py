@@ -32,20 +32,22 @@ def mentioned_files(root: Path, text: str) -> list[str]:
     """Repository-relative paths of the regular files `text` mentions as `@path`, in order, once each.
     Paths outside the repository (`@../x`, `@/etc/passwd`, a symlink out) are not files of it."""
     from ctxagent.context.errors import ToolError
-    from ctxagent.tools.confine import relative, resolve_in_repo
+    from ctxagent.context.floor.beneath import check_regular
+    from ctxagent.tools.confine import walk_repo
 
     found: list[str] = []
     for m in MENTION.finditer(text):
         raw = m.group(1).rstrip(TRAILING)
         if not raw:
             continue
-        try:
-            path = resolve_in_repo(root, raw)
-        except ToolError:
+        try:  # the boundary every tool uses; read_file itself reads it the same way
+            with walk_repo(root, raw) as entry:
+                if entry.st is None:
+                    continue
+                check_regular(entry.st, raw)  # the refusals of read_file: FIFOs, devices, hard links
+                rel = entry.rel
+        except (ToolError, OSError):
             continue
-        if not path.is_file():
-            continue
-        rel = relative(root, path)
         if rel not in found:
             found.append(rel)
         if len(found) >= MAX_MENTIONS:

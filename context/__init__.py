@@ -76,6 +76,8 @@ _EXPORTS = {
     "ProviderError": "ctxagent.context.errors",
     "ToolError": "ctxagent.context.errors",
     # text that reaches a terminal
+    "echo": "ctxagent.context.floor.display",
+    "for_display": "ctxagent.context.floor.display",
     "plural": "ctxagent.context.floor.display",
     "show_controls": "ctxagent.context.floor.display",
     "strip_controls": "ctxagent.context.floor.display",
@@ -130,6 +132,8 @@ if TYPE_CHECKING:
         UserData as UserData,
     )
     from ctxagent.context.floor.display import (
+        echo as echo,
+        for_display as for_display,
         plural as plural,
         show_controls as show_controls,
         strip_controls as strip_controls,

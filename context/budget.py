@@ -20,6 +20,9 @@ from dataclasses import dataclass, field
 
 from ctxagent.context.errors import ConfigError
 
+# of the window at most for the task state a compaction masks, quoted word for word (builder/task_state.py)
+TASK_STATE_SHARE = 0.15
+
 DEFAULT_FRACTIONS: dict[str, float] = {"system": 0.15, "hot": 0.40, "warm": 0.25, "tools": 0.15, "reserve": 0.05}
 
 # Named profiles: "coding" keeps more of the recent turns verbatim (tool output matters), "design"

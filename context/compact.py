@@ -3,9 +3,17 @@
 Sections, exactly and in this order: Decisions / Constraints / Changes / Open tasks, each "none"
 when empty. A model summary (an injected `summarize(prompt) -> str`) is validated — all sections
 present, every file changed in the range named under Changes — and on any failure, or with no
-model, an EXTRACTIVE summary (rule-based, no model call) with the same sections is used. Tool
-output is quoted to the model as data inside fences, never as instructions. Summaries are cached
-by the hash of their input, so re-building a step never pays twice.
+model, an EXTRACTIVE summary (rule-based, no model call) with the same sections is used; a
+fallback is never silent: the record's `note` says that it happened and why (the summary model
+failed, or answered something that is not a summary). Tool output is quoted to the model as data
+inside fences, never as instructions. Summaries are cached by the hash of their input, so
+re-building a step never pays twice.
+
+A focus (`/compact keep the pricing bug`) goes to the summary model's prompt; the extractive summary
+uses it too: the lines of the summarized part that match it best (user, model, tool output, an
+earlier summary — each with its turn and author) are kept in a part before the four sections, and
+when a section has more items than fit, the ones matching the focus are kept first. A summary is
+written by "summary" (context/memory/provenance.py): nothing in it binds.
 """
 
 from __future__ import annotations
@@ -14,12 +22,14 @@ import hashlib
 import json
 import re
 import threading
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Callable, Sequence
 
 from ctxagent.context.events import CompactionData
 from ctxagent.context.history import Event, Summary, ViewItem, item_id, view
-from ctxagent.context.memory.detect import detect_constraints, detect_decisions
+from ctxagent.context.memory.detect import detect_constraints, detect_decisions, sentences
+from ctxagent.context.memory.provenance import Author
+from ctxagent.context.memory.terms import key_terms
 from ctxagent.context.pins import summary_sections
 from ctxagent.context.request import ToolCall
 from ctxagent.context.tokens import TokenCounter
@@ -29,6 +39,13 @@ SECTIONS = ("Decisions", "Constraints", "Changes", "Open tasks")
 MAX_ITEMS_PER_SECTION = 30
 MAX_ITEM_CHARS = 300
 PROMPT_TOOL_CHARS = 3000
+MAX_FOCUS_LINES = 12
+FOCUS_HEAD = "Kept for the focus {focus!r} (lines of the summarized part that match it, each with its turn and author):"
+NO_FOCUS_MATCH = "Focus {focus!r}: nothing in the summarized part mentions it."
+# Words of a focus request that say what to do, not what about ("keep the pricing bug").
+_FOCUS_WORDS = frozenset(
+    """keep kept focus focusing on about regarding preserve retain remember include mention mentioned detail details
+    everything all part parts stuff info information discussion 保留 关注 重点 关于 有关 内容 部分""".split())
 
 _TODO = re.compile(
     r"(?:(?:^|\n)\s*[-*]\s*\[ \]\s*|\b(?:TODO|FIXME)[:：]\s*|待办[:：]\s*|\bstill need to\s+|还需要)([^\n。.!?！？]+)",
@@ -74,7 +91,8 @@ def changed_files(items: Sequence[ViewItem]) -> list[str]:
     return list(dict.fromkeys(f for f in files if f))
 
 
-def _format(sections: dict[str, list[str]], max_items: int = MAX_ITEMS_PER_SECTION, max_chars: int = MAX_ITEM_CHARS) -> str:
+def _format(sections: dict[str, list[str]], max_items: int = MAX_ITEMS_PER_SECTION, max_chars: int = MAX_ITEM_CHARS,
+            focus_terms: frozenset[str] = frozenset()) -> str:
     lines: list[str] = []
     for name in SECTIONS:
         items = sections.get(name) or []
@@ -84,14 +102,70 @@ def _format(sections: dict[str, list[str]], max_items: int = MAX_ITEMS_PER_SECTI
             continue
         if len(items) > max_items:
             omitted = len(items) - max_items
-            keep = items[:max_items] if name == "Changes" else items[-max_items:]
+            keep = _keep(items, max_items, focus_terms, newest=name != "Changes")
             items = [*keep, f"(… {omitted} more, see the session log)"]
         lines += [f"- {_clip(x, max_chars)}" for x in items]
     return "\n".join(lines)
 
 
-def extractive_summary(items: Sequence[ViewItem], max_items: int = MAX_ITEMS_PER_SECTION, max_chars: int = MAX_ITEM_CHARS) -> str:
-    """The no-model summary: detectors for decisions and constraints, edit facts for changes, TODOs for tasks."""
+def _keep(items: list[str], count: int, focus_terms: frozenset[str], newest: bool) -> list[str]:
+    """`count` of a section's items, in their order: those matching the focus first, then the newest
+    (the first, for Changes)."""
+    order = list(range(len(items)))[::-1] if newest else list(range(len(items)))
+    if focus_terms:
+        order.sort(key=lambda i: -len(focus_terms & key_terms(items[i])))  # stable: ties keep recency
+    return [items[i] for i in sorted(order[:count])]
+
+
+def focus_terms(focus: str | None) -> frozenset[str]:
+    """What a focus is about: its key terms without the words of asking ("keep", "focus on", 保留 …)."""
+    return frozenset(key_terms(focus or "", _FOCUS_WORDS)) if focus and focus.strip() else frozenset()
+
+
+def focus_lines(items: Sequence[ViewItem], focus: str, max_lines: int = MAX_FOCUS_LINES,
+                max_chars: int = MAX_ITEM_CHARS) -> list[str]:
+    """The lines of `items` that match `focus` best ("[turn 3, by the user] …"), in log order: scored
+    by the focus terms they share, a term rarer in the range weighing more; ties go to the newest."""
+    wanted = focus_terms(focus)
+    if not wanted:
+        return []
+    found: list[tuple[int, Author, str, frozenset[str]]] = []
+    for it, turn in zip(items, _turns(items), strict=True):
+        if isinstance(it, Summary):
+            author, texts = Author.SUMMARY, [ln.strip().lstrip("-*•").strip() for ln in it.text.splitlines()]
+        elif it.kind in ("user", "assistant"):
+            author = Author.USER if it.kind == "user" else Author.MODEL
+            texts = sentences(it.user.text if it.kind == "user" else it.assistant.text)
+        elif it.kind == "tool_result":
+            author, texts = Author.TOOL, [ln.strip() for ln in it.tool_result.content.splitlines()]
+        else:
+            continue
+        for text in texts:
+            shared = wanted & key_terms(text)
+            if shared and text:
+                found.append((turn, author, text, frozenset(shared)))
+    if not found:
+        return []
+    # a focus term no line holds weighs nothing (and divides nothing)
+    counts = Counter(t for *_, shared in found for t in shared)
+    weight = {t: 1.0 / n for t, n in counts.items()}
+    ranked = sorted(range(len(found)), key=lambda i: (-sum(weight.get(t, 0.0) for t in found[i][3]), -i))
+    seen: set[str] = set()
+    chosen: list[int] = []
+    for i in ranked:
+        key = " ".join(found[i][2].split()).casefold()
+        if key not in seen:
+            seen.add(key)
+            chosen.append(i)
+        if len(chosen) >= max_lines:
+            break
+    return [f"[turn {found[i][0]}, by {found[i][1].label}] {_clip(found[i][2], max_chars)}" for i in sorted(chosen)]
+
+
+def extractive_summary(items: Sequence[ViewItem], max_items: int = MAX_ITEMS_PER_SECTION, max_chars: int = MAX_ITEM_CHARS,
+                       focus: str | None = None) -> str:
+    """The no-model summary: detectors for decisions and constraints, edit facts for changes, TODOs for
+    tasks; with a focus, the lines matching it first (see the module's doc)."""
     sections: dict[str, list[str]] = {name: [] for name in SECTIONS}
     seen: set[tuple[str, str]] = set()
 
@@ -114,14 +188,17 @@ def extractive_summary(items: Sequence[ViewItem], max_items: int = MAX_ITEMS_PER
                         add(name, x)
             continue
         text = it.user.text if it.kind == "user" else it.assistant.text if it.kind == "assistant" else ""
+        # each item says who said it: the summary is the summary's, but its reader can tell the user's
+        # words from the model's (context/pins.py reads the turn of this tag, never the author)
+        tag = f"[turn {turn}, by {(Author.USER if it.kind == 'user' else Author.MODEL).label}]"
         if it.kind == "user":
             for s in detect_constraints(text):
-                add("Constraints", f"[turn {turn}] {_clip(s)}")
+                add("Constraints", f"{tag} {_clip(s)}")
         if it.kind in ("user", "assistant"):
             for s in detect_decisions(text):
-                add("Decisions", f"[turn {turn}] {_clip(s)}")
+                add("Decisions", f"{tag} {_clip(s)}")
             for m in _TODO.finditer(text):
-                add("Open tasks", f"[turn {turn}] {_clip(m.group(1))}")
+                add("Open tasks", f"{tag} {_clip(m.group(1))}")
         if it.kind == "assistant":
             calls.update((c.id, c) for c in it.assistant.tool_calls)
         elif it.kind == "tool_result":
@@ -135,7 +212,13 @@ def extractive_summary(items: Sequence[ViewItem], max_items: int = MAX_ITEMS_PER
     for f, turns in own.items():
         when = f" (turn{'s' if len(turns) > 1 else ''} {', '.join(map(str, turns))})" if turns else ""
         add("Changes", f"{f}: edited{when}")
-    return _format(sections, max_items, max_chars)
+    body = _format(sections, max_items, max_chars, focus_terms(focus))
+    if not focus or not focus.strip():
+        return body
+    kept = focus_lines(items, focus, min(MAX_FOCUS_LINES, max_items), max_chars)
+    head = [FOCUS_HEAD.format(focus=_clip(focus, 80)), *(f"- {x}" for x in kept)] if kept else [
+        NO_FOCUS_MATCH.format(focus=_clip(focus, 80))]
+    return "\n".join([*head, body])
 
 
 def _fence(text: str) -> str:
@@ -229,16 +312,19 @@ def summarize_items(
             return _CACHE[key]
     result: tuple[str, str, str | None]
     if summarize is None:
-        result = (extractive_summary(items), "extractive", None)
+        result = (extractive_summary(items, focus=focus), "extractive", None)
     else:
         try:
             normalized, problem = normalize_summary(summarize(prompt), files)
+            if problem is not None:
+                problem = f"the summary model's answer was not a usable summary: {problem}"
         except Exception as exc:  # a failing summarizer must never stop the agent
-            normalized, problem = None, f"summarizer failed: {type(exc).__name__}: {exc}"
+            normalized, problem = None, f"the summary model failed: {type(exc).__name__}: {_clip(str(exc), 200)}"
         if normalized is not None:
             result = (normalized, "model", None)
         else:
-            result = (extractive_summary(items), "extractive", f"model summary rejected ({problem}); used extractive")
+            result = (extractive_summary(items, focus=focus), "extractive",
+                      f"model summary rejected: {problem}; the extractive summary was used instead")
     with _CACHE_LOCK:
         _CACHE[key] = result
         if len(_CACHE) > _CACHE_MAX:
@@ -250,10 +336,10 @@ def user_positions(items: Sequence[ViewItem]) -> list[int]:
     return [i for i, it in enumerate(items) if isinstance(it, Event) and it.kind == "user"]
 
 
-def _shrink(items: Sequence[ViewItem], counter: TokenCounter, max_tokens: int) -> str:
+def _shrink(items: Sequence[ViewItem], counter: TokenCounter, max_tokens: int, focus: str | None = None) -> str:
     """An extractive summary cut down (fewer, shorter bullets) until it fits max_tokens."""
     for per_section, chars in ((MAX_ITEMS_PER_SECTION, MAX_ITEM_CHARS), (15, 200), (8, 160), (4, 120), (2, 80), (1, 60)):
-        text = extractive_summary(items, per_section, chars)
+        text = extractive_summary(items, per_section, chars, focus)
         if counter.count(text) <= max_tokens:
             return text
     return extractive_summary([], 1, 60)  # nothing fits: the sections alone, each "none"
@@ -275,8 +361,10 @@ def compaction_record(
     summary, method, note = summarize_items(chosen, summarize, focus)
     if counter is not None and max_tokens is not None and counter.count(summary) > max_tokens:
         reason = f"summary over its {max_tokens}-token cap"
-        note = f"{note}; {reason}" if note else (f"model {reason}; used extractive" if method == "model" else None)
-        summary, method = _shrink(chosen, counter, max_tokens), "extractive"
+        note = f"{note}; {reason}" if note else (
+            f"the model summary was over its {max_tokens}-token cap — a shortened extractive summary was used instead"
+            if method == "model" else None)
+        summary, method = _shrink(chosen, counter, max_tokens, focus), "extractive"
     return CompactionData(first_id=item_id(chosen[0]), last_id=last_id, summary=summary, method=method, focus=focus, note=note)
 
 

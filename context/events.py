@@ -9,7 +9,7 @@ written, `SessionLog.load` validates every line (a line whose fields are wrong i
 Unknown fields are kept (`extra="allow"`): a newer ctxagent may add fields, and an older one must
 still load its logs. Models are frozen: events never change once appended.
 
-    session_start   SessionStartData
+    session_start   SessionStartData    the start; a later one: the endpoint changed (/model)
     system_prompt   SystemPromptData    the stable prefix, logged whenever it changes
     user            UserData
     assistant       AssistantData       text + ToolCall[] + Usage (+ ServerContextData); both types from context/request.py
@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from ctxagent.context.budget import TASK_STATE_SHARE
 from ctxagent.context.request import ToolCall, Usage  # parts of AssistantData: one shape across the layers
 from pydantic import (
     BaseModel,
@@ -49,8 +50,10 @@ __all__ = [
     "CompactionData",
     "ContextReportData",
     "ErrorData",
+    "HookData",
     "InvalidData",
     "MemoryData",
+    "HandoffData",
     "PAYLOADS",
     "Payload",
     "PermissionData",
@@ -147,13 +150,19 @@ class ToolMeta(_Model):
 
 # -- the kinds ---------------------------------------------------------------------------------------
 class SessionStartData(Payload):
+    """The session's start, and the endpoint its requests go to. A later `session_start` of the same
+    session records a new endpoint (a /model switch, a resume on another model): the last one that
+    names a model is the session's endpoint now (agent/session.py `session_endpoint`)."""
+
     KIND = "session_start"
     session: str
-    model: str = ""
+    model: str = ""  # "provider:model" as a config names it
     cwd: str = ""
     parent: str | None = None
     seeded_from: str | None = None
     parent_call: str | None = None  # a sub-agent's: the parent's `task` call that started it
+    provider: str = ""  # the provider's name ("anthropic", "openai", "scripted")
+    base_url: str = ""  # the base URL requests went to ("": the provider's own); never a key or a password
 
 
 class SystemPromptData(Payload):
@@ -250,6 +259,7 @@ class BuildParams(_Model):
     protect_turns: int = 2
     thresholds: tuple[float, float] = (0.75, 0.90)
     tokenizer: str = "o200k_base"
+    task_state_share: float = TASK_STATE_SHARE  # a log written before it was recorded: the default then
 
 
 class ContextReportData(Payload):
@@ -292,6 +302,19 @@ class PermissionData(Payload):
     reason: str | None = None
 
 
+class HookData(Payload):
+    """A hook (agent/hooks.py) that failed (exit code, timeout, output that is not a JSON object), or
+    that denied a tool call or blocked a prompt: what the user is told, kept in the log."""
+
+    KIND = "hook"
+    event: str
+    command: str
+    outcome: str  # "failed" | "timed_out" | "not_run" | "bad_output" | "denied" | "blocked"
+    exit_code: int = 0
+    detail: str = ""
+    turn: int = 0
+
+
 class InvalidData(Payload):
     """A log line whose payload did not validate: kept (raw) so ids stay aligned, ignored by views."""
 
@@ -301,11 +324,20 @@ class InvalidData(Payload):
     raw: str = ""
 
 
+class HandoffData(Payload):
+    """A drafted opening message for a new session (/handoff, the handoff tool: agent/session_ops.py)."""
+
+    KIND = "handoff"
+    goal: str = ""
+    text: str = ""
+    by: str = "user"  # "user" (/handoff) | "model" (the handoff tool)
+
+
 PAYLOADS: dict[str, type[Payload]] = {
     cls.KIND: cls
     for cls in (SessionStartData, SystemPromptData, UserData, AssistantData, ToolResultData, CompactionData,
                 RewindData, CodeRewindData, ContextReportData, ErrorData, CheckpointData, MemoryData, PermissionData,
-                InvalidData)
+                HookData, InvalidData, HandoffData)
 }
 
 

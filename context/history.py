@@ -7,9 +7,12 @@ validates every line. A torn line (a crash mid-write) is skipped and counted; a 
 fields are wrong is kept as an `invalid` placeholder (so event ids, which are positions, stay aligned
 with the ranges and rewinds that refer to them) and reported — neither is ever fatal.
 
-A log open for writing holds an exclusive lock (`<id>.jsonl.lock`): two processes appending to one
-session would interleave lines, so the second gets a clear HistoryError. Logs are created 0600: they
-hold the user's code and conversation.
+A log open for writing holds an exclusive lock (context/session_lock.py), taken by `open` before it
+reads: a second writer gets a HistoryError naming the first, instead of interleaving lines and ids
+(a log only `load`ed re-reads its file when it takes the lock, at its first append). Logs are 0600.
+Every string that enters or is read back has its lone surrogates escaped (`encodable`), so no later
+request meets one; a line that is not UTF-8 loses its bad bytes, not the event, and one nested
+deeper than `bounded_json.LOG_DEPTH` is an `invalid` placeholder.
 
 A log may start *pending* (`pending_until="user"`): its events are kept in memory and the file is
 created only when the first event of that kind is appended, so a start that fails (a config error, a
@@ -28,6 +31,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, TypeVar
 
+from ctxagent.context import session_lock
 from ctxagent.context.errors import HistoryError
 from ctxagent.context.events import (
     AssistantData,
@@ -43,19 +47,13 @@ from ctxagent.context.events import (
     parse_payload,
     problem_of,
 )
-
-try:  # POSIX; elsewhere a session is not locked (documented in doctor)
-    import fcntl
-except ImportError:  # pragma: no cover - Windows
-    fcntl = None  # type: ignore[assignment]  # the module's name bound to None: callers test `fcntl is not None`
+from ctxagent.context.floor import bounded_json
+from ctxagent.context.floor.sanitize import encodable
+from ctxagent.context.floor.state_paths import ensure_parent
 
 P = TypeVar("P", bound=Payload)
 
 MESSAGE_KINDS = frozenset({"user", "assistant", "tool_result"})
-
-
-# A session's sub-agents (agent/subagents/) keep their logs in this folder, next to the session's own.
-SUBAGENTS_FOLDER = "subagents"
 
 
 @dataclass(frozen=True)
@@ -68,13 +66,8 @@ class Event:
     ts: float = 0.0
 
     def to_json(self) -> str:
-        obj = {"id": self.id, "kind": self.kind, "ts": self.ts, "data": self.data}
-        text = json.dumps(obj, ensure_ascii=False)
-        try:
-            text.encode("utf-8")
-        except UnicodeEncodeError:  # lone surrogates (undecodable file names, broken model text): escape them
-            text = json.dumps(obj, ensure_ascii=True)
-        return text
+        """The line (an appended event's strings are encodable: `SessionLog.append`)."""
+        return json.dumps({"id": self.id, "kind": self.kind, "ts": self.ts, "data": self.data}, ensure_ascii=False)
 
     @staticmethod
     def from_obj(obj: dict[str, Any]) -> Event:
@@ -256,6 +249,7 @@ class SessionLog:
     _lock_fh: Any = None
     _turn: int = 0
     _pending: bool = field(default=False, init=False)
+    _read_size: int | None = None  # bytes of the file `load` read (a later lock re-reads a grown file)
 
     def __post_init__(self) -> None:
         self._turn = max((ev.turn or 0 for ev in self.events if ev.kind == "user"), default=0)
@@ -268,8 +262,8 @@ class SessionLog:
 
     @classmethod
     def create(cls, directory: Path, session_id: str, sanitize: Callable[[Any], Any] | None = None) -> SessionLog:
-        directory.mkdir(parents=True, exist_ok=True)
         path = directory / f"{session_id}.jsonl"
+        ensure_parent(path)  # a `.ctxagent/` on the way is made (and marked) by ensure_state_dir alone
         try:
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         except FileExistsError:
@@ -280,34 +274,27 @@ class SessionLog:
         return log
 
     @classmethod
+    def open(cls, path: Path, sanitize: Callable[[Any], Any] | None = None) -> SessionLog:
+        """A log opened for appending: its lock taken first, then the file read (so nothing another
+        process appended is missed, and nothing can be appended behind our back until `close`)."""
+        lock = session_lock.acquire(path, path.stem) if path.exists() else None
+        try:
+            log = cls.load(path, sanitize=sanitize)  # a HistoryError when there is none
+        except BaseException:
+            if lock is not None:
+                lock.close()
+            raise
+        log._lock_fh = lock
+        return log
+
+    @classmethod
     def load(cls, path: Path, sanitize: Callable[[Any], Any] | None = None) -> SessionLog:
-        """Read a log (no lock: `report`, `inspect` and `doctor` only read; call `lock()` to append)."""
+        """Read a log (no lock: `report`, `inspect` and `doctor` only read; `open` to append)."""
         if not path.exists():
             raise HistoryError(f"no session log at {path}")
-        events: list[Event] = []
-        skipped: list[SkippedLine] = []
-        with path.open("rb") as fh:
-            for lineno, raw in enumerate(fh, start=1):
-                if not raw.strip():
-                    continue
-                try:
-                    obj = json.loads(raw.decode("utf-8"))
-                    ev = Event.from_obj(obj)
-                except (ValueError, KeyError, TypeError, UnicodeDecodeError, RecursionError) as exc:
-                    # a torn last line after a crash, or garbage: skipped, never fatal
-                    skipped.append(SkippedLine(lineno, f"not an event ({type(exc).__name__})", placeholder=False))
-                    continue
-                if ev.id != len(events):  # ids are positions; renumber defensively after a skip
-                    ev = Event(len(events), ev.kind, ev.data, ev.ts)
-                try:
-                    ev.payload  # noqa: B018 - validate now, so no reader meets a bad field later
-                except ValidationError as exc:
-                    problem = f"{ev.kind} event {ev.id}: {problem_of(exc)}"
-                    skipped.append(SkippedLine(lineno, problem, placeholder=True))
-                    raw_text = raw.decode("utf-8", "replace")[:2000]
-                    ev = Event(ev.id, InvalidData.KIND, {"original_kind": ev.kind, "problem": problem, "raw": raw_text}, ev.ts)
-                events.append(ev)
+        events, skipped, size = _read_events(path)
         log = cls(path=path, session_id=path.stem, events=events, skipped=skipped, sanitize=sanitize)
+        log._read_size = size
         if skipped:
             log._ensure_newline()
         return log
@@ -317,28 +304,19 @@ class SessionLog:
         return len(self.skipped)
 
     def lock(self) -> None:
-        """Take the session's write lock, or raise HistoryError if another process holds it."""
-        if self._lock_fh is not None or fcntl is None:
+        """Take the session's write lock, or raise HistoryError if another process holds it. A log
+        read before (`load`) whose file has grown since is read again: those events are someone's
+        else's, and the ids appended next must follow them."""
+        if self._lock_fh is not None:
             return
-        lock_path = self.path.with_name(self.path.name + ".lock")
-        fh = open(lock_path, "a+", encoding="utf-8")  # noqa: SIM115 - held until close()
-        try:
-            os.chmod(lock_path, 0o600)
-            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            fh.seek(0)
-            holder = fh.read().strip()
-            fh.close()
-            who = f" (pid {holder})" if holder.isdigit() else ""
-            raise HistoryError(
-                f"session {self.session_id} is in use by another ctxagent process{who}; "
-                "finish or quit it first, or start a new session"
-            ) from None
-        fh.seek(0)
-        fh.truncate()
-        fh.write(str(os.getpid()))
-        fh.flush()
-        self._lock_fh = fh
+        self._lock_fh = session_lock.acquire(self.path, self.session_id)
+        if self._read_size is not None and self.path.exists() and self.path.stat().st_size != self._read_size:
+            events, skipped, self._read_size = _read_events(self.path)
+            self.events[:] = events
+            self.skipped[:] = skipped
+            self._turn = max((ev.turn or 0 for ev in self.events if ev.kind == "user"), default=0)
+            if skipped:
+                self._ensure_newline()
 
     def _ensure_newline(self) -> None:
         with self.path.open("rb+") as fh:
@@ -364,10 +342,13 @@ class SessionLog:
         """
         if not isinstance(payload, Payload):
             raise TypeError(f"SessionLog.append takes a payload of context/events.py, not {type(payload).__name__}")
+        if not self._pending:
+            self.lock()  # before the id is taken: a log read earlier may have grown meanwhile
         data = payload.to_data()
         kind = type(payload).KIND or str(data.pop("kind", ""))
         if self.sanitize is not None:
             data = self.sanitize(data)
+        data = encodable(data)  # no lone surrogate enters the log (see the module doc)
         if expect_id is not None and expect_id != len(self.events):
             raise HistoryError(f"planned event id {expect_id} but the log is at {len(self.events)}")
         ev = Event(id=len(self.events), kind=kind, data=data, ts=round(time.time(), 3))
@@ -388,7 +369,7 @@ class SessionLog:
 
     def _write(self, events: list[Event], *, create: bool = False) -> None:
         if self._fh is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            ensure_parent(self.path)
             self.lock()  # the write lock comes with the file
             flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | (os.O_EXCL if create else 0)
             self._fh, self._pending = os.fdopen(os.open(self.path, flags, 0o600), "a", encoding="utf-8"), False
@@ -431,3 +412,37 @@ class SessionLog:
     @property
     def next_turn(self) -> int:
         return self._turn + 1
+
+
+def _read_events(path: Path) -> tuple[list[Event], list[SkippedLine], int]:
+    """The events of a log file, the lines skipped or kept as placeholders, and the bytes read."""
+    events: list[Event] = []
+    skipped: list[SkippedLine] = []
+    size = 0
+    with path.open("rb") as fh:
+        for lineno, raw in enumerate(fh, start=1):
+            size += len(raw)
+            if not raw.strip():
+                continue
+            text = raw.decode("utf-8", "replace")  # bad bytes lose themselves, not the event
+            ev = Event(len(events), "", {})
+            try:
+                ev = Event.from_obj(bounded_json.loads(text, bounded_json.LOG_DEPTH))
+                if ev.id != len(events) or "\\ud" in text or "\\uD" in text:  # renumbered after a skip (ids
+                    ev = Event(len(events), ev.kind, encodable(ev.data), ev.ts)  # are positions); surrogates healed
+                ev.payload  # noqa: B018 - validate now, so no reader meets a bad field later
+                problem = ""
+            except ValidationError as exc:
+                problem = f"{ev.kind} event {ev.id}: {problem_of(exc)}"
+            except bounded_json.TooDeepError as exc:  # a whole line, not a torn one: its id stays taken
+                problem = f"line {lineno}: {exc}"
+            except (ValueError, KeyError, TypeError) as exc:
+                # a torn last line after a crash, or garbage: skipped, never fatal
+                skipped.append(SkippedLine(lineno, f"not an event ({type(exc).__name__})", placeholder=False))
+                continue
+            if problem:
+                skipped.append(SkippedLine(lineno, problem, placeholder=True))
+                ev = Event(ev.id, InvalidData.KIND, {"original_kind": ev.kind, "problem": problem,
+                                                     "raw": encodable(text[:2000])}, ev.ts)
+            events.append(ev)
+    return events, skipped, size

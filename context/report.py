@@ -41,6 +41,9 @@ class ContextReport:
     strategy: str = "ctxagent"
     summary_method: str | None = None  # "model" | "extractive" when a compaction happened
     notes: list[str] = field(default_factory=list)
+    # schema tokens of the tools sent, by who offers them: "built-in", then each MCP server by name
+    # (tools named mcp__<server>__<tool>), and "search_tools" when MCP tools are deferred behind it
+    schema_tokens: dict[str, int] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

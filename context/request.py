@@ -12,9 +12,10 @@ sha256) of requests without them are what they always were.
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
+
+from ctxagent.context.floor import bounded_json
 
 if TYPE_CHECKING:
     from ctxagent.context.server_edits import ServerEdit
@@ -29,8 +30,10 @@ RAW_ARGUMENTS = "_raw"  # the one key of a call's arguments when the model sent 
 class ToolCall:
     """One tool call, the same shape in the provider's stream, in the log and in the request.
 
-    `arguments` is the JSON object the model sent; when it sent something else, `{"_raw": text}` —
-    kept so the conversation shows what was asked, and refused by the loop with a clear error.
+    `arguments` is the JSON object the model sent; when it sent something else — not JSON, not an
+    object, or nested deeper than `bounded_json.MAX_DEPTH` (then cut to `bounded_json.KEPT`
+    characters) — `{"_raw": text}`: kept so the conversation shows what was asked, and refused by
+    the loop with a clear error.
     """
 
     id: str
@@ -39,12 +42,15 @@ class ToolCall:
 
     @classmethod
     def parsed(cls, id: str, name: str, raw: str) -> ToolCall:
-        """A call from its streamed JSON arguments: `{}` when empty, the raw text when not a JSON object."""
+        """A call from its streamed JSON arguments: `{}` when empty, the raw text when not a JSON object
+        (or one nested too deep)."""
         if not raw.strip():
             return cls(id, name, {})
         try:
-            args = json.loads(raw)
-        except (ValueError, RecursionError):
+            args = bounded_json.loads(raw)
+        except bounded_json.TooDeepError as exc:  # kept short: it goes back to the model with each request
+            return cls(id, name, {RAW_ARGUMENTS: bounded_json.clipped(raw, str(exc))})
+        except ValueError:  # not JSON
             args = None
         return cls(id, name, args if isinstance(args, dict) else {RAW_ARGUMENTS: raw})
 

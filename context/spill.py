@@ -3,20 +3,25 @@
 No model call and nothing lost: the original stays in `.ctxagent/spill/<sha256>.txt` and the
 `read_spill` tool pages or greps it. The agent loop calls `maybe_spill` before it appends the
 tool_result event, so the session log holds the preview and `spill` meta {handle, lines, tokens}.
+
+The spill folder is opened without following a link (its last two names, `.ctxagent/spill`, with
+`O_NOFOLLOW`), and every file in it through that descriptor, so a planted
+`spill/<handle>.txt -> ~/.ssh/id_rsa` (or a linked `spill/`) is refused, never read, and a write
+replaces such a link instead of writing through it (`context/floor/beneath.py`).
 """
 
 from __future__ import annotations
 
 import hashlib
-import os
 import re
-import tempfile
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import regex
-from ctxagent.context.errors import ContextError, ToolError
+from ctxagent.context.errors import ContextError, CtxagentError, ToolError
+from ctxagent.context.floor.beneath import Beneath, Entry, read_regular, replace_file, scan_dir
 from ctxagent.context.floor.bounded_regex import MATCH_SECONDS, BoundedPattern
 from ctxagent.context.floor.state_paths import describe_os_error, ensure_parent, spill_dir
 from ctxagent.context.tokens import TokenCounter
@@ -148,42 +153,58 @@ class SpillStore:
     def path_for(self, digest: str) -> Path:
         return self.dir / f"{digest}.txt"
 
+    def _walk(self, name: str, *, create: bool = False) -> Entry:
+        """`name` in the spill folder, the folder taken from its grandparent without following a link."""
+        anchor = self.dir.parent.parent
+        base = Beneath(anchor)
+        try:
+            return base.walk(f"{self.dir.parent.name}/{self.dir.name}/{name}", follow=False, follow_last=False,
+                             create_dirs=create, shown=name)
+        finally:
+            base.close()
+
     def put(self, content: str) -> str:
         """Store content (idempotent: same content, same file) and return its handle."""
         data = content.encode("utf-8", "surrogatepass")
         digest = hashlib.sha256(data).hexdigest()
         path = self.path_for(digest)
-        if not path.exists():
-            try:
-                ensure_parent(path)  # a `.ctxagent/` on the way gets its checks and .gitignore
-                fd, tmp = tempfile.mkstemp(dir=self.dir, prefix=".tmp-")
-            except OSError as exc:
-                raise ContextError(f"cannot write the spill file {path}: {describe_os_error(exc)}") from exc
-            try:
-                with os.fdopen(fd, "wb") as fh:
-                    fh.write(data)
-                os.replace(tmp, path)
-            except OSError as exc:
-                Path(tmp).unlink(missing_ok=True)
-                raise ContextError(f"cannot write the spill file {path}: {describe_os_error(exc)}") from exc
-            except BaseException:
-                Path(tmp).unlink(missing_ok=True)
-                raise
+        try:
+            ensure_parent(path)  # a `.ctxagent/` on the way gets its checks and .gitignore
+            with self._walk(path.name, create=True) as entry:
+                if entry.st is not None and stat.S_ISREG(entry.st.st_mode) and entry.st.st_nlink == 1:
+                    return digest[:HANDLE_LEN]
+                replace_file(entry.dir_fd, entry.name, data, 0o600)  # a planted link is replaced, not followed
+        except (OSError, ContextError) as exc:
+            reason = describe_os_error(exc) if isinstance(exc, OSError) else str(exc)
+            raise ContextError(f"cannot write the spill file {path}: {reason}") from exc
         return digest[:HANDLE_LEN]
+
+    def _names(self) -> list[str]:
+        try:
+            with self._walk(".") as entry:
+                return [e.name for e in scan_dir(entry, str(self.dir))]
+        except (OSError, CtxagentError):
+            return []
 
     def resolve(self, handle: str) -> Path:
         handle = (handle or "").strip().lower()
         if not re.fullmatch(r"[0-9a-f]{6,64}", handle):
             raise ToolError(f"invalid spill handle {handle!r}: expected the hex handle shown in the output")
-        matches = sorted(self.dir.glob(f"{handle}*.txt")) if self.dir.is_dir() else []
+        matches = sorted(n for n in self._names() if n.startswith(handle) and n.endswith(".txt"))
         if not matches:
             raise ToolError(f"no spilled output with handle {handle!r} in {self.dir}")
         if len(matches) > 1:
             raise ToolError(f"spill handle {handle!r} is ambiguous; give more characters")
-        return matches[0]
+        return self.dir / matches[0]
 
     def get(self, handle: str) -> str:
-        return self.resolve(handle).read_bytes().decode("utf-8", "surrogatepass")
+        name = self.resolve(handle).name
+        try:
+            with self._walk(name) as entry:
+                data = read_regular(entry, f"spill {name}")
+        except OSError as exc:
+            raise ToolError(f"cannot read the spilled output {name}: {describe_os_error(exc)}") from exc
+        return data.decode("utf-8", "surrogatepass")
 
     def maybe_spill(
         self, content: str, counter: TokenCounter, spill_tokens: int = DEFAULT_SPILL_TOKENS

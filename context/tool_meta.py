@@ -222,18 +222,93 @@ def reads_document(name: str, arguments: dict[str, Any]) -> bool:
     return False
 
 
-_TEST_COMMAND = re.compile(
-    r"(?:^|[\s;&|(/])(?:pytest|py\.test|tox|nox|unittest|jest|vitest|mocha|rspec|phpunit|ctest)\b"
-    r"|(?:npm|yarn|pnpm|bun)\s+(?:run\s+)?test\b|(?:go|cargo|mix|dotnet|gradle|mvn|make|deno)\s+test\b"
-    r"|python\d?\s+-m\s+(?:pytest|unittest)\b")
+# A test runner, at the start of a pipeline stage (after env assignments and wrappers).
+_TEST_RUNNER = re.compile(
+    r"^(?:\S*/)?(?:pytest|py\.test|tox|nox|jest|vitest|mocha|rspec|phpunit|ctest)\b"
+    r"|^(?:\S*/)?(?:npm|yarn|pnpm|bun)\s+(?:run\s+)?test\b|^(?:\S*/)?(?:go|cargo|mix|dotnet|gradle|gradlew|mvn|make|deno)\s+test\b"
+    r"|^(?:\S*/)?python[\d.]*\s+-m\s+(?:pytest|unittest)\b")
+_WRAPPERS = re.compile(r"^(?:(?:\w+=\S*|env|time|nice|timeout\s+\S+|xvfb-run|npx|(?:uv|poetry|pipenv|pdm|hatch)\s+run)\s+)+")
+# Steps that may come before the run (`cd repo && . .venv/bin/activate && pytest`): they print nothing of a file.
+_SETUP_STEP = re.compile(r"^(?:cd(?:\s+\S+)?|(?:source|\.)\s+\S+|export\s+\w+=\S*|\w+=\S*|set\s+[-+]\w+|true|:)$")
+_COMMAND_SEPARATORS = frozenset({"&&", "||", ";", "&", ";;"})
+_PIPES = frozenset({"|", "|&"})
+_OUTPUT_REDIRECTS = frozenset({">", ">>", ">&", "&>", "&>>", ">|"})  # they send output away: the target goes too
+# Filters a run's output may be piped through; with no file operand, they show only the run's output.
+_FILTERS = frozenset({"head", "tail", "sort", "uniq", "wc", "cat", "less", "more", "tee", "grep", "egrep", "fgrep", "rg"})
+_PATTERN_FILTERS = frozenset({"grep", "egrep", "fgrep", "rg"})  # take one pattern operand
+_COUNT = re.compile(r"^[+-]?\d+$")  # `tail -n +30`, `head -5`: a count, not a file
+
+
+def _shell_words(command: str) -> list[tuple[str, bool]] | None:
+    """`command` as (token, is_operator) pairs, quotes respected; None when it cannot be read, or
+    when it holds what could run or read something else unseen (command substitution, input redirection)."""
+    if "`" in command or "$(" in command or "<(" in command or ">(" in command:
+        return None
+    lexer = shlex.shlex(command.replace("\n", " ; "), posix=True, punctuation_chars=True)
+    lexer.whitespace_split = True
+    try:
+        tokens = list(lexer)
+    except ValueError:
+        return None
+    return [(t, bool(t) and all(ch in "();<>|&" for ch in t)) for t in tokens]
+
+
+def _filter_stage(words: list[str]) -> bool:
+    if not words or words[0] not in _FILTERS:
+        return False
+    if words[0] == "tee":
+        return True  # writes the output to files, and passes it on unchanged
+    operands = [w for w in words[1:] if not w.startswith("-") and not _COUNT.match(w)]
+    return len(operands) <= (1 if words[0] in _PATTERN_FILTERS else 0)
+
+
+def runs_tests_only(command: str) -> bool:
+    """Whether a shell command is a recognised test command: a test runner (pytest, python -m
+    unittest, tox, jest, vitest, go test, cargo test, npm test, make test …), optionally with
+    set-up steps (`cd DIR`, `source FILE`, `export X=Y`, `|| true`) joined by `&&`, `||` or `;`, with
+    env assignments and wrappers (`timeout 60`, `uv run`, `npx` …), output redirections, and pipes
+    into filters that add nothing of their own (`| tail -30`, `| grep FAILED`, `| tee log`). Anything
+    else in the command (`cat README.md; pytest`, `pytest | cat notes.txt`, `pytest < file`,
+    `$(…)`) could print other text, so it is not one: failing-test lines are read only from a test
+    runner's own output (context/ledger.py)."""
+    tokens = _shell_words(command or "")
+    if not tokens:
+        return False
+    commands: list[list[list[str]]] = [[[]]]  # commands, each a pipeline of stages, each its words
+    skip = False
+    for i, (tok, is_op) in enumerate(tokens):
+        if skip:
+            skip = False
+            continue
+        if not is_op:
+            commands[-1][-1].append(tok)
+        elif tok in _COMMAND_SEPARATORS:
+            commands.append([[]])
+        elif tok in _PIPES:
+            commands[-1].append([])
+        elif tok in _OUTPUT_REDIRECTS:
+            stage = commands[-1][-1]
+            if stage and stage[-1].isdigit() and i > 0 and not tokens[i - 1][1]:
+                stage.pop()  # the fd of `2>&1`, `2> err.log`
+            skip = True  # the target (a file, or the fd of `>&1`)
+        else:
+            return False  # `<`, `<<`, a subshell: input from elsewhere
+    pipelines = [[" ".join(stage) for stage in c] for c in commands if any(c)]
+    runs = [p for p in pipelines if not (len(p) == 1 and _SETUP_STEP.match(p[0]))]
+    if len(runs) != 1 or any(not stage for stage in runs[0]):
+        return False
+    first, *filters = runs[0]
+    runner = _WRAPPERS.sub("", first)
+    return bool(_TEST_RUNNER.match(runner)) and all(_filter_stage(f.split()) for f in filters)
 
 
 def is_test_run(name: str, arguments: dict[str, Any]) -> bool:
-    """Whether a call runs the test suite (ctxagent's run_tests, or a shell command that does)."""
+    """Whether a call runs the test suite: ctxagent's run_tests, or a shell command that is a
+    recognised test command (`runs_tests_only`)."""
     if name == "run_tests":
         return True
     if name not in SHELL_TOOLS:
         return False
     args = arguments if isinstance(arguments, dict) else {}
     command = next((v for k in ("command", "cmd", "script") if isinstance(v := args.get(k), str)), "")
-    return bool(_TEST_COMMAND.search(command))
+    return runs_tests_only(command)

@@ -1,4 +1,5 @@
-"""Test-wide guards: no network but loopback, and user-level state in a temporary CTXAGENT_HOME."""
+"""Test-wide guards: no network but loopback, user-level state in a temporary CTXAGENT_HOME, and
+hypothesis deterministic (the "ctxagent" profile: the same examples on every run and machine)."""
 
 from __future__ import annotations
 
@@ -20,6 +21,13 @@ from ctxagent.context.spill import SpillStore
 from ctxagent.context.tokens import CachedCounter, get_counter
 from ctxagent.tools import make_registry
 from ctxagent.tools.contract import FunctionTool, ToolArgs, ToolResult
+from hypothesis import settings
+
+# Derandomized: a property test tries the same examples everywhere, so a failure found once is found
+# again (CI, a colleague, the next run) instead of flickering; no database, so nothing carries over
+# between runs. No deadline: a loaded machine must not turn a slow example into a failure.
+settings.register_profile("ctxagent", derandomize=True, database=None, deadline=None, print_blob=True)
+settings.load_profile("ctxagent")
 
 _real_connect = socket.socket.connect
 _real_connect_ex = socket.socket.connect_ex

@@ -1,32 +1,40 @@
 """Replacing a file so that a crash leaves the old content or the new, never half, and no litter.
 
-`write_atomic` writes a temporary file beside the target, fsyncs it, renames it over the target and
-fsyncs the directory (so the rename itself survives a power loss). The temporary file has a name the
-tools recognise, `.<name>.ctxagent-tmp-<pid>`: a process killed between the write and the rename
-(SIGKILL cannot be caught) leaves one behind, and `sweep_stale_temp_files` removes those whose
-process is gone — before every write in that directory, and once per agent over the repository.
+`replace_in_repo` writes what a `walk_repo(for_write=True)` found (tools/confine.py): a temporary
+file beside the target, created with a random name, `O_CREAT | O_EXCL | O_NOFOLLOW`, in the
+target's directory descriptor (`context/floor/beneath.py`, `replace_file`), fsynced, renamed over
+the target within that descriptor, and the directory fsynced (so the rename itself survives a power
+loss). A predictable name (`.<name>.ctxagent-tmp-<pid>`) let a repository plant symbolic links
+under every pid and turn a write into an overwrite of `~/.bashrc`; a random name created
+exclusively cannot be planted, and a planted one only makes another name be drawn.
+
+The name still carries the pid, `.<name>.ctxagent-tmp-<pid>-<random>`: a process killed between
+the write and the rename (SIGKILL cannot be caught) leaves one behind, and `sweep_temp_files`
+removes those whose process is gone — before every write in that directory, and once per agent
+over the repository (`sweep_repository`). Only regular files are removed: a planted link or
+folder with such a name is not ours.
 """
 
 from __future__ import annotations
 
 import os
 import re
-import shutil
-from collections.abc import Iterable
+import stat
 from pathlib import Path
 
-from ctxagent.tools.confine import list_repo_files, repo_root
+from ctxagent.context.errors import ToolError
+from ctxagent.context.floor.beneath import TEMP_MARK, Entry, file_kind, replace_file
+from ctxagent.tools.confine import list_repo_files, quote, repo_root, walk_repo
 
-TEMP_MARK = ".ctxagent-tmp-"
-_TEMP_NAME = re.compile(r"^\..*" + re.escape(TEMP_MARK) + r"(\d+)$", re.DOTALL)
-_MAX_SHOWN_NAME = 180  # bytes of the target's name kept in the temp name (NAME_MAX is 255)
+# `.<name>.ctxagent-tmp-<pid>[-<random>]`: the random part since the names stopped being
+# predictable; the older form is still swept.
+_TEMP_NAME = re.compile(r"^\..*" + re.escape(TEMP_MARK) + r"(\d+)(?:-[0-9a-f]{16})?$", re.DOTALL)
 
 
-def temp_path(path: Path, pid: int | None = None) -> Path:
-    name = path.name
-    if len(name.encode("utf-8", "surrogateescape")) > _MAX_SHOWN_NAME:
-        name = name[:40]
-    return path.with_name(f".{name}{TEMP_MARK}{os.getpid() if pid is None else pid}")
+def temp_pid(name: str) -> int | None:
+    """The writer's pid in one of our temporary names, else None."""
+    m = _TEMP_NAME.match(name)
+    return int(m.group(1)) if m else None
 
 
 def _pid_alive(pid: int) -> bool:
@@ -42,19 +50,28 @@ def _pid_alive(pid: int) -> bool:
 
 
 def is_stale_temp(path: Path) -> bool:
-    """A temp file of ours whose writer is gone."""
-    m = _TEMP_NAME.match(path.name)
-    return m is not None and not _pid_alive(int(m.group(1)))
+    """A temp file name of ours whose writer is gone."""
+    pid = temp_pid(path.name)
+    return pid is not None and not _pid_alive(pid)
 
 
-def sweep_stale_temp_files(paths: Iterable[Path]) -> list[Path]:
-    """Remove the stale temp files among `paths` (regular files only); return what was removed."""
+def sweep_temp_files(dir_fd: int) -> list[str]:
+    """Remove the temporary files of dead writers in the directory `dir_fd`; returns the names removed."""
+    listing = os.open(".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC, dir_fd=dir_fd)
+    try:
+        with os.scandir(listing) as it:
+            names = [e.name for e in it if TEMP_MARK in e.name]
+    finally:
+        os.close(listing)
     removed = []
-    for p in paths:
+    for name in names:
+        pid = temp_pid(name)
+        if pid is None or _pid_alive(pid):
+            continue
         try:
-            if is_stale_temp(p) and p.is_file() and not p.is_symlink():
-                p.unlink()
-                removed.append(p)
+            if stat.S_ISREG(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode):
+                os.unlink(name, dir_fd=dir_fd)
+                removed.append(name)
         except OSError:
             continue
     return removed
@@ -64,38 +81,44 @@ def sweep_repository(root: Path) -> list[Path]:
     """Remove stale temp files anywhere in the repository (the files git sees: not ignored ones)."""
     top = repo_root(root)
     files, _ = list_repo_files(top)
-    return sweep_stale_temp_files(top / f for f in files if TEMP_MARK in f)
+    removed = []
+    for rel in files:
+        if TEMP_MARK not in rel or temp_pid(rel.rsplit("/", 1)[-1]) is None:
+            continue
+        try:
+            with walk_repo(top, rel, for_write=True) as entry:
+                if entry.st is not None and stat.S_ISREG(entry.st.st_mode) and is_stale_temp(Path(entry.name)):
+                    os.unlink(entry.name, dir_fd=entry.dir_fd)
+                    removed.append(top / rel)
+        except (OSError, ToolError):
+            continue
+    return removed
 
 
-def _fsync_dir(directory: Path) -> None:
+def replace_in_repo(entry: Entry, data: bytes) -> None:
+    """Replace the file an Entry (from `walk_repo(for_write=True)`) names, with the old file's
+    permissions (a new file gets 0666 & ~umask). Refused: anything but a regular file, and a file
+    with more than one hard link (tools/confine.py says why)."""
+    mode = None
+    if entry.st is not None:
+        if stat.S_ISDIR(entry.st.st_mode):
+            raise ToolError(f"{quote(entry.rel)} is a directory, not a file")
+        if not stat.S_ISREG(entry.st.st_mode):
+            raise ToolError(f"refusing to write {quote(entry.rel)}: it is {file_kind(entry.st.st_mode)}, not a regular file")
+        if entry.st.st_nlink > 1:
+            raise ToolError(
+                f"refusing to write {quote(entry.rel)}: it has {entry.st.st_nlink} hard links, so its content is shared "
+                "with other names that may lie outside the repository (nothing tells where)")
+        mode = stat.S_IMODE(entry.st.st_mode)
     try:
-        fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-    except OSError:
-        return  # a directory we cannot open for reading: the rename stands, only less durable
-    try:
-        os.fsync(fd)
+        sweep_temp_files(entry.dir_fd)
     except OSError:
         pass
-    finally:
-        os.close(fd)
+    replace_file(entry.dir_fd, entry.name, data, mode)
 
 
 def write_atomic(path: Path, data: bytes) -> None:
-    """Replace `path` with `data` so that a crash leaves either the old or the new file, never half."""
-    try:
-        sweep_stale_temp_files(path.parent.glob(f".*{TEMP_MARK}*"))
-    except OSError:
-        pass
-    tmp = temp_path(path)
-    try:
-        with open(tmp, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        if path.exists():
-            shutil.copymode(path, tmp)
-        os.replace(tmp, path)
-        _fsync_dir(path.parent)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
+    """Replace the file at `path` (its directory taken as the root: no link on the way is followed)."""
+    path = Path(path)
+    with walk_repo(path.parent, path.name, for_write=False) as entry:
+        replace_in_repo(entry, data)

@@ -1,8 +1,22 @@
-"""Where the coding tools may look and write: confinement to the repository root, and shared helpers.
+"""Where the coding tools may look and write: the one boundary of file access, and shared helpers.
 
-Every path a model hands us goes through `resolve_in_repo`: `..` escapes, absolute paths elsewhere,
-symlinks (of the file or of any parent directory) that resolve outside the root, and NUL bytes are
-refused with a message the model can act on. Writes into `.git/` and `.ctxagent/` are refused too.
+Every path a tool, an @mention, an instruction file or a rewind touches is taken beneath the
+repository root one name at a time from a directory descriptor (`context/floor/beneath.py`):
+`..` past the root, absolute paths elsewhere, symbolic links (of the file or of any directory on
+the way) that leave the root, and NUL bytes are refused with a message the model can act on, and
+a link swapped in between the check and the use fails the open instead of being followed, since
+there is no second look-up. `walk_repo` is the boundary; `open_in_repo` / `read_in_repo` read
+through it, `replace_in_repo` writes through it (a fresh random temporary name, O_EXCL |
+O_NOFOLLOW, renamed in the same directory descriptor), `resolve_in_repo` names what it found.
+
+What is refused beyond escapes: anything but a regular file to read or write (a FIFO would block
+forever, a device never end), and a regular file with more than one hard link, for reading and
+for writing alike: its other names may lie anywhere on the same file system, outside the
+repository, and nothing cheap tells where. (An archive or a clone cannot make one to a file
+outside — tar strips absolute and `..` link targets, git has no hard links —, but a process can,
+and read tools run without asking. A multiply-linked file, say from `uv` or `pnpm`, stays
+readable through `shell`, which asks.) Writes into `.git/` and `.ctxagent/` are refused in any
+letter case and spelling a case-insensitive file system takes for the same name (`protected_part`).
 
 Also here, because every coding tool needs them: the list of files in the repository (git's view,
 so .gitignore is respected), a glob matcher with `**`, and text capping.
@@ -14,18 +28,36 @@ import os
 import re
 import stat
 import subprocess
-from collections.abc import Callable
+import unicodedata
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import BinaryIO
 
 from ctxagent.context.errors import PathOutsideRepoError, ToolError
+from ctxagent.context.floor.beneath import (
+    Beneath,
+    Entry,
+    MissingDirectory,
+    file_kind,
+    open_dir,
+    open_regular,
+)
 from ctxagent.context.floor.bounded_regex import MATCH_SECONDS, BoundedPattern
-from ctxagent.context.floor.gitsafe import run_git
+from ctxagent.context.floor.gitsafe import repo_or_none, run_git
 from ctxagent.tools.safe_text import unescape_name
+
+__all__ = ["file_kind"]  # re-exported: tools name file kinds in their messages
 
 # Directories the walk fallback never enters; git's own view already leaves them out.
 SKIP_DIRS = frozenset({".git", ".ctxagent", "node_modules", ".venv", "__pycache__"})
 # Path components no tool may write into: git's database and the agent's own state.
 PROTECTED_DIRS = frozenset({".git", ".ctxagent"})
+# The same names as a case-insensitive file system may also spell them (NTFS short names).
+_PROTECTED_FOLDED = frozenset({".git", ".ctxagent", "git~1", "ctxage~1"})
+# Code points HFS+ ignores in names (git's own list, is_hfs_dotgit): ".g\u200cit" is ".git" there.
+_IGNORED_IN_NAMES = dict.fromkeys(map(ord, "\u200c\u200d\u200e\u200f\u202a\u202b\u202c\u202d\u202e"
+                                         "\u206a\u206b\u206c\u206d\u206e\u206f\ufeff"))
 
 
 def quote(text: object, limit: int = 200) -> str:
@@ -43,49 +75,144 @@ def repo_root(root: Path) -> Path:
         raise ToolError(f"the repository root {root} is not accessible: {exc}") from exc
 
 
-def resolve_in_repo(root: Path, path: str, *, for_write: bool = False) -> Path:
-    """Resolve `path` (relative to `root`, or absolute) and refuse anything that ends up outside it.
+def fold_name(name: str) -> str:
+    """A name as a case-insensitive file system compares it: ignorable code points dropped, NFC,
+    case folded, trailing dots and spaces dropped (Windows)."""
+    return unicodedata.normalize("NFC", name.translate(_IGNORED_IN_NAMES)).casefold().rstrip(". ")
 
-    Symlinks are followed before the check, so a link inside the repository pointing elsewhere (or
-    a symlinked parent directory) is refused. With `for_write`, `.git/` and `.ctxagent/` are refused.
-    """
+
+def protected_part(parts: tuple[str, ...] | list[str]) -> str | None:
+    """The protected folder (`.git`, `.ctxagent`) a path goes into, in any spelling; None if none."""
+    return next((p for p in parts if fold_name(p) in _PROTECTED_FOLDED), None)
+
+
+def _check_text(path: object) -> str:
     if not isinstance(path, str):
         raise ToolError(f"path must be a string, got {type(path).__name__}")
     if "\x00" in path:
         raise PathOutsideRepoError("path contains a NUL byte; give a plain file path relative to the repository root")
     if len(path.encode("utf-8", "surrogateescape")) > 4096 or any(len(part.encode("utf-8", "surrogateescape")) > 255 for part in path.split("/")):
         raise ToolError(f"path {quote(path)} is too long for a file system path (at most 255 bytes per name, 4096 in all)")
-    base = repo_root(root)
     text = path.strip() or "."
     if text == "~" or text.startswith("~/"):
         raise PathOutsideRepoError(
             f"path {quote(path)} points into the home directory, outside the repository; use a path relative to the repository root"
         )
-    candidate = Path(text)
-    if not candidate.is_absolute():
-        candidate = base / candidate
-    if not os.path.lexists(candidate) and unescape_name(text) != text:
-        candidate = Path(base / unescape_name(text))  # a name shown with its non-UTF-8 bytes as \xNN
+    return text
+
+
+def _outside(path: str, base: Beneath, exc: PathOutsideRepoError) -> PathOutsideRepoError:
+    detail = str(exc).split(": ", 1)[-1] if str(exc).startswith("path ") else str(exc)
+    link = " (through a symbolic link)" if "symbolic link" in detail else ""
+    return PathOutsideRepoError(
+        f"path {quote(path)} is outside the repository root {base.root}{link}: {detail}; only files inside the "
+        "repository can be used")
+
+
+@contextmanager
+def walk_repo(root: Path, path: str, *, for_write: bool = False, create_dirs: bool = False) -> Iterator[Entry]:
+    """The boundary: `path` (relative to `root`, or absolute inside it) taken beneath the root.
+
+    Yields the Entry (its directory's descriptor, its name, its lstat) with links inside the root
+    followed. With `for_write`, a path into `.git/` or `.ctxagent/` is refused and `create_dirs`
+    makes missing directories. Raises ToolError (PathOutsideRepoError for escapes), or
+    FileNotFoundError when a directory on the way is missing.
+    """
+    text = _check_text(path)
     try:
-        resolved = Path(os.path.realpath(candidate))
-    except (OSError, RuntimeError, ValueError) as exc:
-        raise ToolError(f"cannot resolve path {quote(path)}: {exc}") from exc
-    if resolved != base and base not in resolved.parents:
-        via_link = " (through a symbolic link)" if _lexically_inside(base, candidate) else ""
-        raise PathOutsideRepoError(
-            f"path {quote(path)} resolves to {quote(resolved)}{via_link}, which is outside the repository root {base}; "
-            "only files inside the repository can be used"
-        )
-    if for_write:
-        parts = resolved.relative_to(base).parts
-        bad = next((p for p in parts if p in PROTECTED_DIRS), None)
-        if bad is not None:
-            raise ToolError(f"refusing to write into {bad}/ ({quote(path)}): it holds {'git' if bad == '.git' else 'ctxagent'}'s own state")
-    return resolved
+        base = Beneath(repo_root(root))
+    except OSError as exc:
+        raise ToolError(f"the repository root {root} is not accessible: {exc.strerror or exc}") from exc
+    try:
+        entry = _walk(base, Path(root), text, path, for_write=for_write, create_dirs=create_dirs)
+        with entry:
+            yield entry
+    finally:
+        base.close()
 
 
-def _lexically_inside(base: Path, candidate: Path) -> bool:
-    return Path(os.path.normpath(candidate)).is_relative_to(base)
+def _refusal(parts: tuple[str, ...] | list[str], given: str) -> ToolError | None:
+    bad = protected_part(parts)
+    if bad is None:
+        return None
+    owner = "git" if fold_name(bad) in (".git", "git~1") else "ctxagent"
+    return ToolError(f"refusing to write into {bad}/ ({quote(given)}): it holds {owner}'s own state")
+
+
+def _inside(base: Beneath, root: Path, text: str) -> str:
+    """`text` as a path beneath the root when it is one by name: an absolute path under the root
+    as given or as resolved (or that resolves there), or a relative one that leaves and re-enters
+    (`../repo/x`). Only names: the walk that follows still resolves every link beneath the root."""
+    candidates = [text] if os.path.isabs(text) else [os.path.join(os.path.abspath(root), text)]
+    if os.path.isabs(text):
+        try:
+            candidates.append(os.path.join(os.path.realpath(os.path.dirname(text)), os.path.basename(text)))
+        except (OSError, ValueError):
+            pass
+    for cand in candidates:
+        for top in (os.path.abspath(root), base.root):
+            norm = os.path.normpath(cand)
+            if norm == top:
+                return "."
+            if norm.startswith(top.rstrip("/") + "/"):
+                return norm[len(top.rstrip("/")) + 1:]
+    return text
+
+
+def _walk(base: Beneath, root: Path, text: str, given: str, *, for_write: bool, create_dirs: bool) -> Entry:
+    def refuse(parts: tuple[str, ...]) -> None:
+        exc = _refusal(parts, given)
+        if exc is not None:
+            raise exc
+
+    def once(t: str) -> Entry:
+        try:
+            return base.walk(t, shown=given, create_dirs=create_dirs, check=refuse if for_write else None)
+        except PathOutsideRepoError as exc:
+            inner = _inside(base, root, t)
+            if inner == t:
+                raise _outside(given, base, exc) from None
+        try:
+            return base.walk(inner, shown=given, create_dirs=create_dirs, check=refuse if for_write else None)
+        except PathOutsideRepoError as exc:
+            raise _outside(given, base, exc) from None
+        except FileExistsError as exc:
+            raise ToolError(f"cannot create {quote(given)}: a parent path exists and is not a directory") from exc
+
+    unescaped = unescape_name(text)
+    if unescaped == text:
+        return once(text)
+    try:
+        first = once(text)
+    except FileNotFoundError:
+        return once(unescaped)
+    if first.exists:
+        return first
+    first.close()
+    return once(unescaped)  # a name shown with its non-UTF-8 bytes as \xNN
+
+
+def resolve_in_repo(root: Path, path: str, *, for_write: bool = False) -> Path:
+    """The absolute path `path` names beneath `root`, symbolic links inside resolved; escapes refused.
+
+    For naming and checking only: reading and writing go through `walk_repo` (`open_in_repo`,
+    `replace_in_repo`), so that nothing is looked up twice. A path whose directories do not exist
+    yet resolves as written past the last one that does.
+    """
+    try:
+        with walk_repo(root, path, for_write=for_write) as entry:
+            return Path(repo_root(root)).joinpath(*entry.parts)
+    except MissingDirectory as exc:
+        parts = list(exc.parts)
+        rest = exc.rest
+    for part in rest:
+        if part == "..":
+            parts.pop()  # never empty: it holds at least the missing directory
+        elif part not in ("", "."):
+            parts.append(part)
+    if for_write and (refused := _refusal(parts, path)) is not None:
+        raise refused
+    return Path(repo_root(root)).joinpath(*parts)
 
 
 def relative(root: Path, path: Path) -> str:
@@ -94,24 +221,57 @@ def relative(root: Path, path: Path) -> str:
     return rel or "."
 
 
-def file_kind(mode: int) -> str:
-    if stat.S_ISDIR(mode):
-        return "a directory"
-    if stat.S_ISCHR(mode):
-        return "a character device"
-    if stat.S_ISBLK(mode):
-        return "a block device"
-    if stat.S_ISFIFO(mode):
-        return "a named pipe (FIFO)"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    if stat.S_ISREG(mode):
-        return "a regular file"
-    return "a special file"
+def open_in_repo(root: Path, path: str) -> tuple[BinaryIO, os.stat_result, str]:
+    """The regular file `path` names, opened beneath `root` for reading: (file, stat, resolved rel).
+
+    Refused: a directory, a FIFO, a device, a socket, a file with more than one hard link; a
+    missing one is ToolError("file not found")."""
+    try:
+        with walk_repo(root, path) as entry:
+            shown = entry.rel
+            if not entry.exists:
+                raise ToolError(f"file not found: {quote(path)}")
+            fd, st = open_regular(entry, shown)
+    except FileNotFoundError:
+        raise ToolError(f"file not found: {quote(path)}") from None
+    return os.fdopen(fd, "rb"), st, shown
+
+
+@contextmanager
+def files_in_repo(root: Path) -> Iterator[Callable[[str], tuple[BinaryIO, os.stat_result, str]]]:
+    """`open_in_repo` for many repository-relative names (as git lists them): the root is resolved
+    and opened once, and each name is walked from it (grep over thousands of files)."""
+    base = Beneath(repo_root(root))
+
+    def open_one(rel: str) -> tuple[BinaryIO, os.stat_result, str]:
+        with base.walk(rel, shown=rel) as entry:
+            if not entry.exists:
+                raise ToolError(f"file not found: {quote(rel)}")
+            fd, st = open_regular(entry, entry.rel)
+        return os.fdopen(fd, "rb"), st, entry.rel
+    try:
+        yield open_one
+    finally:
+        base.close()
+
+
+def read_in_repo(root: Path, path: str, limit: int | None = None) -> tuple[bytes, str]:
+    fh, _st, rel = open_in_repo(root, path)
+    with fh:
+        return (fh.read() if limit is None else fh.read(limit)), rel
+
+
+def read_entry(entry: Entry) -> bytes:
+    """The content of the regular file an Entry (from `walk_repo`) names, under the same refusals."""
+    fd, _st = open_regular(entry, entry.rel)
+    with os.fdopen(fd, "rb") as fh:
+        return fh.read()
 
 
 def stat_regular_file(path: Path, shown: str) -> os.stat_result:
-    """Stat `path` and refuse anything but a regular file (devices, FIFOs and sockets never end or block)."""
+    """Stat `path` and refuse anything but a regular file (devices, FIFOs and sockets never end or block).
+
+    By path, for messages about a path already chosen; the tools' own reads go through `open_in_repo`."""
     try:
         st = path.stat()
     except FileNotFoundError:
@@ -128,48 +288,90 @@ def stat_regular_file(path: Path, shown: str) -> os.stat_result:
 # --- the repository's files -------------------------------------------------------------------
 
 
-def list_repo_files(root: Path, base: Path | None = None) -> tuple[list[str], str]:
+def list_repo_files(root: Path, base: Path | None = None, *, limit: int | None = None,
+                    keep: Callable[[str], bool] | None = None) -> tuple[list[str], str]:
     """Files under `base` (default: the root) as sorted repository-relative POSIX paths.
 
-    In a git work tree this is `git ls-files --cached --others --exclude-standard` (so .gitignore is
-    respected); elsewhere a walk that skips SKIP_DIRS. Returns (files, "git" | "walk").
+    In a git work tree this is git's index plus untracked files that no ignore rule excludes, less
+    those deleted from the work tree (one `git ls-files`: git reads no file content, so no filter
+    runs, and gitsafe turns off the rest); elsewhere a walk through directory descriptors
+    (`os.fwalk`, no link followed) that never enters SKIP_DIRS and stops after `limit` files.
+    Returns (files, "git" | "walk"); a walk cut at `limit` returns `limit + 1` names (so the
+    caller can tell there were more). `keep` filters the names (the walk counts only kept ones).
     """
     top = repo_root(root)
     base = base or top
     rel_base = base.relative_to(top).as_posix()
     files = _git_ls_files(top, rel_base)
     if files is not None:
-        return files, "git"
-    return _walk_files(top, base), "walk"
+        return (files if keep is None else [f for f in files if keep(f)]), "git"
+    return _walk_files(top, rel_base if rel_base != "." else "", limit, keep), "walk"
 
 
 def _git_ls_files(top: Path, rel_base: str) -> list[str] | None:
-    try:  # ls-files reads no file contents: no filter can run; gitsafe turns off the rest
-        proc = run_git(["--literal-pathspecs", "ls-files", "--cached", "--others", "--exclude-standard", "-z", "--",
-                        rel_base if rel_base else "."], cwd=top, timeout=60)
+    repo = repo_or_none(top)
+    if repo is None:
+        return None
+    try:
+        proc = run_git(["--literal-pathspecs", "ls-files", "-t", "--cached", "--others", "--deleted", "--exclude-standard",
+                        "-z", "--", rel_base if rel_base else "."], repo=repo, timeout=60)
     except (OSError, subprocess.TimeoutExpired):
         return None
     if proc.returncode != 0:
         return None
-    names = {n for n in proc.stdout.decode("utf-8", "surrogateescape").split("\0") if n}
-    out = []
-    for name in names:
-        if name.split("/", 1)[0] in (".ctxagent",):
+    present: set[str] = set()
+    deleted: set[str] = set()
+    protected: dict[str, bool] = {}  # per first name: a tree has few, and folding each of 200k names costs seconds
+    for item in proc.stdout.decode("utf-8", "surrogateescape").split("\0"):
+        name = item[2:]  # "<tag> <name>"
+        if not name:
             continue
-        # --cached lists files deleted from the work tree but still in the index; they are not there.
-        if os.path.lexists(top / name):
-            out.append(name)
-    return sorted(out)
+        first = name.partition("/")[0]
+        hidden = protected.get(first)
+        if hidden is None:
+            hidden = protected[first] = fold_name(first) in _PROTECTED_FOLDED
+        if not hidden:
+            (deleted if item[0] == "R" else present).add(name)  # R: in the index, gone from the work tree
+    return sorted(present - deleted)
 
 
-def _walk_files(top: Path, base: Path) -> list[str]:
-    if base.is_file():
-        return [base.relative_to(top).as_posix()]
+def same_name_in_index(root: Path, name: str, limit: int) -> list[str]:
+    """Tracked files called `name` anywhere in the repository: git's index, no walk of the tree."""
+    repo = repo_or_none(repo_root(root))
+    if repo is None or not name or "/" in name:
+        return []
+    escaped = re.sub(r"([*?\[\]\\])", r"\\\1", name)
+    try:
+        proc = run_git(["ls-files", "--cached", "-z", "--", f":(glob)**/{escaped}"], repo=repo, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    names = [n for n in proc.stdout.decode("utf-8", "surrogateescape").split("\0") if n] if proc.returncode == 0 else []
+    return sorted(names)[:limit]
+
+
+def _walk_files(top: Path, rel_base: str, limit: int | None, keep: Callable[[str], bool] | None) -> list[str]:
     out: list[str] = []
-    for dirpath, dirnames, filenames in os.walk(base, followlinks=False):
-        dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS)
-        rel_dir = Path(dirpath).relative_to(top)
-        out.extend((rel_dir / f).as_posix() for f in filenames)
+    try:
+        with walk_repo(top, rel_base or ".") as entry:
+            if entry.st is not None and stat.S_ISREG(entry.st.st_mode):
+                return [entry.rel]
+            fd = open_dir(entry, entry.rel)
+    except (OSError, ToolError):
+        return []
+    prefix = "" if entry.rel == "." else entry.rel + "/"
+    try:
+        for dirpath, dirnames, filenames, _dir_fd in os.fwalk(".", dir_fd=fd, follow_symlinks=False):
+            dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and fold_name(d) not in _PROTECTED_FOLDED)
+            rel_dir = "" if dirpath == "." else dirpath[2:] + "/"
+            for f in sorted(filenames):
+                name = prefix + rel_dir + f
+                if keep is not None and not keep(name):
+                    continue
+                out.append(name)
+                if limit is not None and len(out) > limit:
+                    return sorted(out)
+    finally:
+        os.close(fd)
     return sorted(out)
 
 

@@ -9,6 +9,7 @@ exception into an error result for the model and never lets an exception escape 
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -16,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, ClassVar, Generic, Literal, Protocol, TypeVar
 
 from ctxagent.context.errors import CtxagentError
+from ctxagent.context.floor import bounded_json
 from ctxagent.context.request import ToolSpec
 from ctxagent.tools.safe_text import clean_args, clean_result
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -23,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 if TYPE_CHECKING:
     from ctxagent.context.history import SessionLog
     from ctxagent.context.memory import MemoryStore
+    from ctxagent.context.report import ContextReport
     from ctxagent.context.spill import SpillStore
 
 Permission = Literal["read", "edit", "command"]
@@ -51,13 +54,36 @@ class ToolServices:
     session: str = ""  # the session id, stamped on memory records
     turn: int = 0  # the running user turn
     call_id: str = ""  # the id of the call being run (a sub-agent's log names the call that started it)
+    # the budget tools (tools/budget_tools.py): the agent's read-only view of its window, and its
+    # "compact at the next step, with this focus" (the same path as /compact)
+    status: Callable[[], BudgetStatus] | None = None
+    request_compaction: Callable[[str | None], None] | None = None
+    handoff: Callable[[str | None], str] | None = None  # draft a new session's opening message (shown to the user)
+
+
+@dataclass(frozen=True)
+class BudgetStatus:
+    """What context_status reads, as the agent knows it after its last build (no rebuild)."""
+
+    report: ContextReport | None  # the last build's report (None before the first step)
+    pruned_ids: tuple[int, ...] = ()  # events the last request showed cut (preview or stub)
+    spilled_ids: tuple[int, ...] = ()  # tool results it showed as spill previews
+    masked: tuple[tuple[int, int], ...] = ()  # event ranges compaction summaries stood in for
+    cold: frozenset[int] = frozenset()  # message events that met a cold prompt cache (builder/cache.py ColdTrail)
+    last_model: str = ""  # the model of the last step
+    model: str = ""  # the model of the next step
+    compaction_requested: str | None = None  # a pending compact_context: its focus ("" for none)
 
 
 class FileAccess(Protocol):
-    """Where the file tools get and put a file's bytes, AFTER they confined its path (tools/confine.py):
-    the local disk, or an editor's buffers (agent/acp/: ACP's fs/read_text_file, fs/write_text_file).
-    The checks that keep a path inside the repository and refuse links, FIFOs and devices stay local;
-    only the reading and the writing go through this seam. Errors are `ToolError`s or `OSError`s."""
+    """An editor's buffers over the local disk (agent/acp/: ACP's fs/read_text_file, fs/write_text_file).
+    The file tools always confine a path on the local disk first — the walk from the root's descriptor
+    (tools/confine.py) that refuses links leaving the root, hard links, FIFOs and devices — and only then,
+    where `read_through` / `write_through` say so, read or write the editor's copy of that same file
+    instead of the disk. Errors are `ToolError`s or `OSError`s."""
+
+    read_through: bool
+    write_through: bool
 
     def open_read(self, path: Path) -> BinaryIO: ...
 
@@ -65,10 +91,15 @@ class FileAccess(Protocol):
 
 
 class LocalFiles:
-    """The local file system: reads open the file, writes replace it atomically."""
+    """The local file system alone (the file tools then use their confined walk directly); its methods
+    serve callers that hold a path already confined (an ACP client's fallback): the last name is never
+    followed as a link."""
+
+    read_through = False
+    write_through = False
 
     def open_read(self, path: Path) -> BinaryIO:
-        return open(path, "rb")
+        return os.fdopen(os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC), "rb")
 
     def write(self, path: Path, data: bytes) -> None:
         from ctxagent.tools.atomic_write import write_atomic
@@ -193,7 +224,8 @@ RAW_KEY = "_raw"  # the session log keeps arguments that were not valid JSON as 
 
 
 def malformed_json(raw: str) -> str:
-    return f"the arguments were not a valid JSON object: {raw[:500]!r}"
+    why = bounded_json.problem(raw) or "not a JSON object"
+    return f"the arguments were not a valid JSON object: {raw[:500]!r} ({why})"
 
 
 def parse_args(model: type[A], schema: dict[str, Any], args: Any) -> A | str:
@@ -251,11 +283,28 @@ class FunctionTool(Generic[A]):
 class ToolRegistry:
     def __init__(self, tools: list[Tool] | None = None):
         self._tools: dict[str, Tool] = {}
+        # tools that arrive later (an MCP server that came up, a tool search that loaded some): each
+        # source hands over its new tools, which go after the others, so the list sent so far stays
+        # a prefix of the new one (the cached prompt prefix)
+        self._sources: list[Callable[[], list[Tool]]] = []
         for t in tools or []:
             self.add(t)
 
     def add(self, tool: Tool) -> None:
         self._tools[tool.name] = tool
+
+    def add_source(self, source: Callable[[], list[Tool]]) -> None:
+        self._sources.append(source)
+
+    def refresh(self) -> bool:
+        """Take the sources' new tools (the agent does it before each step); True when any came."""
+        added = False
+        for source in self._sources:
+            for tool in source():
+                if tool.name not in self._tools:
+                    self._tools[tool.name] = tool
+                    added = True
+        return added
 
     def get(self, name: str) -> Tool | None:
         return self._tools.get(name)
@@ -279,6 +328,9 @@ class ToolRegistry:
         tool = self._tools.get(name)
         if tool is None:
             return ToolResult(f"error: unknown tool '{clean_result(name)}'. Available tools: {', '.join(self._tools)}",
+                              is_error=True)
+        if bounded_json.depth_over(args):  # arguments that did not come through ToolCall.parsed
+            return ToolResult(f"error: invalid arguments for {name}: they nest more than {bounded_json.MAX_DEPTH} levels",
                               is_error=True)
         try:
             result = tool.run(clean_args(args), ctx)

@@ -10,21 +10,25 @@ from __future__ import annotations
 
 import codecs
 import difflib
-import os
 from dataclasses import dataclass
-from pathlib import Path
+from itertools import islice
 from typing import Any, BinaryIO
 
 from ctxagent.context.errors import ToolError
+from ctxagent.context.floor.beneath import Entry, MissingDirectory, scan_dir
 from ctxagent.context.floor.bounded_regex import MATCH_SECONDS
+from ctxagent.tools.atomic_write import replace_in_repo
 from ctxagent.tools.confine import (
+    SKIP_DIRS,
     cap_text,
     glob_matcher,
     list_repo_files,
+    open_in_repo,
     quote,
-    relative,
+    read_entry,
     resolve_in_repo,
-    stat_regular_file,
+    same_name_in_index,
+    walk_repo,
 )
 from ctxagent.tools.contract import FunctionTool, ToolArgs, ToolContext, ToolResult
 from ctxagent.tools.textfile import (
@@ -47,6 +51,9 @@ CHUNK = 64 * 1024
 DIFF_SHOWN_CHARS = 20_000
 DIFF_META_CHARS = 200_000
 LIST_MAX = 500
+SUGGEST_SCAN = 5000  # names of one folder compared with a name that was not found
+SUGGESTED = 5
+SUGGEST_DIRS = 64  # folders a not-found read may look into for a file of the same name
 
 
 def _change_meta(rel: str, diff: str, ranges: list[list[int]], created: bool) -> dict[str, Any]:
@@ -132,12 +139,16 @@ def read_file(args: ReadFileArgs, ctx: ToolContext) -> ToolResult:
         raise ToolError(f"start_line must be >= 1 (lines are numbered from 1), got {start}")
     if end is not None and end < (start or 1):
         raise ToolError(f"end_line ({end}) must be >= start_line ({start or 1})")
-    path = resolve_in_repo(ctx.root, args.path)
-    shown_name = relative(ctx.root, path)
-    if not os.path.lexists(path):
-        raise ToolError(_not_found(ctx, args.path))
-    st = stat_regular_file(path, shown_name)
-    with ctx.files.open_read(path) as fh:
+    try:
+        fh, st, shown_name = open_in_repo(ctx.root, args.path)
+    except ToolError as exc:
+        if str(exc).startswith("file not found"):
+            raise ToolError(_not_found(ctx, args.path)) from None
+        raise
+    if ctx.files.read_through:  # the editor's buffer of the file just confined on disk
+        fh.close()
+        fh = ctx.files.open_read(ctx.root / shown_name)
+    with fh:
         sample = fh.read(SNIFF_BYTES)
         kind = binary_kind(sample, shown_name)
         if kind:
@@ -168,15 +179,53 @@ def read_file(args: ReadFileArgs, ctx: ToolContext) -> ToolResult:
 
 
 def _not_found(ctx: ToolContext, given: str) -> str:
+    """"file not found", with files of the same name from git's index and close names from the
+    nearest folder on the way that exists: one index look-up and one directory read, whatever the
+    repository's size (never a walk of the tree)."""
     msg = f"file not found: {quote(given)}"
-    try:
-        files, _ = list_repo_files(ctx.root)
-    except ToolError:
-        return msg
-    name = Path(given).name
-    same = [f for f in files if f.rsplit("/", 1)[-1] == name][:5]
-    close = same or difflib.get_close_matches(given, files[:20000], n=5, cutoff=0.6)
-    return msg + (f"; similar files: {', '.join(close)}" if close else "; use list_files to see what exists")
+    parts = [p for p in given.strip().split("/") if p not in ("", ".")]
+    name = parts[-1] if parts else ""
+    same = (same_name_in_index(ctx.root, name, SUGGESTED) or _same_name_nearby(ctx, name)) if name else []
+    if same:
+        return msg + f"; files with that name: {', '.join(same)}"
+    for depth in range(len(parts) - 1, -1, -1):
+        folder = "/".join(parts[:depth]) or "."
+        try:
+            with walk_repo(ctx.root, folder) as entry:
+                if not entry.exists:
+                    continue
+                names = list(islice((e.name for e in scan_dir(entry, folder)), SUGGEST_SCAN))
+                prefix = "" if entry.rel == "." else entry.rel + "/"
+        except (OSError, ToolError):
+            continue
+        close = difflib.get_close_matches(name, names, n=SUGGESTED, cutoff=0.6) if name else []
+        if close:
+            return msg + f"; similar names in {prefix or './'}: {', '.join(prefix + c for c in close)}"
+        break
+    return msg + "; use list_files (with path= or glob=) to see what exists"
+
+
+def _same_name_nearby(ctx: ToolContext, name: str) -> list[str]:
+    """Files called `name` in the first SUGGEST_DIRS folders, breadth first from the root (files git
+    does not track, or no git): a bounded look, never a walk of a large tree."""
+    queue: list[str] = ["."]
+    found: list[str] = []
+    read = 0
+    while queue and read < SUGGEST_DIRS and len(found) < SUGGESTED:
+        folder = queue.pop(0)
+        read += 1
+        try:
+            with walk_repo(ctx.root, folder) as entry:
+                prefix = "" if entry.rel == "." else entry.rel + "/"
+                for e in islice(scan_dir(entry, folder), SUGGEST_SCAN):
+                    if e.is_dir(follow_symlinks=False):
+                        if e.name not in SKIP_DIRS:
+                            queue.append(prefix + e.name)
+                    elif e.name == name:
+                        found.append(prefix + e.name)
+        except (OSError, ToolError):
+            continue
+    return sorted(found)[:SUGGESTED]
 
 
 # --- write_file and edit_file -------------------------------------------------------------------
@@ -188,26 +237,20 @@ class WriteFileArgs(ToolArgs):
 
 
 def write_file(args: WriteFileArgs, ctx: ToolContext) -> ToolResult:
-    path = resolve_in_repo(ctx.root, args.path, for_write=True)
-    rel = relative(ctx.root, path)
-    if rel == ".":
-        raise ToolError("path is the repository root; give a file path")
     content = args.content
-    created = not os.path.lexists(path)
-    before, fmt = "", TextFormat()
-    if not created:
-        stat_regular_file(path, rel)
-        data = _read_bytes(ctx, path)
-        kind = binary_kind(data[:SNIFF_BYTES], rel)
-        if kind is None:
-            before, fmt = decode_for_edit(data, rel)
-            content = content.replace("\r\n", "\n") if fmt.crlf else content  # written back as CRLF
-    else:
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-        except (FileExistsError, NotADirectoryError) as exc:
-            raise ToolError(f"cannot create {quote(rel)}: a parent path exists and is not a directory") from exc
-    ctx.files.write(path, encode_text(content, fmt))
+    with walk_repo(ctx.root, args.path, for_write=True, create_dirs=True) as entry:
+        rel = entry.rel
+        if rel == "." or entry.name == ".":
+            raise ToolError("path is the repository root; give a file path")
+        created = not entry.exists
+        before, fmt = "", TextFormat()
+        if not created:
+            data = _read_entry(ctx, entry)
+            kind = binary_kind(data[:SNIFF_BYTES], rel)
+            if kind is None:
+                before, fmt = decode_for_edit(data, rel)
+                content = content.replace("\r\n", "\n") if fmt.crlf else content  # written back as CRLF
+        _replace(ctx, entry, encode_text(content, fmt))
     diff, ranges = unified_diff(rel, before, content, created)
     n_lines = content.count("\n") + (0 if content.endswith("\n") or not content else 1)
     head = f"{'created' if created else 'wrote'} {rel} ({n_lines:,} lines, {len(content):,} characters)"
@@ -215,9 +258,20 @@ def write_file(args: WriteFileArgs, ctx: ToolContext) -> ToolResult:
     return ToolResult(head + "\n" + shown, meta=_change_meta(rel, diff, ranges if diff else [], created))
 
 
-def _read_bytes(ctx: ToolContext, path: Path) -> bytes:
-    with ctx.files.open_read(path) as fh:
-        return fh.read()
+def _read_entry(ctx: ToolContext, entry: Entry) -> bytes:
+    """A confined file's bytes: the editor's buffer where the session reads through one (tools/contract.py
+    FileAccess), else the disk through the walk's descriptor."""
+    if ctx.files.read_through:
+        with ctx.files.open_read(ctx.root / entry.rel) as fh:
+            return fh.read()
+    return read_entry(entry)
+
+
+def _replace(ctx: ToolContext, entry: Entry, data: bytes) -> None:
+    if ctx.files.write_through:
+        ctx.files.write(ctx.root / entry.rel, data)
+    else:
+        replace_in_repo(entry, data)
 
 
 def _line_of(text: str, pos: int) -> int:
@@ -238,24 +292,26 @@ def edit_file(args: EditFileArgs, ctx: ToolContext) -> ToolResult:
         raise ToolError("old_text is empty; give the exact text to replace (to create or overwrite a file use write_file)")
     if old == new:
         raise ToolError("old_text and new_text are identical; nothing to change")
-    path = resolve_in_repo(ctx.root, args.path, for_write=True)
-    rel = relative(ctx.root, path)
-    if not os.path.lexists(path):
-        raise ToolError(_not_found(ctx, args.path) + " (edit_file changes existing files; use write_file to create one)")
-    stat_regular_file(path, rel)
-    before, fmt = decode_for_edit(_read_bytes(ctx, path), rel)
-    if fmt.crlf:  # the model sees LF lines from read_file; match and write in that form
-        old, new = old.replace("\r\n", "\n"), new.replace("\r\n", "\n")
-    positions = _find_all(before, old)
-    if not positions:
-        raise ToolError(f"old_text was not found in {rel}. {_no_match_help(before, old)}")
-    if len(positions) > 1 and not replace_all:
-        lines = list(dict.fromkeys(_line_of(before, p) for p in positions))
-        at = ", ".join(map(str, lines[:20])) + (" ..." if len(lines) > 20 else "")
-        raise ToolError(f"old_text matches {len(positions)} times in {rel} (at lines {at}); include more surrounding "
-                        "lines to make it unique, or set replace_all=true to replace every occurrence")
-    after = before.replace(old, new) if replace_all else before.replace(old, new, 1)
-    ctx.files.write(path, encode_text(after, fmt))
+    try:
+        with walk_repo(ctx.root, args.path, for_write=True) as found:
+            rel = found.rel
+            if not found.exists:
+                raise MissingDirectory((), [])
+            before, fmt = decode_for_edit(_read_entry(ctx, found), rel)
+            if fmt.crlf:  # the model sees LF lines from read_file; match and write in that form
+                old, new = old.replace("\r\n", "\n"), new.replace("\r\n", "\n")
+            positions = _find_all(before, old)
+            if not positions:
+                raise ToolError(f"old_text was not found in {rel}. {_no_match_help(before, old)}")
+            if len(positions) > 1 and not replace_all:
+                lines = list(dict.fromkeys(_line_of(before, p) for p in positions))
+                at = ", ".join(map(str, lines[:20])) + (" ..." if len(lines) > 20 else "")
+                raise ToolError(f"old_text matches {len(positions)} times in {rel} (at lines {at}); include more "
+                                "surrounding lines to make it unique, or set replace_all=true to replace every occurrence")
+            after = before.replace(old, new) if replace_all else before.replace(old, new, 1)
+            _replace(ctx, found, encode_text(after, fmt))
+    except FileNotFoundError:
+        raise ToolError(_not_found(ctx, args.path) + " (edit_file changes existing files; use write_file to create one)") from None
     ranges = _edited_ranges(after, positions, len(old), new)
     diff, _ = unified_diff(rel, before, after, False)
     n = len(positions)
@@ -331,24 +387,38 @@ class ListFilesArgs(ToolArgs):
 
 def list_files(args: ListFilesArgs, ctx: ToolContext) -> ToolResult:
     given = args.path or "."
-    base = resolve_in_repo(ctx.root, given)
-    if not base.exists():
+    try:
+        with walk_repo(ctx.root, given) as entry:
+            exists, base_rel = entry.exists, entry.rel
+    except FileNotFoundError:
+        exists, base_rel = False, "."
+    if not exists:
         raise ToolError(_not_found(ctx, given))
-    base_rel = relative(ctx.root, base)
-    files, source = list_repo_files(ctx.root, base)
     glob = args.glob
+    keep = None
     if glob:
         match = glob_matcher(glob, float(ctx.config.get("regex_seconds") or MATCH_SECONDS))
         prefix = "" if base_rel == "." else base_rel + "/"
-        files = [f for f in files if match(f) or (f.startswith(prefix) and match(f[len(prefix):]))]
+
+        def keep(f: str) -> bool:
+            return match(f) or (f.startswith(prefix) and match(f[len(prefix):]))
+    base = resolve_in_repo(ctx.root, base_rel)
+    files, source = list_repo_files(ctx.root, base, limit=LIST_MAX, keep=keep)
+    more = source == "walk" and len(files) > LIST_MAX  # the walk stops at the cap: the total is unknown
     where = "the repository" if base_rel == "." else base_rel
     if not files:
         return ToolResult(f"no files in {where}" + (f" match glob {quote(glob)}" if glob else ""), meta={"count": 0, "source": source})
-    head = f"{len(files):,} file{'s' if len(files) != 1 else ''} in {where}" + (f" matching {quote(glob)}" if glob else "")
+    count = f"more than {LIST_MAX:,}" if more else f"{len(files):,}"
+    head = f"{count} file{'s' if len(files) != 1 else ''} in {where}" + (f" matching {quote(glob)}" if glob else "")
     body = "\n".join(files[:LIST_MAX])
-    if len(files) > LIST_MAX:
+    if more:
+        body += f"\n[... more files not shown (the listing stopped at {LIST_MAX:,}); narrow with path= or glob=]"
+    elif len(files) > LIST_MAX:
         body += f"\n[... {len(files) - LIST_MAX:,} more files not shown; narrow with path= or glob=]"
-    return ToolResult(head + ":\n" + body, meta={"count": len(files), "source": source})
+    meta: dict[str, Any] = {"count": len(files), "source": source}
+    if more:
+        meta["stopped_at_cap"] = True  # `count` is a lower bound
+    return ToolResult(head + ":\n" + body, meta=meta)
 
 
 # --- the tools ----------------------------------------------------------------------------------

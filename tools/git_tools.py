@@ -1,9 +1,10 @@
 """git_status and git_diff: read-only views of the user's repository.
 
-git runs through `context/floor/gitsafe.py` (the one place that builds git commands): no fsmonitor, no
-hooks, no pager, the repository's filter drivers emptied, textconv and external diff drivers off
-for diffs, and no optional locks, so a hostile `.git/config` cannot run a program and the index is
-never rewritten. Non-ASCII file names print as they are (`core.quotepath=false`). Output is capped.
+git runs through `context/floor/gitsafe.py` (the one place that builds git commands) on the
+repository `open_git` names — `--git-dir` and `--work-tree` given, so `core.worktree` moves nothing
+—: no fsmonitor, no hooks, no pager, the repository's filter drivers emptied, textconv and external
+diff drivers off for diffs, and no optional locks, so a hostile `.git/config` cannot run a program
+and the index is never rewritten. A repository `open_git` refuses gets that refusal as the error. Non-ASCII file names print as they are (`core.quotepath=false`). Output is capped.
 """
 
 from __future__ import annotations
@@ -12,8 +13,8 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from ctxagent.context.errors import ToolError
-from ctxagent.context.floor.gitsafe import DIFF_SAFE_FLAGS, driver_overrides, run_git, toplevel
+from ctxagent.context.errors import StateDirError, ToolError
+from ctxagent.context.floor.gitsafe import DIFF_SAFE_FLAGS, GitRepo, open_git, run_git
 from ctxagent.tools.confine import cap_text, repo_root, resolve_in_repo
 from ctxagent.tools.contract import FunctionTool, NoArgs, ToolArgs, ToolContext, ToolResult
 from pydantic import Field
@@ -27,16 +28,20 @@ class Repo:
     """The work tree a read-only view runs in, with the options that keep its config inert."""
 
     def __init__(self, root: Path):
-        top = toplevel(repo_root(root))
-        if top is None:
+        try:
+            repo = open_git(repo_root(root))
+        except StateDirError as exc:
+            raise ToolError(str(exc)) from None
+        if repo is None:
             raise ToolError(f"not a git repository: {repo_root(root)} (git_status and git_diff need one; "
                             "list_files and read_file work without git)")
-        self.top = top
-        self.config = [*_VIEW_CONFIG, *driver_overrides(top)]
+        self.repo: GitRepo = repo
+        self.top = repo.work_tree
+        self.config = list(_VIEW_CONFIG)  # the filter drivers are emptied by the GitRepo itself (repo.inert)
 
     def git(self, *args: str) -> str:
         try:
-            proc = run_git(["--literal-pathspecs", *args], cwd=self.top, config=self.config, timeout=120)
+            proc = run_git(["--literal-pathspecs", *args], repo=self.repo, config=self.config, timeout=120)
         except OSError as exc:
             raise ToolError(f"could not run git: {exc}") from None
         except subprocess.TimeoutExpired:
@@ -48,7 +53,7 @@ class Repo:
 
     def has_commits(self) -> bool:
         try:
-            return run_git(["rev-parse", "--verify", "-q", "HEAD"], cwd=self.top, config=self.config, timeout=30).returncode == 0
+            return run_git(["rev-parse", "--verify", "-q", "HEAD"], repo=self.repo, config=self.config, timeout=30).returncode == 0
         except (OSError, subprocess.TimeoutExpired):
             return False
 

@@ -14,7 +14,8 @@ from typing import Any
 
 from ctxagent.context.errors import ToolError
 from ctxagent.context.floor.bounded_regex import MATCH_SECONDS
-from ctxagent.context.history import SUBAGENTS_FOLDER, Event, SessionLog, hidden_by_rewinds
+from ctxagent.context.floor.state_paths import SUBAGENTS_FOLDER
+from ctxagent.context.history import Event, SessionLog, hidden_by_rewinds
 from ctxagent.context.spill import SpillStore, page_text
 from ctxagent.tools.contract import FunctionTool, ToolArgs, ToolContext, ToolResult
 from pydantic import Field

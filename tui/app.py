@@ -12,7 +12,6 @@ configuration it cannot use opens the set-up screen.
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from collections.abc import Callable
 from functools import partial
@@ -90,11 +89,11 @@ class CtxApp(App[int]):
         return self.session_screen.agent
 
     def get_system_commands(self, screen: Screen[Any]) -> Any:
-        from ctxagent.tui.commands import COMMANDS
+        from ctxagent.tui.commands import all_commands
         from ctxagent.tui.slash import run_slash
 
         yield from super().get_system_commands(screen)
-        for cmd in COMMANDS:
+        for cmd in all_commands():
             yield SystemCommand(f"/{cmd.name}", cmd.help, partial(self._palette_slash, run_slash, cmd.name))
 
     def _palette_slash(self, run: Callable[[SessionControl, str], None], name: str) -> None:
@@ -207,12 +206,12 @@ class CtxApp(App[int]):
 def run_app(args: argparse.Namespace) -> int:
     """`ctxagent` (and --resume / --continue, demo): build the session from the CLI args, run the app.
     `args.initial_input` is pre-typed in the input box (the demo's suggested request)."""
-    from ctxagent.context import CtxagentError
+    from ctxagent.context import CtxagentError, echo
 
     try:
         session = open_from_args(args)
     except CtxagentError as exc:
-        print(f"ctxagent: {exc}", file=sys.stderr)
+        echo(f"ctxagent: {exc}", err=True)
         return 2
     label = getattr(args, "app_label", "") or getattr(args, "label", "") or ""
     app = CtxApp(session, _create_agent, label=label, initial_input=getattr(args, "initial_input", "") or "",

@@ -3,11 +3,20 @@
 The same registry feeds the input box (`/co` + Tab → `/compact`), the command palette
 (`App.get_system_commands`) and `/help`, so a command exists in exactly one place; what each one
 does is in tui/slash.py (one handler per name here, checked by a test).
+
+Custom commands (prompt templates: agent/custom_commands.py) are registered here too, after the
+built-ins, by `set_custom`: a built-in wins a name, and every custom command is also reachable as
+`/project:NAME` or `/user:NAME` (the one a clash leaves only that way is listed so).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ctxagent.agent import CustomCommand
 
 
 @dataclass(frozen=True)
@@ -16,14 +25,17 @@ class SlashCommand:
     help: str
     args: str = ""  # usage hint for the argument, "" when it takes none
     aliases: tuple[str, ...] = ()
+    custom: CustomCommand | None = None  # a prompt template (tui/slash.py expands it); None: a built-in
 
 
 COMMANDS: tuple[SlashCommand, ...] = (
     SlashCommand("compact", "Summarize older turns now (originals stay in the log)", "[focus]"),
     SlashCommand("rewind", "Go back to an earlier turn: code, conversation, or both"),
     SlashCommand("new", "Start a new session (optionally seeded with a summary)"),
+    SlashCommand("handoff", "Draft a new session's first message from this one, edit it, start it", "[goal]"),
     SlashCommand("context", "What fills the window: slices, contents, red flags, history"),
     SlashCommand("memory", "Browse, search and forget memory records", "[query]"),
+    SlashCommand("mcp", "MCP servers: state, tools and the schema tokens of each"),
     SlashCommand("remember", "Pin a constraint that is recalled into every step", "TEXT"),
     SlashCommand("model", "Show or switch the model", "[name]"),
     SlashCommand("clear", "Clear the screen (a fresh view; the log is kept)"),
@@ -48,8 +60,33 @@ class ParsedCommand:
     arg: str  # the rest of the line, stripped
 
 
+_CUSTOM: list[SlashCommand] = []
+_CUSTOM_BY_NAME: dict[str, SlashCommand] = {}
+
+
+def set_custom(commands: Sequence[CustomCommand]) -> None:
+    """Register the session's custom commands (the project's first), replacing the earlier ones."""
+    _CUSTOM.clear()
+    _CUSTOM_BY_NAME.clear()
+    for c in commands:
+        where = "project" if c.scope == "project" else "yours"
+        bare_free = c.name.lower() not in _BY_NAME and c.name not in _CUSTOM_BY_NAME
+        name = c.name if bare_free else c.qualified
+        entry = SlashCommand(name, f"{c.description or 'custom command'} ({where}: {c.path.name})",
+                             c.argument_hint, aliases=(c.qualified,) if bare_free else (), custom=c)
+        _CUSTOM.append(entry)
+        for key in (name, *entry.aliases):
+            _CUSTOM_BY_NAME[key] = entry
+
+
+def all_commands() -> tuple[SlashCommand, ...]:
+    """Built-ins, then the custom commands."""
+    return (*COMMANDS, *_CUSTOM)
+
+
 def lookup(name: str) -> SlashCommand | None:
-    return _BY_NAME.get(name.lower().lstrip("/"))
+    key = name.lstrip("/")
+    return _BY_NAME.get(key.lower()) or _CUSTOM_BY_NAME.get(key)
 
 
 def parse_slash(text: str) -> ParsedCommand | None:
@@ -77,15 +114,19 @@ def complete(prefix: str) -> list[str]:
     if not s.startswith("/") or " " in s:
         return []
     head = s[1:].lower()
-    return [f"/{c.name}" for c in COMMANDS if c.name.startswith(head)]
+    return [f"/{c.name}" for c in all_commands() if c.name.lower().startswith(head)]
 
 
 def help_text() -> str:
     rows = ["| command | what it does |", "| --- | --- |"]
-    for c in COMMANDS:
-        usage = f"/{c.name} {c.args}".strip()
-        rows.append(f"| `{usage}` | {c.help} |")
+    for c in all_commands():
+        usage = _cell(f"/{c.name} {c.args}".strip()).replace("`", "'")
+        rows.append(f"| `{usage}` | {_cell(c.help)} |")
     keys = (
+        "\n\n**Custom commands**: prompt templates in `.ctxagent/commands/NAME.md` (this project) and "
+        "`commands/NAME.md` in your config folder; `$ARGUMENTS`, `$1`…`$9` and `@path` work in them. "
+        "A built-in keeps its name: a custom command of the same name is `/project:NAME` or `/user:NAME`. "
+        "A project command shows its text before its first run in a session."
         "\n\n**In the input**: `@path` attaches a file of the repository (Tab completes it) · "
         "`!command` runs a shell command (asks first, like the agent's own commands) · "
         "`//text` sends text starting with a slash.\n\n"
@@ -94,6 +135,11 @@ def help_text() -> str:
         "Ctrl+P command palette · Ctrl+Q quit"
     )
     return "\n".join(rows) + keys
+
+
+def _cell(text: str) -> str:
+    """Text from a file, safe in a table cell: one line, no column breaks."""
+    return " ".join(text.split()).replace("|", "\\|")
 
 
 def unescape(text: str) -> str:

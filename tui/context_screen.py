@@ -185,6 +185,9 @@ def describe_request(build: BuildResult, events: list[Event]) -> dict[str, list[
     out["tools"].append(f"{_n(len(req.tools), 'tool schema')}; {_n(len(results), 'tool result')}"
                         + (f", {len([m for m in results if m.event_id in spilled])} of them spill previews" if spilled else "")
                         + (f", {len([m for m in results if m.event_id in pruned])} cut from view" if pruned else ""))
+    rows = build.report.schema_tokens  # built-in tools vs each MCP server (only with MCP tools)
+    if rows:
+        out["tools"].append("schemas: " + ", ".join(f"{name} {tokens:,}" for name, tokens in rows.items()))
     for m in results[-6:]:
         state = (" (spill preview)" if m.event_id in spilled else "" if m.event_id not in pruned
                  else " (cleared to one line)" if m.content.startswith("[cleared:") else " (cut to head and tail)")

@@ -16,8 +16,9 @@ def _launch_app(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from ctxagent.agent import cli_main
+    from ctxagent.agent import cli_main, protect_process
 
+    protect_process()  # before anything reads a key: commands run unsandboxed cannot read our /proc files
     return cli_main(argv, tui_launcher=_launch_app)
 
 

@@ -1,13 +1,15 @@
-"""Breakpoint prompts (compress: a non-blocking bar; new session: a modal) and the permission modal.
+"""Breakpoint prompts (compress: a non-blocking bar; new session: a modal), the permission and trust boxes.
 
 All keyboard-driven: every button has a one-key shortcut shown on it. The bar's keys (Ctrl+O,
-Ctrl+L) are ones the input box does not use, so it never takes a key from what is being typed. The
-permission box shows what the agent wants to run with every control character made visible.
+Ctrl+L) are ones the input box does not use, so it never takes a key from what is being typed. A
+modal question is a `GuardedModal`: keys typed ahead for the prompt never answer it. The permission
+box shows all of what the agent wants to do, with every control and invisible character made visible.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import time
+from typing import TYPE_CHECKING, ClassVar, TypeVar
 
 from ctxagent.agent import PermissionDecision, PermissionRequest
 from ctxagent.context import show_controls
@@ -23,6 +25,11 @@ from textual.widgets import Button, Input, Label, Static
 
 if TYPE_CHECKING:
     from rich.syntax import Syntax
+
+R = TypeVar("R")
+# How long a question must have been on screen, with no key pressed, before a key answers it: keys
+# typed for the prompt come faster than this; a person who stops to read the question answers after it.
+ARM_SECONDS = 0.5
 
 MODAL_CSS = """
 {name} {{ align: center middle; }}
@@ -77,7 +84,46 @@ class BreakpointBar(Horizontal):
         self.post_message(self.Chosen(choice))
 
 
-class BreakpointModal(ModalScreen[str]):
+class GuardedModal(ModalScreen[R]):
+    """A question that keys typed ahead — meant for the prompt — never answer: nothing is focused when
+    it opens, and until it has been on screen for `ARM_SECONDS` with no key pressed, every key but
+    Escape (which only ever says no) and every click on a button is ignored. A key in that time starts
+    the wait again, so someone still typing their message never answers it, however long they type.
+    The one rule for every modal question (permission, trust, overwrite, the full window)."""
+
+    AUTO_FOCUS = ""  # not the app's "*": a focused button would take an Enter typed ahead
+    ARM_SECONDS: ClassVar[float] = ARM_SECONDS
+    _shown_at: float | None = None
+
+    def on_mount(self) -> None:
+        self.call_after_refresh(self._mark_shown)  # from the first frame that shows it, not from the push
+
+    def _mark_shown(self) -> None:
+        self._shown_at = time.monotonic()
+
+    @property
+    def armed(self) -> bool:
+        """True once the box has been shown long enough for a key to be an answer to it."""
+        return self._shown_at is not None and time.monotonic() - self._shown_at >= self.ARM_SECONDS
+
+    def ignores(self, event: events.Key) -> bool:
+        """Keys this box never takes, armed or not (the trust box: every printable key)."""
+        return False
+
+    def armed_key(self, event: events.Key) -> None:
+        """A key the box may take, after the guard (the permission box routes letters to its reason)."""
+
+    def on_key(self, event: events.Key) -> None:
+        if event.key != "escape" and (not self.armed or self.ignores(event)):
+            if not self.armed and self._shown_at is not None:
+                self._shown_at = time.monotonic()  # still typing: the quiet moment starts again
+            event.stop()
+            event.prevent_default()
+            return
+        self.armed_key(event)
+
+
+class BreakpointModal(GuardedModal[str]):
     """Crossing the new-session breakpoint: "new_session" (with summary) | "compact" | "continue"."""
 
     DEFAULT_CSS = MODAL_CSS.format(name="BreakpointModal")
@@ -99,30 +145,52 @@ class BreakpointModal(ModalScreen[str]):
                 "summary and the warm memory, compact older turns, or continue as is."
             )
             with Horizontal():
-                yield Button(r"\[N]ew session with summary", id="new_session", variant="primary")
-                yield Button(r"\[C]ompact", id="compact", variant="warning")
-                yield Button(r"Continue \[x]", id="continue")
+                for button in (Button(r"\[N]ew session with summary", id="new_session", variant="primary"),
+                               Button(r"\[C]ompact", id="compact", variant="warning"),
+                               Button(r"Continue \[x]", id="continue")):
+                    button.can_focus = False
+                    yield button
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
-        self.dismiss(str(event.button.id))
+        if self.armed:
+            self.dismiss(str(event.button.id))
 
     def action_choose(self, choice: str) -> None:
         self.dismiss(choice)
 
 
-class PermissionModal(ModalScreen[PermissionDecision]):
-    """Allow once / allow for this session / deny (with an optional reason for the model)."""
+class PermissionModal(GuardedModal[PermissionDecision]):
+    """Allow once / allow for this session / deny (with an optional reason for the model).
+
+    Y, A and N answer once the box is armed (`GuardedModal`); Enter and Escape deny; any other letter
+    starts the reason, and from then on every key goes to it. The preview shows all of what is asked
+    (agent/permissions.py) and scrolls with the arrow and page keys."""
 
     DEFAULT_CSS = MODAL_CSS.format(name="PermissionModal") + """
-    PermissionModal #perm-preview { height: auto; max-height: 16; border: round $panel-lighten-2; }
+    PermissionModal #perm-preview { height: auto; max-height: 20; border: round $panel-lighten-2; }
+    PermissionModal.-tall #perm-preview { height: 1fr; min-height: 4; }
+    PermissionModal #perm-scroll-hint { display: none; }
+    PermissionModal.-scrolls #perm-scroll-hint { display: block; }
+    PermissionModal #perm-note { color: $warning; margin-bottom: 1; }
     PermissionModal Input { margin-top: 1; }
     """
     BINDINGS = [
         Binding("y", "allow_once", "Allow once"),
         Binding("a", "allow_session", "Allow for session"),
         Binding("n", "deny", "Deny"),
+        Binding("enter", "deny", "Deny", show=False),
         Binding("escape", "deny", "Deny", show=False),
+        Binding("up", "scroll_preview('up')", show=False),
+        Binding("down", "scroll_preview('down')", show=False),
+        Binding("pageup", "scroll_preview('page_up')", show=False),
+        Binding("pagedown", "scroll_preview('page_down')", show=False),
+        Binding("home", "scroll_preview('home')", show=False),
+        Binding("end", "scroll_preview('end')", show=False),
     ]
+    SHORTCUTS = frozenset("yan")
+    # A preview longer than this takes the room left, not its own height: one as tall as the terminal
+    # would push the reason field and the buttons out of the box, out of sight.
+    TALL_LINES = 7
 
     def __init__(self, request: PermissionRequest) -> None:
         super().__init__()
@@ -133,19 +201,28 @@ class PermissionModal(ModalScreen[PermissionDecision]):
         what = "edit a file" if req.permission == "edit" else "run a command"
         with Vertical():
             yield Static(plain(f"{'The ' + req.agent if req.agent else 'The agent'} wants to {what}: {req.tool}", style="bold"))
+            if req.note:
+                yield Static(plain(req.note), id="perm-note")
+            lines = (req.preview or "").count("\n") + 1
+            self.set_class(lines > self.TALL_LINES, "-tall")
+            yield Static(plain(f"{lines:,} lines — scroll with ↑ ↓ PgUp PgDn Home End to read them all",
+                               style="dim"), id="perm-scroll-hint")
             with VerticalScroll(id="perm-preview"):
                 yield Static(self._preview(), id="perm-preview-body")
-            yield Input(placeholder="reason for denying (optional, sent to the model) — Enter denies", id="perm-reason")
+            yield Input(placeholder="deny reason (optional, sent to the model) — Enter denies", id="perm-reason",
+                        select_on_focus=False)
             with Horizontal():
-                yield Button(r"\[Y] Allow once", id="allow_once", variant="success")
-                yield Button(r"\[A]llow for session", id="allow_session", variant="primary")
-                yield Button(r"\[N] Deny", id="deny", variant="error")
-
-    def on_mount(self) -> None:
-        self.query_one("#allow_once", Button).focus()
+                buttons = [Button(r"\[Y] Allow once", id="allow_once", variant="success")]
+                if req.can_remember:
+                    buttons.append(Button(r"\[A]llow for session", id="allow_session", variant="primary"))
+                buttons.append(Button(r"\[N] Deny", id="deny", variant="error"))
+                for button in buttons:
+                    button.can_focus = False  # an Enter typed ahead must not press one
+                    yield button
 
     def _preview(self) -> Syntax | Text:
-        """What is asked, every control character visible (an ESC in a command could hide part of it)."""
+        """What is asked, every control and invisible character visible (an ESC in a command could
+        hide part of it, a bidi override reorder it)."""
         from rich.syntax import Syntax  # pygments' lexer table: not before the first frame
 
         text = show_controls(self.request.preview or "")
@@ -159,7 +236,30 @@ class PermissionModal(ModalScreen[PermissionDecision]):
     def _reason(self) -> str:
         return self.query_one("#perm-reason", Input).value.strip()
 
+    def armed_key(self, event: events.Key) -> None:
+        if event.is_printable and event.character and event.key not in self.SHORTCUTS:
+            reason = self.query_one("#perm-reason", Input)  # not focused yet: it would have taken the key
+            reason.focus()
+            reason.insert_text_at_cursor(event.character)
+            event.stop()
+            event.prevent_default()
+
+    def on_mount(self) -> None:  # Textual calls GuardedModal's on_mount too (every class's handler)
+        self.call_after_refresh(self._fit)
+
+    def on_resize(self) -> None:
+        self.call_after_refresh(self._fit)
+
+    def _fit(self) -> None:
+        """Say that the preview scrolls whenever some of it is out of view (at this terminal's size)."""
+        self.set_class(self.query_one("#perm-preview", VerticalScroll).max_scroll_y > 0, "-scrolls")
+
+    def action_scroll_preview(self, how: str) -> None:
+        getattr(self.query_one("#perm-preview", VerticalScroll), f"scroll_{how}")(animate=False)
+
     def on_button_pressed(self, event: Button.Pressed) -> None:
+        if not self.armed:
+            return
         {"allow_once": self.action_allow_once, "allow_session": self.action_allow_session}.get(
             str(event.button.id), self.action_deny
         )()
@@ -172,16 +272,17 @@ class PermissionModal(ModalScreen[PermissionDecision]):
         self.dismiss(PermissionDecision(allow=True))
 
     def action_allow_session(self) -> None:
-        self.dismiss(PermissionDecision(allow=True, remember=True))
+        if self.request.can_remember:
+            self.dismiss(PermissionDecision(allow=True, remember=True))
 
     def action_deny(self) -> None:
         self.dismiss(PermissionDecision(allow=False, reason=self._reason()))
 
 
-class TrustModal(ModalScreen[bool]):
+class TrustModal(GuardedModal[bool]):
     """Asked once per repository whose own config sets security-relevant keys (agent/trust.py):
     True to trust it (those keys apply from now on), False to keep them ignored. Only Ctrl+T trusts —
-    letters typed ahead, meant for the prompt, must never answer this."""
+    letters typed ahead, meant for the prompt, must never answer this (`GuardedModal`)."""
 
     DEFAULT_CSS = MODAL_CSS.format(name="TrustModal") + """
     TrustModal #trust-text { height: auto; max-height: 20; }
@@ -209,13 +310,12 @@ class TrustModal(ModalScreen[bool]):
                     button.can_focus = False  # an Enter typed ahead for the prompt must not press one
                     yield button
 
-    def on_key(self, event: events.Key) -> None:
-        if event.is_printable:  # type-ahead meant for the prompt answers nothing here
-            event.stop()
-            event.prevent_default()
+    def ignores(self, event: events.Key) -> bool:
+        return event.is_printable  # only Ctrl+T trusts, only Escape declines
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
-        self.dismiss(event.button.id == "trust")
+        if self.armed:
+            self.dismiss(event.button.id == "trust")
 
     def action_answer(self, trust: bool) -> None:
         self.dismiss(trust)

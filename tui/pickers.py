@@ -6,8 +6,8 @@ import json
 import time
 from pathlib import Path
 
-from ctxagent.tui.modals import MODAL_CSS
-from ctxagent.tui.safe import one_line, plain
+from ctxagent.tui.modals import MODAL_CSS, GuardedModal
+from ctxagent.tui.safe import flat, one_line, plain
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -17,7 +17,10 @@ from textual.widgets import Button, Footer, Markdown, OptionList, Static
 from textual.widgets.option_list import Option
 
 
-class ConfirmModal(ModalScreen[bool]):
+class ConfirmModal(GuardedModal[bool]):
+    """A yes/no question (overwrite files changed outside the agent?): a `GuardedModal`, so a `y`
+    typed ahead for the prompt never says yes."""
+
     DEFAULT_CSS = MODAL_CSS.format(name="ConfirmModal")
     BINDINGS = [Binding("y", "answer(True)", "Yes"), Binding("n,escape", "answer(False)", "No")]
 
@@ -32,11 +35,13 @@ class ConfirmModal(ModalScreen[bool]):
             if self.detail:
                 yield Static(plain(self.detail))
             with Horizontal():
-                yield Button(r"\[Y]es", id="yes", variant="warning")
-                yield Button(r"\[N]o", id="no")
+                for button in (Button(r"\[Y]es", id="yes", variant="warning"), Button(r"\[N]o", id="no")):
+                    button.can_focus = False
+                    yield button
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
-        self.dismiss(event.button.id == "yes")
+        if self.armed:
+            self.dismiss(event.button.id == "yes")
 
     def action_answer(self, yes: bool) -> None:
         self.dismiss(yes)
@@ -54,7 +59,7 @@ class InfoModal(ModalScreen[None]):
 
     def __init__(self, markdown: str) -> None:
         super().__init__()
-        self.markdown = markdown
+        self.markdown = flat(markdown)  # it quotes model names and session text
 
     def compose(self) -> ComposeResult:
         with VerticalScroll():

@@ -13,6 +13,7 @@ import re
 from collections.abc import Callable
 
 from ctxagent.tui.commands import complete
+from ctxagent.tui.safe import flat
 from textual import events
 from textual.binding import Binding
 from textual.message import Message
@@ -190,4 +191,4 @@ class ChatInput(TextArea):
             self.replace(target, (row, col - len(typed)), (row, col))  # what was typed becomes the match
         else:
             shown = "  ".join(matches[:12]) + (f"  … {len(matches) - 12} more" if len(matches) > 12 else "")
-            self.app.notify(shown, title="commands" if is_command else "files", timeout=3, markup=False)
+            self.app.notify(flat(shown), title="commands" if is_command else "files", timeout=3, markup=False)

@@ -3,8 +3,10 @@
 Two rules meet here. Textual parses a plain `str` given to Static, Label, Button, DataTable cells,
 options and titles as markup, so `[/]` in a file name or a memory record would crash the app: such
 text is given as a `rich.text.Text` (never parsed), or escaped where only a string is accepted.
-And nothing displayed carries control sequences: `ctxagent.context.floor.display` strips them (or, for
-what the user must judge, shows them), and every helper below goes through it.
+And what is displayed is what is there: the display edge (`ctxagent.context.floor.display`,
+`for_display`) removes control sequences (or, for what the user must judge, shows them) and shows
+every invisible character (a bidi override, a zero-width joiner) as `⟨U+202E⟩`; every helper below
+goes through it.
 """
 
 from __future__ import annotations
@@ -22,6 +24,11 @@ def plain(text: object, style: str = "") -> Text:
 def judged(text: object, style: str = "") -> Text:
     """For what the user approves (the permission box): every control character shown visibly."""
     return Text(show_controls(str(text)), style=style)
+
+
+def flat(text: object) -> str:
+    """For the APIs that take a string and parse no markup (a toast with markup=False)."""
+    return strip_controls(str(text))
 
 
 def markup_safe(text: object) -> str:

@@ -21,6 +21,9 @@ from typing import TYPE_CHECKING
 from ctxagent.agent import (
     AssistantDone,
     ContextBuilt,
+    HandoffDrafted,
+    McpStatus,
+    ModelWaiting,
     Notice,
     StepStarted,
     ToolStarted,
@@ -36,6 +39,7 @@ from ctxagent.tui.gauge import UsageGauge
 from ctxagent.tui.messages import ActionFinished, AgentReady, AgentUpdate, Outcome
 from ctxagent.tui.modals import BreakpointBar, BreakpointModal
 from ctxagent.tui.prompt import ChatInput
+from ctxagent.tui.safe import flat
 from ctxagent.tui.status import StatusLine
 from ctxagent.tui.transcript import cost_usd, session_cost, transcript_widgets
 from textual import events, getters, work
@@ -116,6 +120,9 @@ class SessionScreen(Screen[None]):
     def _after_first_frame(self) -> None:
         self.show_session_facts()
         self.chat.mount_all(transcript_widgets(self.session.log.events))
+        from ctxagent.tui.slash import refresh_custom_commands
+
+        refresh_custom_commands(self)  # the session's templates: completion and /help list them
         self.starter.start()
 
     def offer_input(self, text: str) -> None:
@@ -207,7 +214,7 @@ class SessionScreen(Screen[None]):
     # -- telling the user -------------------------------------------------------------------------
     def say(self, message: str, severity: SeverityLevel = "information") -> None:
         """A toast. Never markup: messages often quote text from outside (paths, errors)."""
-        self.app.notify(message, severity=severity, markup=False)
+        self.app.notify(flat(message), severity=severity, markup=False)
 
     def notice(self, text: str, severity: str = "info") -> None:
         self.chat.mount(NoticeLine(text, severity))
@@ -283,11 +290,31 @@ class SessionScreen(Screen[None]):
             case AssistantDone():
                 model = self.status.info.model
                 self.status.add_usage(ev.usage.input_tokens, ev.usage.output_tokens, cost_usd(model, ev.usage))
+            case ModelWaiting():
+                self.status.show_waiting(ev.step, ev.seconds)
             case ToolStarted():
                 self.status.set(activity=f"tool: {ev.name}")
+            case McpStatus():
+                self._mcp_state(ev)
             case TurnFinished():
                 self._turn_finished(ev)
+            case HandoffDrafted():
+                from ctxagent.tui.handoff import edit_handoff  # not needed for the first frame
+
+                edit_handoff(self, ev)
         await self.chat.show(ev)
+
+    def _mcp_state(self, ev: McpStatus) -> None:
+        """The status bar's MCP item; a server that failed or crashed also gets a line (/mcp has the rest)."""
+        states = getattr(self, "_mcp_states", {})
+        states[ev.server] = ev.state
+        self._mcp_states = states
+        ready = sum(1 for s in states.values() if s == "ready")
+        bad = [n for n, s in states.items() if s in ("failed", "crashed")]
+        self.status.set(mcp=f"MCP {ready}/{len(states)}" + (f" ✗ {', '.join(bad)}" if bad else ""))
+        if ev.state in ("failed", "crashed"):
+            self.chat.mount(NoticeLine(f"MCP server {ev.server} {ev.state}: {ev.error} — its tools answer with an "
+                                       "error; /mcp shows the servers", "warning"))
 
     def _turn_finished(self, ev: TurnFinished) -> None:
         self.turn_ended_at = time.monotonic()  # the app's second Ctrl+C after an interrupt counts from here

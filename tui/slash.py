@@ -12,16 +12,19 @@ from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING
 
-from ctxagent.tui.commands import help_text, parse_slash, unescape
+from ctxagent.tui.commands import help_text, parse_slash, set_custom, unescape
 from ctxagent.tui.messages import Outcome
 
 if TYPE_CHECKING:
+    from ctxagent.agent import CustomCommand
     from ctxagent.tui.control import SessionControl
     from ctxagent.tui.rewind_screen import RewindChoice
 
 Handler = Callable[["SessionControl", str], None]
 HANDLERS: dict[str, Handler] = {}
 NEED_NO_AGENT = {"help", "quit", "clear", "cost"}
+# project commands whose expansion the user saw and confirmed, per session id: asked once a session
+_CONFIRMED: dict[str, set[str]] = {}
 
 
 def handles(name: str) -> Callable[[Handler], Handler]:
@@ -56,12 +59,57 @@ def run_slash(control: SessionControl, text: str) -> None:
     if parsed is None:
         return
     if parsed.command is None:
-        control.say(f"unknown command /{parsed.name} — /help lists them", "error")
+        refresh_custom_commands(control)  # a template written since the session started
+        parsed = parse_slash(text)
+    if parsed is None or parsed.command is None:
+        name = parsed.name if parsed else text.strip()
+        control.say(f"unknown command /{name} — /help lists them", "error")
         return
     if control.agent is None and parsed.command.name not in NEED_NO_AGENT:
         control.say("The model is not ready yet.", "warning")
         return
+    if parsed.command.custom is not None:
+        run_custom(control, parsed.command.custom, parsed.arg)
+        return
     HANDLERS[parsed.command.name](control, parsed.arg)
+
+
+# -- custom commands (prompt templates: agent/custom_commands.py) ----------------------------------
+
+def refresh_custom_commands(control: SessionControl) -> None:
+    """(Re)load the project's and the user's templates into the registry; skipped files are said."""
+    from ctxagent.agent import load_commands
+
+    loaded = load_commands(control.session.root)
+    set_custom(loaded.commands)
+    for problem in loaded.problems:
+        control.notice(f"custom command {problem}", "warning")
+
+
+def run_custom(control: SessionControl, command: CustomCommand, arg: str) -> None:
+    """Send the expansion as a message; a project command's is shown and confirmed before its first
+    run in the session (its text comes from the repository's folder)."""
+    from ctxagent.agent import expand_command
+    from ctxagent.tui.pickers import ConfirmModal
+
+    text = expand_command(command, arg)
+    if not text.strip():
+        control.say(f"/{command.qualified} expands to nothing — {command.path}", "warning")
+        return
+    confirmed = _CONFIRMED.setdefault(str(control.session.id), set())
+    if command.scope != "project" or command.qualified in confirmed:
+        control.start_turn(text, lambda agent, cancel: agent.run_turn(text, cancel))
+        return
+
+    def answered(yes: bool | None) -> None:
+        if yes:
+            confirmed.add(command.qualified)
+            control.start_turn(text, lambda agent, cancel: agent.run_turn(text, cancel))
+        else:
+            control.notice(f"/{command.qualified} not sent")
+
+    control.app.push_screen(ConfirmModal(f"Send /{command.qualified} ({command.path.name}) as this message?", text),
+                            answered)
 
 
 # -- simple ones --------------------------------------------------------------------------------
@@ -70,6 +118,7 @@ def run_slash(control: SessionControl, text: str) -> None:
 def show_help(control: SessionControl, arg: str) -> None:
     from ctxagent.tui.pickers import InfoModal
 
+    refresh_custom_commands(control)
     control.app.push_screen(InfoModal("## Slash commands\n\n" + help_text()))
 
 
@@ -117,6 +166,19 @@ def memory(control: SessionControl, arg: str) -> None:
 
     assert control.agent is not None
     control.app.push_screen(MemoryScreen(control.agent.memory, arg))
+
+
+@handles("mcp")
+def mcp(control: SessionControl, arg: str) -> None:
+    from ctxagent.tui.pickers import InfoModal
+
+    agent = control.agent
+    assert agent is not None
+    runtime = agent.parts.mcp
+    text = runtime.markdown() if runtime is not None else (
+        "No MCP servers are configured. Add `[mcp_servers.NAME]` to your config.toml (see the README); a trusted "
+        "repository's `.mcp.json` is read too.")
+    control.app.push_screen(InfoModal("## MCP servers\n\n" + text))
 
 
 @handles("remember")
@@ -191,6 +253,15 @@ def compact(control: SessionControl, arg: str) -> None:
     assert agent is not None
     focus = arg.strip() or None
     control.start_action("compact", lambda: Outcome(agent.compact(focus) is not None), activity="compacting")
+
+
+@handles("handoff")
+def handoff(control: SessionControl, arg: str) -> None:
+    agent = control.agent
+    assert agent is not None
+    # a fold of the log (quick, on the UI thread); its HandoffDrafted opens the editor (tui/handoff.py),
+    # as the model's handoff tool does
+    agent.handoff(arg.strip() or None)
 
 
 @handles("new")

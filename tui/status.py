@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from ctxagent.tui.gauge import human_tokens
+from ctxagent.tui.safe import flat
 from rich.text import Text
 from textual.reactive import reactive
 from textual.widget import Widget
@@ -22,6 +23,7 @@ class StatusInfo:
     activity: str = "idle"  # "idle" | "thinking" | "tool: read_file" | ...
     label: str = ""  # e.g. "scripted demo"
     permissions: str = "ask"  # the permission mode: "ask" | "auto-edit" | "yolo"
+    mcp: str = ""  # the MCP servers: "MCP 2/2", or "MCP 1/2 ✗ docs" when one failed or crashed
 
 
 # Marks for relaxed permission modes: always visible, because nothing else says edits run unasked.
@@ -36,7 +38,7 @@ def short_model(label: str, width: int = 28) -> str:
     provider, sep, name = label.partition(":")
     if sep and "/" in name:
         name = name.rsplit("/", 1)[-1]
-    label = f"{provider}{sep}{name}"
+    label = flat(f"{provider}{sep}{name}")  # from a config or a session log: outside text
     return label if len(label) <= width else label[: width // 2 - 1] + "…" + label[-(width // 2):]
 
 
@@ -55,6 +57,8 @@ def format_status(info: StatusInfo, width: int = 80) -> Text:
     parts.append(("{model}", "bold", 8))
     if info.session:
         parts.append((info.session, "dim", 10))
+    if info.mcp:
+        parts.append((info.mcp, "bold yellow" if "✗" in info.mcp else "dim", 7))
     parts.append((f"↑{human_tokens(info.tokens_in)} ↓{human_tokens(info.tokens_out)}", "", 5))
     parts.append(((f"${info.cost:.4f}" if info.cost is not None else "$—"), "", 4))
     parts.append((f"cal ×{info.calibration:.2f}", "dim", 3))
@@ -86,6 +90,10 @@ class StatusLine(Widget):
 
     def set(self, **changes: object) -> None:
         self.info = replace(self.info, **changes)  # type: ignore[arg-type]  # StatusInfo's fields, by name: checked by replace() at run time
+
+    def show_waiting(self, step: int, seconds: float) -> None:
+        """The model's stream is silent (agent `ModelWaiting`): say for how long; 0 — it sends again."""
+        self.info = replace(self.info, activity=f"waiting for the model ({seconds:.0f} s)" if seconds else f"step {step}")
 
     def add_usage(self, tokens_in: int, tokens_out: int, cost: float | None = None) -> None:
         total = None if cost is None and self.info.cost is None else (self.info.cost or 0.0) + (cost or 0.0)

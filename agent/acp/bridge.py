@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import io
-import sys
 import threading
 import time
 from collections.abc import Callable, Coroutine
@@ -28,6 +27,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO, TypeVar
 
 from ctxagent.agent.updates import PermissionDecision, PermissionRequest
 from ctxagent.context.errors import ToolError
+from ctxagent.context.floor.display import echo
 
 if TYPE_CHECKING:
     from acp.interfaces import Client
@@ -91,8 +91,8 @@ class Bridge:
             self.gone = True
             if not self._said_gone:
                 self._said_gone = True
-                sys.stderr.write(f"ctxagent acp: cannot reach the client ({type(exc).__name__}: {exc}); "
-                                 "the turn goes on and is logged\n")
+                echo(f"ctxagent acp: cannot reach the client ({type(exc).__name__}: {exc}); "
+                     "the turn goes on and is logged", err=True)
 
 
 def _on_loop(loop: asyncio.AbstractEventLoop) -> bool:

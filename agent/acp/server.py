@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import re
-import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -49,6 +48,7 @@ from ctxagent.agent.acp.prompt import prompt_text
 from ctxagent.agent.acp.replay import history_updates
 from ctxagent.agent.acp.stream import SessionStream
 from ctxagent.agent.providers.pricing import session_cost
+from ctxagent.context.floor.display import echo
 
 if TYPE_CHECKING:
     from acp.interfaces import Client
@@ -254,7 +254,7 @@ class AcpServer:
                 await self._notify(held.session.id, available_commands_update())
                 await self._in_worker(self._release, held)
             except Exception as exc:  # noqa: BLE001 - the client left already: its session is closed at shutdown
-                sys.stderr.write(f"ctxagent acp: could not send session {held.session.id}'s first updates: {exc}\n")
+                echo(f"ctxagent acp: could not send session {held.session.id}'s first updates: {exc}", err=True)
             finally:
                 ready.set()
 

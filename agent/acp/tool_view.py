@@ -29,6 +29,7 @@ TOOL_KINDS: dict[str, ToolKind] = {
     "edit_file": "edit", "write_file": "edit",
     "shell": "execute", "run_tests": "execute",
     "store_memory": "think", "summarize_context": "think",
+    "context_status": "read", "compact_context": "think", "handoff": "think",
 }
 RESULT_SHOWN_CHARS = 8000  # of a tool's output, in the client's tool card (the model gets the full result)
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")

@@ -19,6 +19,8 @@ import os
 import sys
 from typing import Any
 
+from ctxagent.context.floor.display import echo
+
 MAX_LINE_BYTES = 50 * 1024 * 1024  # the SDK's own default buffer limit for stdio
 PARSE_ERROR, INVALID_REQUEST = -32700, -32600
 
@@ -86,7 +88,7 @@ class LineTransport:
 
     async def _reject(self, code: int, message: str) -> None:
         self.rejected += 1
-        sys.stderr.write(f"ctxagent acp: {message}\n")
+        echo(f"ctxagent acp: {message}", err=True)
         try:
             await self.send(_error(code, message))
         except (ConnectionError, OSError):

@@ -28,6 +28,7 @@ from ctxagent.context.budget import Budget
 from ctxagent.context.builder.dispatch import build
 from ctxagent.context.builder.inputs import BuildInputs, BuildResult
 from ctxagent.context.calibrator import Calibrator
+from ctxagent.context.floor.display import echo, json_text
 from ctxagent.context.memory import MemoryStore
 from ctxagent.context.memory.recall import MemoryRecall
 from ctxagent.context.spill import SpillStore
@@ -167,10 +168,9 @@ def format_load(result: LoadResult) -> str:
 
 
 def _run(args: Any) -> int:
-    import json
 
     result = run_load(turns=args.turns, window=args.window, every=args.every, trace=args.trace)
-    print(json.dumps(result.to_dict(), indent=2) if args.json else format_load(result))
+    echo(json_text(result.to_dict(), indent=2) if args.json else format_load(result))
     return 0 if result.completed else 1
 
 

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from ctxagent.context.events import AssistantData, Payload, UserData
+from ctxagent.context.floor.display import echo, json_text
 from ctxagent.context.history import Event
 from ctxagent.context.memory import MemoryStore
 from ctxagent.context.memory.embed import INSTALL_HINT, detect
@@ -284,15 +285,15 @@ def add_parser(bench_subparsers: Any) -> argparse.ArgumentParser:
 def _run(args: argparse.Namespace) -> int:
     path = Path(args.data) if args.data else default_data_path()
     if not path.exists():
-        print(f"error: no LoCoMo data at {path} (use --data or CTXAGENT_BENCH_DATA)")
+        echo(f"error: no LoCoMo data at {path} (use --data or CTXAGENT_BENCH_DATA)")
         return 2
     ks = [int(x) for x in str(args.k).split(",") if x.strip()]
     strategies = [x.strip() for x in str(args.strategy).split(",") if x.strip()]
     unknown = [x for x in strategies if x not in STRATEGIES]
     if unknown:
-        print(f"error: unknown strategy {', '.join(unknown)} (choose from {', '.join(STRATEGIES)})")
+        echo(f"error: unknown strategy {', '.join(unknown)} (choose from {', '.join(STRATEGIES)})")
         return 2
     convs = [x.strip() for x in str(args.conversations).split(",") if x.strip()] or None
     result = run_locomo(path, ks, strategies=strategies, conversations=convs)
-    print(json.dumps(result, indent=1) if args.json else format_table(result))
+    echo(json_text(result, indent=1) if args.json else format_table(result))
     return 0

@@ -29,6 +29,7 @@ from ctxagent.agent.bench.locomo import (
     load_conversations,
     session_events,
 )
+from ctxagent.context.floor.display import echo
 from ctxagent.context.memory import MemoryStore, hybrid, search
 from ctxagent.context.memory.search import cached_query_units, search_records
 
@@ -133,14 +134,14 @@ def choose(dev: list[dict[str, Any]]) -> dict[str, float]:
     base = rel[RELEVANCE_FLOORS[0]]  # no floor
     chosen["RELEVANCE_FLOOR"] = highest_harmless(sorted(rel), lambda f: rel[f][0] >= base[0] - TOLERANCE
                                                  and rel[f][1] >= base[1] - TOLERANCE)
-    print("relevance floor (BM25 alone, hybrid):", {f: (round(r[0], 4), round(r[1], 4)) for f, r in rel.items()})
+    echo(f"relevance floor (BM25 alone, hybrid): { {f: (round(r[0], 4), round(r[1], 4)) for f, r in rel.items()} }")
     with constants(RELEVANCE_FLOOR=chosen["RELEVANCE_FLOOR"]):
         grid = {}
         for vf in VECTOR_MARGINS:
             for dr in DECISIVE_RATIOS:
                 with constants(VECTOR_MARGIN=vf, DECISIVE_RATIO=dr):
                     grid[(vf, dr)] = recall(dev, True)
-    print("hybrid grid (vector margin, decisive ratio):", {f"{k[0]}/{k[1]}": round(v, 4) for k, v in grid.items()})
+    echo(f"hybrid grid (vector margin, decisive ratio): { {f'{k[0]}/{k[1]}': round(v, 4) for k, v in grid.items()} }")
     base2 = grid[(VECTOR_MARGINS[0], NEVER)]  # no vector floor, the vector pass always run
     vf = highest_harmless(list(VECTOR_MARGINS), lambda m: grid[(m, NEVER)] >= base2 - TOLERANCE)
     dr = min(r for r in DECISIVE_RATIOS if grid[(vf, r)] >= base2 - TOLERANCE)
@@ -155,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     embedder = memo_embedder(default_cache_path())
     if embedder is None:
-        print("no embedding model installed")
+        echo("no embedding model installed")
         return 1
     dev_ids = set(args.dev.split(","))
     dev: list[dict[str, Any]] = []
@@ -169,8 +170,8 @@ def main(argv: list[str] | None = None) -> int:
     with constants(**chosen):
         after = {"dev": {"bm25": recall(dev, False), "hybrid": recall(dev, True)},
                  "held": {"bm25": recall(held, False), "hybrid": recall(held, True)}}
-    print(json.dumps({"chosen": chosen, "without_floors": before, "with_chosen": after,
-                      "questions": {"dev": len(dev), "held": len(held)}}, indent=1, default=float))
+    echo(json.dumps({"chosen": chosen, "without_floors": before, "with_chosen": after,
+                     "questions": {"dev": len(dev), "held": len(held)}}, indent=1, default=float))
     return 0
 
 

@@ -9,7 +9,6 @@ Deterministic: the same N gives the same data (seeded generator).
 from __future__ import annotations
 
 import argparse
-import json
 import random
 import statistics
 import tempfile
@@ -17,6 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ctxagent.context.floor.display import echo, echo_json
 from ctxagent.context.memory import MemoryStore
 from ctxagent.context.memory.recall import MemoryRecall
 
@@ -163,16 +163,16 @@ def _run(args: argparse.Namespace) -> int:
     modes = ("bm25", "hybrid") if args.mode == "both" else (args.mode,)
     r = run_memory_latency(args.records, args.repeats, modes=modes)
     if args.json:
-        print(json.dumps(r, indent=1))
+        echo_json(r, indent=1)
         return 0
     warm = r["warm_records_ms"]
-    print(f"{r['records']} records (filled in {r['fill_seconds']} s); warm-block recall p50 {warm['p50']} ms, p95 {warm['p95']} ms")
+    echo(f"{r['records']} records (filled in {r['fill_seconds']} s); warm-block recall p50 {warm['p50']} ms, p95 {warm['p95']} ms")
     for mode in modes:
         row = r[mode]
         if "skipped" in row:
-            print(f"  {mode}: skipped ({row['skipped']})")
+            echo(f"  {mode}: skipped ({row['skipped']})")
             continue
         s, c, f = row["search_ms"], row["search_cpu_ms"], row["first_ms"]
-        print(f"  {mode}: search p50 {s['p50']} ms, p95 {s['p95']} ms (CPU p50 {c['p50']}, p95 {c['p95']}); "
+        echo(f"  {mode}: search p50 {s['p50']} ms, p95 {s['p95']} ms (CPU p50 {c['p50']}, p95 {c['p95']}); "
               f"a query's first time p50 {f['p50']} ms, p95 {f['p95']} ms")
     return 0

@@ -7,6 +7,10 @@
   above the history so the step measures the steady-state build, not a compaction.
 - memory search: p50 / p95 of `MemoryStore.search` at 10k and 100k records written from real
   agent text, queried with real task descriptions plus a file name (what recall asks each step).
+- redaction: the log's sanitizer (`context/floor/sanitize.py`) in characters per CPU second at 10k /
+  100k / 1M characters, on real tool output and on inputs made to be slow (`ADVERSARIAL`: each repeats
+  what starts a candidate of one secret shape, where a pattern that rescans from every candidate is
+  quadratic — `token=` ×13,333 took 7.8 s before issue 19); the slowest of them is reported.
 - `ctxagent --version` wall time, and the TUI's first frame (a fresh interpreter creating the
   Textual app under `run_test` until its first screen is mounted).
 """
@@ -21,7 +25,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +35,7 @@ from ctxagent.context.history import Event
 
 DEFAULT_SIZES = (10_000, 50_000, 100_000, 200_000, 500_000)
 DEFAULT_RECORDS = (10_000, 100_000)
+REDACTION_SIZES = (10_000, 100_000, 1_000_000)
 
 _FALLBACK_TEXT = ("The parser in src/parser.py fails on nested tuples; 解析器在嵌套元组上失败. "
                   "We'll use the iterative walker instead of recursion. Tests: 12 passed, 1 failed.")
@@ -225,6 +230,70 @@ def bench_memory(record_counts: Sequence[int] = DEFAULT_RECORDS, queries: int = 
     return rows
 
 
+# name -> the text of n characters: a pattern's candidate start repeated (or one candidate before a
+# long run), so any pass that scans from each candidate to the end of the text shows its square
+ADVERSARIAL: dict[str, Callable[[int], str]] = {
+    "token=": lambda n: _repeat("token=", n),
+    "a_key=": lambda n: _repeat("a_key=", n),
+    "MYSQL_PWD=": lambda n: _repeat("MYSQL_PWD=", n),
+    'password="': lambda n: _repeat('password="', n),
+    "?token=": lambda n: _repeat("?token=", n),
+    "BEGIN PRIVATE KEY": lambda n: _repeat("-----BEGIN PRIVATE KEY-----!", n),
+    "x://a:": lambda n: _repeat("x://a:", n),
+    "Bearer / Basic": lambda n: _repeat("Bearer Basic ", n),
+    "aws_secret_access_key + spaces": lambda n: "aws_secret_access_key" + " " * (n - 22) + "x",
+    "name run + _key=": lambda n: "a" * (n - 6) + "_key=x",
+}
+
+
+def _repeat(seed: str, n: int) -> str:
+    return (seed * (n // len(seed) + 1))[:n]
+
+
+def _normal_text(data: Path | str | None, n: int) -> str:
+    """Real tool output and replies (mini-swe-agent), repeated up to n characters."""
+    pieces = [str(e.data.get("content") or e.data.get("text") or "") for e in _real_events(data, runs=20)]
+    text = "\n".join(p for p in pieces if p) or _FALLBACK_TEXT
+    return _repeat(text, n)
+
+
+def _chars_per_s(fn: Callable[[str], Any], text: str, runs: int) -> tuple[float, float]:
+    best = min(_timed(fn, text) for _ in range(max(1, runs)))
+    return best, len(text) / best if best > 0 else float("inf")
+
+
+def _timed(fn: Callable[[str], Any], text: str) -> float:
+    # CPU time: on a machine shared with other work, wall time grows with the run's length (the
+    # longer a run, the more often it waits for a core), which would read as a superlinear pass
+    t0 = time.process_time()
+    fn(text)
+    return time.process_time() - t0
+
+
+def bench_redaction(sizes: Sequence[int] = REDACTION_SIZES, data: Path | str | None = None,
+                    progress: Any = None) -> list[dict[str, Any]]:
+    """Per size: the sanitizer on real text, and on the slowest of the ADVERSARIAL inputs."""
+    from ctxagent.context.floor.sanitize import Sanitizer
+
+    sanitize = Sanitizer(["sk-ant-api03-bench-configured-key-0123456789"]).text  # as the log runs it: one configured key
+    rows: list[dict[str, Any]] = []
+    for n in sizes:
+        runs = 3 if n <= 100_000 else 1
+        secs, rate = _chars_per_s(sanitize, _normal_text(data, n), runs)
+        rows.append({"input": "normal", "chars": n, "ms": round(secs * 1000, 2), "chars_per_s": round(rate)})
+        worst: tuple[float, float, str] | None = None
+        for name, make in ADVERSARIAL.items():
+            secs, rate = _chars_per_s(sanitize, make(n), runs)
+            if worst is None or rate < worst[1]:
+                worst = (secs, rate, name)
+        assert worst is not None
+        rows.append({"input": "adversarial", "chars": n, "ms": round(worst[0] * 1000, 2), "chars_per_s": round(worst[1]),
+                     "slowest": worst[2]})
+        if progress is not None:
+            progress.advance(note=f"redaction {n:,} chars")
+    return rows
+
+
 def _ctxagent_cmd() -> list[str]:
     script = Path(sys.executable).parent / "ctxagent"
     if script.exists():
@@ -296,7 +365,8 @@ def perf_all(sizes: Sequence[int] = DEFAULT_SIZES, records: Sequence[int] = DEFA
              data: Path | str | None = None, progress: Any = None) -> dict[str, Any]:
     # the phases' costs are rough guesses (the ETA sharpens once each has run): a builder size is a few
     # seconds per 100k tokens, a memory size about a minute per 10k records written, start-up a few seconds
-    phases = [("builder", len(sizes), 1.0), ("memory search", len(records), 6.0), ("start-up", 2, 0.5)]
+    phases = [("builder", len(sizes), 1.0), ("memory search", len(records), 6.0),
+              ("redaction", len(REDACTION_SIZES), 0.5), ("start-up", 2, 0.5)]
     if progress is not None and hasattr(progress, "plan"):
         progress.plan(phases[1:])
         progress.phase(*phases[0])
@@ -306,10 +376,14 @@ def perf_all(sizes: Sequence[int] = DEFAULT_SIZES, records: Sequence[int] = DEFA
     memory = bench_memory(records, data=data, progress=progress)
     if progress is not None and hasattr(progress, "phase"):
         progress.phase(*phases[2])
+    redaction = bench_redaction(data=data, progress=progress)
+    if progress is not None and hasattr(progress, "phase"):
+        progress.phase(*phases[3])
     version = bench_version()
     if progress is not None:
         progress.advance(note="ctxagent --version")
     frame = bench_first_frame()
     if progress is not None:
         progress.advance(note="TUI first frame")
-    return {"builder": builder, "memory_search": memory, "version": version, "tui_first_frame": frame}
+    return {"builder": builder, "memory_search": memory, "redaction": redaction, "version": version,
+            "tui_first_frame": frame}

@@ -20,6 +20,8 @@ import time
 from dataclasses import dataclass
 from typing import TextIO
 
+from ctxagent.context.floor.display import for_display
+
 
 @dataclass
 class _Phase:
@@ -146,19 +148,19 @@ class Progress:
                     return  # nothing moved since the last line
                 self._last_draw = now
                 self._last_state = state
-                self.stream.write(self.line()[:200] + "\n")
+                self.stream.write(for_display(self.line()[:200]) + "\n")
                 self.stream.flush()
             return
         if not force and now - self._last_draw < self.min_interval and cur.done < cur.total:
             return
         self._last_draw = now
-        self.stream.write("\r" + self.line()[:160] + "\x1b[K")
+        self.stream.write("\r" + for_display(self.line()[:160]) + "\x1b[K")  # its own line redrawn
         self.stream.flush()
 
     def close(self) -> None:
         if self.enabled:
             if self.plain:
-                self.stream.write(self.line()[:200] + " — done\n")
+                self.stream.write(for_display(self.line()[:200]) + " — done\n")
             else:
                 self._emit(force=True)
                 self.stream.write("\n")

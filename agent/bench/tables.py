@@ -73,6 +73,10 @@ def perf_text(result: dict[str, Any], md: bool = False) -> str:
                              r["write_s"]])
         parts.append(fn(("records", "mode", "queries", "search p50 ms", "search p95 ms", "first-time p50 ms",
                          "first-time p95 ms", "write s"), rows))
+    red = result.get("redaction") or []
+    if red:
+        parts.append(fn(("redaction input", "chars", "ms", "chars/s", "slowest shape"),
+                        [[r["input"], r["chars"], r["ms"], r["chars_per_s"], r.get("slowest", "")] for r in red]))
     v, f = result.get("version") or {}, result.get("tui_first_frame") or {}
     start_rows = []
     if v:

@@ -26,8 +26,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ctxagent.context.errors import CtxagentError
-from ctxagent.context.floor.gitsafe import run_git
+from ctxagent.context.floor.gitsafe import repo_or_none, run_git
 from ctxagent.context.floor.state_paths import ensure_parent
+
+USER_GIT_TIMEOUT = 600  # seconds: a FIFO planted as a .gitignore would block git for ever
 
 
 class CheckpointError(CtxagentError):
@@ -138,7 +140,8 @@ class ShadowRepo:
 
     def _create(self) -> None:
         try:
-            out = run_git(["init", "--bare", "--quiet", "--template=", str(self.git_dir)], cwd=self.state_dir, timeout=60)
+            out = run_git(["init", "--bare", "--quiet", "--template="], cwd=self.state_dir,
+                          env={"GIT_DIR": str(self.git_dir)}, timeout=60)
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise CheckpointError(f"cannot create the shadow repository at {self.git_dir}: {exc}") from exc
         if out.returncode != 0:
@@ -198,25 +201,25 @@ class ShadowRepo:
     # -- the user's own git (read-only) ---------------------------------------------------------
 
     def _user_git(self, *args: str) -> bytes | None:
-        """Run a read-only command in the user's repository, or None when it is not one.
-
-        `git_env` drops our GIT_DIR & co. and takes no optional lock (no index refresh is written)."""
+        """Run a read-only command in the user's repository, or None when it is not one (or one
+        `open_git` refuses). Named by `--git-dir` / `--work-tree`; no optional lock is taken."""
+        repo = repo_or_none(self.repo_root)
+        if repo is None:
+            return None
         try:
-            out = run_git(list(args), cwd=self.repo_root, timeout=None)
+            out = run_git(list(args), repo=repo, timeout=USER_GIT_TIMEOUT)
         except (OSError, subprocess.SubprocessError):
             return None
         return out.stdout if out.returncode == 0 else None
 
     def user_git_dir(self) -> Path | None:
-        """The user's .git directory when repo_root is the top of a git work tree."""
+        """The user's .git directory (the common one, for a linked work tree) when repo_root is its work tree."""
         if not self._user_git_checked:
             self._user_git_checked = True
-            out = self._user_git("rev-parse", "--show-toplevel", "--git-common-dir")
+            out = self._user_git("rev-parse", "--git-common-dir")
             if out:
-                lines = out.decode("utf-8", "surrogateescape").splitlines()
-                if len(lines) >= 2 and Path(lines[0]).resolve() == self.repo_root:
-                    common = Path(lines[1])
-                    self._user_git_dir = (common if common.is_absolute() else self.repo_root / common).resolve()
+                common = Path(out.decode("utf-8", "surrogateescape").strip())
+                self._user_git_dir = (common if common.is_absolute() else self.repo_root / common).resolve()
         return self._user_git_dir
 
     def _user_tracked_but_ignored(self) -> list[str]:

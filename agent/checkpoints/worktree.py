@@ -1,8 +1,12 @@
 """Writing and removing files in the user's working tree for a code rewind.
 
-Every path is repo-relative (POSIX). Nothing is ever written through a symlinked directory or
-outside the repository root. Files are replaced atomically (temporary file + rename) so a crash
-never leaves a half-written file, and read-only files can be restored as git itself would.
+Every path is repo-relative (POSIX), taken beneath the repository root one name at a time from a
+directory descriptor (`context/floor/beneath.py`) with no symbolic link followed at all: a folder
+on the way that is a link (or becomes one while the rewind runs) is refused, never written
+through, and the last name is replaced, never followed. Files are replaced atomically (a random
+temporary name created O_EXCL | O_NOFOLLOW, then a rename in the same directory descriptor), so a
+crash never leaves a half-written file and a planted name cannot redirect the write; read-only
+files can be restored as git itself would. Nothing is written into `.git/` or `.ctxagent/`.
 """
 
 from __future__ import annotations
@@ -13,90 +17,72 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from ctxagent.agent.checkpoints.shadow_git import CheckpointError
+from ctxagent.context.errors import CtxagentError
+from ctxagent.context.floor.beneath import Beneath, Entry, current_umask, replace_file
+from ctxagent.tools.confine import protected_part
 
 
-def _current_umask() -> int:
-    try:  # Linux: read it without the racy set-and-restore dance
-        with open("/proc/self/status", encoding="ascii") as fh:
-            for line in fh:
-                if line.startswith("Umask:"):
-                    return int(line.split()[1], 8)
-    except (OSError, ValueError):
-        pass
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
-
-
-def _inside(root: Path, path: Path) -> bool:
+def _walk(root: Path, rel: str, *, create_dirs: bool) -> tuple[Beneath, Entry]:
+    if protected_part(Path(rel).parts) is not None:
+        raise CheckpointError(f"cannot restore {rel}: it lies in git's or ctxagent's own folder")
+    base = Beneath(root)
     try:
-        Path(os.path.realpath(path)).relative_to(os.path.realpath(root))
-    except ValueError:
-        return False
-    return True
+        return base, base.walk(rel, follow=False, follow_last=False, create_dirs=create_dirs)
+    except FileExistsError as exc:
+        base.close()
+        raise CheckpointError(f"cannot restore {rel}: a folder on the way is a file") from exc
+    except CtxagentError as exc:  # a link on the way, or outside the root
+        base.close()
+        raise CheckpointError(f"cannot restore {rel}: {exc}") from exc
+    except BaseException:
+        base.close()
+        raise
 
 
-def _ensure_parent(root: Path, rel: str) -> Path:
-    """Create the parent folders of `rel`, refusing symlinks and files on the way."""
-    dest = root / rel
-    current = root
-    for part in Path(rel).parts[:-1]:
-        current = current / part
-        if os.path.islink(current) or (os.path.lexists(current) and not current.is_dir()):
-            raise CheckpointError(f"cannot restore {rel}: {current.relative_to(root)} is not a folder")
-        if not current.exists():
-            current.mkdir()
-    if not _inside(root, dest.parent):
-        raise CheckpointError(f"cannot restore {rel}: outside the repository")
-    return dest
-
-
-def _clear(dest: Path) -> None:
+def _clear(entry: Entry) -> None:
     """Remove what stands where a file must go: a symlink, a file, or an empty folder."""
-    if os.path.islink(dest) or dest.is_file():
-        dest.unlink()
-    elif dest.is_dir():
-        dest.rmdir()  # raises if not empty (e.g. it holds ignored files): the caller skips the path
+    assert entry.st is not None
+    if stat.S_ISDIR(entry.st.st_mode):
+        os.rmdir(entry.name, dir_fd=entry.dir_fd)  # raises if not empty (it holds ignored files): the caller skips it
+    else:
+        os.unlink(entry.name, dir_fd=entry.dir_fd)
 
 
 def write_entry(root: Path, rel: str, mode: str, data: bytes) -> None:
     """Write a blob as git mode `mode` ("100644", "100755" or "120000") at repo-relative `rel`."""
-    dest = _ensure_parent(root, rel)
-    if mode == "120000":
-        if os.path.lexists(dest):
-            _clear(dest)
-        os.symlink(os.fsdecode(data), dest)
-        return
-    if os.path.lexists(dest) and not os.path.islink(dest) and dest.is_file():
-        perm = stat.S_IMODE(os.lstat(dest).st_mode)
-    else:
-        perm = 0o666 & ~_current_umask()
-        if os.path.lexists(dest):
-            _clear(dest)
-    if mode == "100755":
-        perm |= (perm & 0o444) >> 2  # execute wherever read is allowed, as git checkout does
-    else:
-        perm &= ~0o111
-    tmp = dest.with_name(f".{dest.name}.ctxagent-{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            os.fchmod(fh.fileno(), perm)
-        os.replace(tmp, dest)
-    except BaseException:
-        if os.path.lexists(tmp):
-            os.unlink(tmp)
-        raise
+    base, entry = _walk(root, rel, create_dirs=True)
+    with base, entry:
+        st = entry.st
+        if mode == "120000":
+            if st is not None:
+                _clear(entry)
+            os.symlink(os.fsdecode(data), entry.name, dir_fd=entry.dir_fd)
+            return
+        if st is not None and stat.S_ISREG(st.st_mode):
+            perm = stat.S_IMODE(st.st_mode)
+        else:
+            perm = 0o666 & ~current_umask()
+            if st is not None:
+                _clear(entry)
+        if mode == "100755":
+            perm |= (perm & 0o444) >> 2  # execute wherever read is allowed, as git checkout does
+        else:
+            perm &= ~0o111
+        # a rename replaces the name: a hard link's other names keep their content
+        replace_file(entry.dir_fd, entry.name, data, perm)
 
 
 def remove_path(root: Path, rel: str) -> None:
-    """Delete a file or symlink at repo-relative `rel` (never follows a symlinked folder)."""
-    dest = root / rel
-    if not _inside(root, dest.parent):
-        raise OSError(f"{rel} is outside the repository")
-    if os.path.lexists(dest):
-        dest.unlink()
+    """Delete a file or symlink at repo-relative `rel` (never through a symlinked folder)."""
+    try:
+        base, entry = _walk(root, rel, create_dirs=False)
+    except FileNotFoundError:
+        return
+    except CheckpointError as exc:
+        raise OSError(str(exc)) from exc
+    with base, entry:
+        if entry.st is not None:
+            os.unlink(entry.name, dir_fd=entry.dir_fd)
 
 
 def prune_empty_dirs(root: Path, removed: Iterable[str]) -> None:
@@ -106,7 +92,14 @@ def prune_empty_dirs(root: Path, removed: Iterable[str]) -> None:
         current = folder
         while current.parts:
             try:
-                (root / current).rmdir()
-            except OSError:
+                base, entry = _walk(root, current.as_posix(), create_dirs=False)
+            except (OSError, CheckpointError):
                 break
+            with base, entry:
+                try:
+                    if entry.st is None or not stat.S_ISDIR(entry.st.st_mode):
+                        break
+                    os.rmdir(entry.name, dir_fd=entry.dir_fd)
+                except OSError:
+                    break
             current = current.parent

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ctxagent.agent.cli.commands import add_command
+from ctxagent.context.floor.display import echo, echo_json
 
 DEFAULT_WINDOWS = {"claude-code": 200_000, "mini-swe-agent": 32_000, "swe-agent": 32_000, "openhands": 32_000}
 # `bench all` also replays these (the smaller windows), with the source's estimated prefix and with
@@ -44,9 +45,9 @@ def _emit(args: argparse.Namespace, results: list[dict[str, Any]], render: Any) 
     if getattr(args, "out", None):
         write_atomically(Path(args.out), json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
     if args.json:
-        print(json.dumps(payload, indent=2, ensure_ascii=False))
+        echo_json(payload, indent=2)
     else:
-        print("\n\n".join(render(r) for r in results))
+        echo("\n\n".join(render(r) for r in results))
 
 
 def write_atomically(path: Path, text: str) -> None:
@@ -100,10 +101,10 @@ def run_replay(args: argparse.Namespace) -> int:
     strategies = list(STRATEGIES) if args.strategy == "all" else [s.strip() for s in args.strategy.split(",") if s.strip()]
     bad = [s for s in strategies if s not in STRATEGIES]
     if bad:
-        print(f"ctxagent bench: unknown strategy {', '.join(bad)}; choose from {', '.join(STRATEGIES)}", file=sys.stderr)
+        echo(f"ctxagent bench: unknown strategy {', '.join(bad)}; choose from {', '.join(STRATEGIES)}", err=True)
         return 2
     if args.cache_rules is not None and args.cache_rules not in RULES:
-        print(f"ctxagent bench: unknown cache rules {args.cache_rules}; choose from {', '.join(RULES)}", file=sys.stderr)
+        echo(f"ctxagent bench: unknown cache rules {args.cache_rules}; choose from {', '.join(RULES)}", err=True)
         return 2
     overhead = _overhead(args.overhead)
     results = []
@@ -196,7 +197,7 @@ def run_all(args: argparse.Namespace) -> int:
     if args.out:
         write_atomically(Path(args.out), json.dumps(out, indent=2, ensure_ascii=False) + "\n")
     if args.json:
-        print(json.dumps(out, indent=2, ensure_ascii=False))
+        echo_json(out, indent=2)
         return 0
     parts = [replay_text(r, md=True) for r in out["replay"]]
     if out["sweep"]:
@@ -206,7 +207,7 @@ def run_all(args: argparse.Namespace) -> int:
         parts.append(perf_text(out["perf"], md=True))
     if out["locomo"] and "error" not in out["locomo"] and hasattr(locomo, "format_table"):
         parts.append(locomo.format_table(out["locomo"]))
-    print("\n\n".join(p for p in parts if p))
+    echo("\n\n".join(p for p in parts if p))
     return 0
 
 
@@ -282,7 +283,7 @@ def add_parser(subparsers: Any) -> None:
     a.set_defaults(func=run_all)
 
     # benchmarks that other parts own register themselves when their module is there
-    for name in ("locomo", "memory_latency", "load", "subagents"):
+    for name in ("locomo", "memory_latency", "load", "large_tree", "mcp_schemas", "subagents"):
         try:
             mod = importlib.import_module(f"ctxagent.agent.bench.{name}")
         except ImportError:

@@ -26,6 +26,7 @@ SUBCOMMANDS: dict[str, Command] = {
     "rewind": Command("ctxagent.agent.cli.rewind", "go back to before a user turn: code, conversation, or both"),
     "memory": Command("ctxagent.agent.cli.memory", "search and manage the project's memory records"),
     "mcp": Command("ctxagent.agent.cli.mcp", "serve search_memory / store_memory / summarize_context / read_spill over MCP (stdio)"),
+    "mcp-servers": Command("ctxagent.agent.cli.mcp", "the MCP servers sessions connect to: list, or test NAME (state, tools, schema tokens)"),
     "bench": Command("ctxagent.agent.cli.bench", "benchmarks on real agent traffic (`ctxagent bench --help` lists them)"),
     "replay": Command("ctxagent.agent.cli.replay", "your own Claude Code sessions replayed: what ctxagent would have sent and kept"),
     "demo": Command("ctxagent.agent.cli.scripted", "try ctxagent without an API key: a scripted model, a throwaway repo"),

@@ -10,7 +10,6 @@ Each check returns (status, title, detail): status "ok" or "warn"; a warn says w
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import sqlite3
 import sys
@@ -22,7 +21,7 @@ from ctxagent.agent.config import Config, flags_from_args, load_config, origin_o
 from ctxagent.agent.providers.pricing import model_calls
 from ctxagent.agent.session import find_repo_root, resolve_session
 from ctxagent.context.errors import CtxagentError
-from ctxagent.context.floor.display import plural, strip_controls
+from ctxagent.context.floor.display import echo, echo_json, plural
 from ctxagent.context.history import Event, SessionLog, view
 from ctxagent.context.report import ContextReport
 
@@ -166,10 +165,10 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     except CtxagentError as exc:
         checks.append(("ok" if not args.session else "warn", "session", str(exc)))
     if args.json:
-        print(json.dumps([{"status": s, "check": t, "detail": d} for s, t, d in checks], ensure_ascii=False, indent=2))
+        echo_json([{"status": s, "check": t, "detail": d} for s, t, d in checks], indent=2)
     else:
         for status, title, detail in checks:
-            print(strip_controls(f"[{status:4}] {title}: {detail}"))
+            echo(f"[{status:4}] {title}: {detail}")
     sys.stdout.flush()
     return 0 if all(s == "ok" for s, _, _ in checks) else 1
 

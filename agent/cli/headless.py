@@ -3,7 +3,8 @@
 Text mode: stdout gets the answer only (the text of the step that ends the turn); progress — the
 text of steps that call tools, one line per tool call, notices, warnings and errors — goes to
 stderr. JSON mode: one JSON object on stdout, notices on stderr. Every error is printed once, and
-everything printed is stripped of control sequences (`context/floor/display.py`).
+everything printed goes through the display edge (`context/floor/display.py`): no control sequence
+reaches the terminal, and invisible characters are shown.
 
 Exit codes (stable, for scripts):
     0  the turn finished (end_turn)
@@ -15,13 +16,14 @@ Exit codes (stable, for scripts):
     4  the context cannot fit: one message larger than the window, or the provider still says the
        prompt is too long after compacting
     5  the step limit was reached
-    6  the turn finished, but an edit or command was refused (no --yes); JSON: "refused" lists them
+    6  the turn finished, but an edit or command was refused (no --yes); JSON: "refused" lists them;
+       or a user_prompt hook blocked the prompt (stop_reason "blocked")
     7  the reply was cut: the model hit its output limit (stop_reason "max_tokens") or the reply
        passed ctxagent's size cap (stop_reason "response_cap")
     130 cancelled (Ctrl-C)
 
 JSON fields: session, result, steps, tool_calls, usage, stop_reason ("end_turn" | "max_tokens" |
-"response_cap" | "max_steps" | "error" | "cancelled"), refused [{tool, permission, target}],
+"response_cap" | "max_steps" | "error" | "cancelled" | "blocked"), refused [{tool, permission, target}],
 context, and error {type, message} when the turn failed.
 """
 
@@ -29,7 +31,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import re
 import sys
 import threading
 from pathlib import Path
@@ -38,6 +39,7 @@ from typing import Any, TextIO
 from ctxagent.agent.config import flags_from_args, load_config
 from ctxagent.agent.factory import create_agent
 from ctxagent.agent.parts import deny_mutations
+from ctxagent.agent.permissions import inline_text
 from ctxagent.agent.providers.protocol import CUT_STOPS
 from ctxagent.agent.session import find_repo_root, open_session
 from ctxagent.agent.trust import describe_ignored
@@ -45,6 +47,8 @@ from ctxagent.agent.updates import (
     AgentEvent,
     AssistantDelta,
     AssistantDone,
+    HandoffDrafted,
+    ModelWaiting,
     Notice,
     PermissionDecision,
     PermissionRequest,
@@ -53,18 +57,16 @@ from ctxagent.agent.updates import (
     TurnFinished,
 )
 from ctxagent.context.errors import ConfigError, CtxagentError, HistoryError
-from ctxagent.context.floor.display import strip_controls
+from ctxagent.context.floor.display import echo, echo_json
 from ctxagent.context.floor.state_paths import describe_os_error
 from ctxagent.context.request import Usage
 
 EXIT_OK, EXIT_PROVIDER, EXIT_CONFIG, EXIT_AUTH, EXIT_OVERFLOW, EXIT_MAX_STEPS = 0, 1, 2, 3, 4, 5
 EXIT_REFUSED, EXIT_CUT, EXIT_CANCELLED = 6, 7, 130
-_C1 = re.compile(r"[\x80-\x9f]")
 
 
 def _write(stream: TextIO, text: str) -> None:
-    stream.write(strip_controls(text))
-    stream.flush()
+    echo(text, file=stream, end="")
 
 
 class TextPrinter:
@@ -94,6 +96,21 @@ class TextPrinter:
             _write(self.err, f"  {status} {ev.duration_ms} ms{spilled}: {first}\n")
         elif isinstance(ev, Notice):
             notice(self.err, ev, self.printed_errors)
+        elif isinstance(ev, ModelWaiting):
+            waiting(self.err, ev)
+        elif isinstance(ev, HandoffDrafted):
+            print_handoff(self.err, ev)
+
+
+def print_handoff(err: TextIO, ev: HandoffDrafted) -> None:
+    """Headless has no editor: the draft (also in the log, event `ev.event_id`) is printed whole."""
+    _write(err, f"── handoff draft (logged as event {ev.event_id}; start the new session with it) ──\n{ev.text}"
+                f"── end of handoff draft ──\n")
+
+
+def waiting(err: TextIO, ev: ModelWaiting) -> None:
+    if ev.seconds:
+        _write(err, f"ctxagent: waiting for the model ({ev.seconds:.0f} s)\n")
 
 
 def notice(err: TextIO, ev: Notice, printed_errors: set[str]) -> None:
@@ -114,10 +131,13 @@ class RefusingApprover:
 
     def __call__(self, req: PermissionRequest) -> PermissionDecision:
         first_line = req.preview.splitlines()[0] if req.preview else ""
-        target = str(req.arguments.get("path") or req.arguments.get("command") or first_line)
-        self.refused.append({"tool": req.tool, "permission": req.permission, "target": target[:200]})
-        _write(self.err, f"ctxagent: refused {req.tool} {target[:120]} — this run may not "
-                         f"{'edit files' if req.permission == 'edit' else 'run commands'}; run with --yes to allow it\n")
+        target = req.target or str(req.arguments.get("path") or req.arguments.get("command") or first_line)
+        # all of it, or its head and its end with the count between: `| sh` hides at the end
+        self.refused.append({"tool": req.tool, "permission": req.permission, "target": inline_text(target, 2000)})
+        why = (f"{req.note} It cannot be confirmed in a headless run." if not req.can_remember and req.note
+               else f"this run may not {'edit files' if req.permission == 'edit' else 'run commands'}; "
+                    "run with --yes to allow it")
+        _write(self.err, f"ctxagent: refused {req.tool} {inline_text(target, 300)} — {why}\n")
         return deny_mutations(req)
 
 
@@ -126,6 +146,8 @@ def _exit_code(stop: str, error_type: str | None, refused: bool) -> int:
         return EXIT_REFUSED if refused else EXIT_OK
     if stop in CUT_STOPS:
         return EXIT_CUT
+    if stop == "blocked":
+        return EXIT_REFUSED
     if stop == "cancelled":
         return EXIT_CANCELLED
     if stop == "max_steps":
@@ -137,6 +159,19 @@ def _exit_code(stop: str, error_type: str | None, refused: bool) -> int:
     if error_type in ("ConfigError", "ModelNotFoundError"):
         return EXIT_CONFIG
     return EXIT_PROVIDER
+
+
+def _custom_command(root: Path, prompt: str, err: TextIO) -> str:
+    """`-p "/name args"` runs a custom command (agent/custom_commands.py): its expansion is what is
+    sent, and it is printed to stderr first (headless has no one to confirm it; the log keeps it)."""
+    from ctxagent.agent.custom_commands import expand_prompt
+
+    found = expand_prompt(root, prompt)
+    if found is None:
+        return prompt
+    command, expanded = found
+    _write(err, f"ctxagent: /{command.qualified} ({command.path}) expands to:\n{expanded}\n---\n")
+    return expanded
 
 
 def run_headless(args: Any, out: TextIO | None = None, err: TextIO | None = None) -> int:
@@ -161,6 +196,11 @@ def run_headless(args: Any, out: TextIO | None = None, err: TextIO | None = None
             printed_errors = printer.printed_errors
         agent = create_agent(session, on_event=printer or (lambda ev: _json_notice(ev, err, printed_errors)),
                              approver=approver)
+        if agent.parts.mcp is not None:  # one prompt and no one to watch a status bar: wait for the servers
+            agent.parts.mcp.hub.wait_started()
+            for state in agent.parts.mcp.hub.states():
+                if state.state not in ("ready", "starting"):
+                    _write(err, f"ctxagent: MCP server {state.name} {state.state}: {state.error}\n")
     except (ConfigError, HistoryError) as exc:
         _write(err, f"ctxagent: {exc}\n")
         return EXIT_CONFIG
@@ -172,7 +212,7 @@ def run_headless(args: Any, out: TextIO | None = None, err: TextIO | None = None
         return EXIT_CONFIG
     cancel = threading.Event()
     try:
-        done = agent.run_turn(args.prompt, cancel)
+        done = agent.run_turn(_custom_command(root, args.prompt, err), cancel)
     except KeyboardInterrupt:
         cancel.set()
         _close(session)
@@ -186,6 +226,8 @@ def run_headless(args: Any, out: TextIO | None = None, err: TextIO | None = None
         _write(err, f"ctxagent: {exc}\n")
         return EXIT_PROVIDER
     finally:
+        if agent.parts.mcp is not None:
+            agent.parts.mcp.close()
         _close(session)
     stop = done.stop_reason
     code = _exit_code(stop, done.error_type or None, bool(approver.refused))
@@ -196,9 +238,7 @@ def run_headless(args: Any, out: TextIO | None = None, err: TextIO | None = None
                else "the reply passed ctxagent's size cap")
         _write(err, f"ctxagent: the reply was cut: {why}; what arrived is kept in the session\n")
     if args.output == "json":
-        payload = json.dumps(_json_result(agent, done, approver.refused), ensure_ascii=False)
-        out.write(_C1.sub(lambda m: f"\\u{ord(m.group(0)):04x}", payload) + "\n")  # JSON-escaped C1 controls
-        out.flush()
+        echo_json(_json_result(agent, done, approver.refused), indent=None, file=out)
     return code
 
 
@@ -217,6 +257,10 @@ def _close(session: Any) -> None:
 def _json_notice(ev: AgentEvent, err: TextIO, printed_errors: set[str]) -> None:
     if isinstance(ev, Notice):
         notice(err, ev, printed_errors)
+    elif isinstance(ev, ModelWaiting):
+        waiting(err, ev)
+    elif isinstance(ev, HandoffDrafted):
+        print_handoff(err, ev)
 
 
 def _json_result(agent: Any, done: TurnFinished, refused: list[dict[str, str]]) -> dict[str, Any]:

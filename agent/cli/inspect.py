@@ -3,18 +3,23 @@
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from ctxagent.agent.cli.commands import add_command
 from ctxagent.agent.config import SANDBOX_KEYS, Config, flags_from_args, load_config, origin_of
-from ctxagent.agent.session import find_repo_root, list_sessions, open_session, resolve_session
+from ctxagent.agent.session import (
+    find_repo_root,
+    list_sessions,
+    open_session,
+    resolve_session,
+    session_endpoint,
+    use_endpoint,
+)
 from ctxagent.context.errors import CtxagentError
-from ctxagent.context.events import CompactionData, SessionStartData
-from ctxagent.context.floor.display import plural, strip_controls
+from ctxagent.context.events import CompactionData
+from ctxagent.context.floor.display import echo, echo_json, plural
 from ctxagent.context.history import Event, SessionLog
 from ctxagent.context.monitor import format_report_table
 from ctxagent.context.report import ContextReport
@@ -34,7 +39,7 @@ def _guard(fn: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namesp
         try:
             return int(fn(args))
         except CtxagentError as exc:
-            sys.stderr.write(f"ctxagent: {exc}\n")
+            echo(f"ctxagent: {exc}", err=True)
             return 2
 
     return run
@@ -68,19 +73,22 @@ def cmd_report(args: argparse.Namespace) -> int:
     log = _load(args, None if args.last else args.session)
     reports = [ContextReport.from_dict(e.context_report.report) for e in log.of_kind("context_report")]
     if args.json:
-        print(json.dumps([r.to_dict() for r in reports], ensure_ascii=False, indent=2))
+        echo_json([r.to_dict() for r in reports], indent=2)
         return 0
     extra, after = _outside_compactions(log)
     turns = len(log.of_kind("user"))
-    print(strip_controls(f"session {log.session_id} — {plural(len(reports), 'step')} in {plural(turns, 'turn')}"))
-    print(format_report_table(reports, extra_actions=extra))
+    echo(f"session {log.session_id} — {plural(len(reports), 'step')} in {plural(turns, 'turn')}")
+    echo(format_report_table(reports, extra_actions=extra))
     if after:
-        print(f"after the last step: {', '.join(after)}")
-    print(strip_controls(cost_line(log.events)))
+        echo(f"after the last step: {', '.join(after)}")
+    for c in log.of_kind("compaction"):  # a fallback is never silent, here either
+        if c.compaction.note:
+            echo(f"note: compaction of events {c.compaction.first_id}–{c.compaction.last_id}: {c.compaction.note}")
+    echo(cost_line(log.events))
     from ctxagent.agent.subagents.report import subagent_lines
 
     for line in subagent_lines(log):
-        print(strip_controls(line))
+        echo(line)
     return 0
 
 
@@ -120,43 +128,97 @@ def cmd_inspect(args: argparse.Namespace) -> int:
             "report": step.report,
             "verified": step.verified,
         }
-        print(json.dumps(out, ensure_ascii=False, indent=2))
+        echo_json(out, indent=2)
         return 0 if step.verified else 1
     r = ContextReport.from_dict(step.report)
     # the provider's tokens, like the percentage and the window beside them (and `ctxagent report`)
-    print(f"step {step.step} · turn {r.turn} · {r.calibrated_total:,} tokens · {r.usage_pct:.1f}% of {r.window:,} "
-          f"(tokens as the provider counts them: the local count {r.total:,} × {r.calibration_ratio:.2f})")
-    print(f"request rebuilt from the log: {'identical to what was sent (sha256 match)' if step.verified else 'DIFFERS from what was sent'}")
-    print(f"masked ranges: {step.masked or 'none'}; pruned events: {step.result.pruned_ids or 'none'}; spilled events: {step.result.spilled_ids or 'none'}")
-    print()
-    print(json.dumps(step.body, ensure_ascii=False, indent=2))
+    echo(f"step {step.step} · turn {r.turn} · {r.calibrated_total:,} tokens · {r.usage_pct:.1f}% of {r.window:,} "
+         f"(tokens as the provider counts them: the local count {r.total:,} × {r.calibration_ratio:.2f})")
+    echo(f"request rebuilt from the log: {'identical to what was sent (sha256 match)' if step.verified else 'DIFFERS from what was sent'}")
+    echo(f"masked ranges: {step.masked or 'none'}; pruned events: {step.result.pruned_ids or 'none'}; spilled events: {step.result.spilled_ids or 'none'}")
+    echo()
+    echo_json(step.body, indent=2)
     return 0 if step.verified else 1
 
 
 @_guard
 def cmd_compact(args: argparse.Namespace) -> int:
-    from ctxagent.agent.factory import create_agent
+    """Summarize the session's older turns now. Compaction needs no main model, only a summarizer: the
+    summary model (`summary_model`, else the session model's cheaper sibling) — or none, and then the
+    extractive summary: `summary_model = "none"` asks for no key and imports no provider SDK. Every
+    fallback is said, on stderr and in the compaction record's note. The summary model is called at the
+    session's own endpoint (its model and base URL, as the log records them): the conversation never
+    goes to a provider the session did not use; `--model` names the summary model."""
+    from ctxagent.agent.parts import Journal
+    from ctxagent.agent.updates import Notice
+    from ctxagent.context.compact import compact_now
 
     root = _root(args)
-    config = load_config(root, {"model": args.model})
-    if not config.model:
-        config.model = _session_model(resolve_session(root, args.session))
-    session = open_session(root, config, args.session or "")
-    agent = create_agent(session)
-    done = agent.compact(args.focus)
-    session.log.close()
-    if done is None:
-        print("nothing to compact")
+    path = resolve_session(root, args.session)
+    config = load_config(root, {})
+    endpoint = session_endpoint(SessionLog.load(path))
+    if endpoint is not None:
+        use_endpoint(config, endpoint)
+        if endpoint.base_url is None:
+            echo("ctxagent: this session's log does not record its base URL (an older ctxagent): the "
+                 "configured one is used", err=True)
+    if args.model:
+        config.summary_model = args.model
+    summarize, fallback = _summarizer(config)
+    session = open_session(root, config, str(path))
+    notices: list[str] = []
+    memory = _memory_store(root, config, notices)
+    journal = Journal(session.log, memory, lambda ev: notices.append(ev.message) if isinstance(ev, Notice) else None)
+    try:
+        record = compact_now(session.log.events, summarize=summarize, focus=args.focus, keep_turns=1)
+        if record is not None:
+            if fallback:
+                record = record.model_copy(update={"note": f"{fallback}{'; ' + record.note if record.note else ''}"})
+            journal.record(record)
+            session.log.sync()
+    finally:
+        session.log.close()
+        if memory is not None:
+            memory.close()
+    if record is None:
+        echo("nothing to compact")
         return 0
-    print(f"compacted events {done.first_id}–{done.last_id} ({done.method} summary); originals kept in the log")
+    focus = f", focus {record.focus!r}" if record.focus else ""
+    echo(f"compacted events {record.first_id}–{record.last_id} ({record.method} summary{focus}); originals kept in the log")
+    for text in [*([record.note] if record.note else []), *notices]:
+        echo(f"ctxagent: note: {text}", err=True)
     return 0
 
 
-def _session_model(path: Path) -> str | None:
-    for e in SessionLog.load(path).events:
-        if e.kind == "session_start" and e.as_(SessionStartData).model:
-            return e.as_(SessionStartData).model
-    return None
+def _summarizer(config: Any) -> tuple[Callable[[str], str] | None, str | None]:
+    """(the summary model call or None, why there is none when one was wanted)."""
+    if config.summary_model == "none":
+        return None, None  # the user's choice: no model, no key, no SDK
+    from ctxagent.agent.factory import resolve_model, summarizer_for
+
+    try:
+        label, _ = resolve_model(config)
+    except CtxagentError as exc:
+        return None, f"no summary model ({exc}) — the extractive summary was used"
+    summarize = summarizer_for(config, label)
+    if summarize is None:
+        return None, (f"no summary model for {label} (set summary_model, and its provider's key) — "
+                      "the extractive summary was used")
+    return summarize, None
+
+
+def _memory_store(root: Path, config: Any, notices: list[str]) -> Any:
+    """The project's memory store, so the summary's records are ingested as a turn's would be; None
+    with memory off, or (said) when it cannot be opened."""
+    if not config.memory:
+        return None
+    from ctxagent.context.memory import MemoryStore
+
+    try:
+        return MemoryStore.open_project(root, synonyms=config.synonyms, degrade_after_turns=config.degrade_after_turns)
+    except CtxagentError as exc:
+        notices.append(f"memory not updated: {exc}")
+        return None
 
 
 @_guard
@@ -168,9 +230,9 @@ def cmd_config(args: argparse.Namespace) -> int:
     from ctxagent.agent.trust import describe_ignored
 
     cfg = load_config(_root(args), flags_from_args(args))
-    print(json.dumps({**cfg.redacted(), "effective_sandbox": effective_sandbox(cfg)}, ensure_ascii=False, indent=2))
+    echo_json({**cfg.redacted(), "effective_sandbox": effective_sandbox(cfg)}, indent=2)
     if cfg.ignored_keys:
-        sys.stderr.write(f"ctxagent: {describe_ignored(cfg.ignored_keys)}\n")
+        echo(f"ctxagent: {describe_ignored(cfg.ignored_keys)}", err=True)
     return 0
 
 
@@ -189,7 +251,7 @@ def cmd_sessions(args: argparse.Namespace) -> int:
     root = _root(args)
     paths = list_sessions(root)
     if not paths:
-        print(f"no sessions yet in {root} (start one with `ctxagent` or `ctxagent -p \"...\"`)")
+        echo(f"no sessions yet in {root} (start one with `ctxagent` or `ctxagent -p \"...\"`)")
         return 0
     for path in paths:
         log = SessionLog.load(path)
@@ -197,7 +259,7 @@ def cmd_sessions(args: argparse.Namespace) -> int:
         steps = len(log.of_kind("context_report"))
         turns = len(log.of_kind("user"))
         line = str(first).splitlines()[0][:60] if str(first).strip() else ""
-        print(strip_controls(f"{log.session_id}  {plural(turns, 'turn'):>9}  {plural(steps, 'step'):>9}  {line}"))
+        echo(f"{log.session_id}  {plural(turns, 'turn'):>9}  {plural(steps, 'step'):>9}  {line}")
     return 0
 
 
@@ -223,7 +285,7 @@ def add_parser(sub: Any) -> None:
     p = add_command(sub, "compact")
     p.add_argument("session", nargs="?", help="session id or id prefix (default: the latest)")
     p.add_argument("--focus", help="what the summary should keep in particular")
-    p.add_argument("--model", help="model for the summary (default: the session's)")
+    p.add_argument("--model", help="model for the summary (default: the summary model of the session's endpoint)")
     p.add_argument("--cwd", help="repository whose sessions to read (default: the current directory)")
     p.set_defaults(func=cmd_compact)
 

@@ -19,6 +19,8 @@ from pathlib import Path
 
 from ctxagent.agent import __version__
 from ctxagent.agent.cli.commands import STANDARD_HELP, SUBCOMMANDS
+from ctxagent.context.errors import CtxagentError
+from ctxagent.context.floor.display import echo
 
 # agent/config.py SANDBOX_MODES (tools/sandbox/policy.py MODES), written out so that building the
 # parser imports neither; tests/agent/test_sandbox_config.py checks the three agree.
@@ -152,9 +154,17 @@ def main(argv: list[str] | None = None, tui_launcher: Callable[[argparse.Namespa
         parser.error(problem)
     args = parser.parse_args(argv)
     args.tui_launcher = tui_launcher
+    try:
+        return _dispatch(args, tui_launcher)
+    except CtxagentError as exc:  # e.g. a repository refused before any command could say so (find_repo_root)
+        echo(f"ctxagent: {exc}", err=True)
+        return 2
+
+
+def _dispatch(args: argparse.Namespace, tui_launcher: Callable[[argparse.Namespace], int] | None) -> int:
     missing = _missing_directory(args)
     if missing:
-        sys.stderr.write(f"ctxagent: {missing}\n")
+        echo(f"ctxagent: {missing}", err=True)
         return 2
     if getattr(args, "func", None) is not None:
         try:

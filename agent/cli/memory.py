@@ -8,26 +8,18 @@ characters stripped (a record may hold any text a repository or a model put ther
 from __future__ import annotations
 
 import argparse
-import json
-import re
 import sys
 from pathlib import Path
 from typing import Any
 
 from ctxagent.agent.cli.commands import add_command
-from ctxagent.context.floor.display import strip_controls
+from ctxagent.context.floor.display import echo, echo_json
 from ctxagent.context.memory.record import LAYERS, TYPES
 
 
 def _say(text: str, file: Any = None) -> None:
-    print(strip_controls(text), file=file or sys.stdout)
+    echo(text, file=file)
 
-
-def _json(value: Any, indent: int | None = None) -> str:
-    """JSON that is safe on a terminal: json escapes C0 controls itself; DEL and C1 (\x9b is a CSI
-    on some terminals) are escaped here — they only ever occur inside strings."""
-    text = json.dumps(value, ensure_ascii=False, indent=indent)
-    return re.sub(r"[\x7f-\x9f]", lambda m: f"\\u{ord(m.group(0)):04x}", text)
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -82,7 +74,7 @@ def _guarded(fn: Any) -> Any:
         try:
             return int(fn(args))
         except CtxagentError as exc:
-            print(f"ctxagent: {exc}", file=sys.stderr)
+            echo(f"ctxagent: {exc}", err=True)
             return 2
 
     return run
@@ -98,14 +90,23 @@ def _open(args: argparse.Namespace) -> Any:
 
 def _print_records(records: list[Any], as_json: bool) -> None:
     if as_json:  # JSON escapes control characters itself
-        print(_json([r.to_dict() for r in records], indent=1))
+        echo_json([r.to_dict() for r in records], indent=1)
         return
     if not records:
         _say("no records")
     for r in records:
-        flags = "" if r.current else f"  (superseded by {r.superseded_by})"
-        by = f"  [by {r.provenance}]" if r.provenance and r.provenance != "user" else ""
-        _say(f"{r.id:>5}  {r.layer:<4}  {r.line()}{flags}{by}")
+        _say(f"{r.id:>5}  {r.layer:<4}  {r.line()}{_state(r)}  [by {r.author.label}{', binding' if r.binding else ''}]")
+
+
+def _state(r: Any) -> str:
+    """Why a record is not current, in words: replaced by a newer one, or taken back by a rewind."""
+    from ctxagent.context.memory.record import RETIRED
+
+    if r.superseded_by is not None:
+        return f"  (superseded by {r.superseded_by})"
+    if r.layer == RETIRED:
+        return "  (retired: a rewind took back the turn that wrote it)"
+    return ""
 
 
 def _search(args: argparse.Namespace) -> int:
@@ -133,7 +134,7 @@ def _add(args: argparse.Namespace) -> int:
             return 2
         rec = store.get(rid)
         if args.json:
-            print(_json(rec.to_dict()))
+            echo_json(rec.to_dict(), indent=None)
         else:
             _say(f"{'confirmed' if rec.confirmations > 1 else 'added'} {rid}: {rec.line()}")
     return 0
@@ -142,9 +143,9 @@ def _add(args: argparse.Namespace) -> int:
 def _forget(args: argparse.Namespace) -> int:
     with _open(args) as store:
         if not store.forget(args.id):
-            print(f"no record {args.id}", file=sys.stderr)
+            echo(f"no record {args.id}", err=True)
             return 1
-        print(f"forgot {args.id}")
+        echo(f"forgot {args.id}")
     return 0
 
 
@@ -152,10 +153,10 @@ def _stats(args: argparse.Namespace) -> int:
     with _open(args) as store:
         st = store.stats()
     if args.json:
-        print(_json(st, indent=1))
+        echo_json(st, indent=1)
         return 0
-    _say(f"{st['path']}: {st['total']} records ({st['superseded']} superseded, {st['pinned']} pinned constraints, "
-         f"{st['open_todos']} open todos)")
+    _say(f"{st['path']}: {st['total']} records ({st['superseded']} superseded, {st['retired']} retired by a rewind, "
+         f"{st['pinned']} pinned constraints, {st['open_todos']} open todos; the last two count current records only)")
     _say("by type:  " + (", ".join(f"{k} {v}" for k, v in st["by_type"].items()) or "none"))
     _say("by layer: " + (", ".join(f"{k} {v}" for k, v in st["by_layer"].items()) or "none"))
     _say(f"search:   {st['retrieval']}" + (f"; {st['vectors']} records embedded" if st["vectors"] else ""))

@@ -7,15 +7,13 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import json
-import sys
 from pathlib import Path
 from typing import Any
 
 from ctxagent.agent.cli.commands import add_command
 from ctxagent.agent.providers import specs
 from ctxagent.context.errors import CtxagentError
-from ctxagent.context.floor.display import strip_controls
+from ctxagent.context.floor.display import echo, echo_json
 
 LOCAL = "local"  # the section of models served by your own OpenAI-compatible server
 
@@ -133,27 +131,27 @@ def cmd_models(args: argparse.Namespace) -> int:
         root = find_repo_root(Path(args.cwd).resolve()) if args.cwd else find_repo_root(Path.cwd())
         config = load_config(root, flags_from_args(args))
     except CtxagentError as exc:
-        sys.stderr.write(f"ctxagent: {exc}\n")
+        echo(f"ctxagent: {exc}", err=True)
         return 2
     if args.refresh:
         fetched = refresh_catalogues(config, force=True)
         if not fetched:
             keys = " or ".join(str(s.key_env) for s in _catalogued() if s.key_env)
-            sys.stderr.write(f"ctxagent: no {keys} (or --base-url): showing the built-in registry only\n")
+            echo(f"ctxagent: no {keys} (or --base-url): showing the built-in registry only", err=True)
         for provider, cat in fetched.items():
             if cat.error:
-                sys.stderr.write(strip_controls(f"ctxagent: could not read {provider}'s model list ({cat.error}); "
-                                                "showing the last one kept\n"))
+                echo(f"ctxagent: could not read {provider}'s model list ({cat.error}); showing the last one kept",
+                     err=True)
             else:
                 n = len(cat.models)
-                sys.stderr.write(f"{provider}: {n} model{'' if n == 1 else 's'} listed by the provider\n")
+                echo(f"{provider}: {n} model{'' if n == 1 else 's'} listed by the provider", err=True)
     rows = model_rows(config)
     if not args.all:
         rows = [r for r in rows if r["lifecycle"] != "retired"]
     if args.provider:
         rows = [r for r in rows if r["provider"] == args.provider]
     if args.json:
-        print(json.dumps([{k: v for k, v in r.items() if not k.startswith("_")} for r in rows], ensure_ascii=False, indent=2))
+        echo_json([{k: v for k, v in r.items() if not k.startswith("_")} for r in rows], indent=2)
         return 0
     sections = [(s.name, s.title) for s in _catalogued()] + [(LOCAL, f"local ({specs.local_provider().title}-compatible servers)")]
     out = []
@@ -161,8 +159,8 @@ def cmd_models(args: argparse.Namespace) -> int:
         part = [r for r in rows if r["provider"] == key]
         if part:
             out.append(f"{title}\n{_table(part)}")
-    print(strip_controls("\n\n".join(out)) if out else "no models match")
-    print("\n* the model a key alone starts with (Anthropic's when both keys are set). Prices are USD per "
+    echo("\n\n".join(out) if out else "no models match")
+    echo("\n* the model a key alone starts with (Anthropic's when both keys are set). Prices are USD per "
           "million tokens. source: registry (built in), catalogue (the provider's own list, read with "
           "`ctxagent models --refresh` or at a start when a day old), both." + ("" if args.all else " Retired models are hidden: --all shows them."))
     return 0

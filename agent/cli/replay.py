@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ctxagent.agent.cli.commands import add_command
+from ctxagent.context.floor.display import echo
 
 
 def _strategies(text: str) -> list[str]:
@@ -59,25 +60,25 @@ def run_replay(args: argparse.Namespace) -> int:
     try:
         since = parse_since(args.since) if args.since else None
     except ValueError as exc:
-        print(f"ctxagent replay: {exc}", file=sys.stderr)
+        echo(f"ctxagent replay: {exc}", err=True)
         return 2
     for flag, target, suffixes in (("--plot", args.plot, (".svg", ".png")), ("--out", args.out, None)):
         if target and suffixes and Path(target).suffix.lower() not in suffixes:
-            print(f"ctxagent replay: {flag} writes .svg or .png, not {target!r}", file=sys.stderr)
+            echo(f"ctxagent replay: {flag} writes .svg or .png, not {target!r}", err=True)
             return 2
     path = Path(args.path) if args.path else None
     files, looked = projects.discover(path, args.all, Path.cwd())
     where = str(looked[0]) if len(looked) == 1 else ", ".join(str(p) for p in looked)
     if not files:
-        print(f"ctxagent replay: no Claude Code sessions here. Looked in: {where}\n"
-              f"(Claude Code keeps them in {projects.projects_dir()}/<this folder, encoded>/; give a PATH, or --all "
-              "for every project; $CLAUDE_CONFIG_DIR moves them.)", file=sys.stderr)
+        echo(f"ctxagent replay: no Claude Code sessions here. Looked in: {where}\n"
+             f"(Claude Code keeps them in {projects.projects_dir()}/<this folder, encoded>/; give a PATH, or --all "
+             "for every project; $CLAUDE_CONFIG_DIR moves them.)", err=True)
         return 1
     with Progress(len(files), "reading transcripts") as bar:
         read = read_all(files, since, bar)
     if not read.sessions:
         why = f" active since {args.since}" if since is not None else " with a model call"
-        print(f"ctxagent replay: {len(files)} transcript(s) in {where}, none{why}.", file=sys.stderr)
+        echo(f"ctxagent replay: {len(files)} transcript(s) in {where}, none{why}.", err=True)
         return 1
     trajs = [s.traj for s in read.sessions]
     window, why = (args.replay_window, "given with --window") if args.replay_window else default_window(trajs)
@@ -85,28 +86,28 @@ def run_replay(args: argparse.Namespace) -> int:
     with Progress(0, f"replay W={window:,}") as bar:
         replay = replay_sessions(read.sessions, options, jobs=args.jobs or 1, progress=bar)
     money = report.Money(options.main)
-    print(report.table_text(replay, money))
-    print()
-    print("\n".join(report.summary_lines(replay, read, where, money, why)))
+    echo(report.table_text(replay, money))
+    echo()
+    echo("\n".join(report.summary_lines(replay, read, where, money, why)))
     if args.picture or (args.picture is None and sys.stdout.isatty()):
         from ctxagent.agent.replay.plot import terminal
 
-        print()
-        print(terminal(replay, color=sys.stdout.isatty()))
+        echo()
+        color = sys.stdout.isatty()
+        echo(terminal(replay, color=color), colors=color)  # its own colors; labels are from transcripts
     if args.plot:
         from ctxagent.agent.replay.plot import write_plot
 
         try:
             write_plot(Path(args.plot), replay)
         except ImportError:
-            print("ctxagent replay: a PNG needs Pillow (pip install 'ctxagent[plot]'); an .svg needs nothing.",
-                  file=sys.stderr)
+            echo("ctxagent replay: a PNG needs Pillow (pip install 'ctxagent[plot]'); an .svg needs nothing.", err=True)
             return 2
-        print(f"picture written to {args.plot}", file=sys.stderr)
+        echo(f"picture written to {args.plot}", err=True)
     if args.out:
         payload: Any = report.result_json(replay, read, where, money, why)
         write_atomically(Path(args.out), json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
-        print(f"results written to {args.out}", file=sys.stderr)
+        echo(f"results written to {args.out}", err=True)
     return 0
 
 

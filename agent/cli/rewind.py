@@ -4,20 +4,20 @@ The same operation as the app's /rewind (the one rewind, agent/checkpoints/rewin
 conversation, and the memory records of the rewound turns retired (with `--code`, those of their
 changes and test results, and the model is told). Headless there is nobody to ask, so files changed
 outside the agent since its last turn are skipped (and listed) unless `--force`. `--list` prints the
-turns the picker would show.
+turns the picker would show. File names are printed as they are, every control and invisible character
+in them shown (`context/floor/display.py`).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ctxagent.agent.cli.commands import add_command
 from ctxagent.context.errors import CtxagentError
+from ctxagent.context.floor.display import echo, echo_json, show_controls
 from ctxagent.context.history import SessionLog
 
 if TYPE_CHECKING:
@@ -63,14 +63,14 @@ def _turn_json(t: TurnInfo) -> dict[str, Any]:
 
 
 def _print_turns(log: SessionLog, infos: list[TurnInfo]) -> None:
-    print(f"session {log.session_id} — {len(infos)} turns")
+    echo(f"session {log.session_id} — {len(infos)} turns")
     for t in infos:
         stamp = time.strftime("%Y-%m-%d %H:%M", time.localtime(t.time)) if t.time else "?"
-        print(f"  turn {t.turn:>3}  {stamp}  {t.first_line[:60]}")
-        print(f"            {t.diffstat_summary()}" + ("" if t.checkpoint else " (no checkpoint: code unchanged since)"))
+        echo(f"  turn {t.turn:>3}  {stamp}  {t.first_line[:60]}")
+        echo(f"            {t.diffstat_summary()}" + ("" if t.checkpoint else " (no checkpoint: code unchanged since)"))
         for s in t.diffstat:
             counts = "binary" if s.added is None else f"+{s.added} -{s.deleted}"
-            print(f"              {s.status} {s.path}  {counts}")
+            echo(f"              {s.status} {show_controls(s.path)}  {counts}")
 
 
 def _memory_stores(cps_state_dir: Path) -> list[MemoryStore]:
@@ -97,12 +97,12 @@ def cmd_rewind(args: argparse.Namespace) -> int:
             if args.list:
                 infos = cps.turns(log)
                 if args.json:
-                    print(json.dumps([_turn_json(t) for t in infos], ensure_ascii=False, indent=2))
+                    echo_json([_turn_json(t) for t in infos], indent=2)
                 else:
                     _print_turns(log, infos)
                 return 0
             if args.to_turn is None:
-                sys.stderr.write("ctxagent rewind: --to TURN is required (see --list)\n")
+                echo("ctxagent rewind: --to TURN is required (see --list)", err=True)
                 return 2
             mode: RewindMode = args.mode or "both"
             confirm = (lambda _paths: True) if args.force else None
@@ -114,10 +114,10 @@ def cmd_rewind(args: argparse.Namespace) -> int:
             cps.close()
             log.close()
     except CtxagentError as exc:
-        sys.stderr.write(f"ctxagent: {exc}\n")
+        echo(f"ctxagent: {exc}", err=True)
         return 2
     if args.json:
-        print(json.dumps({
+        echo_json({
             "session": log.session_id, "turn": args.to_turn, "mode": mode,
             "files_restored": result.files_restored, "files_deleted": result.files_deleted,
             "skipped": result.skipped, "changed_outside": result.changed_outside,
@@ -125,30 +125,30 @@ def cmd_rewind(args: argparse.Namespace) -> int:
             "checkpoint": result.checkpoint,
             "backup_commit": result.backup_commit, "memory_retired": result.memory_retired,
             "warnings": result.warnings,
-        }, ensure_ascii=False, indent=2))
+        }, indent=2)
         return 0
-    print(f"session {log.session_id}: rewound to before turn {args.to_turn} ({mode})")
+    echo(f"session {log.session_id}: rewound to before turn {args.to_turn} ({mode})")
     if mode in ("both", "code"):
         if result.checkpoint is None:
-            print("code: nothing to restore (the agent changed no file since that turn)")
+            echo("code: nothing to restore (the agent changed no file since that turn)")
         else:
-            print(f"code: {len(result.files_restored)} restored, {len(result.files_deleted)} deleted, {len(result.skipped)} skipped")
+            echo(f"code: {len(result.files_restored)} restored, {len(result.files_deleted)} deleted, {len(result.skipped)} skipped")
             for path in result.files_restored:
-                print(f"  restored {path}")
+                echo(f"  restored {show_controls(path)}")
             for path in result.files_deleted:
-                print(f"  deleted  {path}")
+                echo(f"  deleted  {show_controls(path)}")
             for path in result.skipped:
                 why = "changed outside the agent (use --force)" if path in result.changed_outside else "ignored or not writable"
-                print(f"  skipped  {path}: {why}")
+                echo(f"  skipped  {show_controls(path)}: {why}")
             if result.backup_commit:
-                print(f"  the tree before this rewind is kept as shadow commit {result.backup_commit[:12]}")
+                echo(f"  the tree before this rewind is kept as shadow commit {result.backup_commit[:12]}")
     n = result.memory_retired
     if result.conversation_to_id is not None:
-        print(f"conversation: turn {args.to_turn} and everything after it are hidden (still in the log)")
-        print(f"memory: {n} record{'s' if n != 1 else ''} written in those turns no longer recalled (kept, retired)")
+        echo(f"conversation: turn {args.to_turn} and everything after it are hidden (still in the log)")
+        echo(f"memory: {n} record{'s' if n != 1 else ''} written in those turns no longer recalled (kept, retired)")
     elif result.rewind_event_id is not None:
-        print(f"conversation: kept; the model is told the code of turn {args.to_turn} on was undone (event {result.rewind_event_id})")
-        print(f"memory: {n} record{'s' if n != 1 else ''} of those turns' changes and test results no longer recalled")
+        echo(f"conversation: kept; the model is told the code of turn {args.to_turn} on was undone (event {result.rewind_event_id})")
+        echo(f"memory: {n} record{'s' if n != 1 else ''} of those turns' changes and test results no longer recalled")
     for warning in result.warnings:
-        sys.stderr.write(f"ctxagent rewind: {warning}\n")
+        echo(f"ctxagent rewind: {warning}", err=True)
     return 0

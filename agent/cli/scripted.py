@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import argparse
 import signal
-import sys
 from typing import Any
 
 from ctxagent.agent.cli.commands import add_command
 from ctxagent.agent.scripted import script as scripted_script, server as scripted_server
 from ctxagent.agent.scripted.server import ScriptedServer
+from ctxagent.context.floor.display import echo
 
 
 def add_parser(sub: Any) -> None:
@@ -44,14 +44,14 @@ def serve(args: argparse.Namespace) -> int:
         server = ScriptedServer(args.script, record=args.record, host=args.host, port=args.port)
         base_url = server.bind()
     except (ConfigError, OSError) as e:
-        print(f"scripted-server: {e}", file=sys.stderr)
+        echo(f"scripted-server: {e}", err=True)
         return 2
 
     def _terminate(signum: int, frame: object) -> None:
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, _terminate)
-    print(f"listening on {base_url}", flush=True)
+    echo(f"listening on {base_url}")  # flushed: the caller reads this line to learn the port
     try:
         server.serve_forever()
     except KeyboardInterrupt:

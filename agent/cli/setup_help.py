@@ -4,10 +4,10 @@ and start models come from their specs (providers/specs.py)."""
 
 from __future__ import annotations
 
-import sys
 from typing import TextIO
 
 from ctxagent.agent.providers import specs
+from ctxagent.context.floor.display import echo
 
 
 def start_examples() -> str:
@@ -46,6 +46,6 @@ def setup_text() -> str:
     return "\n".join(lines) + "\n"
 
 
-def print_setup_help(out: TextIO = sys.stdout) -> int:
-    out.write(setup_text())
+def print_setup_help(out: TextIO | None = None) -> int:
+    echo(setup_text(), file=out, end="")
     return 2

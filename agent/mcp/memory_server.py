@@ -5,6 +5,10 @@ Serves search_memory, store_memory, summarize_context and read_spill with the of
 same `<project>/.ctxagent/memory.db` the agent writes; SQLite WAL + IMMEDIATE transactions make
 concurrent writers safe. Nothing may be printed to stdout but protocol messages; the text a tool
 returns is stripped of control characters, since the client may show it in a terminal.
+
+The state folder is checked like every entry point checks it (context/floor/state_paths.py): a
+`.ctxagent/` ctxagent did not make, or one git tracks, is refused with the reason as the tool's
+error, and the spill store opens its files without following a link.
 """
 
 from __future__ import annotations
@@ -15,8 +19,8 @@ from typing import Any
 from ctxagent.agent import __version__
 from ctxagent.context.errors import CtxagentError
 from ctxagent.context.floor.display import strip_controls
-from ctxagent.context.floor.state_paths import spill_dir
-from ctxagent.context.memory import MemoryStore, project_db_path
+from ctxagent.context.floor.state_paths import check_state_dir, spill_dir
+from ctxagent.context.memory import MemoryStore
 from ctxagent.context.memory.provenance import MCP
 from ctxagent.tools.memory_tools import search_memory, store_memory, summarize_context
 from mcp.server.mcpserver import MCPServer
@@ -35,7 +39,7 @@ def build_server(project: Path, *, session: str = "mcp", summarize: Any = None) 
 
     def store() -> MemoryStore:
         if "store" not in state:
-            state["store"] = MemoryStore.open(project_db_path(project))
+            state["store"] = MemoryStore.open_project(project)  # checks (or makes) the state folder
         return state["store"]
 
     server: MCPServer = MCPServer("ctxagent-memory", instructions=INSTRUCTIONS, version=__version__)
@@ -65,6 +69,7 @@ def build_server(project: Path, *, session: str = "mcp", summarize: Any = None) 
         from ctxagent.context.spill import SpillStore
 
         try:
+            check_state_dir(project)
             return strip_controls(SpillStore(spill_dir(project)).read(handle, offset=offset, limit=limit, grep=grep))
         except CtxagentError as exc:
             raise MCPToolError(str(exc)) from exc

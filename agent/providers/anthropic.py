@@ -7,8 +7,10 @@ message, tool_result blocks first; assistant tool calls become `tool_use` blocks
 the end of the part already pruned and the end of the history — `anthropic_cache.py`.
 
 The client, its retries (none: `agent/retry.py` retries, visibly) and the error mapping are shared
-with openai.py (`client.py`). A stream that breaks after text arrived yields that text first and then
-raises StreamError, so the caller keeps it.
+with openai.py (`client.py`), and so is the stream's idle timeout (`stream_watch.py`: a stalled
+stream raises StreamIdleError; while it is silent, Waiting events). A stream that breaks after text
+arrived — a cut, or an `error` event inside the 200 stream — yields that text first and then raises,
+so the caller keeps it.
 A response over the size cap (`response_cap.py`) is cut, kept and marked, ending with
 Stop("response_cap"). The API's own context management (`Request.server_edits`) is spoken in
 `anthropic_context.py`. `list_models` reads the provider's model catalogue (`GET /v1/models`).
@@ -39,8 +41,16 @@ from ctxagent.agent.providers.client import (
     cut_events,
     sdk_client,
 )
-from ctxagent.agent.providers.protocol import CatalogueModel, Stop, StreamEvent, TextDelta, TokenCount
+from ctxagent.agent.providers.protocol import (
+    CatalogueModel,
+    Stop,
+    StreamEvent,
+    TextDelta,
+    TokenCount,
+    Waiting,
+)
 from ctxagent.agent.providers.response_cap import MAX_RESPONSE_CHARS, TextBudget, cut_mark
+from ctxagent.agent.providers.stream_watch import TIMED_OUT
 from ctxagent.context.errors import StreamError
 from ctxagent.context.request import RAW_ARGUMENTS, Message, Request, ToolCall, Usage
 
@@ -188,15 +198,20 @@ class AnthropicProvider(SDKProvider):
         compaction: CompactionAssembler | None = None  # the server's compaction block being streamed
         edits = EditsReport()
         budget = TextBudget(self.max_response_chars)
-        events = iter(stream)
+        events = self.watch(stream)
         try:
             while True:
                 if cancel is not None and cancel.is_set():
-                    stream.close()
+                    events.close()
                     yield _usage(usage)
                     yield Stop("cancelled")
                     return
                 ev = self.next_event(events)
+                if ev is TIMED_OUT:
+                    continue
+                if isinstance(ev, Waiting):
+                    yield ev
+                    continue
                 if ev is END:
                     break
                 if ev is TOO_LARGE:
@@ -249,7 +264,7 @@ class AnthropicProvider(SDKProvider):
                 elif kind == "message_stop":
                     finished = True
         finally:
-            stream.close()
+            events.close()
         if not finished:
             raise StreamError(f"the stream from {self.name}:{self.model} ended before message_stop (connection cut?)")
         reported = edits.event()

@@ -23,8 +23,10 @@ from ctxagent.agent.providers.response_cap import (
     cut_mark,
     is_too_large,
 )
+from ctxagent.agent.providers.stream_watch import WatchedEvents, idle_timeout
 from ctxagent.agent.providers.wire_errors import classify_exception
-from ctxagent.context.errors import ProviderError
+from ctxagent.context.errors import ProviderError, StreamError
+from ctxagent.context.floor.sanitize import encodable
 from ctxagent.context.request import Request, Usage
 
 DEFAULT_TIMEOUT = 600.0  # seconds for one request: a long answer streams for minutes
@@ -53,8 +55,10 @@ class SDKProvider:
 
     def __init__(self, model: str, api_key: str, base_url: str | None = None, max_tokens: int | None = None,
                  *, timeout: float = DEFAULT_TIMEOUT, streaming: bool = True,
-                 max_response_chars: int | None = None, max_response_bytes: int | None = None):
+                 max_response_chars: int | None = None, max_response_bytes: int | None = None,
+                 idle_timeout: float | None = None):
         self.model = model
+        self.idle_timeout = idle_timeout  # seconds without a stream event; None: stream_watch.idle_timeout()
         self.max_tokens = max_tokens
         self.streaming = streaming
         self.custom_server = bool(base_url)  # not the provider's own API: a proxy or a server of your own
@@ -88,24 +92,41 @@ class SDKProvider:
         raise mapped from e
 
     def open_response(self, create: Callable[[dict[str, Any]], Any], body: dict[str, Any]) -> Any:
-        """`create(body)`: the response (or stream), its failure mapped."""
+        """`create(body)`: the response (or stream), its failure mapped. The body goes with its lone
+        surrogates escaped (the SDK would raise UnicodeEncodeError on one, at every later request
+        of the session); a response the SDK cannot decode (nested past json's stack) is a ProviderError."""
         try:
-            return create(body)
+            return create(encodable(body))
+        except RecursionError as e:
+            raise ProviderError(f"the response from {self.name}:{self.model} nests too deep to read") from e
         except Exception as e:
             if is_too_large(e):  # a whole non-streamed body over the byte cap: nothing to keep
                 raise ProviderError(f"the response from {self.name}:{self.model} was too large to read") from e
             self.raise_mapped(e)
 
-    def next_event(self, events: Iterator[Any]) -> Any:
-        """The stream's next event, END at its end, TOO_LARGE past the byte cap; other failures mapped."""
+    def watch(self, stream: Any) -> WatchedEvents:
+        """The SDK stream's events, read with the idle timeout (`stream_watch.py`); `close()` it after."""
+        return WatchedEvents(stream, timeout=idle_timeout(self.idle_timeout), label=f"{self.name}:{self.model}")
+
+    def next_event(self, events: WatchedEvents | Iterator[Any]) -> Any:
+        """The stream's next event, END at its end, TOO_LARGE past the byte cap; from a watched stream
+        also a Waiting (yield it) or TIMED_OUT (nothing yet: look at cancel and ask again); other
+        failures mapped (a stalled stream is a StreamIdleError)."""
         try:
-            return next(events)
+            return events.next() if isinstance(events, WatchedEvents) else next(events)
         except StopIteration:
             return END
+        except RecursionError as e:  # the SDK's json.loads of an event nested ~1,000 deep
+            raise StreamError(f"malformed stream data from {self.name}:{self.model}: an event nests too deep") from e
         except Exception as e:
             if is_too_large(e):
                 return TOO_LARGE
-            self.raise_mapped(e, started=True)
+            mapped = self._map(e, started=True)
+            if mapped is not None:
+                raise mapped from e
+            # anything else the SDK raises reading an event (bytes that are not UTF-8, a field of the
+            # wrong type) is a broken stream too: the loop keeps what arrived and goes on
+            raise StreamError(f"malformed stream data from {self.name}:{self.model}: {type(e).__name__}: {e}") from e
 
     def bytes_cut_mark(self) -> str:
         return cut_mark(self.max_response_bytes, "bytes")

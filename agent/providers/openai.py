@@ -10,7 +10,7 @@ Usage: `prompt_tokens` is the whole prompt; the cached part (prompt_tokens_detai
 reported as `cache_read` and subtracted from `input_tokens`, so `Usage.prompt_tokens` equals the
 reported prompt_tokens. A response over the size cap (`response_cap.py`) is cut, kept and marked,
 ending with Stop("response_cap"). The client and the error mapping are shared with anthropic.py
-(`client.py`); `list_models` reads the server's model list (`GET /v1/models`).
+(`client.py`), and so is the stream's idle timeout (`stream_watch.py`); `list_models` reads the server's model list (`GET /v1/models`).
 """
 
 from __future__ import annotations
@@ -35,9 +35,11 @@ from ctxagent.agent.providers.protocol import (
     Stop,
     StreamEvent,
     TextDelta,
+    Waiting,
     refuse_server_edits,
 )
 from ctxagent.agent.providers.response_cap import MAX_RESPONSE_CHARS, TextBudget, cut_mark
+from ctxagent.agent.providers.stream_watch import TIMED_OUT
 from ctxagent.context.errors import StreamError
 from ctxagent.context.request import Message, Request, ToolCall, Usage
 
@@ -143,7 +145,7 @@ class OpenAIProvider(SDKProvider):
         finish: str | None = None
         usage = Usage()
         budget = TextBudget(self.max_response_chars)
-        events = iter(stream)
+        events = self.watch(stream)
         try:
             while True:
                 if cancel is not None and cancel.is_set():
@@ -151,6 +153,11 @@ class OpenAIProvider(SDKProvider):
                     yield Stop("cancelled")
                     return
                 chunk = self.next_event(events)
+                if chunk is TIMED_OUT:
+                    continue
+                if isinstance(chunk, Waiting):
+                    yield chunk
+                    continue
                 if chunk is END:
                     break
                 if chunk is TOO_LARGE:  # tool calls are complete only at the finish: a cut drops them
@@ -183,7 +190,7 @@ class OpenAIProvider(SDKProvider):
                     yield from _cut(budget, usage)
                     return
         finally:
-            stream.close()
+            events.close()
         if finish is None:
             raise StreamError(f"the stream from {self.name}:{self.model} ended without a finish_reason (connection cut?)")
         yield from _calls_events(calls)

@@ -5,7 +5,8 @@ by `ctxagent inspect` to show the exact request of a step) and streams the reply
 TextDelta*, ToolCall*, Usage, Stop (ToolCall and Usage are context/request.py's: one shape from
 the stream to the log). A provider that does server-side context management
 (`Request.server_edits`) also yields ServerCompaction (before the reply's text) and ServerEdits
-(before Usage) when its server acted. Failures raise `ctxagent.context.errors.ProviderError`
+(before Usage) when its server acted, and a streaming one Waiting while its stream is silent
+(`stream_watch.py`: its idle timeout). Failures raise `ctxagent.context.errors.ProviderError`
 subclasses; retries with backoff live in `agent/retry.py`, not in the providers. A provider with a
 model list of its own returns it as CatalogueModel entries (`list_models` in its module).
 """
@@ -30,6 +31,13 @@ class TextDelta:
 @dataclass(frozen=True)
 class Stop:
     reason: str  # "end_turn" | "tool_use" | "max_tokens" | "stop" | "cancelled" | ...
+
+
+@dataclass(frozen=True)
+class Waiting:
+    """The stream has sent no event for `seconds` (0: events flow again) — `stream_watch.py`."""
+
+    seconds: float
 
 
 RESPONSE_CAP_STOP = "response_cap"  # the Stop reason of a response cut at ctxagent's size cap (response_cap.py)
@@ -88,7 +96,7 @@ class CatalogueModel:
             retires=dt.date.fromisoformat(retires) if retires else None, dated=bool(d.get("dated", True)))
 
 
-StreamEvent = TextDelta | ToolCall | Usage | Stop | ServerCompaction | ServerEdits
+StreamEvent = TextDelta | ToolCall | Usage | Stop | ServerCompaction | ServerEdits | Waiting
 
 
 def refuse_server_edits(request: Request, where: str) -> None:

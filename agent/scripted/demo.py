@@ -22,12 +22,13 @@ from pathlib import Path
 from typing import Any
 
 from ctxagent.agent.trust import trust_repo
+from ctxagent.context.floor.display import echo
 from ctxagent.context.floor.gitsafe import git_command, git_env
 from ctxagent.context.floor.state_paths import ensure_state_dir
 
 DEMO_LABEL = "scripted demo"
 DEMO_MODEL = "anthropic:scripted-demo"
-DEMO_WINDOW = 6000  # small on purpose: the big log and its grep push usage past 75 %
+DEMO_WINDOW = 6500  # (room for the budget tools' schemas) small on purpose: the big log and its grep push usage past 75 %
 DEMO_PROMPT = "The add test fails — fix calc.py, run the tests, then check logs/server.log for errors."
 
 CALC = '''"""A tiny calculator (the demo's bug lives here)."""
@@ -137,10 +138,10 @@ def prepare_demo(parent: Path | None = None, window: int = DEMO_WINDOW) -> Demo:
 def run_demo(args: argparse.Namespace) -> int:
     launcher = getattr(args, "tui_launcher", None)  # passed in by the console script (tui/entry.py)
     if launcher is None:
-        print("ctxagent demo opens the app: run it through the `ctxagent` command", file=sys.stderr)
+        echo("ctxagent demo opens the app: run it through the `ctxagent` command", err=True)
         return 2
     demo = prepare_demo(Path(args.dir) if getattr(args, "dir", None) else None, window=args.window)
-    print(f"ctxagent demo: repository {demo.repo} · scripted model at {demo.flags['base_url']}", file=sys.stderr)
+    echo(f"ctxagent demo: repository {demo.repo} · scripted model at {demo.flags['base_url']}", err=True)
     app_args = argparse.Namespace(
         cwd=str(demo.repo), model=demo.flags["model"], base_url=demo.flags["base_url"], window=demo.flags["window"],
         max_steps=None, strategy=None, yes=bool(getattr(args, "yes", False)), resume=None, continue_=False,
@@ -150,4 +151,4 @@ def run_demo(args: argparse.Namespace) -> int:
         return int(launcher(app_args))
     finally:
         demo.stop()
-        print(f"ctxagent demo: the repository is kept at {demo.repo} (delete it when done)", file=sys.stderr)
+        echo(f"ctxagent demo: the repository is kept at {demo.repo} (delete it when done)", err=True)

@@ -18,6 +18,12 @@ model that emits invalid JSON). A turn may instead be a fault, which consumes it
     {"fault": "reset"}                     the connection closes before the first byte
     {"fault": "cut", "text": "partial"}    some text streams, then the connection drops
     {"fault": "malformed_sse"}             an event whose data is not JSON (after optional "text")
+    {"fault": "error_event", "text": "p"}  some text streams, then an `error` event (overloaded) in the 200 stream
+    {"fault": "stall", "text": "p", "seconds": 5}   some text, then nothing for 5 s, then the rest of the turn
+    {"fault": "pings", "seconds": 5}       only keep-alives for 5 s (Anthropic `ping` events, OpenAI SSE
+                                           comments), then the turn
+    {"fault": "drip", "seconds": 5}        the first event after the text sent one byte at a time over 5 s
+                                           (bytes arrive, no event completes), then the rest
 
 Everything is deterministic: tool call ids come from the request and call numbers, and input tokens
 not given by the script are computed from the request body (its JSON length // 4).
@@ -52,7 +58,10 @@ from typing import Any
 
 from ctxagent.context.errors import ConfigError
 
-FAULTS = ("429", "500", "529", "404", "401", "context_length", "reset", "cut", "malformed_sse")
+FAULTS = ("429", "500", "529", "404", "401", "context_length", "reset", "cut", "malformed_sse", "error_event",
+          "stall", "pings", "drip")
+SLOW_FAULTS = ("stall", "pings", "drip")  # faults that take `seconds` (default DEFAULT_STALL) and then finish the turn
+DEFAULT_STALL = 5.0
 LIFECYCLES = ("active", "deprecated", "retired")
 
 # Keys accepted in a turn's "usage", mapped to the neutral names (Anthropic and OpenAI spellings too).
@@ -96,6 +105,7 @@ class Turn:
     stop_reason: str | None = None
     fault: str | None = None
     retry_after: float | None = None
+    seconds: float | None = None  # how long a slow fault (SLOW_FAULTS) holds the stream
 
     def final_stop_reason(self) -> str:
         if self.stop_reason:
@@ -136,6 +146,9 @@ def _parse_turn(index: int, raw: Any) -> Turn:
         if fault not in FAULTS:
             raise ConfigError(f"{where}: unknown fault {fault!r}; known: {', '.join(FAULTS)}")
     retry_after = raw.get("retry_after")
+    seconds = raw.get("seconds")
+    if seconds is not None and (not isinstance(seconds, int | float) or isinstance(seconds, bool) or seconds < 0):
+        raise ConfigError(f"{where}: 'seconds' must be a number >= 0")
     return Turn(
         text=text,
         tool_calls=calls,
@@ -143,6 +156,7 @@ def _parse_turn(index: int, raw: Any) -> Turn:
         stop_reason=raw.get("stop_reason"),
         fault=fault,
         retry_after=float(retry_after) if retry_after is not None else None,
+        seconds=float(seconds) if seconds is not None else None,
     )
 
 

@@ -27,14 +27,16 @@ from pathlib import Path
 from typing import Any, BinaryIO
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from ctxagent.agent.scripted import wire
+from ctxagent.agent.scripted import slow, wire
 from ctxagent.agent.scripted.context_emulation import (
     ServerReply,
     apply_context_management,
     count_tokens_reply,
 )
 from ctxagent.agent.scripted.script import (
+    DEFAULT_STALL,
     EXHAUSTED_MESSAGE,
+    SLOW_FAULTS,
     ScriptedModel,
     Turn,
     estimate_input_tokens,
@@ -43,6 +45,7 @@ from ctxagent.agent.scripted.script import (
     subagent_key,
     turn_usage,
 )
+from ctxagent.context.floor import bounded_json
 
 
 class _Chunked:
@@ -74,6 +77,7 @@ class _ScriptState:
         self.count_requests: list[dict[str, Any]] = []  # count_tokens bodies, for tests
         self.next_index = 0
         self.lock = threading.Lock()
+        self.stopping = threading.Event()  # set by stop(): a stalled stream ends its wait
 
     def take(self, path: str, body: Any, server: ServerReply | None = None, beta: str = "") -> tuple[int, Turn | None]:
         """Record the request and claim its turn: (1-based request number, turn or None past the end).
@@ -197,10 +201,10 @@ class _Handler(BaseHTTPRequestHandler):
             return
         raw = self._read_body()
         try:
-            body = json.loads(raw.decode("utf-8"))
+            body = bounded_json.loads(raw.decode("utf-8"), bounded_json.LOG_DEPTH)
             if not isinstance(body, dict):
                 raise ValueError("the body is not a JSON object")
-        except (UnicodeDecodeError, ValueError) as e:
+        except ValueError as e:  # not UTF-8, not JSON, or nested too deep
             status, err = wire.error_response(fmt, "bad_request", model="?", tokens=0,
                                               message=f"scripted server: unreadable request body: {e}")
             self._send_json(status, err)
@@ -223,9 +227,18 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(status, err)
             return
         usage = turn_usage(turn, server.seen if server is not None else body)  # what the model saw
-        if turn.fault is not None and self._serve_fault(fmt, turn, n, model, body, usage):
-            return
         stream = body.get("stream") is True
+        if stream and slow.is_stream_fault(turn, body):
+            include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+            blobs, hold = slow.events(fmt, turn, n, model, usage, include_usage)
+            out = self._start_sse()
+            slow.serve(out.write, fmt, turn, blobs, hold, self.state.stopping)
+            out.end()
+            return
+        if turn.fault in SLOW_FAULTS:  # not streamed: the whole body late
+            self.state.stopping.wait(turn.seconds if turn.seconds is not None else DEFAULT_STALL)
+        elif turn.fault is not None and self._serve_fault(fmt, turn, n, model, body, usage):
+            return
         if fmt == wire.ANTHROPIC:
             if stream:
                 out = self._start_sse()
@@ -249,11 +262,11 @@ class _Handler(BaseHTTPRequestHandler):
         """POST /v1/messages/count_tokens: consumes no turn; recorded apart."""
         raw = self._read_body()
         try:
-            body = json.loads(raw.decode("utf-8"))
+            body = bounded_json.loads(raw.decode("utf-8"), bounded_json.LOG_DEPTH)
             if not isinstance(body, dict):
                 raise ValueError("the body is not a JSON object")
             answer = count_tokens_reply(body)
-        except (UnicodeDecodeError, ValueError, KeyError, TypeError) as e:
+        except (ValueError, KeyError, TypeError) as e:
             status, err = wire.error_response(wire.ANTHROPIC, "bad_request", model="?", tokens=0,
                                               message=f"scripted server: count_tokens: {e}")
             self._send_json(status, err)
@@ -358,6 +371,7 @@ class ScriptedServer:
         self._httpd.serve_forever()
 
     def stop(self) -> None:
+        self.state.stopping.set()
         if self._httpd is not None:
             if self._thread is not None:
                 self._httpd.shutdown()

@@ -28,7 +28,8 @@ from ctxagent.agent.updates import (
 from ctxagent.context.calibrator import Calibrator
 from ctxagent.context.events import SessionStartData, UserData
 from ctxagent.context.floor.sanitize import Sanitizer
-from ctxagent.context.history import SUBAGENTS_FOLDER, SessionLog
+from ctxagent.context.floor.state_paths import SUBAGENTS_FOLDER
+from ctxagent.context.history import SessionLog
 from ctxagent.context.request import Usage
 from ctxagent.tools.contract import ToolRegistry
 from ctxagent.tools.memory_tools import SUBAGENT_KEY

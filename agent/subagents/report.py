@@ -10,7 +10,8 @@ from pathlib import Path
 
 from ctxagent.agent.providers.pricing import SessionCost, session_cost
 from ctxagent.context.errors import HistoryError
-from ctxagent.context.history import SUBAGENTS_FOLDER, SessionLog
+from ctxagent.context.floor.state_paths import SUBAGENTS_FOLDER
+from ctxagent.context.history import SessionLog
 from ctxagent.context.request import Usage
 
 

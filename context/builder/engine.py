@@ -26,6 +26,7 @@ from ctxagent.context.builder.inputs import (
 from ctxagent.context.builder.measure import make_report
 from ctxagent.context.builder.relief import relieve
 from ctxagent.context.builder.render import warm_position
+from ctxagent.context.builder.task_state import task_state_for
 from ctxagent.context.builder.warm import warm_text_for
 from ctxagent.context.history import Summary
 from ctxagent.context.request import Request
@@ -38,7 +39,8 @@ def build_ctxagent(inputs: BuildInputs) -> BuildResult:
     events = list(inputs.events)
     notes: list[str] = []
     log = cache.log_state(events)
-    warm, note = warm_text_for(inputs, log.live, log.ledger, log.items, log.cue)
+    task = task_state_for(inputs, log.items, log.ledger, limit)  # the task state compactions mask (task_state.py)
+    warm, note = warm_text_for(inputs, log.live, log.ledger, log.items, log.cue, task)
     if note:
         notes.append(note)
     cold = log.cold.with_build(inputs.model)  # messages that met a cold prompt cache: relief is free there

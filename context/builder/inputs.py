@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from ctxagent.context.budget import Budget
+from ctxagent.context.budget import TASK_STATE_SHARE, Budget
 from ctxagent.context.builder.cache import BuildCache
 from ctxagent.context.events import BuildParams, CompactionData
 from ctxagent.context.history import Event, ViewItem
@@ -51,6 +51,7 @@ class BuildInputs:
     protect_turns: int = 2
     thresholds: tuple[float, float] = (0.75, 0.90)
     focus: str | None = None
+    task_state_share: float = TASK_STATE_SHARE  # of the limit at most for the verbatim task state (builder/task_state.py)
     model: str = ""  # the model this request is for: a different one than the last step's has a cold prompt cache
     # per-event work remembered across builds (the agent keeps one per session); None = the cache tied
     # to `counter`. The result is the same with or without it, warm or cold.
@@ -64,7 +65,7 @@ class BuildInputs:
             window=b.window, fractions=b.fractions, max_output=b.max_output, profile=b.profile,
             tools_high=b.tools_high, tools_low=b.tools_low, protect_steps=b.protect_steps,
             strategy=self.strategy, protect_turns=self.protect_turns, thresholds=self.thresholds,
-            tokenizer=tokenizer or self.counter.name,
+            tokenizer=tokenizer or self.counter.name, task_state_share=self.task_state_share,
         )
 
     @classmethod
@@ -79,7 +80,7 @@ class BuildInputs:
         return cls(events=events, system=system, tools=tools, budget=budget, counter=counter, step=step, turn=turn,
                    strategy=params.strategy, calibration_ratio=calibration_ratio, warm_override=warm_override,
                    summarize=None, allow_compaction=allow_compaction, protect_turns=params.protect_turns,
-                   thresholds=params.thresholds, model=model)
+                   thresholds=params.thresholds, model=model, task_state_share=params.task_state_share)
 
 
 @dataclass(frozen=True)

@@ -11,10 +11,28 @@ from ctxagent.context.history import MESSAGE_KINDS, Event
 from ctxagent.context.monitor import advice_for, red_flags
 from ctxagent.context.pins import live_events
 from ctxagent.context.report import ContextReport
-from ctxagent.context.request import Request
-from ctxagent.context.tokens import TokenCounter
+from ctxagent.context.request import Request, ToolSpec
+from ctxagent.context.tokens import TokenCounter, count_tool_spec
 
-__all__ = ["event_tokens", "loss_pct", "make_report"]
+__all__ = ["event_tokens", "loss_pct", "make_report", "schema_rows"]
+
+MCP_PREFIX = "mcp__"  # agent/mcp/config.py names MCP tools mcp__<server>__<tool>
+SEARCH_TOOLS = "search_tools"  # the tool MCP tools are deferred behind (agent/mcp/catalog.py)
+
+
+def _has_mcp(tools: list[ToolSpec]) -> bool:
+    """Only a session with MCP tools gets the rows (every other report stays as it was)."""
+    return any(t.name.startswith(MCP_PREFIX) or t.name == SEARCH_TOOLS for t in tools)
+
+
+def schema_rows(tools: list[ToolSpec], counter: TokenCounter) -> dict[str, int]:
+    """Schema tokens by who offers the tool: built-in, each MCP server, search_tools."""
+    rows: dict[str, int] = {}
+    for spec in tools:
+        rest = spec.name[len(MCP_PREFIX):] if spec.name.startswith(MCP_PREFIX) else ""
+        row = rest.split("__", 1)[0] if "__" in rest else SEARCH_TOOLS if spec.name == SEARCH_TOOLS else "built-in"
+        rows[row] = rows.get(row, 0) + count_tool_spec(spec, counter)
+    return rows
 
 def loss_pct(events: list[Event], verbatim_ids: set[int], counter: TokenCounter) -> float:
     """Share of the (non-rewound) history's tokens not shown verbatim: pruned, spilled or compacted."""
@@ -104,4 +122,5 @@ def make_report(
         strategy=strategy,
         summary_method=compaction.method if compaction else None,
         notes=list(notes),
+        schema_tokens=schema_rows(inputs.tools, inputs.counter) if _has_mcp(inputs.tools) else {},
     )

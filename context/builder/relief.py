@@ -26,6 +26,7 @@ from ctxagent.context.builder.cache import BuildCache
 from ctxagent.context.builder.inputs import CUT_STATES, BuildInputs, Draft, PlannedCompaction, Slot
 from ctxagent.context.builder.render import assemble, with_content
 from ctxagent.context.builder.slice_relief import enforce_tools_slice
+from ctxagent.context.builder.task_state import EMPTY, task_state_for
 from ctxagent.context.builder.warm import warm_text_for
 from ctxagent.context.compact import compaction_record, user_positions
 from ctxagent.context.errors import ContextOverflowError
@@ -54,12 +55,15 @@ def relieve(inputs: BuildInputs, events: list[Event], limit: int, warm: str, not
     next_id = len(events)  # ids are positions in the log: the next appended event gets this one
     records: list[tuple[int, CompactionData, bool]] = []  # (planned event id, data, is an old-turns record)
     summary_cap = max(256, limit // 4)
+    task = EMPTY
     for _ in range(MAX_RELIEF_ROUNDS):
         log = cache.log_state([*events, *(Event(eid, CompactionData.KIND, data.to_data())
                                           for eid, data, _ in records)])
+        task = task_state_for(inputs, log.items, log.ledger, limit)
         if inputs.warm_override is None and records:
-            warm, _ = warm_text_for(inputs, log.live, log.ledger, log.items, log.cue)  # the ledger holds the summaries' open tasks
-        draft = assemble(list(log.items), inputs, warm, cache, log.ledger)
+            # the ledger holds the summaries' open tasks; what the task state quotes is not repeated
+            warm, _ = warm_text_for(inputs, log.live, log.ledger, log.items, log.cue, task)
+        draft = assemble(list(log.items), inputs, warm, cache, log.ledger, task.sections)
         enforce_tools_slice(draft, inputs.budget, lambda s: _pruned_memo(s, counter, cache),
                             lambda s: _cleared_memo(s, counter, cache), cold, cache.enforced, cache.stats)
         _prune(draft, "old", counter, cache, limit)
@@ -93,6 +97,8 @@ def relieve(inputs: BuildInputs, events: list[Event], limit: int, warm: str, not
         break
     if draft.total() > limit:
         raise ContextOverflowError(draft.overflow_message(inputs.budget, inputs.calibration_ratio))
+    if task.note:
+        notes.append(task.note)
     return draft, [PlannedCompaction(eid, data) for eid, data, _ in records], warm
 
 

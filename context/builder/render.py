@@ -14,6 +14,7 @@ view (e.g. masked) is shown as a user-side note instead of a dangling "tool" mes
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from functools import partial
 from typing import Any
 
@@ -88,11 +89,13 @@ def _render_missing(call_id: str, name: str, counter: TokenCounter) -> tuple[Mes
 
 
 def render(items: list[ViewItem], counter: TokenCounter, cache: BuildCache | None = None,
-           ledger: Ledger | None = None, summary_quotes_tokens: int = 0) -> list[Slot]:
+           ledger: Ledger | None = None, summary_quotes_tokens: int = 0,
+           task_sections: Mapping[int, str] | None = None) -> list[Slot]:
     """The view's messages as slots. With a cache: resumes from the longest rendered prefix of `items`
     and renders each remaining event through the per-event memo (the result is the same either way).
     `ledger`: the session ledger, whose quotes go with the results and summaries that cut them
-    (a summary's within `summary_quotes_tokens`)."""
+    (a summary's within `summary_quotes_tokens`). `task_sections`: the task state a summary quotes
+    word for word, by the summary's event id (context/builder/task_state.py)."""
     cache = (cache or BuildCache()).bind(counter)
     quotes = {q.event_id: q for q in ledger.quotes} if ledger is not None else {}
     memo = cache.memo
@@ -115,7 +118,8 @@ def render(items: list[ViewItem], counter: TokenCounter, cache: BuildCache | Non
             masked = [q for q in quotes.values() if it.first_id <= q.event_id <= it.last_id] if quotes else []
             quoted = quotes_block(masked, summary_quotes_tokens, counter) if masked else ""
             files = files_line(ledger.touched, it.first_id, it.last_id) if ledger is not None else ""
-            quoted = "\n".join(x for x in (files, quoted) if x)
+            task = task_sections.get(it.event_id, "") if task_sections else ""
+            quoted = "\n".join(x for x in (files, quoted, task) if x)
             msg, n = memo(("summary", it.event_id), (it, quoted), partial(_render_summary, it, quoted, counter),
                           kind="renders", chars=len(it.text) + len(quoted))
             slots.append(Slot(msg, n, "hot", "summary", turn, idx, event_id=it.event_id))
@@ -155,10 +159,10 @@ def render(items: list[ViewItem], counter: TokenCounter, cache: BuildCache | Non
 
 
 def assemble(items: list[ViewItem], inputs: BuildInputs, warm: str, cache: BuildCache | None = None,
-             ledger: Ledger | None = None) -> Draft:
+             ledger: Ledger | None = None, task_sections: Mapping[int, str] | None = None) -> Draft:
     counter = inputs.counter
     cache = (cache or BuildCache()).bind(counter)
-    slots = render(items, counter, cache, ledger, inputs.budget.base("warm") // 2)
+    slots = render(items, counter, cache, ledger, inputs.budget.base("warm") // 2, task_sections)
     system_tokens, tool_spec_tokens = cache.fixed_tokens(inputs.system, inputs.tools)
     warm_msg = Message(role="user", content=warm, kind="warm") if warm else None
     warm_tokens = count_message(warm_msg, counter) if warm_msg else 0

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ctxagent.context.budget import Budget
+from ctxagent.context.budget import TASK_STATE_SHARE, Budget
 from ctxagent.context.builder.cache import BuildCache
 from ctxagent.context.builder.dispatch import build, request_sha256
 from ctxagent.context.builder.inputs import BuildInputs, BuildResult, WarmProvider
@@ -63,6 +63,7 @@ class StepSetup:
     warm: WarmProvider | None = None
     summarize: Callable[[str], str] | None = None  # a model call for compaction summaries; None = extractive
     cache: BuildCache | None = None  # keep one per session: a step then costs O(new content)
+    task_state_share: float = TASK_STATE_SHARE
 
     def params(self) -> BuildParams:
         """The scalars a step records so that it can be rebuilt (`BuildInputs.params`)."""
@@ -74,7 +75,7 @@ class StepSetup:
             events=events, system=self.system, tools=self.tools, budget=self.budget, counter=self.counter,
             step=step, turn=turn, strategy=self.strategy, calibration_ratio=calibration_ratio, warm=self.warm,
             summarize=self.summarize, allow_compaction=allow_compaction, protect_turns=self.protect_turns,
-            thresholds=self.thresholds, model=self.model, cache=self.cache,
+            thresholds=self.thresholds, model=self.model, cache=self.cache, task_state_share=self.task_state_share,
         )
 
 

@@ -1,8 +1,10 @@
 """The warm block of the ctxagent strategy: what sits right before the newest message every step.
 
-The session ledger's working-memory block first (binding pins, open tasks, failing tests, recent
-decisions, changed files: context/ledger.py), then what the memory hook recalls for this step, in at
-most RECALL_SHARE of the warm slice. Lines the ledger already shows, or leaves out because the request
+The session ledger's working-memory block first (the user's constraints and tasks, then a summary's
+tasks, failing tests, recent decisions with their authors, changed files: context/ledger.py), then
+what the memory hook recalls for this step (the user's binding records, then the rest as data with
+its author: context/memory/recall.py), in at most RECALL_SHARE of the warm slice. Whose line binds
+is decided in one place, context/memory/provenance.py (`binds`); the headings say it. Lines the ledger already shows, or leaves out because the request
 still shows their message, are not repeated. A failing memory hook is left out and a note says so:
 memory trouble never stops a step.
 """
@@ -14,6 +16,7 @@ from functools import lru_cache
 
 from ctxagent.context.builder.cache import RecallCue
 from ctxagent.context.builder.inputs import BuildInputs
+from ctxagent.context.builder.task_state import TaskState
 from ctxagent.context.history import Event, Summary, ViewItem
 from ctxagent.context.ledger import Ledger
 from ctxagent.context.memory.terms import normalize
@@ -23,17 +26,20 @@ RECALL_SHARE = 0.3  # of the warm slice at most, for memory recalled for this st
 
 
 def warm_text_for(inputs: BuildInputs, events: list[Event], ledger: Ledger | None = None,
-                  items: list[ViewItem] | None = None, cue: RecallCue | None = None) -> tuple[str, str | None]:
+                  items: list[ViewItem] | None = None, cue: RecallCue | None = None,
+                  task: TaskState | None = None) -> tuple[str, str | None]:
     """(warm block text, note): the session ledger's working-memory block, then what the memory hook
     recalls for this step. `events`: the live events; `ledger` and `cue`: theirs if already folded;
     `items`: the view, whose summaries say which messages are no longer shown (those still shown are
-    not repeated). A failing memory hook is left out and the note says so."""
+    not repeated; nor are those `task`, the task state a summary quotes, holds). A failing memory hook
+    is left out and the note says so."""
     if inputs.warm_override is not None:
         return inputs.warm_override, None
     ledger = ledger if ledger is not None else Ledger().feed(events)
     max_tokens = inputs.budget.base("warm")
     masked = None if items is None else [(it.first_id, it.last_id) for it in items if isinstance(it, Summary)]
-    tail = ledger.tail_block(max_tokens, inputs.counter, masked)  # binding pins first: the whole share if need be
+    quoted = task.shows if task is not None and task.sections else None
+    tail = ledger.tail_block(max_tokens, inputs.counter, masked, quoted)  # binding pins first: the whole share if need be
     if inputs.warm is None:
         return tail, None
     cue = cue if cue is not None else RecallCue().feed(events)
@@ -54,6 +60,9 @@ def _without_repeats(block: str, tail: str) -> str:
     shown = {_bare(line) for line in tail.splitlines()}
     lines = block.splitlines()
     kept = [ln for ln in lines if not ln.startswith("- ") or _bare(ln) not in shown]
+    # a heading left with no line under it goes too (headings say whose lines follow)
+    kept = [ln for i, ln in enumerate(kept)
+            if ln.startswith(("- ", "<", "(")) or (i + 1 < len(kept) and kept[i + 1].startswith("- "))]
     return "" if all(not ln.startswith("- ") for ln in kept) else "\n".join(kept)
 
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from ctxagent.context.floor.secret_shapes import REDACTED, redact_shapes
 
-__all__ = ["IMAGE_STRIPPED", "REDACTED", "Sanitizer", "escape_surrogates", "redact_secrets", "sanitize"]
+__all__ = ["IMAGE_STRIPPED", "REDACTED", "Sanitizer", "encodable", "escape_surrogates", "redact_secrets", "sanitize"]
 
 IMAGE_STRIPPED = "[image:base64-stripped]"
 
@@ -38,6 +38,25 @@ def escape_surrogates(text: str) -> str:
     """`text` made encodable: an undecodable byte of a file name shows as `\\xNN` (so the name can be
     given back, see tools/safe_text.py), any other lone surrogate becomes U+FFFD."""
     return _SURROGATE.sub(_escape_surrogate, text) if _SURROGATE.search(text) else text
+
+
+def encodable(value: Any) -> Any:
+    """A JSON-like value with every string (keys too) passed through `escape_surrogates`: what the
+    session log holds, so no later request, line or screen meets a lone surrogate. A value with
+    none is returned as it is (the same object)."""
+    if isinstance(value, str):
+        return escape_surrogates(value)
+    if isinstance(value, dict):
+        pairs = [(encodable(k), encodable(v)) for k, v in value.items()]
+        if all(k2 is k and v2 is v for (k2, v2), (k, v) in zip(pairs, value.items(), strict=True)):
+            return value
+        return dict(pairs)
+    if isinstance(value, list | tuple):
+        items = [encodable(v) for v in value]
+        if all(a is b for a, b in zip(items, value, strict=True)):
+            return value
+        return items if isinstance(value, list) else tuple(items)
+    return value
 
 
 class Sanitizer:

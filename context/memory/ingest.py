@@ -14,7 +14,7 @@
                            only where they restate the user (provenance.py)
 
 Every record carries its source event id (provenance back to the exact log line) and who wrote it
-(`provenance`: user, assistant, tool or summary). An event is
+(`provenance`, an Author: user, model, tool or summary). An event is
 ingested once per session: the `ingested` table remembers it, in the same transaction as the
 marking, so a re-run (or a second process) adds nothing twice.
 """
@@ -27,8 +27,9 @@ from typing import TYPE_CHECKING, Any
 from ctxagent.context.events import ToolResultData
 from ctxagent.context.history import Event
 from ctxagent.context.memory.detect import detect_constraints, detect_decisions, detect_todos
-from ctxagent.context.memory.provenance import ASSISTANT, SUMMARY, TOOL, USER
+from ctxagent.context.memory.provenance import MODEL, SUMMARY, TOOL, USER
 from ctxagent.context.memory.turns import write_turn
+from ctxagent.context.pins import ITEM_TAG
 from ctxagent.context.test_runs import run_outcome
 from ctxagent.context.tool_meta import changed_files_of
 
@@ -47,7 +48,8 @@ _HEADING = re.compile(
     r"^\s*(?:#+\s*)?(?:\*\*)?\s*(?P<name>[A-Za-z][A-Za-z ]*?|[\u4e00-\u9fff]+)\s*(?:\*\*)?\s*"
     r"(?:[:：]\s*(?:\*\*)?\s*(?P<rest>.*))?$"
 )
-_TURN_PREFIX = re.compile(r"^\[(?:turn|t)\s*(\d+)\]\s*", re.IGNORECASE)
+_TURN_PREFIX = ITEM_TAG  # "[turn 4] …", "[turn 4, by the model] …": the turn is read, the author never
+
 _BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+")
 _NONE = re.compile(r"^\s*(?:none|n/?a|nothing|无|没有|暂无)\s*[.。]?\s*$", re.IGNORECASE)
 _TURN_NOTE = re.compile(r"\((?:turn|t)\s*(\d+)\)|\bturn\s+(\d+)\b|\bt(\d+)\b|第\s*(\d+)\s*轮", re.IGNORECASE)
@@ -105,7 +107,7 @@ def _records_for(store: MemoryDB, ev: Event, session: str, turn: int) -> list[in
         for s in detect_todos(text):
             out.append(store.add(s, "todo", status="open", **common))
     elif ev.kind == "assistant":
-        common["provenance"] = ASSISTANT
+        common["provenance"] = MODEL
         text = ev.assistant.text
         for s in detect_decisions(text):
             out.append(store.add(s, "decision", importance=0.6, **common))
@@ -187,7 +189,7 @@ def _compaction_records(store: MemoryDB, ev: Event, session: str, turn: int) -> 
     out: list[int] = []
     sources = [ev.id]
     for type_, raw_item in parse_summary(summary):
-        prefix = _TURN_PREFIX.match(raw_item)  # the extractive summarizer writes "[turn 4] …"
+        prefix = _TURN_PREFIX.match(raw_item)  # the extractive summarizer writes "[turn 4, by the user] …"
         item = raw_item[prefix.end():] if prefix else raw_item
         m = prefix or _TURN_NOTE.search(item)
         item_turn = next((int(g) for g in m.groups() if g), start_turn) if m else start_turn

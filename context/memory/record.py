@@ -7,6 +7,8 @@ import sqlite3
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from ctxagent.context.memory.provenance import Author, AuthoredLine
+
 LAYERS = ("warm", "cold")
 # Not a layer one writes to: records written in turns a /rewind took back. Kept (listed, with their
 # history), never searched or recalled; a repeat after the rewind makes one current again.
@@ -41,21 +43,40 @@ class Record:
     pinned: bool = False
     status: str | None = None
     context: str = ""
-    provenance: str = ""  # who wrote it: user, model, mcp, assistant, summary, tool (context/memory/provenance.py)
+    provenance: str = ""  # who wrote it: an Author's value (context/memory/provenance.py)
     score: float | None = None  # search rank (higher is better); None outside search
 
     @property
     def current(self) -> bool:
         return self.superseded_by is None and self.layer != RETIRED
 
-    def line(self) -> str:
-        """The compact form used in the warm block and tool output: "[constraint t1] ..."."""
+    @property
+    def author(self) -> Author:
+        return Author.of(self.provenance)
+
+    def authored(self) -> AuthoredLine:
+        """The record as an authored line; `pinned` is the store's verdict of the binding rule at write
+        time, so a constraint pinned without being the user's is one in the user's own words."""
+        return AuthoredLine(self.type, self.content, self.turn, author=self.author,
+                            restates_user=self.pinned and self.author is not Author.USER)
+
+    @property
+    def binding(self) -> bool:
+        """A current record that binds (provenance.binds): the user's pinned constraint, the user's open to-do."""
+        if not self.current or (self.type == "todo" and (self.status or "open") != "open"):
+            return False
+        return (self.pinned or self.type == "todo") and self.authored().binding
+
+    def line(self, author: bool = False) -> str:
+        """The compact form used in the warm block and tool output: "[constraint t1] ...";
+        `author`: with who wrote it ("[todo open t2, by the model] ...")."""
         label = self.type if self.type != "todo" else f"todo {self.status or 'open'}"
         text = " ".join(self.content.split())
         files = ""
         if self.files and not any(f in text for f in self.files):
             files = f" ({', '.join(self.files[:3])})"
-        return f"[{label} t{self.turn}] {text}{files}"
+        by = f", by {self.author.label}" if author else ""
+        return f"[{label} t{self.turn}{by}] {text}{files}"
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)

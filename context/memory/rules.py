@@ -1,8 +1,9 @@
 """The written-down rules for merging repeats and for superseding, in one place.
 
 Merge: a new record whose normalized content equals an existing record's of the same type, or whose
-key terms overlap it almost completely (Jaccard ≥ MERGE_JACCARD, both with ≥ 3 terms), is the same
-record said again: the existing one gets confirmations + 1 instead of a new row.
+key terms overlap it almost completely (Jaccard ≥ MERGE_JACCARD, both with ≥ 3 terms) with the same
+polarity words in the same order (provenance.polarity: "enable"/"disable", "do"/"don't", 要/不要 …
+never merge), is the same record said again: the existing one gets confirmations + 1 instead of a new row.
 
 Supersede (decisions and constraints only, same type): two records are about the same *subject*
 when they share subject terms — key terms minus the verbs of deciding and forbidding ("use",
@@ -22,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from ctxagent.context.memory.provenance import USER
+from ctxagent.context.memory.provenance import Author, polarity
 from ctxagent.context.memory.terms import key_terms, normalize
 
 if TYPE_CHECKING:
@@ -49,8 +50,12 @@ def subject_terms(text: str) -> set[str]:
 
 
 def near_duplicate(a: str, b: str) -> bool:
+    """The same record said again: the same normalized text, or almost the same key terms — with the
+    same polarity words in the same order ("Do run X" is not "Don't run X", 要 is not 不要)."""
     if normalize(a) == normalize(b):
         return True
+    if polarity(a) != polarity(b):
+        return False
     ta, tb = key_terms(a), key_terms(b)
     if len(ta) < 3 or len(tb) < 3:
         return False
@@ -76,4 +81,5 @@ def same_subject(
 
 def may_supersede(new: Record, old: Record) -> bool:
     """Injected text must not lift the user's constraints: only the user replaces what the user bound."""
-    return not (old.type == "constraint" and old.provenance == USER and new.provenance != USER)
+    return not (old.type == "constraint" and Author.of(old.provenance) is Author.USER
+                and Author.of(new.provenance) is not Author.USER)

@@ -133,6 +133,7 @@ class MemoryDB(RecordLifecycle):
         """
         if provenance not in provenance_rules.PROVENANCES:
             raise MemoryStoreError(f"unknown provenance {provenance!r}")
+        provenance = provenance_rules.Author.of(provenance).value  # a legacy spelling as its author
         content = stored_text(" ".join(str(content).split()) if "\n" not in str(content) else str(content).strip())
         context = stored_text(str(context))
         if not content:
@@ -147,7 +148,7 @@ class MemoryDB(RecordLifecycle):
         tags = [stored_text(str(t)) for t in tags if str(t).strip()]
         wants_pin = type == "constraint" if pinned is None else bool(pinned)
         if wants_pin:
-            wants_pin = provenance_rules.may_pin(provenance, content, self._heard(user_texts))
+            wants_pin = provenance_rules.may_pin(provenance, content, self._heard(user_texts), type)
         with self._write() as conn:
             if merge:
                 existing = self._find_duplicate(conn, content, type)
@@ -302,6 +303,7 @@ class MemoryDB(RecordLifecycle):
                                 session=session, pinned=pinned, status=status, limit=limit, newest_first=newest_first)
 
     def stats(self) -> dict[str, Any]:
+        current = "superseded_by IS NULL AND layer != ?"
         with self._lock:
             q = self.conn.execute
             by_type = dict(q("SELECT type, COUNT(*) FROM records GROUP BY type ORDER BY type").fetchall())
@@ -315,8 +317,12 @@ class MemoryDB(RecordLifecycle):
                 "by_type": by_type,
                 "by_layer": by_layer,
                 "superseded": int(q("SELECT COUNT(*) FROM records WHERE superseded_by IS NOT NULL").fetchone()[0]),
-                "pinned": int(q("SELECT COUNT(*) FROM records WHERE pinned = 1 AND superseded_by IS NULL").fetchone()[0]),
-                "open_todos": int(q("SELECT COUNT(*) FROM records WHERE type = 'todo' AND status = 'open' AND superseded_by IS NULL").fetchone()[0]),
+                "retired": int(q("SELECT COUNT(*) FROM records WHERE layer = ?", (RETIRED,)).fetchone()[0]),
+                # what recall shows as binding: current (not superseded, not retired by a rewind)
+                "pinned": int(q(f"SELECT COUNT(*) FROM records WHERE type = 'constraint' AND pinned = 1 AND {current}",
+                                (RETIRED,)).fetchone()[0]),
+                "open_todos": int(q(f"SELECT COUNT(*) FROM records WHERE type = 'todo' AND status = 'open' AND {current}",
+                                    (RETIRED,)).fetchone()[0]),
                 "ingested_events": int(q("SELECT COUNT(*) FROM ingested").fetchone()[0]),
                 "retrieval": self.retrieval,
                 "vectors": int(q("SELECT COUNT(*) FROM record_vectors").fetchone()[0]),

@@ -20,7 +20,7 @@ import time
 from typing import TYPE_CHECKING
 
 from ctxagent.context.history import Event
-from ctxagent.context.memory.provenance import ASSISTANT, USER
+from ctxagent.context.memory.provenance import MODEL, USER
 
 if TYPE_CHECKING:
     from ctxagent.context.memory.store import MemoryDB
@@ -72,7 +72,7 @@ def write_turn(store: MemoryDB, ev: Event, session: str, turn: int) -> int | Non
     tags = [ev.kind, day_of(ev.ts)]
     rid = store.add(content, TURN_TYPE, layer="cold", tags=tags, session=session, turn=turn, source_events=[ev.id],
                     context=context, merge=False, supersede=False, said_at=ev.ts or None,
-                    provenance=USER if ev.kind == "user" else ASSISTANT)
+                    provenance=USER if ev.kind == "user" else MODEL)
     if prev is not None:
         store.extend_context(prev[0], _head(text, NEIGHBOUR_CHARS))
     return rid

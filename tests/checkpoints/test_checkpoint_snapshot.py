@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from cp_helpers import git, make_loop, user_git_state, write
 from ctxagent.agent.checkpoints.store import Checkpoints
+from ctxagent.context.floor.state_paths import ensure_state_dir
 
 
 def shadow_files(cps: Checkpoints, commit: str) -> dict[str, str]:
@@ -42,7 +43,7 @@ def test_snapshot_holds_tracked_and_untracked_but_not_ignored_files(repo: Path) 
 
 
 def test_state_folder_and_git_dir_never_enter_a_snapshot(repo: Path) -> None:
-    state = repo / ".ctxagent"
+    state = ensure_state_dir(repo)  # ctxagent's own folder, with what a session leaves in it
     write(repo, ".ctxagent/sessions/x.jsonl", "{}\n")
     write(repo, ".ctxagent/spill/abc.txt", "spilled output\n")
     # Even a user .gitignore that re-includes the state folder must not pull it in.

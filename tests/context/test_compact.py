@@ -115,3 +115,71 @@ def test_builder_compaction_keeps_originals_in_log() -> None:
     before = [e.to_json() for e in log.events]
     log.add("compaction", **res.compaction.to_data())
     assert [e.to_json() for e in log.events[:-1]] == before
+
+
+# -- a focus without a summary model (issue 24 item 8) --------------------------------------------
+
+def _pricing_session() -> Log:
+    """A pricing bug discussed mid-session, among turns about other things; nothing about it is a
+    decision, a constraint or a to-do, so only the focus can keep it."""
+    log = Log()
+    log.user("Look at the login form first.")
+    log.assistant("The login form validates emails on the client only.")
+    log.user("The pricing bug: a 3-seat plan is billed as 30 seats when the quantity field has a leading zero.")
+    log.step("read_file", {"path": "billing/quantity.py"}, "def parse_qty(s):\n    return int(s.lstrip('0') + '0')  # pricing: seats\n")
+    log.assistant("parse_qty appends a zero after stripping leading zeros, which multiplies the seat count by ten.")
+    for i in range(6):
+        log.user(f"Now rename helper number {i} in utils.")
+        log.assistant(f"Renamed helper {i}.")
+    log.user("Latest question?")
+    return log
+
+
+def test_compact_with_a_focus_and_no_summary_model_keeps_what_matches_it() -> None:
+    log = _pricing_session()
+    plain = compact_now(log.events)
+    focused = compact_now(log.events, focus="keep the pricing bug")
+    assert plain is not None and focused is not None and focused.method == "extractive"
+    assert "30 seats" not in plain.summary  # the unfocused summary has no place for it ...
+    head, _, sections = focused.summary.partition("\nDecisions:")
+    assert "'keep the pricing bug'" in head  # ... the focused one says what it kept, and why
+    assert "[turn 2, by the user] The pricing bug: a 3-seat plan is billed as 30 seats" in head
+    assert "[turn 2, by tool output] return int(s.lstrip('0') + '0') # pricing: seats" in head
+    assert "rename helper" not in head  # only what matches the focus
+    assert summary_sections(focused.summary)["Decisions"] == summary_sections(plain.summary)["Decisions"]
+
+
+def test_a_focus_nothing_matches_is_said() -> None:
+    rec = compact_now(_pricing_session().events, focus="the websocket reconnect")
+    assert rec is not None and "nothing in the summarized part mentions it" in rec.summary
+    # a focus only part of which the session mentions keeps what it does mention
+    rec = compact_now(_pricing_session().events, focus="keep the pricing websocket decision")
+    assert rec is not None and "billed as 30 seats" in rec.summary.partition("\nDecisions:")[0]
+
+
+def test_a_focus_ranks_a_sections_items_when_they_do_not_all_fit() -> None:
+    log = Log()
+    for i in range(12):
+        log.user(f"TODO: tidy module {i}")
+    log.user("TODO: fix the pricing rounding in invoices")
+    for i in range(12, 20):
+        log.user(f"TODO: tidy module {i}")
+    text = extractive_summary(view(log.events), max_items=4, focus="pricing")
+    tasks = summary_sections(text)["Open tasks"]
+    assert any("pricing rounding" in t for t in tasks)
+    assert "pricing rounding" not in "\n".join(summary_sections(extractive_summary(view(log.events), max_items=4))["Open tasks"])
+
+
+def test_a_summary_model_fallback_says_why() -> None:
+    items = view(session().events)
+
+    def garbage(_: str) -> str:
+        return "Sure! Here is what happened: lots of things."
+
+    def unauthorized(_: str) -> str:
+        raise PermissionError("401 Incorrect API key provided")
+
+    _, method, note = summarize_items(items, garbage, focus="why-garbage")
+    assert method == "extractive" and note and "not a usable summary" in note and "extractive summary was used" in note
+    _, method, note = summarize_items(items, unauthorized, focus="why-401")
+    assert method == "extractive" and note and "the summary model failed" in note and "401" in note

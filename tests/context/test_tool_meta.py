@@ -7,7 +7,13 @@ from ctxagent.context.compact import changed_files, extractive_summary
 from ctxagent.context.events import ToolMeta, ToolResultData
 from ctxagent.context.history import Event
 from ctxagent.context.request import ToolCall
-from ctxagent.context.tool_meta import changed_files_of, changed_files_of_call, shell_written_files
+from ctxagent.context.tool_meta import (
+    changed_files_of,
+    changed_files_of_call,
+    is_test_run,
+    runs_tests_only,
+    shell_written_files,
+)
 
 
 @pytest.mark.parametrize(("name", "args", "files"), [
@@ -58,3 +64,42 @@ def test_a_summary_of_claude_code_traffic_lists_its_changes() -> None:
     summary = extractive_summary(events)
     assert "src/parser.py: edited (turn 1)" in summary and "src/lexer.py: edited" in summary
     assert "README.md" not in summary and "Do not use regex" in summary
+
+
+# -- which shell commands are test runs (failing tests are read only from those: issue 19) --------
+
+TEST_COMMANDS = [
+    "pytest -q",
+    "python -m pytest tests/test_x.py 2>&1 | tail -30",
+    "python3.11 -m unittest discover",
+    "cd repo && . .venv/bin/activate && pytest -x",
+    "timeout 60 uv run pytest -x | grep -E 'FAILED|passed'",
+    "CI=1 npx jest --ci",
+    "npm test", "npm run test", "go test ./...", "cargo test", "make test", "tox -e py311",
+    "pytest -q > out.log; true",
+    "pytest -q | tee run.log",
+]
+NOT_TEST_COMMANDS = [
+    "cat README.md",
+    "cat README.md; pytest",
+    "cat README.md && pytest -q",
+    "pytest -q | cat notes.txt",
+    "pytest | grep FAILED README.md",
+    "echo 'FAILED tests/x.py::t'",
+    "pytest $(cat args.txt)",
+    "pytest `cat args.txt`",
+    "grep -r FAILED .",
+    "pytest < README.md",
+    "ls tests",
+]
+
+
+@pytest.mark.parametrize("command", TEST_COMMANDS)
+def test_a_recognised_test_command_is_a_test_run(command: str) -> None:
+    assert runs_tests_only(command) and is_test_run("shell", {"command": command})
+
+
+@pytest.mark.parametrize("command", NOT_TEST_COMMANDS)
+def test_a_command_that_could_print_anything_else_is_not_a_test_run(command: str) -> None:
+    assert not runs_tests_only(command) and not is_test_run("shell", {"command": command})
+    assert is_test_run("run_tests", {}) and not is_test_run("read_file", {"path": "README.md"})

@@ -112,7 +112,7 @@ def test_seed_mysql_postgresql_through_ingest(tmp_path: Path, store: MemoryStore
     assert len(everything) == 2
     block = MemoryRecall(store, "s1").warm_block("set up the database connection", [], 12, 500, CharCounter())
     assert "PostgreSQL" in block and "Use MySQL" not in block
-    assert "[decision t10]" in block
+    assert "[decision t10, by the user]" in block
 
 
 def test_constraint_survives_30_noisy_turns_in_every_warm_block(tmp_path: Path, store: MemoryStore) -> None:

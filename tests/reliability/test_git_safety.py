@@ -8,9 +8,9 @@ import os
 import subprocess
 from pathlib import Path
 
-from attack_helpers import git, headless, no_traceback
+from attack_helpers import git, headless, no_traceback, run_cli
 from ctxagent.agent.checkpoints.store import Checkpoints
-from ctxagent.context.floor.gitsafe import DIFF_SAFE_FLAGS, driver_overrides, git_env, run_git
+from ctxagent.context.floor.gitsafe import DIFF_SAFE_FLAGS, driver_overrides, git_env, open_git, run_git
 
 
 def _hostile_shadow(root: Path, marks: Path) -> Path:
@@ -59,13 +59,20 @@ def test_shipped_shadow_settings_do_not_run_with_the_safe_git_command(tmp_path: 
 
 
 def test_shipped_shadow_is_refused_and_runs_nothing_at_the_first_checkpoint(tmp_path: Path, servers) -> None:
-    """An unpacked tarball (no git, so nothing is tracked) with a hostile shadow.git: the edit happens,
-    the checkpoint is refused with a message, and neither the fsmonitor nor the hook runs."""
+    """An unpacked tarball (no git, so nothing is tracked) with a hostile shadow.git: its `.ctxagent/`
+    is not one ctxagent made, so the run is refused before anything starts. Once the user accepts
+    the folder (`ctxagent trust --state`), the edit happens, the checkpoint is still refused with a
+    message, and neither the fsmonitor nor the hook runs."""
     root = tmp_path / "unpacked"
     root.mkdir()
     (root / "a.txt").write_text("old\n")
     _hostile_shadow(root, tmp_path)
     srv = servers([{"tool_calls": [{"name": "write_file", "arguments": {"path": "a.txt", "content": "new\n"}}]}, {"text": "edited"}])
+    out = headless(root, srv.base_url, "edit a.txt", "--yes")
+    no_traceback(out)
+    assert out.returncode == 2 and "ctxagent did not create it" in out.stderr and "trust --state" in out.stderr
+    assert srv.requests == [] and (root / "a.txt").read_text() == "old\n"
+    assert run_cli(root, "trust", "--state").returncode == 0
     out = headless(root, srv.base_url, "edit a.txt", "--yes")
     no_traceback(out)
     assert out.returncode == 0, out.stderr
@@ -98,9 +105,11 @@ def _hostile_user_repo(repo: Path, marks: Path) -> None:
 
 def test_user_repository_programs_do_not_run_with_the_safe_git_command(repo: Path, tmp_path: Path) -> None:
     _hostile_user_repo(repo, tmp_path)
-    overrides = driver_overrides(repo)
+    user = open_git(repo)
+    assert user is not None
+    overrides = driver_overrides(user)
     for args in (["status", "--porcelain"], ["diff", *DIFF_SAFE_FLAGS], ["add", "-A"], ["ls-files"], ["rev-parse", "--show-toplevel"]):
-        out = run_git(args, cwd=repo, config=overrides)
+        out = run_git(args, repo=user, config=overrides)
         assert out.returncode == 0, (args, out.stderr)
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.isupper()) == []
     subprocess.run(["git", "status", "--porcelain"], cwd=repo, env=git_env(), capture_output=True, check=False)

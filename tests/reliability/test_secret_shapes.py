@@ -59,6 +59,20 @@ SHAPES = [
     ("aws-secret", "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "wJalrXUtnFEMI", "aws_secret_access_key"),
     ("github-token", "ghp_1234567890abcdefghijklmnopqrstuvwxyz12", "ghp_1234567890", ""),
     ("anthropic", "sk-ant-api03-" + "Zq9x" * 12, "sk-ant-api03-Zq9x", ""),
+    # issue 19: the shapes `env` sent to the model, the log and memory (the sandbox's filter knew them)
+    ("gitlab-pat", "GITLAB=glpat-Ab3dEf6hIj9kLm2nOp5q 令牌", "glpat-Ab3dEf6hIj9kLm2nOp5q", " 令牌"),
+    ("gitlab-deploy", "token gldt-Zz9Yy8Xx7Ww6Vv5Uu4Tt3", "gldt-Zz9Yy8Xx7Ww6Vv5Uu4Tt3", "token "),
+    ("azure-account-key", "DefaultEndpointsProtocol=https;AccountName=acme;AccountKey=Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==;EndpointSuffix=core.windows.net",
+     "Eby8vdM02xNOcqFlqUwJPL", "AccountName=acme;AccountKey=[redacted];EndpointSuffix=core.windows.net"),
+    ("azure-sas", "Endpoint=sb://x.servicebus.windows.net/;SharedAccessSignature=sv=2020-08-04&sig=ab%2Bcd3D&se=1",
+     "sig=ab%2Bcd3D", "SharedAccessSignature="),
+    ("azure-shared-key", "Endpoint=sb://x/;SharedAccessKeyName=root;SharedAccessKey=Zm9vYmFyYmF6cXV4MTIz=", "Zm9vYmFyYmF6", "SharedAccessKeyName=root"),
+    ("basic-header", "Authorization: Basic dXNlcjpwYXNzd29yZA== 已发送", "dXNlcjpwYXNzd29yZA", "Authorization: Basic "),
+    ("sentry-dsn", "dsn https://3f2a9c1b7d4e4f6a8b0c2d4e6f8a0b1c@o123.ingest.sentry.io/456", "3f2a9c1b7d4e4f6a8b0c",
+     "@o123.ingest.sentry.io/456"),
+    ("env-dsn", "SENTRY_DSN=https://abc123@o1.ingest.sentry.io/1", "abc123@", "SENTRY_DSN="),
+    ("mysql-pwd", "MYSQL_PWD=hunter2", "hunter2", "MYSQL_PWD="),
+    ("npm-auth", "NPM_CONFIG__AUTH=dXNlcjpwYXNz", "dXNlcjpwYXNz", "NPM_CONFIG__AUTH="),
 ]
 
 # code and prose that merely mention a secret-sounding name: unchanged
@@ -83,6 +97,11 @@ UNCHANGED = [
     "ssh://git@github.com:22/org/repo.git",
     "用户密码必须加密存储，token 不能写进日志。",
     "git checkout task-abcdefghijklmnopqrstuvwxyz0123",
+    "Basic usage: call it with basic functionality first.",
+    "auth: true",
+    "author=me",
+    "https://user@example.com/repo.git",
+    "OLDPWD=/tmp",
 ]
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from attack_helpers import git, headless, no_traceback, repo_config, run_cli, user_config
+from ctxagent.context.floor.state_paths import ensure_state_dir
 from ctxagent.context.history import SessionLog
 
 STORE_TOOLS = {"search_memory", "store_memory"}
@@ -24,7 +25,7 @@ def _tool_names(srv) -> set[str]:  # noqa: ANN001
 
 
 def test_garbage_memory_db_runs_without_memory_and_says_so(repo: Path, servers) -> None:
-    (repo / ".ctxagent").mkdir()
+    ensure_state_dir(repo)  # ctxagent's own folder, whose database was damaged (a disk error, a crash)
     (repo / ".ctxagent" / "memory.db").write_bytes(b"this is not sqlite\x00" * 512)
     srv = servers([{"text": "still working"}])
     out = headless(repo, srv.base_url, "hi")

@@ -18,10 +18,21 @@ from pathlib import Path
 
 import pytest
 from ctxagent.tools import make_registry
-from ctxagent.tools.atomic_write import sweep_repository, temp_path
+from ctxagent.tools.atomic_write import sweep_repository
 from ctxagent.tools.contract import ToolContext
 
 REG = make_registry()
+
+
+def temp_path(target: Path, pid: int) -> Path:
+    """A temporary name of a writer `pid` beside `target` (the random part as the tools draw it)."""
+    return target.with_name(f".{target.name}.ctxagent-tmp-{pid}-0123456789abcdef")
+
+
+def leftover_of(target: Path, pid: int) -> Path:
+    found = sorted(target.parent.glob(f".{target.name}.ctxagent-tmp-{pid}-*"))
+    assert len(found) == 1, found
+    return found[0]
 
 
 @pytest.fixture()
@@ -46,9 +57,9 @@ def test_temp_file_is_fsynced_before_the_rename_and_the_directory_after(
         calls.append("fsync dir" if stat.S_ISDIR(os.fstat(fd).st_mode) else "fsync file")
         real_fsync(fd)
 
-    def replace(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> None:
+    def replace(src: str | os.PathLike[str], dst: str | os.PathLike[str], **dir_fds: int) -> None:
         calls.append("rename")
-        real_replace(src, dst)
+        real_replace(src, dst, **dir_fds)
 
     monkeypatch.setattr(os, "fsync", fsync)
     monkeypatch.setattr(os, "replace", replace)
@@ -84,7 +95,7 @@ def _kill_mid_write(repo: Path) -> int:
 @pytest.mark.timeout(120)
 def test_sigkill_mid_write_keeps_the_old_file_and_the_next_write_cleans_up(repo: Path) -> None:
     pid = _kill_mid_write(repo)
-    leftover = temp_path(repo / "pkg" / "a.txt", pid)
+    leftover = leftover_of(repo / "pkg" / "a.txt", pid)
     assert (repo / "pkg" / "a.txt").read_text() == "old content\n"  # never half a file
     assert leftover.exists() and leftover.read_text().startswith("half-done")  # SIGKILL cannot be caught
     r = REG.run("write_file", {"path": "pkg/b.txt", "content": "b\n"}, ToolContext(root=repo))
@@ -97,7 +108,7 @@ def test_sigkill_mid_write_keeps_the_old_file_and_the_next_write_cleans_up(repo:
 @pytest.mark.timeout(120)
 def test_the_agent_sweeps_the_repository_on_its_first_tool_call(repo: Path, make_agent) -> None:
     pid = _kill_mid_write(repo)
-    leftover = temp_path(repo / "pkg" / "a.txt", pid)
+    leftover = leftover_of(repo / "pkg" / "a.txt", pid)
     # make_agent works in its own repository: move the leftover there, in a directory nobody writes to
     agent, _, _ = make_agent([{"tool_calls": [{"name": "list_files", "arguments": {}}]}, {"text": "done"}])
     target = agent.session.root / "deep" / "dir" / leftover.name

@@ -44,7 +44,7 @@ def test_a_sub_agent_asks_the_parents_approver_and_writes_memory_as_itself(work_
     assert all(r.agent.startswith(f"sub-agent {child.session_id}") and "tidy notes" in r.agent for r in asked)
     assert (work_repo / "notes.txt").read_text() == "gamma\n"
     store = MemoryStore.open(work_repo / ".ctxagent" / "memory.db")
-    (record,) = [r for r in store.list(type="constraint") if r.content == RULE and r.provenance == "sub-agent"]
+    (record,) = [r for r in store.list(type="constraint") if r.content == RULE and r.provenance == "subagent"]
     assert not record.pinned and record.session == child.session_id
     agent.parts.memory.close()  # type: ignore[union-attr]  # memory is on in this session
     store.close()

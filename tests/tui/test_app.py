@@ -14,7 +14,7 @@ from ctxagent.tui.chat import NoticeLine, SummaryPanel, ToolPanel, UserMessage
 from ctxagent.tui.messages import AgentUpdate
 from ctxagent.tui.modals import BreakpointModal, PermissionModal
 from ctxagent.tui.reply import AssistantMessage
-from tui_helpers import SlowProvider, make_report, make_session, ready, screen_text, send, wait_until
+from tui_helpers import SlowProvider, answer, make_report, make_session, ready, screen_text, send, wait_until
 
 pytestmark = pytest.mark.anyio
 
@@ -60,7 +60,7 @@ async def test_crossing_75_percent_shows_the_prompt_and_compact_lowers_usage(tmp
         {"text": "Read it all."},
         {"text": "Second answer."},
     ]
-    session = make_session(tmp_path, script, window=6000, spill_tokens=100_000)
+    session = make_session(tmp_path, script, window=6500, spill_tokens=100_000)  # room for the budget tools' schemas
     _big(session.root)
     app = CtxApp(session, create_agent)
     async with app.run_test(size=(80, 24)) as pilot:
@@ -118,7 +118,7 @@ async def test_full_window_modal_and_its_compact_choice(tmp_path: Path) -> None:
         screen.post_message(AgentUpdate(ContextBuilt(99, make_report(93, step=99))))
         await wait_until(pilot, lambda: isinstance(app.screen, BreakpointModal))
         assert "93% full" in screen_text(app)
-        await pilot.press("c")
+        await answer(pilot, "c")
         await wait_until(pilot, lambda: bool(session.log.of_kind("compaction")) and not screen.busy)
         assert not isinstance(app.screen, BreakpointModal)
 
@@ -132,7 +132,7 @@ async def test_full_window_new_session_with_summary(tmp_path: Path) -> None:
         old_id = session.id
         screen.post_message(AgentUpdate(ContextBuilt(9, make_report(95, step=9))))
         await wait_until(pilot, lambda: isinstance(app.screen, BreakpointModal))
-        await pilot.press("n")
+        await answer(pilot, "n")
         await wait_until(pilot, lambda: screen.session.id != old_id and not screen.busy)
         new_log = screen.session.log
         assert new_log.events[0].data.get("parent") == old_id
@@ -187,7 +187,7 @@ async def test_permission_modal_allow_once_then_deny_with_reason(tmp_path: Path)
         await pilot.press("enter")
         await wait_until(pilot, lambda: isinstance(app.screen, PermissionModal))
         assert "a + b" in screen_text(app)  # the diff is shown before deciding
-        await pilot.press("y")
+        await answer(pilot, "y")
         await wait_until(pilot, lambda: not screen.busy)
         assert "a + b" in (session.root / "calc.py").read_text()
         screen.input.value = "swap them"

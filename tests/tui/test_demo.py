@@ -16,7 +16,7 @@ from ctxagent.tui.app import CtxApp
 from ctxagent.tui.chat import ToolPanel
 from ctxagent.tui.modals import PermissionModal
 from ctxagent.tui.reply import AssistantMessage
-from tui_helpers import ready, screen_text, wait_until
+from tui_helpers import answer, ready, screen_text, wait_until
 
 pytestmark = pytest.mark.anyio
 
@@ -51,7 +51,7 @@ async def test_demo_session_end_to_end(tmp_path: Path) -> None:
             while screen.busy or isinstance(app.screen, PermissionModal):
                 await wait_until(pilot, lambda: not screen.busy or isinstance(app.screen, PermissionModal), timeout=30)
                 if isinstance(app.screen, PermissionModal):
-                    await pilot.press("a")  # allow for the session: edits and test runs
+                    await answer(pilot, "a")  # allow for the session: this edit, this test command
                     await pilot.pause()
             await pilot.pause()
             panels = {p.tool_name: p for p in screen.query(ToolPanel)}

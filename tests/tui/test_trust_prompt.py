@@ -13,7 +13,7 @@ from ctxagent.agent.session import open_session
 from ctxagent.agent.trust import is_trusted
 from ctxagent.tui.app import CtxApp
 from ctxagent.tui.modals import TrustModal
-from tui_helpers import make_repo, screen_text, wait_until
+from tui_helpers import answer, make_repo, screen_text, wait_until
 
 pytestmark = pytest.mark.anyio
 
@@ -43,7 +43,7 @@ async def test_trusting_applies_the_repository_settings(tmp_path: Path) -> None:
         assert "permission_mode" in text and "test_command" in text and "names a program" in text
         await pilot.press(*"typed ahead, then Enter", "enter")  # letters meant for the prompt answer nothing
         assert isinstance(app.screen, TrustModal) and not is_trusted(repo)
-        await pilot.press("ctrl+t")
+        await answer(pilot, "ctrl+t")
         await wait_until(pilot, lambda: app.agent is not None)
         screen = app.session_screen
         assert is_trusted(repo) and screen.session.config.permission_mode == "yolo"

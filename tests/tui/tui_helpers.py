@@ -137,6 +137,13 @@ async def wait_until(pilot: Any, predicate: Any, timeout: float = 30.0) -> None:
     await pilot.pause()
 
 
+async def answer(pilot: Any, *keys: str, timeout: float = 30.0) -> None:
+    """Press `keys` at the question on screen once it takes answers (tui/modals.py `GuardedModal`:
+    keys typed within its first moment are ignored)."""
+    await wait_until(pilot, lambda: getattr(pilot.app.screen, "armed", True), timeout)
+    await pilot.press(*keys)
+
+
 async def ready(pilot: Any, app: Any, timeout: float = 60.0) -> Any:
     """Wait until the app's agent is built (after the first frame, on a worker); the session screen."""
     await wait_until(pilot, lambda: app.agent is not None and not app.session_screen.busy, timeout)

@@ -7,10 +7,9 @@ CA-bundle settings, and the names the user adds in the policy. Everything else, 
 first, stays out: the runner's children never see ctxagent's own environment.
 
 A name or value that looks like a credential is dropped even when its name is allowed or the user
-added it: the value check is `context/floor/secret_shapes.py`'s (a value it would redact, alone or
-as `NAME=value`), plus credentials in a URL's user part (`https://key@host`, a Sentry DSN) and three
-shapes secret_shapes does not know yet (GitLab `glpat-` tokens, Azure `AccountKey=`/`SharedAccessSignature=`
-connection strings, `Basic <base64>` headers; they belong there, for the log's redaction too). Not
+added it: the rule is `context/floor/secret_shapes.py`'s `credential_shaped` (a credential's name —
+MYSQL_PWD, NPM_CONFIG__AUTH, SENTRY_DSN —, a value the log would redact, alone or as `NAME=value` —
+GitLab `glpat-` tokens, Azure `AccountKey=`, `Basic <base64>` —, or a URL with a user part). Not
 passed on purpose: BASH_ENV and ENV (bash would source them), LD_PRELOAD, GIT_* (GIT_DIR,
 GIT_CONFIG_* redirect git), XDG_RUNTIME_DIR (its sockets are hidden in the sandbox anyway).
 """
@@ -20,7 +19,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 
-from ctxagent.context.floor.secret_shapes import redact_shapes
+from ctxagent.context.floor.secret_shapes import credential_shaped
 
 BASICS = ("PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TERM", "TZ", "TMPDIR", "CI")
 TOOLCHAIN = (
@@ -39,22 +38,12 @@ ALLOWED_PREFIXES = ("LC_",)
 # Non-interactive: no pagers, no colour codes, no credential prompts that would hang until timeout.
 FIXED = {"PAGER": "cat", "GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0", "TERM": "dumb", "NO_COLOR": "1"}
 
-# Names that say "credential" in words secret_shapes does not treat as such in a bare name
-# (MYSQL_PWD, NPM_CONFIG__AUTH, SENTRY_DSN, *_CREDENTIALS, *_PRIVATE_*): for user-added names.
-_SECRET_NAME = re.compile(r"(?i)pass|pwd|secret|token|auth|credential|cookie|dsn|private|(?:^|_)(?:api_?)?key(?:$|_)")
-_URL_USER = re.compile(r"://[^/\s@]+@")
-_MORE_SHAPES = re.compile(r"glpat-[A-Za-z0-9_\-]{16,}|(?i:AccountKey|SharedAccessSignature)=|(?i:\bbasic\s+)[A-Za-z0-9+/]{8,}=*")
 _VALID_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def secret_shaped(name: str, value: str) -> bool:
-    """True when `name` or `value` looks like a credential."""
-    if _SECRET_NAME.search(name):
-        return True
-    if redact_shapes(value) != value or _URL_USER.search(value) or _MORE_SHAPES.search(value):
-        return True
-    assignment = f"{name}={value}"
-    return redact_shapes(assignment) != assignment
+    """True when `name` or `value` looks like a credential (secret_shapes' rule)."""
+    return credential_shaped(name, value)
 
 
 def allowed_name(name: str, additions: Iterable[str] = ()) -> bool:

@@ -1,0 +1,185 @@
+"""Custom slash commands: prompt templates in `.ctxagent/commands/*.md` (the project's) and the user
+config dir's `commands/*.md` (the user's), the shape Claude Code uses.
+
+    ---
+    description: Review a file for bugs
+    argument-hint: FILE [focus]
+    ---
+    Review @$1 for bugs, focusing on $2. Everything typed: $ARGUMENTS
+
+The file's name is the command's name (`review.md` → `/review`). Front matter is optional (`description`,
+`argument-hint`; other keys are ignored). `$ARGUMENTS` is everything typed after the name, `$1` … `$9`
+its words (shell-style quoting: `"two words"` is one); a missing one is empty. A template that uses
+none of them gets the typed text appended on a line of its own (as Gemini CLI does). `@path` in the
+expanded text attaches the file like any message (agent/user_tools.py).
+
+A project command is text, not a program: it needs no trust, but the TUI shows its expansion before
+its first run in a session, and headless prints it to stderr. Names are looked up by the front end
+after its built-ins (built-ins win); each command is also reachable as `/project:NAME` or `/user:NAME`,
+and a bare name the project and the user both define is the project's.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from ctxagent.context.floor.state_paths import project_state_dir, user_config_dir
+
+Scope = Literal["project", "user"]
+SCOPES: tuple[Scope, ...] = ("project", "user")  # the order a bare name is looked up in
+COMMANDS_DIR = "commands"
+MAX_TEMPLATE_BYTES = 64 * 1024
+NAME = re.compile(r"^[\w-]+$")  # letters (any script), digits, _ and -: `/审查` works
+POSITIONAL = re.compile(r"\$([1-9])(?!\d)")
+FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)", re.S)
+
+
+@dataclass(frozen=True)
+class CustomCommand:
+    name: str  # the file's stem, without the slash
+    scope: Scope
+    path: Path
+    template: str  # the body after the front matter
+    description: str = ""
+    argument_hint: str = ""
+
+    @property
+    def qualified(self) -> str:
+        """`project:review`: the name that reaches it whatever else is called `review`."""
+        return f"{self.scope}:{self.name}"
+
+
+@dataclass(frozen=True)
+class Loaded:
+    commands: list[CustomCommand]
+    problems: list[str]  # files that were skipped, and why (for a notice)
+
+
+def command_dirs(root: Path | None) -> list[tuple[Scope, Path]]:
+    dirs: list[tuple[Scope, Path]] = []
+    if root is not None:
+        dirs.append(("project", project_state_dir(root) / COMMANDS_DIR))
+    dirs.append(("user", user_config_dir() / COMMANDS_DIR))
+    return dirs
+
+
+def load_commands(root: Path | None) -> Loaded:
+    """The project's commands, then the user's, each folder in name order; never raises."""
+    commands: list[CustomCommand] = []
+    problems: list[str] = []
+    for scope, folder in command_dirs(root):
+        try:
+            entries = sorted(os.scandir(folder), key=lambda e: e.name)
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            problems.append(f"cannot read {folder}: {exc.strerror or exc}")
+            continue
+        for entry in entries:
+            if not entry.name.endswith(".md"):
+                continue
+            loaded = _load(scope, Path(entry.path))
+            if isinstance(loaded, str):
+                problems.append(loaded)
+            else:
+                commands.append(loaded)
+    return Loaded(commands, problems)
+
+
+def _load(scope: Scope, path: Path) -> CustomCommand | str:
+    name = path.name[: -len(".md")]
+    if not NAME.match(name):
+        return f"skipped {path}: a command name holds letters, digits, _ and - only"
+    try:
+        st = os.lstat(path)
+        if not stat.S_ISREG(st.st_mode):  # a symlink (to /etc/… or ~/.ssh/…), a FIFO: not read
+            return f"skipped {path}: not a regular file"
+        if st.st_size > MAX_TEMPLATE_BYTES:
+            return f"skipped {path}: larger than {MAX_TEMPLATE_BYTES // 1024} KB"
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        with os.fdopen(fd, "rb") as fh:
+            text = fh.read(MAX_TEMPLATE_BYTES + 1).decode("utf-8")
+    except UnicodeDecodeError:
+        return f"skipped {path}: not UTF-8 text"
+    except OSError as exc:
+        return f"skipped {path}: {exc.strerror or exc}"
+    meta, body = parse_front_matter(text.lstrip("\ufeff"))
+    return CustomCommand(name=name, scope=scope, path=path, template=body,
+                         description=meta.get("description", ""),
+                         argument_hint=meta.get("argument-hint", meta.get("argument_hint", "")))
+
+
+def parse_front_matter(text: str) -> tuple[dict[str, str], str]:
+    """(`key: value` pairs of a leading `---` block, the rest). Quotes around a value are dropped."""
+    m = FRONT_MATTER.match(text)
+    if not m:
+        return {}, text
+    meta: dict[str, str] = {}
+    for line in m.group(1).splitlines():
+        key, sep, value = line.partition(":")
+        if sep and key.strip() and not line.startswith((" ", "\t", "#")):
+            value = value.strip()
+            if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
+                value = value[1:-1]
+            meta[key.strip().lower()] = value
+    return meta, text[m.end():]
+
+
+def split_arguments(arguments: str) -> list[str]:
+    try:
+        return shlex.split(arguments)
+    except ValueError:  # an unclosed quote: words as typed
+        return arguments.split()
+
+
+def expand_command(command: CustomCommand, arguments: str) -> str:
+    """The prompt the template makes with `arguments` (see the module doc)."""
+    arguments = arguments.strip()
+    template = command.template
+    uses = "$ARGUMENTS" in template or POSITIONAL.search(template) is not None
+    words = split_arguments(arguments)
+    text = template.replace("$ARGUMENTS", arguments)
+    text = POSITIONAL.sub(lambda m: words[int(m.group(1)) - 1] if int(m.group(1)) <= len(words) else "", text)
+    text = text.strip()
+    if arguments and not uses:
+        text = f"{text}\n\n{arguments}"
+    return text
+
+
+def find_command(commands: list[CustomCommand], name: str) -> CustomCommand | None:
+    """`project:review`, `user:review`, or `review` (the project's first)."""
+    scope, sep, bare = name.partition(":")
+    if sep:
+        return next((c for c in commands if c.scope == scope and c.name == bare), None)
+    for wanted in SCOPES:
+        found = next((c for c in commands if c.scope == wanted and c.name == name), None)
+        if found is not None:
+            return found
+    return None
+
+
+def parse_invocation(text: str) -> tuple[str, str] | None:
+    """`/review src/a.py` → ("review", "src/a.py"); None when the text is not a slash command
+    (`//text` is an escaped slash; the full-width ／ of Chinese input methods counts as one)."""
+    s = text.strip()
+    if s.startswith("／"):
+        s = "/" + s[1:]
+    if not s.startswith("/") or s.startswith("//"):
+        return None
+    head, _, rest = s[1:].partition(" ")
+    return (head, rest.strip()) if head else None
+
+
+def expand_prompt(root: Path | None, text: str) -> tuple[CustomCommand, str] | None:
+    """Headless `-p "/name args"`: the command and its expansion; None when `text` names no custom command."""
+    invoked = parse_invocation(text)
+    if invoked is None:
+        return None
+    command = find_command(load_commands(root).commands, invoked[0])
+    return (command, expand_command(command, invoked[1])) if command is not None else None

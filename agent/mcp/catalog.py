@@ -1,0 +1,158 @@
+"""Which MCP tools the model sees: schemas on a budget (`McpCatalog`) and `search_tools`.
+
+Servers come up in the background, so their tools join the registry as they arrive (the registry
+drains `McpCatalog.drain` before each build) — always appended after the tools already there, so
+the tool list sent so far stays a byte-identical prefix of the new one. While the MCP schemas fit in
+`share` of the window (default 10 %, as Claude Code) a ready server's tools are offered at once;
+a server whose tools would pass it is **deferred**: its tools wait in a pool, and the model gets
+`search_tools` (BM25 over names and descriptions with the memory index's tokenizer, CJK-aware:
+context/memory/terms.py), which loads the best matches for the rest of the session. A loaded tool
+stays loaded: the session log's `system_prompt` events record every tool list, and a resumed
+session starts with the MCP tools of its last one, in the same order (`preload`).
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections import Counter
+from typing import TYPE_CHECKING, Any
+
+from ctxagent.agent.mcp.client import ServerState
+from ctxagent.agent.mcp.config import McpServerConfig, safe_part, server_of
+from ctxagent.agent.mcp.tools import McpTool, spec_of
+from ctxagent.context.memory.terms import terms
+from ctxagent.context.request import ToolSpec
+from ctxagent.context.tokens import TokenCounter, count_tool_spec
+from ctxagent.tools.contract import FunctionTool, Tool, ToolArgs, ToolContext, ToolResult
+from pydantic import Field
+
+if TYPE_CHECKING:
+    from ctxagent.agent.mcp.client import McpHub
+
+SEARCH_TOOL = "search_tools"
+SEARCH_DESCRIPTION = ("Find tools of the connected MCP servers that are not loaded yet, by what they do (words in "
+                      "English or 中文, or exact tool names). The best matches are loaded: you can call them from your "
+                      "next step, for the rest of the session.")
+DEFAULT_MATCHES = 5
+MAX_MATCHES = 20
+
+
+class SearchToolsArgs(ToolArgs):
+    query: str = Field(description="what the tool should do, or exact tool names separated by spaces")
+    limit: int | None = Field(None, ge=1, le=MAX_MATCHES, description=f"how many to load (default {DEFAULT_MATCHES})")
+
+
+def _doc_terms(spec: ToolSpec) -> list[str]:
+    return terms(spec.name.replace("_", " ") + " " + spec.description)
+
+
+class McpCatalog:
+    def __init__(self, hub: McpHub, servers: dict[str, McpServerConfig], *, counter: TokenCounter, window: int,
+                 share: float):
+        self.hub, self.servers, self.counter = hub, servers, counter
+        self.budget = int(window * share)
+        self._lock = threading.Lock()
+        self._pending: list[Tool] = []  # to be appended to the registry, in this order
+        self._offered: set[str] = set()  # names handed to the registry (or waiting in _pending)
+        self._pool: dict[str, McpTool] = {}  # deferred and not loaded yet
+        self._eager_tokens = 0
+        self.deferred_servers: list[str] = []
+        self.tokens: dict[str, int] = {}  # schema tokens of each server's listed tools, all of them
+        self.search_tool = FunctionTool(SEARCH_TOOL, SEARCH_DESCRIPTION, SearchToolsArgs, "read", self._search)
+
+    # -- what the registry pulls ------------------------------------------------------------------
+    def drain(self) -> list[Tool]:
+        with self._lock:
+            out, self._pending = self._pending, []
+        return out
+
+    def _offer(self, tools: list[Tool]) -> None:
+        for tool in tools:
+            if tool.name not in self._offered:
+                self._offered.add(tool.name)
+                self._pending.append(tool)
+
+    def _tool(self, server: str, spec: ToolSpec, remote: str) -> McpTool:
+        return McpTool(self.hub, server, remote, spec, asks=self.servers[server].asks(remote))
+
+    def preload(self, logged: list[dict[str, Any]]) -> None:
+        """The MCP tools of the log's last tool list, offered now in their order (a resume sends the
+        same tools it sent before; each answers with the server's state until the server is ready)."""
+        by_safe = {safe_part(name): name for name in self.servers}
+        tools: list[Tool] = []
+        for entry in logged:
+            name = str(entry.get("name", ""))
+            if name == SEARCH_TOOL:
+                tools.append(self.search_tool)
+                continue
+            server = by_safe.get(server_of(name) or "")
+            if server is None:
+                continue  # a server no longer configured: its tools are gone from this session
+            spec = ToolSpec(name, str(entry.get("description", "")), dict(entry.get("input_schema") or {}))
+            remote = name.split("__", 2)[-1]  # McpTool finds the server's own name once it is ready
+            tools.append(self._tool(server, spec, remote))
+        with self._lock:
+            self._offer(tools)
+
+    # -- servers arriving (the hub's thread) ------------------------------------------------------
+    def on_change(self, state: ServerState) -> None:
+        if state.state != "ready" or state.name not in self.servers:
+            return
+        tools = [self._tool(state.name, spec_of(state.name, t), t.name) for t in state.tools]
+        tokens = sum(count_tool_spec(t.spec, self.counter) for t in tools)
+        with self._lock:
+            self.tokens[state.name] = tokens
+            fresh = [t for t in tools if t.name not in self._offered]
+            if self._eager_tokens + tokens <= self.budget and not self.deferred_servers:
+                self._eager_tokens += tokens
+                self._offer(list(fresh))
+                return
+            self.deferred_servers.append(state.name)
+            self._offer([self.search_tool])
+            self._pool.update({t.name: t for t in fresh})
+
+    # -- search_tools -----------------------------------------------------------------------------
+    def search(self, query: str, limit: int = DEFAULT_MATCHES) -> list[McpTool]:
+        with self._lock:
+            pool = list(self._pool.values())
+        exact = [t for t in pool if t.name in query.split()]
+        if exact:
+            return exact[:limit]
+        docs = [Counter(_doc_terms(t.spec)) for t in pool]
+        query_terms = set(terms(query.replace("_", " ")))
+        if not docs or not query_terms:
+            return []
+        n = len(docs)
+        avg = sum(sum(d.values()) for d in docs) / n
+        df = Counter(term for d in docs for term in d)
+        k1, b = 1.2, 0.75
+        scored = []
+        for tool, doc in zip(pool, docs, strict=True):
+            length = sum(doc.values())
+            score = 0.0
+            for term in query_terms & doc.keys():
+                idf = math.log(1 + (n - df[term] + 0.5) / (df[term] + 0.5))
+                tf = doc[term]
+                score += idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * length / avg))
+            if score > 0:
+                scored.append((score, tool.name, tool))
+        scored.sort(key=lambda x: (-x[0], x[1]))
+        return [tool for _, _, tool in scored[:limit]]
+
+    def load(self, tools: list[McpTool]) -> None:
+        with self._lock:
+            for tool in tools:
+                self._pool.pop(tool.name, None)
+            self._offer(list(tools))
+
+    def _search(self, args: SearchToolsArgs, ctx: ToolContext) -> ToolResult:
+        with self._lock:
+            waiting = len(self._pool)
+        found = self.search(args.query, args.limit or DEFAULT_MATCHES)
+        if not found:
+            return ToolResult(f"no tool matches {args.query!r} ({waiting} tools not loaded yet); try other words")
+        self.load(found)
+        lines = [f"Loaded {len(found)} tool(s); call them from your next step:"]
+        lines += [f"- {t.name}: {t.description[:300]}" for t in found]
+        return ToolResult("\n".join(lines), meta={"mcp": {"loaded": [t.name for t in found]}})

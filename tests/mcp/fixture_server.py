@@ -1,0 +1,131 @@
+"""Real MCP servers for the tests, built with the SDK's MCPServer (FastMCP's v2 name), plus raw faulty ones.
+
+    python fixture_server.py stdio [--tools N]            3 tools (+ N generated ones), over stdio
+    python fixture_server.py http PORT_FILE [--tools N]   the same over Streamable HTTP on 127.0.0.1
+    python fixture_server.py silent                       reads stdin, never answers `initialize`
+    python fixture_server.py garbage                      answers initialize and tools/list, then writes garbage
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sys
+
+TOPICS = [
+    ("weather", "Get the weather forecast for a city", "天气预报"),
+    ("invoice", "Create an invoice for a customer order", "发票"),
+    ("calendar", "List calendar events in a date range", "日历"),
+    ("ticket", "Open a support ticket in the tracker", "工单"),
+    ("deploy", "Deploy a service to the staging cluster", "部署"),
+    ("translate", "Translate text between languages", "翻译"),
+    ("payments", "Refund a card payment", "退款"),
+    ("metrics", "Query time-series metrics of a host", "指标"),
+]
+
+
+def build(extra: int):
+    import mcp_types as types
+    from mcp.server.mcpserver import MCPServer
+
+    server = MCPServer("fixture")
+
+    @server.tool(description="Echo the text back, reversed. 把文字倒过来。")
+    def reverse(text: str) -> str:
+        return text[::-1]
+
+    @server.tool(description="Add two integers.")
+    def add(a: int, b: int) -> dict:
+        return {"sum": a + b}
+
+    @server.tool(description="Return a result of `size` bytes of text (big answers).")
+    def blob(size: int) -> str:
+        return ("0123456789abcdef" * (size // 16 + 1))[:size]
+
+    @server.tool(description="Return a small PNG image.")
+    def picture() -> list:
+        return [types.TextContent(type="text", text="a picture:"),
+                types.ImageContent(type="image", data="iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==", mime_type="image/png")]
+
+    @server.tool(description="Fail with an error the model should see.")
+    def fail(reason: str) -> str:
+        raise ValueError(f"it failed: {reason}")
+
+    @server.tool(description="Exit the server process in the middle of the call.")
+    def die() -> str:
+        os._exit(3)
+
+    @server.tool(description="Sleep for `seconds` seconds (to be cancelled); a cancel is written to `marker`.")
+    async def sleep(seconds: float, marker: str = "") -> str:
+        import anyio
+
+        try:
+            await anyio.sleep(seconds)
+        except anyio.get_cancelled_exc_class():
+            if marker:
+                with open(marker, "w") as fh:
+                    fh.write("cancelled")
+            raise
+        return "slept"
+
+    for i in range(extra):
+        name, what, zh = TOPICS[i % len(TOPICS)]
+
+        def make(i: int = i, name: str = name):
+            def tool(query: str, limit: int = 10) -> str:
+                return f"{name} #{i}: {query}"
+            return tool
+
+        server.tool(name=f"{name}_{i}", description=f"{what} (variant {i}; {zh}). Takes a query and a limit "
+                    f"of results; returns matching records with their identifiers.")(make())
+    return server
+
+
+def silent() -> None:
+    for _ in sys.stdin:  # reads everything, answers nothing
+        pass
+
+
+def garbage() -> None:
+    for line in sys.stdin:
+        msg = json.loads(line)
+        if "id" not in msg:
+            continue
+        if msg["method"] == "initialize":
+            result = {"protocolVersion": msg["params"]["protocolVersion"], "capabilities": {"tools": {}},
+                      "serverInfo": {"name": "garbage", "version": "1"}}
+        elif msg["method"] == "tools/list":
+            result = {"tools": [{"name": "broken", "description": "answers garbage", "inputSchema": {"type": "object"}}]}
+        else:
+            sys.stdout.write('{"jsonrpc": "2.0", "id": oops this is not json\n')
+            sys.stdout.flush()
+            continue
+        sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": result}) + "\n")
+        sys.stdout.flush()
+
+
+def main() -> None:
+    mode = sys.argv[1]
+    extra = int(sys.argv[sys.argv.index("--tools") + 1]) if "--tools" in sys.argv else 0
+    if mode == "silent":
+        return silent()
+    if mode == "garbage":
+        return garbage()
+    server = build(extra)
+    if mode == "stdio":
+        server.run("stdio")
+        return
+    port_file = sys.argv[2]
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    sock.close()
+    with open(port_file + ".tmp", "w") as fh:
+        fh.write(str(port))
+    os.replace(port_file + ".tmp", port_file)
+    server.run("streamable-http", host="127.0.0.1", port=port)
+
+
+if __name__ == "__main__":
+    main()
