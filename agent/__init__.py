@@ -31,6 +31,11 @@ _EXPORTS = {
     "ToolStarted": "ctxagent.agent.updates",
     "TurnFinished": "ctxagent.agent.updates",
     "TurnStarted": "ctxagent.agent.updates",
+    "SubAgentUpdate": "ctxagent.agent.updates",
+    # sub-agents (the task tool)
+    "ChildRow": "ctxagent.agent.subagents.report",
+    "child_rows": "ctxagent.agent.subagents.report",
+    "open_child_log": "ctxagent.agent.subagents.report",
     "DIRECT_CALL_PREFIX": "ctxagent.agent.user_tools",
     # configuration and trust
     "Config": "ctxagent.agent.config",
@@ -145,6 +150,11 @@ if TYPE_CHECKING:
         open_handoff as open_handoff,
         switch_model as switch_model,
     )
+    from ctxagent.agent.subagents.report import (
+        ChildRow as ChildRow,
+        child_rows as child_rows,
+        open_child_log as open_child_log,
+    )
     from ctxagent.agent.trust import (
         decline as decline,
         describe_ignored as describe_ignored,
@@ -164,6 +174,7 @@ if TYPE_CHECKING:
         PermissionDecision as PermissionDecision,
         PermissionRequest as PermissionRequest,
         StepStarted as StepStarted,
+        SubAgentUpdate as SubAgentUpdate,
         ToolFinished as ToolFinished,
         ToolStarted as ToolStarted,
         TurnFinished as TurnFinished,

@@ -93,6 +93,7 @@ class Config(BaseModel):
     compress_at: Fraction = DEFAULT_THRESHOLDS[0]  # the breakpoints' one definition: context/monitor.py
     new_session_at: Fraction = DEFAULT_THRESHOLDS[1]
     auto_compact: bool = False
+    subagent_model: str | None = None  # the `task` tool's default model; None: the session's, "cheaper": its cheaper sibling
     task_state_share: Fraction = TASK_STATE_SHARE  # of the window at most for the verbatim task state
     summary_model: str | None = None  # None: a cheaper sibling of the main model; "none": extractive only
     test_command: str | None = None

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from ctxagent.agent.cli.setup_help import no_model_message
 from ctxagent.agent.config import Config
 from ctxagent.agent.loop import Agent, AgentParts, Approver
+from ctxagent.agent.parts import deny_mutations
 from ctxagent.agent.permissions import INSTRUCTION_FILES
 from ctxagent.agent.providers import catalogue, specs
 from ctxagent.agent.providers.protocol import Provider, TextDelta
@@ -24,6 +25,8 @@ from ctxagent.agent.providers.registry import (
     parse_model_name,
 )
 from ctxagent.agent.session import Session
+from ctxagent.agent.subagents.child import ParentSide
+from ctxagent.agent.subagents.tool import make_task_tool
 from ctxagent.agent.updates import AgentEvent, Notice
 from ctxagent.context.budget import Budget
 from ctxagent.context.calibrator import Calibrator
@@ -37,7 +40,7 @@ from ctxagent.context.tokens import CachedCounter, get_counter
 from ctxagent.tools import make_registry
 from ctxagent.tools.atomic_write import write_atomic
 from ctxagent.tools.confine import open_in_repo
-from ctxagent.tools.contract import ToolRegistry
+from ctxagent.tools.contract import Tool, ToolRegistry
 from ctxagent.tools.sandbox import SandboxPolicy
 
 if TYPE_CHECKING:
@@ -312,6 +315,24 @@ def default_registry(*, memory: bool = True) -> ToolRegistry:
     return make_registry(extra=[make_read_spill_tool(), make_read_event_tool(), *tools, *budget_tools()])
 
 
+def subagent_model(config: Config, label: str) -> str:
+    """The `task` tool's default model: `subagent_model` ("cheaper": the session model's cheaper sibling)."""
+    if config.subagent_model == "cheaper":
+        provider_name, model = parse_model_name(label)
+        return f"{provider_name}:{cheaper_sibling(provider_name, model)}"
+    return config.subagent_model or label
+
+
+def task_tool(session: Session, parts: AgentParts, on_event: Callable[[AgentEvent], None] | None,
+              approver: Approver | None, max_output: int) -> Tool:
+    """The `task` tool of this session: its sub-agents reach the parent's parts, front end and approver."""
+    side = ParentSide(session=session, parts=parts, on_event=on_event or (lambda _ev: None),
+                      approver=approver or deny_mutations,
+                      make_provider=lambda label: _provider_for(session.config, label, max_output),
+                      default_model=lambda: subagent_model(session.config, parts.model_label))
+    return make_task_tool(side)
+
+
 def create_agent(
     session: Session,
     *,
@@ -363,6 +384,8 @@ def create_agent(
                      "sandbox": policy},  # every command the tools run (and every local MCP server)
         mcp=mcp,
     )
+    if registry is None:  # a caller's own registry gets the task tool only if it adds it
+        parts.registry.add(task_tool(session, parts, on_event, approver, max_output))
     agent = Agent(session, parts, on_event=on_event, approver=approver)
     if memory_problem and on_event is not None:
         on_event(Notice(memory_problem, "warning"))

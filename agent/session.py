@@ -16,6 +16,7 @@ from ctxagent.context.events import SessionStartData, UserData
 from ctxagent.context.floor.gitsafe import GitConfigRefused, nearest_git_root, open_git
 from ctxagent.context.floor.sanitize import Sanitizer
 from ctxagent.context.floor.state_paths import (
+    SUBAGENTS_FOLDER,
     check_state_dir,
     describe_os_error,
     ensure_state_dir,
@@ -67,9 +68,9 @@ def resolve_session(root: Path, ref: str | None) -> Path:
         p = Path(ref)
         if p.suffix == ".jsonl" and p.exists():
             return p
-        exact = sessions_dir(root) / f"{ref}.jsonl"
-        if exact.exists():
-            return exact
+        for exact in (sessions_dir(root) / f"{ref}.jsonl", sessions_dir(root) / SUBAGENTS_FOLDER / f"{ref}.jsonl"):
+            if exact.exists():  # a sub-agent's log (agent/subagents/) is found by its exact id
+                return exact
         matches = [s for s in list_sessions(root) if s.stem.startswith(ref)]
         if len(matches) == 1:
             return matches[0]

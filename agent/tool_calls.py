@@ -10,6 +10,7 @@ memory — the user's store too — summarizer, session, turn).
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from collections.abc import Callable
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from ctxagent.agent.mcp.config import is_mcp_tool
 from ctxagent.agent.parts import AgentParts, Approver, Journal
 from ctxagent.agent.permissions import Allowance, ask_about
+from ctxagent.agent.subagents.parallel import call_groups, run_together
 from ctxagent.agent.updates import PermissionRequest, ToolFinished, ToolStarted
 from ctxagent.context.events import CheckpointData, PermissionData, SpillRef, ToolMeta, ToolResultData
 from ctxagent.context.ledger import result_facts
@@ -84,29 +86,37 @@ class ToolRunner:
                 handoff=self.handoff,
             ),
         )
-        for call in calls:
-            started = time.monotonic()
-            self.journal.emit(ToolStarted(call.id, call.name, call.arguments))
-            if cancel.is_set():
-                result = ToolResult("cancelled by the user before this tool ran", is_error=True)
-            elif call.malformed:
-                result = ToolResult(f"error: invalid arguments for {call.name}: {malformed_json(call.raw_arguments)}",
-                                    is_error=True)
-            elif (denied := self.hooks.pre_tool(call, turn) if self.hooks else None) is not None:
-                result = ToolResult(denied, is_error=True)  # before the permission box: nothing to ask
+        for group in call_groups(calls):  # consecutive task calls run together, logged in call order
+            for call in group:
+                self.journal.emit(ToolStarted(call.id, call.name, call.arguments))
+            timed = run_together(group, lambda c: self._execute(c, ctx, turn, cancel))
+            for call, (result, ms) in zip(group, timed, strict=True):
+                self._append_result(call, result, ms, turn)
+
+    def _execute(self, call: ToolCall, ctx: ToolContext, turn: int, cancel: threading.Event) -> tuple[ToolResult, int]:
+        """One call's result and how long the tool ran (ms)."""
+        started = time.monotonic()
+        if cancel.is_set():
+            result = ToolResult("cancelled by the user before this tool ran", is_error=True)
+        elif call.malformed:
+            result = ToolResult(f"error: invalid arguments for {call.name}: {malformed_json(call.raw_arguments)}",
+                                is_error=True)
+        elif (denied := self.hooks.pre_tool(call, turn) if self.hooks else None) is not None:
+            result = ToolResult(denied, is_error=True)  # before the permission box: nothing to ask
+        else:
+            refusal = self._permitted(call, turn)
+            if refusal is not None:
+                result = refusal
             else:
-                refusal = self._permitted(call, turn)
-                if refusal is not None:
-                    result = refusal
-                else:
-                    started = time.monotonic()  # the time the user took to decide is not the tool's
-                    result = self.parts.registry.run(call.name, call.arguments, ctx)
-                    if self.parts.registry.permission(call.name) != "read" and not result.is_error:
-                        changed = result.meta.get("changed_files") or changed_files_of_call(call.name, call.arguments)
-                        self.turn_files.update(str(f) for f in changed or result.meta.get("files") or [])
-                    if self.hooks:
-                        self.hooks.post_tool(call, result, turn)
-            self._append_result(call, result, int((time.monotonic() - started) * 1000), turn)
+                started = time.monotonic()  # the time the user took to decide is not the tool's
+                call_ctx = dataclasses.replace(ctx, services=dataclasses.replace(ctx.services, call_id=call.id))
+                result = self.parts.registry.run(call.name, call.arguments, call_ctx)
+                if self.parts.registry.permission(call.name) != "read" and not result.is_error:
+                    changed = result.meta.get("changed_files") or changed_files_of_call(call.name, call.arguments)
+                    self.turn_files.update(str(f) for f in changed or result.meta.get("files") or [])
+                if self.hooks:
+                    self.hooks.post_tool(call, result, turn)
+        return result, int((time.monotonic() - started) * 1000)
 
     def _permitted(self, call: ToolCall, turn: int) -> ToolResult | None:
         """None when the call may run; otherwise the refusal to show the model."""

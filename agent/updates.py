@@ -125,6 +125,7 @@ class PermissionRequest:
     target: str = ""  # the exact command or path an "allow for this session" answer would cover
     note: str = ""  # what the user should know first (an instruction file, a test command the model chose)
     can_remember: bool = True  # False: no allowance covers this call (it is asked every time)
+    agent: str = ""  # who asks, when not the session's own agent: "sub-agent ID (its task)"
 
 
 @dataclass(frozen=True)
@@ -132,6 +133,17 @@ class PermissionDecision:
     allow: bool
     remember: bool = False  # allow for the rest of this session
     reason: str = ""  # passed to the model on deny
+
+
+@dataclass(frozen=True)
+class SubAgentUpdate:
+    """A sub-agent's event (agent/subagents/), forwarded through its parent's stream under the id of
+    the `task` call that started it."""
+
+    call_id: str
+    session: str  # the sub-agent's session id
+    description: str  # its task, as the call named it
+    event: AgentEvent
 
 
 @dataclass(frozen=True)
@@ -147,5 +159,5 @@ class HandoffDrafted:
 
 AgentEvent = (
     TurnStarted | StepStarted | ContextBuilt | AssistantDelta | AssistantDone | ModelWaiting | ToolStarted
-    | ToolFinished | Notice | McpStatus | CompactionDone | TurnFinished | HandoffDrafted
+    | ToolFinished | Notice | McpStatus | CompactionDone | TurnFinished | HandoffDrafted | SubAgentUpdate
 )

@@ -160,6 +160,7 @@ class SessionStartData(Payload):
     cwd: str = ""
     parent: str | None = None
     seeded_from: str | None = None
+    parent_call: str | None = None  # a sub-agent's: the parent's `task` call that started it
     provider: str = ""  # the provider's name ("anthropic", "openai", "scripted")
     base_url: str = ""  # the base URL requests went to ("": the provider's own); never a key or a password
 

@@ -53,6 +53,7 @@ class ToolServices:
     summarize: Callable[[str], str] | None = None  # a one-shot model call (summarize_context)
     session: str = ""  # the session id, stamped on memory records
     turn: int = 0  # the running user turn
+    call_id: str = ""  # the id of the call being run (a sub-agent's log names the call that started it)
     # the budget tools (tools/budget_tools.py): the agent's read-only view of its window, and its
     # "compact at the next step, with this focus" (the same path as /compact)
     status: Callable[[], BudgetStatus] | None = None

@@ -9,10 +9,12 @@ full, from the spill store).
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from ctxagent.context.errors import ToolError
 from ctxagent.context.floor.bounded_regex import MATCH_SECONDS
+from ctxagent.context.floor.state_paths import SUBAGENTS_FOLDER
 from ctxagent.context.history import Event, SessionLog, hidden_by_rewinds
 from ctxagent.context.spill import SpillStore, page_text
 from ctxagent.tools.contract import FunctionTool, ToolArgs, ToolContext, ToolResult
@@ -24,6 +26,7 @@ class ReadEventArgs(ToolArgs):
     offset: int | None = Field(None, description="First line to show (0-based), or first match with grep. Default 0.")
     limit: int | None = Field(None, description="How many lines (or matches) to show. Default 200, max 2000.")
     grep: str | None = Field(None, description="Regular expression (or literal text) to search for instead of paging.")
+    session: str | None = Field(None, description="a sub-agent's session id (default: this one)")
 
 
 DESCRIPTION = (
@@ -63,17 +66,39 @@ def event_text(ev: Event, spill: SpillStore | None) -> tuple[str, str]:
     return f"{ev.kind} event", json.dumps(ev.data, ensure_ascii=False, indent=1, sort_keys=True)
 
 
+# a session id as ctxagent makes them (agent/session.py new_session_id): no path can hide in one
+_SESSION_ID = re.compile(r"^[0-9]{8}-[0-9]{6}-[0-9a-f]{6}$")
+
+
+def child_log(log: SessionLog, session: str) -> SessionLog:
+    """The log of a sub-agent of this session (its `session_start` names this session as its parent)."""
+    if not _SESSION_ID.match(session):
+        raise ToolError(f"no sub-agent session {session[:80]!r}: a session id looks like 20260102-030405-a1b2c3")
+    path = log.path.parent / SUBAGENTS_FOLDER / f"{session}.jsonl"
+    if not path.is_file():
+        raise ToolError(f"no sub-agent session {session} of this session")
+    child = SessionLog.load(path, sanitize=log.sanitize)
+    start = next((e for e in child.events if e.kind == "session_start"), None)
+    if start is None or start.data.get("parent") != log.session_id:
+        raise ToolError(f"session {session} is not a sub-agent of this session")
+    return child
+
+
 def run_read_event(args: ReadEventArgs, ctx: ToolContext) -> ToolResult:
     log = _log(ctx)
+    if args.session and args.session != log.session_id:
+        log = child_log(log, args.session)
     events = log.events
     if not 0 <= args.id < len(events):
-        return ToolResult(f"error: no event {args.id} in this session (ids 0–{len(events) - 1})", is_error=True)
+        where = f"sub-agent session {log.session_id}" if log is not ctx.services.log else "this session"
+        return ToolResult(f"error: no event {args.id} in {where} (ids 0–{len(events) - 1})", is_error=True)
     ev = events[args.id]
     what, text = event_text(ev, ctx.services.spill or SpillStore.for_root(ctx.root))
     rewound = " — rewound: no longer part of the conversation" if ev.id in hidden_by_rewinds(events) else ""
-    page = page_text(text, f"event {ev.id}: {what}{rewound}", f"read_event id={ev.id}", args.offset or 0,
+    handle = f"read_event id={ev.id}" if log is ctx.services.log else f"read_event session={log.session_id} id={ev.id}"
+    page = page_text(text, f"event {ev.id}: {what}{rewound}", handle, args.offset or 0,
                      args.limit or 200, args.grep or None, seconds=float(ctx.config.get("regex_seconds") or MATCH_SECONDS))
-    meta: dict[str, Any] = {"event": ev.id}
+    meta: dict[str, Any] = {"event": ev.id} | ({} if log is ctx.services.log else {"session": log.session_id})
     return ToolResult(page, meta=meta)
 
 

@@ -16,7 +16,7 @@ from ctxagent.context.errors import MemoryStoreError
 from ctxagent.context.floor.state_paths import user_state_dir
 from ctxagent.context.history import Event
 from ctxagent.context.memory import MemoryStore, project_db_path
-from ctxagent.context.memory.provenance import MODEL
+from ctxagent.context.memory.provenance import MODEL, SUBAGENT
 from ctxagent.context.memory.record import LAYERS, TYPES, Record
 from ctxagent.tools.contract import FunctionTool, Tool, ToolArgs, ToolContext, ToolResult
 from pydantic import Field
@@ -135,6 +135,9 @@ def store_memory(store: MemoryStore, content: str, type: str, layer: str = "warm
     return f"stored record {rid}: {rec.line()}{note}", rid
 
 
+SUBAGENT_KEY = "subagent"  # set in a sub-agent's tool config: its records carry the sub-agent as author
+
+
 class StoreMemoryArgs(ToolArgs):
     schema_closed = False  # see ToolArgs
     content: str = Field(description="one self-contained sentence")
@@ -150,6 +153,7 @@ def _store_tool(args: StoreMemoryArgs, ctx: ToolContext) -> ToolResult:
     store = user_store_for(ctx) if args.scope == "user" else project
     text, rid = store_memory(store, args.content, args.type, args.layer or "warm", args.tags or [],
                              ctx.services.session, ctx.services.turn,
+                             provenance=SUBAGENT if ctx.config.get(SUBAGENT_KEY) else MODEL,
                              user_texts=project.user_texts())  # what the user typed is kept per project
     return ToolResult(text, meta={"record": rid, "scope": args.scope or "project"})
 

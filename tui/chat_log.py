@@ -12,6 +12,7 @@ from ctxagent.agent import (
     AssistantDone,
     CompactionDone,
     Notice,
+    SubAgentUpdate,
     ToolFinished,
     ToolStarted,
 )
@@ -43,6 +44,17 @@ class ChatLog(VerticalScroll):
                 return p
         return None
 
+    async def show_subagent(self, ev: SubAgentUpdate) -> None:
+        """A sub-agent's event: into its panel, mounted under its `task` call on its first event."""
+        from ctxagent.tui.subagent_panel import SubAgentPanel, panel_for
+
+        found = [p for p in self.query(SubAgentPanel) if p.call_id == ev.call_id]
+        panel = found[0] if found else panel_for(ev)
+        if not found:
+            call = self.panel(ev.call_id)
+            await (self.mount(panel, after=call) if call is not None else self.mount(panel))
+        panel.feed(ev.event)
+
     def end_reply(self) -> None:
         """A step starts or a turn ends: the next text is a new reply."""
         self._assistant = None
@@ -73,6 +85,8 @@ class ChatLog(VerticalScroll):
                 shown.finish(ev.content, ev.is_error, ev.duration_ms, ev.meta)
             case Notice():
                 await self.mount(NoticeLine(ev.message, ev.level))
+            case SubAgentUpdate():
+                await self.show_subagent(ev)
             case CompactionDone():
                 await self.mount(SummaryPanel(compaction_title(ev), ev.summary, collapsed=False))
 

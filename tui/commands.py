@@ -41,6 +41,7 @@ COMMANDS: tuple[SlashCommand, ...] = (
     SlashCommand("clear", "Clear the screen (a fresh view; the log is kept)"),
     SlashCommand("resume", "Reopen an earlier session of this repository"),
     SlashCommand("cost", "Tokens and cost of this session so far"),
+    SlashCommand("agents", "Sub-agents of this session, running and finished; open one's transcript", "[id]"),
     SlashCommand("help", "List the slash commands and keys", aliases=("?",)),
     SlashCommand("quit", "Leave ctxagent", aliases=("exit",)),
 )

@@ -200,7 +200,7 @@ class PermissionModal(GuardedModal[PermissionDecision]):
         req = self.request
         what = "edit a file" if req.permission == "edit" else "run a command"
         with Vertical():
-            yield Static(plain(f"The agent wants to {what}: {req.tool}", style="bold"))
+            yield Static(plain(f"{'The ' + req.agent if req.agent else 'The agent'} wants to {what}: {req.tool}", style="bold"))
             if req.note:
                 yield Static(plain(req.note), id="perm-note")
             lines = (req.preview or "").count("\n") + 1

@@ -135,6 +135,25 @@ def show_cost(control: SessionControl, arg: str) -> None:
     control.app.push_screen(InfoModal(cost_markdown(control.model_label, control.session.log.events)))
 
 
+@handles("agents")
+def agents(control: SessionControl, arg: str) -> None:
+    from ctxagent.tui.agents_screen import AgentTranscriptScreen, agents_markdown, find_child
+    from ctxagent.tui.pickers import InfoModal
+    from ctxagent.tui.subagent_panel import SubAgentPanel
+
+    panels = [p for p in control.app.query(SubAgentPanel) if p.state == "running"]
+    log = control.session.log
+    if not arg.strip():
+        running = [(p.session, p.description, len(p.steps)) for p in panels]
+        control.app.push_screen(InfoModal(agents_markdown(log, running)))
+        return
+    found = find_child(log, arg, [p.session for p in panels])
+    if found is None:
+        control.say(f"no single sub-agent of this session starts with {arg.strip()!r} (/agents lists them)", "warning")
+        return
+    control.app.push_screen(AgentTranscriptScreen(log, found))
+
+
 @handles("clear")
 def clear(control: SessionControl, arg: str) -> None:
     control.clear_chat()

@@ -85,6 +85,10 @@ def cmd_report(args: argparse.Namespace) -> int:
         if c.compaction.note:
             echo(f"note: compaction of events {c.compaction.first_id}–{c.compaction.last_id}: {c.compaction.note}")
     echo(cost_line(log.events))
+    from ctxagent.agent.subagents.report import subagent_lines
+
+    for line in subagent_lines(log):
+        echo(line)
     return 0
 
 

@@ -21,7 +21,9 @@ from ctxagent.agent.scripted.script import (
     Turn,
     call_id,
     chunk_text,
+    load_agents,
     load_script,
+    subagent_key,
     turn_usage,
 )
 from ctxagent.context.errors import (
@@ -45,6 +47,8 @@ class ScriptedProvider:
 
     def __init__(self, script_path: str | Path | list[Any] | dict[str, Any], max_tokens: int | None = None):
         self.turns: list[Turn] = load_script(script_path)
+        self.agents = load_agents(script_path)  # a sub-agent's own turns, by task name
+        self._agent_next: dict[str, int] = {"": 0}  # "": the main turn list
         self.model = str(script_path) if isinstance(script_path, (str, Path)) else "inline"
         self.max_tokens = max_tokens
         # the latest bodies received, for tests; bounded so a 1,000-turn session keeps flat memory
@@ -84,13 +88,17 @@ class ScriptedProvider:
     def stream(self, request: Request, cancel: threading.Event | None = None) -> Iterator[StreamEvent]:
         refuse_server_edits(request, f"scripted:{self.model}")
         body = self.body(request)
+        key = subagent_key(body) if self.agents else None
+        turns = self.turns if key is None else self.agents.get(key, [])
         with self._lock:
             self.requests.append(body)
             n = self._next + 1
             self._next += 1
-        if n > len(self.turns):
-            raise BadRequestError(EXHAUSTED_MESSAGE.format(count=len(self.turns), n=n), status=400)
-        turn = self.turns[n - 1]
+            index = self._agent_next.get(key or "", 0)
+            self._agent_next[key or ""] = index + 1
+        if index >= len(turns):
+            raise BadRequestError(EXHAUSTED_MESSAGE.format(count=len(turns), n=index + 1), status=400)
+        turn = turns[index]
         if turn.fault is not None:
             error = self._fault_error(turn, body)
             if turn.fault in ("cut", "malformed_sse"):

@@ -28,6 +28,14 @@ model that emits invalid JSON). A turn may instead be a fault, which consumes it
 Everything is deterministic: tool call ids come from the request and call numbers, and input tokens
 not given by the script are computed from the request body (its JSON length // 4).
 
+"agents" (optional) gives each sub-agent its own turn list, so a parent's `task` calls and the
+children's steps stay deterministic even when the children run in parallel:
+
+    {"turns": [...parent...], "agents": {"find the bug": [...turns of that sub-agent...]}}
+
+A request whose system prompt has a line `Sub-agent task: NAME` (the sub-agent's prompt names its
+task so: agent/subagents/) gets the next turn of agents[NAME]; every other request the next of "turns".
+
 "models" (optional) is the catalogue served at GET /v1/models (and /v1/models/ID) in the wire
 format of the client that asks (Anthropic when the request carries `anthropic-version`):
 
@@ -42,6 +50,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -67,6 +76,10 @@ _USAGE_KEYS = {
     "cache_write": "cache_write",
     "cache_creation_input_tokens": "cache_write",
 }
+
+# The line of a sub-agent's system prompt naming its task: the script's "agents" are keyed by NAME.
+SUBAGENT_LINE = "Sub-agent task: "
+_SUBAGENT_KEY = re.compile("^" + re.escape(SUBAGENT_LINE) + "(.+)$", re.MULTILINE)
 
 CONTEXT_LENGTH_MESSAGE = "prompt is too long: {tokens} tokens > 200000 maximum"
 EXHAUSTED_MESSAGE = "scripted server: the script has {count} turns and this is request {n}; nothing left to answer"
@@ -203,6 +216,42 @@ def load_script_and_models(script: str | Path | list[Any] | dict[str, Any]) -> t
     if not isinstance(models, list):
         raise ConfigError("a script's 'models' is a list of {\"id\": ...} objects")
     return [_parse_turn(i, t) for i, t in enumerate(data)], [_parse_model(i, m) for i, m in enumerate(models)]
+
+
+def load_agents(script: str | Path | list[Any] | dict[str, Any]) -> dict[str, list[Turn]]:
+    """The sub-agents' own turn lists of a script (`"agents"`), by task name; {} when it has none."""
+    data = _read(script)
+    agents = data.get("agents") if isinstance(data, dict) else None
+    if agents is None:
+        return {}
+    if not isinstance(agents, dict) or not all(isinstance(v, list) for v in agents.values()):
+        raise ConfigError("a script's 'agents' maps a sub-agent's task name to its list of turns")
+    return {str(name): [_parse_turn(i, t) for i, t in enumerate(turns)] for name, turns in agents.items()}
+
+
+def system_text(body: Any) -> str:
+    """The system prompt of a request body: Anthropic's `system` (text or blocks), OpenAI's system or
+    developer messages, or the neutral request's `system`."""
+    if not isinstance(body, dict):
+        return ""
+    system = body.get("system")
+    if isinstance(system, str):
+        return system
+    if isinstance(system, list):
+        return "\n".join(str(b.get("text", "")) for b in system if isinstance(b, dict))
+    texts = []
+    for m in body.get("messages") or []:
+        if isinstance(m, dict) and m.get("role") in ("system", "developer"):
+            content = m.get("content")
+            texts.append(content if isinstance(content, str) else
+                         "\n".join(str(b.get("text", "")) for b in content or [] if isinstance(b, dict)))
+    return "\n".join(texts)
+
+
+def subagent_key(body: Any) -> str | None:
+    """The task name a sub-agent's request carries in its system prompt (SUBAGENT_LINE), or None."""
+    found = _SUBAGENT_KEY.search(system_text(body))
+    return found.group(1).strip() if found else None
 
 
 def load_script(script: str | Path | list[Any] | dict[str, Any]) -> list[Turn]:

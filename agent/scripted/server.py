@@ -40,7 +40,9 @@ from ctxagent.agent.scripted.script import (
     ScriptedModel,
     Turn,
     estimate_input_tokens,
+    load_agents,
     load_script_and_models,
+    subagent_key,
     turn_usage,
 )
 from ctxagent.context.floor import bounded_json
@@ -63,8 +65,11 @@ class _Chunked:
 
 
 class _ScriptState:
-    def __init__(self, turns: list[Turn], record: Path | None, models: list[ScriptedModel] | None = None):
+    def __init__(self, turns: list[Turn], record: Path | None, models: list[ScriptedModel] | None = None,
+                 agents: dict[str, list[Turn]] | None = None):
         self.turns = turns
+        self.agents = agents or {}  # a sub-agent's own turns, by task name (script.py "agents")
+        self.agent_next: dict[str, int] = {}
         self.models = models or []
         self.record = record
         self.requests: list[dict[str, Any]] = []  # {"path", "body"} as received, for tests
@@ -93,10 +98,17 @@ class _ScriptState:
                         line = json.dumps(entry, ensure_ascii=True)
                     f.write(line + "\n")
                     f.flush()
-            index = self.next_index
-            self.next_index += 1
-        turn = self.turns[index] if index < len(self.turns) else None
-        return index + 1, turn
+            n = len(self.requests)  # request numbers (and so call ids) are unique across agents
+            key = subagent_key(body) if self.agents else None
+            if key is not None:
+                turns = self.agents.get(key, [])
+                index = self.agent_next.get(key, 0)
+                self.agent_next[key] = index + 1
+            else:
+                turns = self.turns
+                index = self.next_index
+                self.next_index += 1
+        return (n if self.agents else index + 1), (turns[index] if index < len(turns) else None)
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -311,7 +323,8 @@ class ScriptedServer:
     def __init__(self, script: str | Path | list[Any] | dict[str, Any], record: str | Path | None = None,
                  host: str = "127.0.0.1", port: int = 0):
         self.turns, self.models = load_script_and_models(script)
-        self.state = _ScriptState(self.turns, Path(record) if record is not None else None, self.models)
+        self.state = _ScriptState(self.turns, Path(record) if record is not None else None, self.models,
+                                  load_agents(script))
         self.host = host
         self.port = port
         self.base_url = ""

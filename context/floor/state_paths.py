@@ -49,6 +49,8 @@ STATE_GITIGNORE = "# ctxagent state: sessions, spill files, memory, checkpoints;
 STATE_ID_NAME = "state-id"  # the folder's mark: see the module's docstring
 REGISTRY_DIR_NAME = "state-folders"
 # What a folder may hold and still be adopted unmarked: nothing in it steers the agent unscreened.
+# A session's sub-agents (agent/subagents/) keep their logs in this folder, beside the session's own.
+SUBAGENTS_FOLDER = "subagents"
 ADOPTABLE = frozenset({".gitignore", "config.toml", STATE_ID_NAME})
 # ...and folders of plain files that are text the user sees before it acts: `commands/` holds prompt
 # templates (agent/custom_commands.py), shown expanded and confirmed before their first run.

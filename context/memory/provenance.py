@@ -107,7 +107,9 @@ def may_pin(provenance: str, content: str, user_texts: Iterable[str], kind: str 
     """Whether a record written by `provenance` binds (is pinned): `binds`, where a line not written
     by the user restates the user only if `said_by_user` (`user_texts` is read only in that case)."""
     author = Author.of(provenance)
-    restates = author is not Author.USER and kind in BINDING_KINDS and said_by_user(content, user_texts)
+    # a sub-agent never heard the user (agent/subagents/): its words never restate the user's
+    restates = (author not in (Author.USER, Author.SUBAGENT) and kind in BINDING_KINDS
+                and said_by_user(content, user_texts))
     return binds(AuthoredLine(kind, content, 0, author=author, restates_user=restates))
 
 

@@ -1,0 +1,100 @@
+"""The `task` tool: delegate one task to a sub-agent in its own window; get back a bounded answer.
+
+The parent's window gets the sub-agent's final answer, capped (`ANSWER_TOKENS`; beyond that it is
+spilled and `read_spill` pages it), a line saying how it stopped, and the handle to the child's log:
+`read_event session=CHILD id=N` opens any of its events, so the details are one call away and
+never in the window by default. A sub-agent that stops at its step limit, its window or an error
+hands back what it has, with that stop reason: the parent's step goes on.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from ctxagent.agent.subagents.child import (
+    DEFAULT_MAX_STEPS,
+    DEFAULT_TOOLS,
+    TASK_TOOL,
+    ChildOutcome,
+    ChildSpec,
+    ParentSide,
+    child_usage_row,
+    run_child,
+)
+from ctxagent.context.errors import ToolError
+from ctxagent.tools.contract import FunctionTool, ToolArgs, ToolContext, ToolResult
+from pydantic import Field
+
+ANSWER_TOKENS = 2000  # the most of a sub-agent's answer the parent's window gets verbatim
+MAX_STEPS_CAP = 200
+
+
+class TaskArgs(ToolArgs):
+    description: str = Field(description="short task name")
+    prompt: str = Field(description="the whole task; the sub-agent sees nothing else")
+    tools: list[str] | None = Field(None, description="tool names (default: read-only)")
+    model: str | None = None
+    max_steps: int | None = Field(None, ge=1, le=MAX_STEPS_CAP)
+    window: int | None = Field(None, ge=1000)
+
+
+DESCRIPTION = ("Delegate a self-contained task to a sub-agent with a fresh window; get back its answer (capped) "
+               "and a handle to its transcript. Task calls in one step run in parallel.")
+
+STOPS = {
+    "end_turn": "finished",
+    "max_steps": "stopped at its step limit; this is what it had",
+    "cancelled": "cancelled; this is what it had",
+    "max_tokens": "its last reply was cut at the output limit",
+    "response_cap": "its last reply was cut at the size cap",
+}
+
+
+def check_spec(args: TaskArgs, side: ParentSide) -> ChildSpec:
+    names = list(dict.fromkeys(args.tools)) if args.tools is not None else [
+        n for n in DEFAULT_TOOLS if side.parts.registry.get(n) is not None]
+    if TASK_TOOL in names:
+        raise ToolError("a sub-agent cannot start sub-agents (nesting depth is 1): leave 'task' out of tools")
+    unknown = [n for n in names if side.parts.registry.get(n) is None]
+    if unknown:
+        known = ", ".join(n for n in side.parts.registry.names() if n != TASK_TOOL)
+        raise ToolError(f"unknown tool(s) for the sub-agent: {', '.join(unknown)}; available: {known}")
+    if not args.description.strip() or not args.prompt.strip():
+        raise ToolError("a task needs a non-empty description and prompt")
+    model = args.model or side.default_model()
+    return ChildSpec(description=" ".join(args.description.split())[:100], prompt=args.prompt, tools=names,
+                     model=model, max_steps=args.max_steps or DEFAULT_MAX_STEPS, window=args.window)
+
+
+def result_of(outcome: ChildOutcome, side: ParentSide, root_label: str) -> ToolResult:
+    done = outcome.finished
+    stop = done.stop_reason
+    said = STOPS.get(stop) or f"stopped by an error ({done.error_type}: {done.error})"
+    # within the parent's own spill threshold too, so the answer is never spilled twice
+    cap = max(200, min(ANSWER_TOKENS, side.session.config.spill_tokens - 200))
+    answer, spilled = side.parts.spill.maybe_spill(done.text or "(no answer)", side.parts.counter, cap)
+    tokens = outcome.usage.prompt_tokens + outcome.usage.output_tokens
+    head = f"[sub-agent {outcome.session}: {said} — {done.steps} step(s), {tokens:,} tokens]"
+    handle = (f"[its transcript: read_event session={outcome.session} id=N (N = 0–{outcome.last_event}; "
+              f"{outcome.last_event} is its last event)]")
+    meta: dict[str, Any] = {"subagent": {
+        "session": outcome.session, "description": outcome.description, "path": root_label, "model": outcome.model, "stop_reason": stop,
+        "steps": done.steps, "usage": child_usage_row(outcome), "peak_tokens": outcome.peak_tokens,
+        "last_event": outcome.last_event, "answer_spill": spilled["handle"] if spilled else None,
+    }}
+    failed = stop in ("error", "cancelled") and not done.text
+    return ToolResult(f"{head}\n{answer}\n{handle}", is_error=failed, meta=meta)
+
+
+def make_task_tool(side: ParentSide) -> FunctionTool[TaskArgs]:
+    def run(args: TaskArgs, ctx: ToolContext) -> ToolResult:
+        spec = check_spec(args, side)
+        outcome = run_child(side, spec, ctx.services.call_id, ctx.cancel or threading.Event())
+        try:
+            label = str(outcome.path.relative_to(side.session.root))
+        except ValueError:
+            label = str(outcome.path)
+        return result_of(outcome, side, label)
+
+    return FunctionTool(TASK_TOOL, DESCRIPTION, TaskArgs, "read", run)
