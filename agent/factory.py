@@ -360,12 +360,6 @@ def create_agent(
     system = system_prompt(session.root, memory=memory is not None, log=session.log, notices=told)
     tools = registry or default_registry(memory=memory is not None)
     policy = SandboxPolicy.from_config(config)
-    mcp = None
-    if config.mcp_servers:  # started in the background: the first prompt never waits for them
-        from ctxagent.agent.mcp.runtime import start_mcp
-
-        mcp = start_mcp(config.mcp_servers, session.root, policy, tools, counter=counter, window=window,
-                        share=config.mcp_defer_share, log=session.log, on_event=on_event)
     parts = AgentParts(
         provider=provider,
         registry=tools,
@@ -382,10 +376,16 @@ def create_agent(
         checkpoints=_checkpoints(session),
         tool_config={"test_command": config.test_command, "shell_timeout": config.shell_timeout,
                      "sandbox": policy},  # every command the tools run (and every local MCP server)
-        mcp=mcp,
     )
     if registry is None:  # a caller's own registry gets the task tool only if it adds it
         parts.registry.add(task_tool(session, parts, on_event, approver, max_output))
+    if config.mcp_servers:  # started in the background: the first prompt never waits for them
+        from ctxagent.agent.mcp.runtime import start_mcp
+
+        # after every built-in (the task tool included): a resumed session's MCP tools come back at
+        # once, after the same built-ins a new session sent them after (the cached prefix stays)
+        parts.mcp = start_mcp(config.mcp_servers, session.root, policy, tools, counter=counter, window=window,
+                              share=config.mcp_defer_share, log=session.log, on_event=on_event)
     agent = Agent(session, parts, on_event=on_event, approver=approver)
     if memory_problem and on_event is not None:
         on_event(Notice(memory_problem, "warning"))

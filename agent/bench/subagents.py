@@ -18,6 +18,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from ctxagent.context.floor.display import echo, echo_json
+
 FAILING = "FAILED tests/test_ledger.py::test_rounding - AssertionError: 0.30000000000000004 != 0.3 (ledger.py:412)"
 LOG_TOKENS = 300_000
 FILES = 2_000
@@ -107,11 +109,11 @@ def cmd(args: argparse.Namespace) -> int:
     data = Path(args.data or os.environ.get("CTXAGENT_BENCH_DATA") or "../shared/bench") / "claude-code"
     real = real_rows(data) if data.is_dir() else []
     if args.json:
-        print(json.dumps({"scripted": rows, "claude_code_subagents": real}, indent=1))
+        echo_json({"scripted": rows, "claude_code_subagents": real}, indent=1)
         return 0
-    print(table(rows))
-    print()
-    print(real_table(real) if real else f"(no Claude Code sub-agent traffic under {data})")
+    echo(table(rows))
+    echo()
+    echo(real_table(real) if real else f"(no Claude Code sub-agent traffic under {data})")
     return 0
 
 
