@@ -40,12 +40,13 @@ from ctxagent.agent.session_ops import (
 from ctxagent.agent.step import StepRunner
 from ctxagent.agent.tool_calls import ToolRunner
 from ctxagent.agent.updates import AgentEvent, CompactionDone, HandoffDrafted, TurnFinished, TurnStarted
-from ctxagent.agent.user_tools import direct_calls, direct_calls_event, mentioned_files
+from ctxagent.agent.user_tools import direct_calls, direct_calls_event, scan_mentions
 from ctxagent.context.builder.dispatch import build
 from ctxagent.context.builder.inputs import BuildResult
 from ctxagent.context.builder.step import record_system_prompt
 from ctxagent.context.events import ErrorData, ToolResultData, UserData
 from ctxagent.context.history import Event, SessionLog
+from ctxagent.context.monitor import usage_text
 from ctxagent.context.report import ContextReport
 from ctxagent.tools.contract import BudgetStatus
 
@@ -151,15 +152,17 @@ class Agent:
     def run_turn(self, text: str, cancel: threading.Event | None = None) -> TurnFinished:
         """A user message: files it mentions as `@path` are attached first (agent/user_tools.py), then
         the steps run until the model stops calling tools."""
-        mentions = [("read_file", {"path": p}) for p in mentioned_files(self.session.root, text)]
-        return self._turn(text, cancel or threading.Event(), mentions, ask_model=True)
+        files, notes = scan_mentions(self.session.root, text)  # a mention that attaches nothing is said
+        mentions = [("read_file", {"path": p}) for p in files]
+        return self._turn(text, cancel or threading.Event(), mentions, ask_model=True, notes=notes)
 
     def run_command(self, command: str, cancel: threading.Event | None = None) -> TurnFinished:
-        """`!command` from the prompt: a turn with one shell call (asked like the agent's own) and no model call."""
+        """`!command` from the prompt: a turn with one shell call and no model call. The user typed it:
+        it is not asked (agent/permissions.py `must_ask`), and it runs in the sandbox like every command."""
         return self._turn(f"!{command}", cancel or threading.Event(), [("shell", {"command": command})], ask_model=False)
 
     def _turn(self, text: str, cancel: threading.Event, direct: list[tuple[str, dict[str, Any]]], *,
-              ask_model: bool) -> TurnFinished:
+              ask_model: bool, notes: list[str] | None = None) -> TurnFinished:
         turn = self.log.next_turn
         blocked = self.hooks.user_prompt(text, turn) if ask_model else None
         if blocked is not None:  # not sent and not logged as a message: the hook's event says why
@@ -169,6 +172,8 @@ class Agent:
             return done
         self.journal.record(UserData(text=text, turn=turn))
         self.journal.emit(TurnStarted(turn, text))
+        for note in notes or []:
+            self.journal.notice(note, "warning")
         final_text, steps, stop = "", 0, "end_turn"
         error: ErrorData | None = None
         self.tools.start_turn()
@@ -176,7 +181,7 @@ class Agent:
             if direct:
                 calls = direct_calls(turn, direct)
                 self.journal.record(direct_calls_event(calls, self.step, turn))
-                self.tools.run(calls, turn, cancel)
+                self.tools.run(calls, turn, cancel, by_user=True)  # the user's own: never asked (agent/permissions.py)
             while ask_model:
                 if cancel.is_set():
                     stop = "cancelled"
@@ -206,7 +211,7 @@ class Agent:
         if finished and self.session.config.auto_compact and report and report.advice != "ok":
             # past the compress breakpoint with auto_compact on: compact now, between turns, so the
             # next turn starts from the summary instead of paying for it mid-step
-            self.journal.notice(f"context at {report.usage_pct:.0f}%: compacting automatically (auto_compact)", "info")
+            self.journal.notice(f"context at {usage_text(report.usage_pct)}: compacting automatically (auto_compact)", "info")
             self.journal.safe(lambda: self.compact(trigger="auto"))
         done = TurnFinished(turn=turn, stop_reason=stop, text=final_text, steps=steps,
                             error_type=error.error_type if error else "", error=error.message if error else "")

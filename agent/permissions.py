@@ -13,7 +13,11 @@ the user is shown before answering.
   `curl … | sh` push nothing out of view), and a preview too long to show says exactly how much is
   left out, keeping the end visible (the end of a long command, the last lines of a write).
 
-`ask_about` puts these together for `ToolRunner` (agent/tool_calls.py).
+- `must_ask`: whether a call waits for the user's yes. A call the user made from the prompt
+  (`!command`, `@file`; agent/user_tools.py) is the user's own: typing it was the yes, so it is never
+  asked — it still runs confined to the repository and, a command, in the sandbox (tools/sandbox/).
+
+`ask_about` and `must_ask` put these together for `ToolRunner` (agent/tool_calls.py).
 """
 
 from __future__ import annotations
@@ -81,6 +85,18 @@ def ask_about(tool: str, kind: str, args: dict[str, Any], *, root: Path, command
         return Ask(key, preview_text(command) if command else "(no test command detected)", note)
     instruction_note = instruction_file_note(tool, kind, args, root)
     return Ask(key, edit_preview(tool, args), instruction_note or "", always=instruction_note is not None)
+
+
+def must_ask(key: Allowance, kind: str, mode: str, allowed: set[Allowance], *, always: bool,
+             by_user: bool = False) -> bool:
+    """Whether a call waits for the user's answer: never the user's own call (`by_user`); always one
+    no mode and no allowance covers (`always`: an instruction file, memory for every project); else
+    unless the permission mode or an "allow for this session" answer covers it."""
+    if by_user:
+        return False
+    if always:
+        return True
+    return not (mode == "yolo" or (mode == "auto-edit" and kind == "edit") or key in allowed)
 
 
 # -- instruction files ----------------------------------------------------------------------------

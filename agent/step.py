@@ -119,6 +119,8 @@ class StepRunner:
         except ContextLengthError as exc:
             return self._retry_refused(turn, cancel, result, ratio, exc)
         except ProviderError as exc:
+            if cancel.is_set():  # interrupted while it waited to retry (a 429's back-off): a cancel, not an error
+                return StepOutcome(stop="cancelled")
             return StepOutcome(error=self.journal.error(str(exc), type(exc).__name__, step))
 
     def _record(self, step: int, result: BuildResult, ratio: float) -> None:

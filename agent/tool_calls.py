@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from ctxagent.agent.mcp.config import is_mcp_tool
 from ctxagent.agent.parts import AgentParts, Approver, Journal
-from ctxagent.agent.permissions import Allowance, ask_about
+from ctxagent.agent.permissions import Allowance, ask_about, must_ask
 from ctxagent.agent.subagents.parallel import call_groups, run_together
 from ctxagent.agent.updates import PermissionRequest, ToolFinished, ToolStarted
 from ctxagent.context.events import CheckpointData, PermissionData, SpillRef, ToolMeta, ToolResultData
@@ -64,7 +64,9 @@ class ToolRunner:
             files = sorted(self.turn_files)
             self.journal.safe(lambda: checkpoints.mark_turn_end(self.session.id, turn, files))
 
-    def run(self, calls: list[ToolCall], turn: int, cancel: threading.Event) -> None:
+    def run(self, calls: list[ToolCall], turn: int, cancel: threading.Event, *, by_user: bool = False) -> None:
+        """Run `calls` and log their results; `by_user`: the user's own calls from the prompt (`!command`,
+        `@file`), which are never asked (agent/permissions.py `must_ask`)."""
         if not self._temp_files_swept:  # a write killed mid-way (SIGKILL) may have left its temp file
             self._temp_files_swept = True
             self.journal.safe(lambda: sweep_repository(self.session.root))
@@ -89,12 +91,14 @@ class ToolRunner:
         for group in call_groups(calls):  # consecutive task calls run together, logged in call order
             for call in group:
                 self.journal.emit(ToolStarted(call.id, call.name, call.arguments))
-            timed = run_together(group, lambda c: self._execute(c, ctx, turn, cancel))
+            timed = run_together(group, lambda c: self._execute(c, ctx, turn, cancel, by_user))
             for call, (result, ms) in zip(group, timed, strict=True):
                 self._append_result(call, result, ms, turn)
 
-    def _execute(self, call: ToolCall, ctx: ToolContext, turn: int, cancel: threading.Event) -> tuple[ToolResult, int]:
-        """One call's result and how long the tool ran (ms)."""
+    def _execute(self, call: ToolCall, ctx: ToolContext, turn: int, cancel: threading.Event,
+                 by_user: bool = False) -> tuple[ToolResult, int]:
+        """One call's result and how long ctxagent spent on it (ms): the tool's run, or for a refused
+        call the deciding, never the wait for the user's answer."""
         started = time.monotonic()
         if cancel.is_set():
             result = ToolResult("cancelled by the user before this tool ran", is_error=True)
@@ -102,11 +106,12 @@ class ToolRunner:
             result = ToolResult(f"error: invalid arguments for {call.name}: {malformed_json(call.raw_arguments)}",
                                 is_error=True)
         elif (denied := self.hooks.pre_tool(call, turn) if self.hooks else None) is not None:
-            result = ToolResult(denied, is_error=True)  # before the permission box: nothing to ask
+            result = ToolResult(denied, is_error=True, meta={"denied": True})  # before the box: nothing to ask
         else:
-            refusal = self._permitted(call, turn)
+            refusal, waited = self._permitted(call, turn, by_user)
             if refusal is not None:
                 result = refusal
+                started += waited  # the user's time to answer is not ctxagent's
             else:
                 started = time.monotonic()  # the time the user took to decide is not the tool's
                 call_ctx = dataclasses.replace(ctx, services=dataclasses.replace(ctx.services, call_id=call.id))
@@ -118,29 +123,31 @@ class ToolRunner:
                     self.hooks.post_tool(call, result, turn)
         return result, int((time.monotonic() - started) * 1000)
 
-    def _permitted(self, call: ToolCall, turn: int) -> ToolResult | None:
-        """None when the call may run; otherwise the refusal to show the model."""
+    def _permitted(self, call: ToolCall, turn: int, by_user: bool = False) -> tuple[ToolResult | None, float]:
+        """(None when the call may run, otherwise the refusal to show the model; the seconds spent
+        waiting for the user's answer)."""
         registry = self.parts.registry
         kind = registry.permission(call.name)
         if kind == "read" and not registry.must_ask(call.name, call.arguments) or registry.get(call.name) is None:
-            return None
+            return None, 0.0
         args = call.arguments
         command = self._command(call.name, args) if kind == "command" else ""
         ask = ask_about(call.name, kind, args, root=self.session.root, command=command)
         # e.g. memory for every project, an instruction file: no mode and no allowance covers it
         always = ask.always or registry.must_ask(call.name, args)
         mode = self.session.config.permission_mode
-        allowed = not always and (
-            mode == "yolo" or (mode == "auto-edit" and kind == "edit") or ask.allowance in self.allowed_for_session)
-        if not allowed:
+        waited = 0.0
+        if must_ask(ask.allowance, kind, mode, self.allowed_for_session, always=always, by_user=by_user):
+            asked_at = time.monotonic()
             decision = self.approver(PermissionRequest(call.id, call.name, kind, args, ask.preview,
                                                        target=ask.allowance.target, note=ask.note,
                                                        can_remember=not always))
+            waited = time.monotonic() - asked_at
             self.journal.append(PermissionData(call_id=call.id, decision="allow" if decision.allow else "deny",
                                                reason=decision.reason))
             if not decision.allow:
                 reason = f" Reason: {decision.reason}" if decision.reason else ""
-                return ToolResult(f"permission denied for {call.name}.{reason}", is_error=True)
+                return ToolResult(f"permission denied for {call.name}.{reason}", is_error=True, meta={"denied": True}), waited
             if decision.remember and not always:
                 self.allowed_for_session.add(ask.allowance)
         # Shell and test commands can change files too: checkpoint before the first of either.
@@ -151,7 +158,7 @@ class ToolRunner:
             if commit:
                 self.turn_checkpoint = commit
                 self.journal.append(CheckpointData(turn=turn, commit=commit))
-        return None
+        return None, waited
 
     def _command(self, name: str, args: dict[str, Any]) -> str:
         """The command line that will run: run_tests without one runs the configured or detected

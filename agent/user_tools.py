@@ -3,9 +3,9 @@
 - `@path` in a message attaches a file: before the turn's first step, one `read_file` call per path
   that names a file of the repository — the model's own read_file, so the same confinement, size cap
   and binary handling apply (a mention of something else, `@decorator` or an e-mail, is left alone).
-- `!command` is a turn of its own: a `shell` call, so it asks permission like any command the agent
-  runs (refused headless without --yes), takes the code checkpoint first, and its output joins the
-  context like any tool result — with no model call.
+- `!command` is a turn of its own: a `shell` call. The user typed it, so it is not asked (agent/
+  permissions.py `must_ask`), but it runs in the sandbox like any command, takes the code checkpoint
+  first, and its output joins the context like any tool result — with no model call.
 
 Both are logged as an assistant event with `direct: true` (no model call, no usage) holding the
 calls, then their results; the model sees them in the next request as calls already made. Their
@@ -31,28 +31,51 @@ TRAILING = ".,;:!?。，；：！？"
 def mentioned_files(root: Path, text: str) -> list[str]:
     """Repository-relative paths of the regular files `text` mentions as `@path`, in order, once each.
     Paths outside the repository (`@../x`, `@/etc/passwd`, a symlink out) are not files of it."""
+    return scan_mentions(root, text)[0]
+
+
+def scan_mentions(root: Path, text: str) -> tuple[list[str], list[str]]:
+    """(the files `text` attaches as `@path`, as `mentioned_files`; what is said about the mentions
+    that attach nothing — no such file, not a file of the repository, past MAX_MENTIONS — so that
+    none is dropped without a word)."""
     from ctxagent.context.errors import ToolError
     from ctxagent.context.floor.beneath import check_regular
     from ctxagent.tools.confine import walk_repo
 
     found: list[str] = []
+    missing: list[str] = []
+    over = 0
     for m in MENTION.finditer(text):
         raw = m.group(1).rstrip(TRAILING)
         if not raw:
             continue
+        if len(found) >= MAX_MENTIONS:
+            over += 1
+            continue
+        rel = None
         try:  # the boundary every tool uses; read_file itself reads it the same way
             with walk_repo(root, raw) as entry:
-                if entry.st is None:
-                    continue
-                check_regular(entry.st, raw)  # the refusals of read_file: FIFOs, devices, hard links
-                rel = entry.rel
+                if entry.st is not None:
+                    check_regular(entry.st, raw)  # the refusals of read_file: FIFOs, devices, hard links
+                    rel = entry.rel
         except (ToolError, OSError):
-            continue
-        if rel not in found:
+            rel = None
+        if rel is None:
+            if raw not in missing:
+                missing.append(raw)
+        elif rel not in found:
             found.append(rel)
-        if len(found) >= MAX_MENTIONS:
-            break
-    return found
+    notes = [f"@{flat_mention(raw)}: not attached — no such file in this repository (the text is sent as typed)"
+             for raw in missing]
+    if over:
+        notes.append(f"only the first {MAX_MENTIONS} @files are attached; {over} more not")
+    return found, notes
+
+
+def flat_mention(raw: str, limit: int = 80) -> str:
+    """A mention as said back to the user: one line, shortened."""
+    one = " ".join(raw.split())
+    return one if len(one) <= limit else one[: limit - 1] + "…"
 
 
 def direct_calls(turn: int, calls: list[tuple[str, dict[str, object]]]) -> list[ToolCall]:

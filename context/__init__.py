@@ -60,6 +60,7 @@ _EXPORTS = {
     "ContextReport": "ctxagent.context.report",
     "DEFAULT_THRESHOLDS": "ctxagent.context.monitor",
     "advice_for": "ctxagent.context.monitor",
+    "usage_text": "ctxagent.context.monitor",
     # spill store
     "SpillStore": "ctxagent.context.spill",
     # whether a test run passed (the panel's mark, memory's tag)
@@ -151,6 +152,7 @@ if TYPE_CHECKING:
     from ctxagent.context.monitor import (
         DEFAULT_THRESHOLDS as DEFAULT_THRESHOLDS,
         advice_for as advice_for,
+        usage_text as usage_text,
     )
     from ctxagent.context.report import (
         ContextReport as ContextReport,

@@ -136,6 +136,7 @@ class ToolMeta(_Model):
     # requirement lines of a document the call read, taken from the WHOLE output before it was spilled
     # (context/ledger.py result_facts): the session ledger quotes them once the output is cut from view
     requirements: list[str] = Field(default_factory=list)
+    denied: bool | None = None  # refused before it ran: the user's deny in the permission box, or a pre_tool hook
 
     @field_validator("*", mode="wrap")
     @classmethod

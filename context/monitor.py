@@ -30,6 +30,17 @@ def advice_for(usage_pct: float, thresholds: Sequence[float] = DEFAULT_THRESHOLD
     return "ok"
 
 
+def usage_text(usage_pct: float, digits: int = 0) -> str:
+    """A usage percentage as a user reads it: "89%" at 89.9 — cut, never rounded up, so the number
+    shown never reaches a breakpoint (75 %, 90 %) the usage itself has not reached (`advice_for`).
+    The one place a percentage of the window is formatted."""
+    value = float(usage_pct)
+    shown = f"{value:.{digits}f}"
+    if float(shown) > value:  # rounded up: one step down (compared as floats, the rule `advice_for` uses)
+        shown = f"{float(shown) - 10 ** -digits:.{digits}f}"
+    return f"{shown}%"
+
+
 def red_flags(
     *, total: int, tool_result_tokens: int, largest_tool_result: int, messages: int, window: int,
     used: dict[str, int] | None = None, shares: dict[str, int] | None = None, ratio: float = 1.0,

@@ -47,6 +47,7 @@ class AgentStarter:
         ignored = session.config.ignored_keys
         if not ignored or not needs_prompt(session.root, ignored):
             return False
+        self.control.set_activity("waiting for your answer: trust this repository?")  # the agent starts after it
         self.control.app.push_screen(TrustModal(describe_ignored(ignored)), self._after_trust)
         return True
 

@@ -192,15 +192,21 @@ class CtxApp(App[int]):
         self.action_quit_now()
 
     def action_quit_now(self) -> None:
+        self.exit(0)
+
+    def exit(self, result: int | None = None, return_code: int = 0, message: Any = None) -> None:
+        """Every way out (/quit, Ctrl+Q, the set-up screen, an error) first tells the workers: a running
+        turn stops, and a question waiting for an answer (tui/bridge.py) gives up — a permission asked
+        is denied — so no worker thread is left waiting and the process ends."""
         for screen in self.screen_stack:
             if isinstance(screen, SessionScreen):
                 screen.stopping = True
                 screen.cancel.set()
-        self.exit(0)
+        super().exit(result, return_code, message)
 
     def on_unmount(self) -> None:
         if self.demo is not None:
-            self.demo.stop()
+            self.demo.server.stop()  # the repository goes after its session is closed (run_app)
 
 
 def run_app(args: argparse.Namespace) -> int:
@@ -222,6 +228,8 @@ def run_app(args: argparse.Namespace) -> int:
         session.log.close()
         if app.session is not None and app.session is not session:
             app.session.log.close()
+        if app.demo is not None:  # the set-up screen's demo: its throwaway repository goes with the app
+            app.demo.stop()
     return int(result or 0)
 
 

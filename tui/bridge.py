@@ -1,8 +1,10 @@
 """How code on a worker thread — the agent's turn, a session action — reaches the UI thread.
 
 Events go over as `AgentUpdate` messages (`post_message` is thread-safe). Questions (allow this
-edit? overwrite files changed outside the agent?) push a modal from the worker and wait for the
-answer, blocking only that worker thread, never the UI; when the app is closing they give up.
+edit? overwrite files changed outside the agent?) go over as `AskUser` messages — never a call that
+blocks until the UI thread runs it, which an app that is closing never does — and the worker waits
+for the answer, blocking only itself, never the UI. When the app is closing (however it closes: /quit,
+Ctrl+Q, an error) the question gives up: a permission asked is denied, and the worker ends.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ import threading
 from typing import TYPE_CHECKING, Any
 
 from ctxagent.agent import AgentEvent, PermissionDecision, PermissionRequest
-from ctxagent.tui.messages import AgentUpdate
+from ctxagent.tui.messages import AgentUpdate, AskUser
 
 if TYPE_CHECKING:
     from ctxagent.tui.control import SessionControl
@@ -51,9 +53,14 @@ class WorkerBridge:
             box.append(value)
             answered.set()
 
-        app = self.control.app
-        app.call_from_thread(app.push_screen, modal, done)
+        if self.closing():
+            return None
+        self.control.post_message(AskUser(modal, done))
         while not answered.wait(0.1):
-            if self.control.stopping:
+            if self.closing():
                 return None
         return box[0]
+
+    def closing(self) -> bool:
+        """The app is closing or gone: nobody will answer."""
+        return self.control.stopping or not self.control.app.is_running

@@ -19,7 +19,8 @@ from rich.text import Text
 from textual.widgets import Collapsible, Static
 
 PREVIEW_LINES = 12
-STATUS_ICON = {"pending": "○", "running": "◐", "ok": "✓", "error": "✗",
+FOLD_LINES = 6  # a longer message (a paste) shows its first lines and a count; the model gets all of it
+STATUS_ICON = {"pending": "○", "running": "◐", "ok": "✓", "error": "✗", "denied": "⊘",
                # a test run's mark is what its tests said (context/test_runs.py), not whether the tool ran
                "tests passed": "✓", "tests failed": "✗", "no tests ran": "∅"}
 
@@ -36,12 +37,12 @@ def argument_summary(name: str, arguments: dict[str, Any], width: int = 48) -> s
     return compact if len(compact) <= width else compact[: width - 1] + "…"
 
 
-def preview(content: str, lines: int = PREVIEW_LINES) -> str:
-    """The first lines of a tool's output, with a count of what is not shown."""
+def preview(content: str, lines: int = PREVIEW_LINES, note: str = "") -> str:
+    """The first lines of a tool's output (or of a long message), with a count of what is not shown."""
     all_lines = content.splitlines()
     if len(all_lines) <= lines:
         return content
-    return "\n".join(all_lines[:lines]) + f"\n… {len(all_lines) - lines} more lines"
+    return "\n".join(all_lines[:lines]) + f"\n… {len(all_lines) - lines:,} more lines{note}"
 
 
 class UserMessage(Static):
@@ -54,9 +55,12 @@ class UserMessage(Static):
         label.append("you ", style="bold")
         if turn is not None:
             label.append(f"#{turn} ", style="dim")
-        label.append_text(plain(text))
+        lines = len(text.splitlines())
+        shown = preview(text, FOLD_LINES, f" ({lines:,} in all, {len(text):,} characters — all sent to the model)")
+        label.append_text(plain(shown))
         super().__init__(label)
-        self.text = text
+        self.text = text  # the whole message, as sent
+        self.folded = shown != text
 
 
 class ToolPanel(Collapsible):
@@ -65,6 +69,7 @@ class ToolPanel(Collapsible):
     DEFAULT_CSS = """
     ToolPanel { margin: 0; padding: 0; border: none; background: $panel; }
     ToolPanel.-error CollapsibleTitle { color: $error; }
+    ToolPanel.-denied CollapsibleTitle { color: $warning; }
     ToolPanel .tool-args { color: $text-muted; padding: 0 1; }
     ToolPanel .tool-output { padding: 0 1; }
     """
@@ -111,11 +116,15 @@ class ToolPanel(Collapsible):
         self.content = content
         self.meta = dict(meta or {})
         self.duration_ms = duration_ms
-        self.status = "error" if is_error else "ok"
+        # refused before it ran (the permission box, a pre_tool hook): not a tool error, and its time
+        # is ctxagent's deciding, never the wait for the user's answer (agent/tool_calls.py)
+        self.status = "denied" if self.meta.get("denied") else "error" if is_error else "ok"
         outcome = run_outcome(self.meta) if not is_error else None
         if outcome is not None:
             self.status, self.detail = outcome.headline, outcome.detail
-        self.set_class(is_error or (outcome is not None and outcome.verdict == "fail"), "-error")
+        denied = self.status == "denied"
+        self.set_class((is_error and not denied) or (outcome is not None and outcome.verdict == "fail"), "-error")
+        self.set_class(denied, "-denied")
         self.title = self._title_text()
         diff = self.meta.get("diff")
         if isinstance(diff, str) and diff.strip():

@@ -118,23 +118,27 @@ def complete(prefix: str) -> list[str]:
 
 
 def help_text() -> str:
+    """/help: the keys and the input's forms first (they fit the first screen at 40 rows), then the
+    commands, then custom commands."""
     rows = ["| command | what it does |", "| --- | --- |"]
     for c in all_commands():
         usage = _cell(f"/{c.name} {c.args}".strip()).replace("`", "'")
         rows.append(f"| `{usage}` | {_cell(c.help)} |")
     keys = (
+        "**Keys**: Enter send · Shift+Enter, Ctrl+J or \\ then Enter: new line · Esc interrupt the running turn · "
+        "Ctrl+C clear the input / interrupt, twice to quit · ↑/↓ input history · Tab complete · "
+        "Ctrl+O / Ctrl+G compact now / later (at the breakpoint bar) · Ctrl+P command palette · Ctrl+Q quit\n\n"
+        "**In the input**: `@path` attaches a file of the repository (Tab completes it) · "
+        "`!command` runs a shell command of yours (not asked; it runs in the sandbox) · "
+        "`//text` sends text starting with a slash.\n\n"
+    )
+    custom = (
         "\n\n**Custom commands**: prompt templates in `.ctxagent/commands/NAME.md` (this project) and "
         "`commands/NAME.md` in your config folder; `$ARGUMENTS`, `$1`…`$9` and `@path` work in them. "
         "A built-in keeps its name: a custom command of the same name is `/project:NAME` or `/user:NAME`. "
         "A project command shows its text before its first run in a session."
-        "\n\n**In the input**: `@path` attaches a file of the repository (Tab completes it) · "
-        "`!command` runs a shell command (asks first, like the agent's own commands) · "
-        "`//text` sends text starting with a slash.\n\n"
-        "**Keys**: Enter send · Shift+Enter, Ctrl+J or \\ then Enter: new line · Esc interrupt the running turn · "
-        "Ctrl+C clear the input / interrupt, twice to quit · ↑/↓ input history · Tab complete · "
-        "Ctrl+P command palette · Ctrl+Q quit"
     )
-    return "\n".join(rows) + keys
+    return keys + "\n".join(rows) + custom
 
 
 def _cell(text: str) -> str:

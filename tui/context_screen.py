@@ -13,7 +13,15 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ctxagent.context import DEFAULT_THRESHOLDS, CodeRewindData, ContextReport, Event, SpillRef, advice_for
+from ctxagent.context import (
+    DEFAULT_THRESHOLDS,
+    CodeRewindData,
+    ContextReport,
+    Event,
+    SpillRef,
+    advice_for,
+    usage_text,
+)
 from ctxagent.tui.gauge import GLYPH, LEVEL_STYLE, STYLE, human_tokens, slice_tokens
 from ctxagent.tui.safe import one_line, plain
 from rich.console import Group
@@ -109,7 +117,7 @@ def slice_table(report: ContextReport, shares: dict[str, int], thresholds: tuple
                       end_section=i == len(PROMPT_SLICES) - 1)
     level = advice_for(report.usage_pct, thresholds)
     table.add_row(Text("in use", style="bold"), f"{report.calibrated_total + rows[-2].tokens:,}",
-                  Text(f"{report.usage_pct:.1f}%", style=LEVEL_STYLE[level]), "",
+                  Text(usage_text(report.usage_pct, 1), style=LEVEL_STYLE[level]), "",
                   Text("prompt + reserve", style="dim"))
     table.add_row(Text("window", style="bold"), f"{report.window:,}", "100%", "", "")
     return table

@@ -10,7 +10,7 @@ shows usage per step of the session.
 
 from __future__ import annotations
 
-from ctxagent.context import DEFAULT_THRESHOLDS, ContextReport, advice_for
+from ctxagent.context import DEFAULT_THRESHOLDS, ContextReport, advice_for, usage_text
 from rich.text import Text
 from textual.reactive import reactive
 from textual.widget import Widget
@@ -31,6 +31,7 @@ STYLE = {
 LEVEL_STYLE = {"ok": "bold green", "compress": "bold black on yellow", "new_session": "bold white on red"}
 LEVEL_WORD = {"ok": "", "compress": " ▲ compact soon", "new_session": " ■ FULL"}
 SPARK = "▁▂▃▄▅▆▇█"
+SPARK_LABEL = " per step "  # what the sparkline is: usage of the window at each step, the newest on the right
 
 
 def usage_level(pct: float, thresholds: tuple[float, float] = DEFAULT_THRESHOLDS) -> str:
@@ -123,7 +124,8 @@ def render_bar(report: ContextReport | None, width: int) -> Text:
 
 
 class UsageGauge(Widget):
-    """Two lines: `ctx [bar] 82% ▲ compact soon  ▁▂▅▇` and a legend of tokens per slice."""
+    """Two lines: `ctx [bar]  82% ▲ compact soon  per step ▁▂▅▇` and a legend of tokens per slice
+    (with `⚑ 2 red flags` when the build raised any: /context lists them)."""
 
     DEFAULT_CSS = """
     UsageGauge { height: 2; width: 1fr; }
@@ -163,13 +165,15 @@ class UsageGauge(Widget):
         pct = float(report.usage_pct) if report else 0.0
         level = self.level
         spark_w = min(16, max(0, width // 6))
-        label = f" {pct:3.0f}%{LEVEL_WORD[level]} "
-        bar_w = max(10, width - 5 - len(label) - spark_w - 1)
+        label = f" {usage_text(pct):>4}{LEVEL_WORD[level]} "
+        spark_label = SPARK_LABEL if self.history and spark_w else ""
+        bar_w = max(10, width - 5 - len(label) - len(spark_label) - spark_w - 1)
         line = Text("ctx ", style="bold")
         line.append("[")
         line.append_text(render_bar(report, bar_w))
         line.append("]")
         line.append(label, style=LEVEL_STYLE[level])
+        line.append(spark_label, style="dim")
         line.append(sparkline(self.history, spark_w), style="#4fb3ff")
         line.append("\n")
         line.append_text(self._legend(report, width))
@@ -184,8 +188,9 @@ class UsageGauge(Widget):
         for name in SEGMENTS:
             legend.append(GLYPH[name], style=STYLE[name])
             legend.append(f"{SHORT[name]} {human_tokens(tokens[name])} ")
+        if report.red_flags:  # before the window and step: a narrow terminal cuts those first
+            n = len(report.red_flags)
+            legend.append(f"⚑ {n} red flag{'' if n == 1 else 's'} ", style="bold red")
         legend.append(f"/{human_tokens(report.window)} · step {report.step}", style="dim")
-        if report.red_flags:
-            legend.append(f"  ⚑ {len(report.red_flags)}", style="bold red")
         legend.truncate(width)
         return legend

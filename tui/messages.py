@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from textual.message import Message
 
@@ -34,6 +34,16 @@ class AgentReady(Message):
         self.session = session
         self.agent = agent
         self.problem = problem
+
+
+class AskUser(Message):
+    """A question from a worker (tui/bridge.py): push `modal`, and call `done` with its answer. A
+    message, not a blocking call into the UI thread: a worker never waits on an app that is closing."""
+
+    def __init__(self, modal: Any, done: Callable[[Any], None]) -> None:
+        super().__init__()
+        self.modal = modal
+        self.done = done
 
 
 class SetupNeeded(Message):

@@ -1,7 +1,7 @@
 """Breakpoint prompts (compress: a non-blocking bar; new session: a modal), the permission and trust boxes.
 
 All keyboard-driven: every button has a one-key shortcut shown on it. The bar's keys (Ctrl+O,
-Ctrl+L) are ones the input box does not use, so it never takes a key from what is being typed. A
+Ctrl+G) are ones the input box does not use, so it never takes a key from what is being typed. A
 modal question is a `GuardedModal`: keys typed ahead for the prompt never answer it. The permission
 box shows all of what the agent wants to do, with every control and invisible character made visible.
 """
@@ -12,7 +12,7 @@ import time
 from typing import TYPE_CHECKING, ClassVar, TypeVar
 
 from ctxagent.agent import PermissionDecision, PermissionRequest
-from ctxagent.context import show_controls
+from ctxagent.context import show_controls, usage_text
 from ctxagent.tui.safe import judged, plain
 from rich.text import Text
 from textual import events
@@ -43,7 +43,7 @@ MODAL_CSS = """
 
 
 class BreakpointBar(Horizontal):
-    """Shown when usage crosses the compress breakpoint: [Compact now ^O] [Later ^L]. Never blocks typing."""
+    """Shown when usage crosses the compress breakpoint: [Compact now ^O] [Later ^G]. Never blocks typing."""
 
     DEFAULT_CSS = """
     BreakpointBar { height: auto; display: none; background: $warning 20%; padding: 0 1; }
@@ -60,7 +60,7 @@ class BreakpointBar(Horizontal):
     def compose(self) -> ComposeResult:
         yield Label("", id="bp-text")
         yield Button("Compact now ^O", id="bp-compact", variant="warning", compact=True)
-        yield Button("Later ^L", id="bp-later", compact=True)
+        yield Button("Later ^G", id="bp-later", compact=True)
 
     @property
     def shown(self) -> bool:
@@ -68,7 +68,7 @@ class BreakpointBar(Horizontal):
 
     def show(self, pct: float) -> None:
         self.query_one("#bp-text", Label).update(
-            Text(f"⚠ Context {pct:.0f}% full — compact older turns?")
+            Text(f"⚠ Context {usage_text(pct)} full — compact older turns?")
         )
         self.add_class("-shown")
 
@@ -139,7 +139,7 @@ class BreakpointModal(GuardedModal[str]):
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Static(Text(f"■ The context window is {self.pct:.0f}% full.", style="bold"))
+            yield Static(Text(f"■ The context window is {usage_text(self.pct)} full.", style="bold"))
             yield Static(
                 "Answers degrade and the next step may not fit. Start a new session seeded with a "
                 "summary and the warm memory, compact older turns, or continue as is."

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from ctxagent.tui.modals import MODAL_CSS, GuardedModal
 from ctxagent.tui.safe import flat, one_line, plain
+from ctxagent.tui.status import short_model
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -68,20 +69,32 @@ class InfoModal(ModalScreen[None]):
 
 
 def describe_session(path: Path) -> str:
-    """`20250101-120000-abc123 · 12:00 · “first user line”` — read cheaply from the JSONL head."""
-    first = ""
+    """`20250101-120000-abc123 · 12:00 · 3 turns · anthropic:claude-sonnet-5-5 · “first user line”` —
+    read cheaply from the JSONL, one pass, parsing only the lines it needs. The model is the one the
+    session last ran with, by the rule of `session_model` (agent/session.py): its newest step's, else
+    the one its start names."""
+    first, turns, model = "", 0, ""
+    start_line = report_line = ""
     try:
         with path.open(encoding="utf-8", errors="replace") as fh:
-            for i, line in enumerate(fh):
+            for line in fh:
                 if '"kind": "user"' in line:
-                    first = one_line(json.loads(line).get("data", {}).get("text", ""), 60)
-                    break
-                if i > 400:
-                    break
-    except (OSError, ValueError, IndexError):
+                    turns += 1
+                    if not first:
+                        first = one_line(json.loads(line).get("data", {}).get("text", ""), 60)
+                elif '"kind": "context_report"' in line:
+                    report_line = line
+                elif '"kind": "session_start"' in line and not start_line:
+                    start_line = line
+        for line in (report_line, start_line):
+            model = str(json.loads(line).get("data", {}).get("model") or "") if line else ""
+            if model:
+                break
+    except (OSError, ValueError, IndexError, AttributeError):
         pass
     when = time.strftime("%m-%d %H:%M", time.localtime(path.stat().st_mtime)) if path.exists() else ""
-    return f"{path.stem} · {when} · {first or '(no messages)'}"
+    count = f"{turns} turn{'' if turns == 1 else 's'}"
+    return f"{path.stem} · {when} · {count} · {short_model(model) if model else 'model ?'} · {first or '(no messages)'}"
 
 
 class SessionPicker(ModalScreen[str | None]):

@@ -30,13 +30,13 @@ from ctxagent.agent import (
     TurnFinished,
     TurnStarted,
 )
-from ctxagent.context import advice_for, plural
+from ctxagent.context import advice_for, plural, usage_text
 from ctxagent.tui.agent_start import AgentStarter
 from ctxagent.tui.bridge import WorkerBridge
 from ctxagent.tui.chat import NoticeLine, UserMessage
 from ctxagent.tui.chat_log import ChatLog
 from ctxagent.tui.gauge import UsageGauge
-from ctxagent.tui.messages import ActionFinished, AgentReady, AgentUpdate, Outcome
+from ctxagent.tui.messages import ActionFinished, AgentReady, AgentUpdate, AskUser, Outcome
 from ctxagent.tui.modals import BreakpointBar, BreakpointModal
 from ctxagent.tui.prompt import ChatInput
 from ctxagent.tui.safe import flat
@@ -69,10 +69,11 @@ class SessionScreen(Screen[None]):
         Binding("escape", "interrupt", "Interrupt", show=True),
         # Not priority: keys the focused input uses (Ctrl+K deletes to the end of the line) stay its own.
         Binding("ctrl+o", "breakpoint('compact')", "Compact now", show=False),
-        Binding("ctrl+l", "breakpoint('later')", "Later", show=False),
+        # Ctrl+G, not Ctrl+L: that is clear-screen by convention (and Esc also says later when no turn runs).
+        Binding("ctrl+g", "breakpoint('later')", "Later", show=False),
     ]
 
-    busy: reactive[bool] = reactive(False)  # a turn or a session action is running
+    busy: reactive[bool] = reactive(False, init=False)  # a turn or a session action is running
     level: reactive[str] = reactive("ok")  # the engine's advice for the latest build
 
     chat = getters.query_one("#chat", ChatLog)
@@ -103,7 +104,7 @@ class SessionScreen(Screen[None]):
         yield BreakpointBar(id="breakpoint")
         yield ChatInput(id="input", files=self._repo_files)
         yield UsageGauge(id="gauge")
-        yield StatusLine(id="status")
+        yield StatusLine(id="status", activity="starting")  # not "idle": the agent is built after the first frame
 
     def _repo_files(self) -> list[str]:
         from ctxagent.agent import list_repo_files
@@ -133,12 +134,18 @@ class SessionScreen(Screen[None]):
 
     def on_key(self, event: events.Key) -> None:
         """Text typed while the input did not take it goes into it, not nowhere: type-ahead at start-up
-        (keys that arrived before the input had focus), or typing while a tool panel has focus."""
+        (keys that arrived before the input had focus), or typing while a tool panel has focus. An Enter
+        that nothing focused took sends what the input holds, as it would have there."""
         if event.is_printable and event.character:
             event.stop()
             box = self.input
             box.focus()
             box.insert(event.character)
+        elif event.key == "enter" and self.focused is None:
+            event.stop()
+            box = self.input
+            box.focus()
+            box.post_message(ChatInput.Submitted(box, box.text))
 
     # -- input ----------------------------------------------------------------------------------
     def on_chat_input_submitted(self, event: ChatInput.Submitted) -> None:
@@ -272,6 +279,12 @@ class SessionScreen(Screen[None]):
     def confirm_overwrite(self, paths: list[str]) -> bool:
         return self.bridge.confirm_overwrite(paths)
 
+    def on_ask_user(self, message: AskUser) -> None:
+        """A worker's question (tui/bridge.py): show it; its answer goes back to the waiting worker."""
+        if self.stopping:
+            return  # the worker gives up by itself
+        self.app.push_screen(message.modal, message.done)
+
     # -- agent events ---------------------------------------------------------------------------
     async def on_agent_update(self, message: AgentUpdate) -> None:
         ev = message.event
@@ -328,8 +341,8 @@ class SessionScreen(Screen[None]):
         self._run_pending()
 
     def watch_busy(self, busy: bool) -> None:
-        if not busy:
-            self.status.set(activity="idle")
+        if not busy:  # idle only with an agent: before it is built the status still says it is starting
+            self.status.set(activity="idle" if self.agent is not None else "starting")
 
     # -- breakpoints ----------------------------------------------------------------------------
     def _advice(self, usage_pct: float) -> str:
@@ -347,7 +360,7 @@ class SessionScreen(Screen[None]):
             if not isinstance(self.app.screen, BreakpointModal):
                 self.app.push_screen(BreakpointModal(pct), self._after_full_prompt)
         elif self.session.config.auto_compact:
-            self.chat.mount(NoticeLine(f"context at {pct:.0f}% — auto_compact is on: compacting when this turn ends"))
+            self.chat.mount(NoticeLine(f"context at {usage_text(pct)} — auto_compact is on: compacting when this turn ends"))
         else:
             self.bar.show(pct)
 

@@ -119,7 +119,7 @@ def show_help(control: SessionControl, arg: str) -> None:
     from ctxagent.tui.pickers import InfoModal
 
     refresh_custom_commands(control)
-    control.app.push_screen(InfoModal("## Slash commands\n\n" + help_text()))
+    control.app.push_screen(InfoModal("## Help\n\n" + help_text()))
 
 
 @handles("quit")

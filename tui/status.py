@@ -1,5 +1,5 @@
 """The status line: model, the whole session id (what --resume takes), tokens in/out, cost,
-calibration ratio, a mark when permissions are off or relaxed, and what runs now."""
+calibration ratio ("calibration ×1.18": provider tokens per local token), a mark when permissions are off or relaxed, and what runs now."""
 
 from __future__ import annotations
 
@@ -61,7 +61,7 @@ def format_status(info: StatusInfo, width: int = 80) -> Text:
         parts.append((info.mcp, "bold yellow" if "✗" in info.mcp else "dim", 7))
     parts.append((f"↑{human_tokens(info.tokens_in)} ↓{human_tokens(info.tokens_out)}", "", 5))
     parts.append(((f"${info.cost:.4f}" if info.cost is not None else "$—"), "", 4))
-    parts.append((f"cal ×{info.calibration:.2f}", "dim", 3))
+    parts.append((f"calibration ×{info.calibration:.2f}", "dim", 3))  # provider tokens per local token
     model_min = 12
 
     def length(items: list[tuple[str, str, int]], model_width: int) -> int:
@@ -87,6 +87,12 @@ class StatusLine(Widget):
     """
 
     info: reactive[StatusInfo] = reactive(StatusInfo)
+
+    def __init__(self, *, activity: str = "idle", id: str | None = None) -> None:
+        """`activity`: what the first frame says runs (the session screen's: "starting", never "idle"
+        before the agent is ready)."""
+        super().__init__(id=id)
+        self.set_reactive(StatusLine.info, StatusInfo(activity=activity))
 
     def set(self, **changes: object) -> None:
         self.info = replace(self.info, **changes)  # type: ignore[arg-type]  # StatusInfo's fields, by name: checked by replace() at run time

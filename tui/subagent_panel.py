@@ -4,6 +4,7 @@ fed by the child's events (`SubAgentUpdate`, forwarded through the parent's stre
 from __future__ import annotations
 
 from ctxagent.agent import AgentEvent, ContextBuilt, StepStarted, SubAgentUpdate, ToolStarted, TurnFinished
+from ctxagent.context import usage_text
 from ctxagent.tui.gauge import human_tokens
 from ctxagent.tui.safe import markup_safe, plain
 from textual.widgets import Collapsible, Static
@@ -40,7 +41,7 @@ class SubAgentPanel(Collapsible):
             return f"session {self.session} · starting"
         pct = 100 * self.used / self.window
         bar = "█" * round(pct / 10) + "░" * (10 - round(pct / 10))
-        return f"{bar} {human_tokens(self.used)} / {human_tokens(self.window)} ({pct:.0f}%) · session {self.session}"
+        return f"{bar} {human_tokens(self.used)} / {human_tokens(self.window)} ({usage_text(pct)}) · session {self.session}"
 
     def feed(self, ev: AgentEvent) -> None:
         match ev:

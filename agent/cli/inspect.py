@@ -117,8 +117,14 @@ def wire_body(model: str, request: Request) -> dict[str, Any]:
 def cmd_inspect(args: argparse.Namespace) -> int:
     from ctxagent.context.builder.rebuild import rebuild_step
 
-    log = _load(args, args.session)
-    step = rebuild_step(log.events, args.step, wire_body)
+    log = _load(args, None if args.last else args.session)
+    number = args.step
+    if number is None:  # the last step, as `report` numbers them
+        reports = log.of_kind("context_report")
+        if not reports:
+            raise CtxagentError(f"session {log.session_id} has no steps yet: nothing was sent to a model")
+        number = int(ContextReport.from_dict(reports[-1].context_report.report).step)
+    step = rebuild_step(log.events, number, wire_body)
     if args.json:
         out: dict[str, Any] = {
             "request": step.body,
@@ -226,14 +232,36 @@ def cmd_config(args: argparse.Namespace) -> int:
     """The effective config as JSON on stdout, with the top-level flags given (`ctxagent --sandbox
     off config`): `origins` says which layer set each key, `effective_sandbox` how commands run and
     where each sandbox key came from, `ignored_keys` the repository's keys not applied; what was
-    ignored and how to allow it, in words, on stderr."""
+    ignored and how to allow it, in words, on stderr. With no model set, `model` is the one a key
+    alone starts with (agent/factory.py `default_model`), and `origins.model` says which key implies it."""
     from ctxagent.agent.trust import describe_ignored
 
     cfg = load_config(_root(args), flags_from_args(args))
-    echo_json({**cfg.redacted(), "effective_sandbox": effective_sandbox(cfg)}, indent=2)
+    shown = {**cfg.redacted(), "effective_sandbox": effective_sandbox(cfg)}
+    implied = implied_model(cfg)
+    if implied is not None:
+        shown["model"], why = implied
+        shown["origins"] = {**shown.get("origins", {}), "model": why}
+    echo_json(shown, indent=2)
     if cfg.ignored_keys:
         echo(f"ctxagent: {describe_ignored(cfg.ignored_keys)}", err=True)
     return 0
+
+
+def implied_model(cfg: Config) -> tuple[str, str] | None:
+    """(the model a start would use, why) when the config names none but a key implies one; else None."""
+    if cfg.model:
+        return None
+    from ctxagent.agent.factory import default_model
+    from ctxagent.agent.providers import specs
+
+    model = default_model(cfg)
+    if model is None:
+        return None
+    provider = model.partition(":")[0]
+    env = specs.get(provider).key_env
+    return model, (f"implied by the {provider} API key{f' ({env})' if env else ''}: its provider's start model "
+                   "(set model to choose another)")
 
 
 def effective_sandbox(cfg: Config) -> dict[str, Any]:
@@ -276,8 +304,9 @@ def add_parser(sub: Any) -> None:
     p = add_command(sub, "inspect",
                        description="Rebuild a step's request from the session log and check it against the sha256 "
                        "of what was sent (exit 1 when it differs).")
-    p.add_argument("session", help="session id or id prefix")
-    p.add_argument("--step", type=int, required=True, help="the step number (as in `ctxagent report`)")
+    p.add_argument("session", nargs="?", help="session id or id prefix (default: the latest)")
+    p.add_argument("--last", action="store_true", help="the latest session")
+    p.add_argument("--step", type=int, help="the step number (as in `ctxagent report`; default: the last step)")
     p.add_argument("--json", action="store_true", help="print the request, masks and report as JSON")
     p.add_argument("--cwd", help="repository whose sessions to read (default: the current directory)")
     p.set_defaults(func=cmd_inspect)

@@ -85,8 +85,9 @@ def _model_help(argv: list[str]) -> str:
 
 
 def _complete_help(parser: argparse.ArgumentParser) -> None:
-    """Every subcommand gets a description (its one-line help when it has none) and the shared
-    flags their standard help, so `--help` says something for everything."""
+    """Every subcommand gets a description (its one-line help when it has none), the shared flags
+    their standard help, and a value's placeholder is named after its flag (`--cwd CWD`, never the
+    internal dest `REWIND_CWD`), so `--help` says something for everything, in the user's words."""
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
             helps = {c.dest: c.help for c in action._choices_actions}
@@ -94,10 +95,14 @@ def _complete_help(parser: argparse.ArgumentParser) -> None:
                 if not child.description and helps.get(name):
                     child.description = str(helps[name])[:1].upper() + str(helps[name])[1:] + "."
                 _complete_help(child)
-        elif not action.help:
-            for opt in action.option_strings:
-                if opt in STANDARD_HELP:
-                    action.help = STANDARD_HELP[opt]
+        else:
+            if not action.help:
+                for opt in action.option_strings:
+                    if opt in STANDARD_HELP:
+                        action.help = STANDARD_HELP[opt]
+            longs = [o for o in action.option_strings if o.startswith("--")]
+            if longs and action.metavar is None and action.nargs != 0 and action.choices is None:
+                action.metavar = longs[0][2:].upper().replace("-", "_")  # the flag's name, not its dest (REWIND_CWD)
 
 
 def _scan(parser: argparse.ArgumentParser, argv: list[str]) -> tuple[str | None, str | None]:

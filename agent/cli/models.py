@@ -134,7 +134,8 @@ def cmd_models(args: argparse.Namespace) -> int:
         echo(f"ctxagent: {exc}", err=True)
         return 2
     if args.refresh:
-        fetched = refresh_catalogues(config, force=True)
+        only = args.provider if args.provider in {s.name for s in _catalogued()} else None
+        fetched = refresh_catalogues(config, force=True, only=only)  # --provider: that provider's list alone
         if not fetched:
             keys = " or ".join(str(s.key_env) for s in _catalogued() if s.key_env)
             echo(f"ctxagent: no {keys} (or --base-url): showing the built-in registry only", err=True)

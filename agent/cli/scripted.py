@@ -77,6 +77,8 @@ def add_demo_parser(sub: Any) -> None:
     p.add_argument("--dir", help="where to create the throwaway repository (default: the system temp dir)")
     p.add_argument("--window", type=int, default=None, help="context window in tokens (default: small, to show the prompts)")
     p.add_argument("--yes", action="store_true", help="allow edits and commands without asking")
+    p.add_argument("--keep", action="store_true", help="keep the throwaway repository when the app closes "
+                   "(default: it and its trust entry are removed)")
     p.set_defaults(func=_run_demo)
 
 

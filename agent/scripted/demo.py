@@ -13,6 +13,7 @@ import argparse
 import importlib.util
 import json
 import shlex
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -21,10 +22,10 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from ctxagent.agent.trust import trust_repo
+from ctxagent.agent.trust import revoke, trust_repo
 from ctxagent.context.floor.display import echo
 from ctxagent.context.floor.gitsafe import git_command, git_env
-from ctxagent.context.floor.state_paths import ensure_state_dir
+from ctxagent.context.floor.state_paths import ensure_state_dir, forget_state_dir
 
 DEMO_LABEL = "scripted demo"
 DEMO_MODEL = "anthropic:scripted-demo"
@@ -119,12 +120,31 @@ class Demo:
     repo: Path
     server: Any  # ScriptedServer, running in a background thread
     flags: dict[str, Any] = field(default_factory=dict)
+    keep: bool = False  # leave the repository (and its trust entry) for the user to look at
 
     def stop(self) -> None:
+        """Stop the server and, unless kept, remove what the demo made: the throwaway repository (its
+        folder from `create_demo_repo`), its trust entry and the record of its state folder."""
         self.server.stop()
+        if not self.keep:
+            remove_demo_repo(self.repo)
 
 
-def prepare_demo(parent: Path | None = None, window: int = DEMO_WINDOW) -> Demo:
+def remove_demo_repo(repo: Path) -> None:
+    """Undo `create_demo_repo`: the trust entry, the state folder's record, then the folder itself
+    (only a folder made by it: `ctxagent-demo-*` holding `demo-repo`)."""
+    base = repo.parent
+    if repo.name != "demo-repo" or not base.name.startswith("ctxagent-demo-"):
+        return  # not one of ours: never delete it
+    try:
+        revoke(repo)
+        forget_state_dir(repo)
+    except Exception as exc:  # a trust list we cannot write: the folder goes anyway, and we say so
+        echo(f"ctxagent demo: could not drop the demo's trust entry: {exc}", err=True)
+    shutil.rmtree(base, ignore_errors=True)
+
+
+def prepare_demo(parent: Path | None = None, window: int = DEMO_WINDOW, *, keep: bool = False) -> Demo:
     """The repository, the running server, and the config flags that point the app at it."""
     from ctxagent.agent.scripted.server import ScriptedServer
 
@@ -132,7 +152,7 @@ def prepare_demo(parent: Path | None = None, window: int = DEMO_WINDOW) -> Demo:
     server = ScriptedServer(demo_script())
     base_url = server.start()
     flags = {"model": DEMO_MODEL, "base_url": base_url, "window": window}
-    return Demo(repo=repo, server=server, flags=flags)
+    return Demo(repo=repo, server=server, flags=flags, keep=keep)
 
 
 def run_demo(args: argparse.Namespace) -> int:
@@ -140,7 +160,8 @@ def run_demo(args: argparse.Namespace) -> int:
     if launcher is None:
         echo("ctxagent demo opens the app: run it through the `ctxagent` command", err=True)
         return 2
-    demo = prepare_demo(Path(args.dir) if getattr(args, "dir", None) else None, window=args.window)
+    keep = bool(getattr(args, "keep", False))
+    demo = prepare_demo(Path(args.dir) if getattr(args, "dir", None) else None, window=args.window, keep=keep)
     echo(f"ctxagent demo: repository {demo.repo} · scripted model at {demo.flags['base_url']}", err=True)
     app_args = argparse.Namespace(
         cwd=str(demo.repo), model=demo.flags["model"], base_url=demo.flags["base_url"], window=demo.flags["window"],
@@ -151,4 +172,5 @@ def run_demo(args: argparse.Namespace) -> int:
         return int(launcher(app_args))
     finally:
         demo.stop()
-        echo(f"ctxagent demo: the repository is kept at {demo.repo} (delete it when done)", err=True)
+        echo(f"ctxagent demo: the repository is kept at {demo.repo} (delete it when done)" if keep else
+             "ctxagent demo: the throwaway repository and its trust entry are removed (--keep keeps them)", err=True)

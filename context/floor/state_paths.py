@@ -232,6 +232,14 @@ def ensure_state_dir(root: Path) -> Path:
     return state
 
 
+def forget_state_dir(root: Path) -> None:
+    """Drop the user's record of `<root>/.ctxagent/` (before the repository is deleted: a throwaway
+    one, the demo's), so no record outlives its folder. Nothing to do when there is none."""
+    ident = _state_id(project_state_dir(root))
+    if ident is not None:
+        (registry_dir() / f"{ident}.json").unlink(missing_ok=True)
+
+
 def ensure_parent(path: Path) -> None:
     """Create the folder that will hold `path`; a `.ctxagent/` on the way is created by ensure_state_dir."""
     path = Path(path)

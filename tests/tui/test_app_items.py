@@ -132,29 +132,25 @@ async def test_at_path_attaches_a_file_of_the_repository_only(tmp_path: Path) ->
         assert [p.tool_name for p in screen.query(ToolPanel)] == ["read_file"]
 
 
-async def test_bang_command_runs_through_the_permission_path_and_is_shown(tmp_path: Path) -> None:
+async def test_bang_command_runs_as_the_users_own_and_is_shown(tmp_path: Path) -> None:
+    """`!command`: the user typed it, so it is not asked (agent/permissions.py must_ask); it runs in
+    the sandbox, shown open, with no model call (tests/tui/test_small_things.py: the sandbox holds)."""
     session = make_session(tmp_path, ANSWER, permission_mode="ask")
     app = CtxApp(session, create_agent)
     async with app.run_test(size=(100, 30)) as pilot:
         screen = await ready(pilot, app)
         screen.input.value = "!touch made-by-bang.txt"
         await pilot.press("enter")
-        await wait_until(pilot, lambda: isinstance(app.screen, PermissionModal))
-        assert "touch made-by-bang.txt" in screen_text(app)
-        await answer(pilot, "n")
-        await wait_until(pilot, lambda: not screen.busy)
-        assert not (session.root / "made-by-bang.txt").exists()
-        denied = session.log.of_kind("tool_result")[-1].data
-        assert denied["name"] == "shell" and denied["is_error"] and "permission denied" in denied["content"]
+        await wait_until(pilot, lambda: not screen.busy and bool(session.log.of_kind("tool_result")))
+        assert not isinstance(app.screen, PermissionModal) and (session.root / "made-by-bang.txt").exists()
         screen.input.value = "!echo hello from bang"
         await pilot.press("enter")
-        await wait_until(pilot, lambda: isinstance(app.screen, PermissionModal))
-        await answer(pilot, "y")
-        await wait_until(pilot, lambda: not screen.busy)
+        await wait_until(pilot, lambda: not screen.busy and len(session.log.of_kind("tool_result")) == 2)
         await pilot.pause()
         panel = screen.query(ToolPanel).last()
         assert panel.tool_name == "shell" and not panel.collapsed and "hello from bang" in panel.content
         assert "hello from bang" in screen_text(app)
+        assert not session.log.of_kind("permission")  # never asked
         assert not session.log.of_kind("context_report")  # no model call for a ! command
         assert [e.data["text"] for e in session.log.of_kind("user")] == ["!touch made-by-bang.txt", "!echo hello from bang"]
 

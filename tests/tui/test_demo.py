@@ -12,6 +12,7 @@ from ctxagent.agent.config import load_config
 from ctxagent.agent.factory import create_agent
 from ctxagent.agent.scripted.demo import DEMO_LABEL, DEMO_PROMPT, create_demo_repo, demo_script, prepare_demo
 from ctxagent.agent.session import open_session
+from ctxagent.context import usage_text
 from ctxagent.tui.app import CtxApp
 from ctxagent.tui.chat import ToolPanel
 from ctxagent.tui.modals import PermissionModal
@@ -63,6 +64,25 @@ async def test_demo_session_end_to_end(tmp_path: Path) -> None:
             assert screen.bar.shown  # the breakpoint prompt appeared
             assert screen.gauge.level == screen.level == "compress"  # the bar and the gauge say the same
             # ... and the same figure: the bar shows the last step's usage, not the one where it first crossed
-            assert f"Context {screen.gauge.report.usage_pct:.0f}% full" in screen_text(app)
+            assert f"Context {usage_text(screen.gauge.report.usage_pct)} full" in screen_text(app)
     finally:
         demo.stop()
+
+
+def test_the_demo_removes_its_repository_and_trust_entry_when_it_stops(tmp_path: Path) -> None:
+    """`ctxagent demo` leaves nothing behind: not the throwaway repository, not its trust entry, not the
+    record of its state folder (--keep keeps them, for a look afterwards)."""
+    from ctxagent.agent.trust import is_trusted, trusted_repos
+    from ctxagent.context.floor.state_paths import registry_dir
+
+    records = set(registry_dir().glob("*.json")) if registry_dir().is_dir() else set()
+    demo = prepare_demo(tmp_path)
+    base = demo.repo.parent
+    assert demo.repo.is_dir() and is_trusted(demo.repo) and set(registry_dir().glob("*.json")) - records
+    demo.stop()
+    assert not base.exists() and not is_trusted(demo.repo) and demo.repo not in trusted_repos()
+    assert set(registry_dir().glob("*.json")) == records
+    assert tmp_path.is_dir()  # only what the demo made: never the folder it was given
+    kept = prepare_demo(tmp_path, keep=True)
+    kept.stop()
+    assert kept.repo.is_dir() and is_trusted(kept.repo)
