@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from ctxagent.agent.factory import create_agent
 from ctxagent.agent.updates import ContextBuilt
+from ctxagent.context import usage_text
 from ctxagent.tui.app import CtxApp
 from ctxagent.tui.chat import NoticeLine, SummaryPanel, ToolPanel, UserMessage
 from ctxagent.tui.messages import AgentUpdate
@@ -49,7 +50,7 @@ async def test_multi_step_turn_updates_gauge_every_step_and_renders_tools(tmp_pa
         assert "a + b" in str(panels[1].meta.get("diff", ""))
         assert [m.text for m in screen.query(AssistantMessage)][-1] == "Done: **fixed** `add`."
         assert (session.root / "calc.py").read_text().count("a + b") == 1
-        assert f"{reports[-1].usage_pct:3.0f}%" in screen_text(app)
+        assert f" {usage_text(reports[-1].usage_pct)}" in screen_text(app)  # never rounded up (context/monitor.py)
         assert screen.status.info.tokens_in > 0 and screen.status.info.activity == "idle"
 
 
