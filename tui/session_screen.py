@@ -135,13 +135,14 @@ class SessionScreen(Screen[None]):
     def on_key(self, event: events.Key) -> None:
         """Text typed while the input did not take it goes into it, not nowhere: type-ahead at start-up
         (keys that arrived before the input had focus), or typing while a tool panel has focus. An Enter
-        that nothing focused took sends what the input holds, as it would have there."""
+        the input did not take sends what it holds, as it would have there: typed ahead, before the
+        terminal left cooked mode, it arrives as Ctrl+J (the tty turned its CR into a LF)."""
         if event.is_printable and event.character:
             event.stop()
             box = self.input
             box.focus()
             box.insert(event.character)
-        elif event.key == "enter" and self.focused is None:
+        elif event.key in ("enter", "ctrl+j") and self.focused in (None, self.input):
             event.stop()
             box = self.input
             box.focus()

@@ -57,6 +57,17 @@ async def test_an_enter_that_nothing_focused_took_sends_the_input(tmp_path: Path
         await wait_until(pilot, lambda: not screen.busy and bool(session.log.of_kind("assistant")))
         assert [e.data["text"] for e in session.log.of_kind("user")] == ["typed early"]
         assert screen.input.value == ""
+        # typed ahead before the terminal left cooked mode, Enter arrives as Ctrl+J (CR turned into LF)
+        screen.input.value = "and again"
+        screen.set_focus(None)
+        await pilot.press("ctrl+j")
+        await wait_until(pilot, lambda: not screen.busy and len(session.log.of_kind("assistant")) == 2)
+        assert [e.data["text"] for e in session.log.of_kind("user")] == ["typed early", "and again"]
+        # in the box itself Ctrl+J is still a new line
+        screen.input.focus()
+        await pilot.pause()
+        await pilot.press("a", "ctrl+j", "b")
+        assert screen.input.value == "a\nb"
 
 
 async def test_the_status_never_says_idle_before_the_agent_is_ready(tmp_path: Path) -> None:
