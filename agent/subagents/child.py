@@ -36,6 +36,7 @@ from ctxagent.tools.memory_tools import SUBAGENT_KEY
 
 if TYPE_CHECKING:
     from ctxagent.agent.providers.protocol import Provider
+    from ctxagent.context.builder.inputs import WarmProvider
 
 # What a sub-agent may use unless the call names its tools: reading and searching, never changing.
 DEFAULT_TOOLS = ("read_file", "grep", "list_files", "git_status", "git_diff", "read_spill", "read_event",
@@ -113,6 +114,17 @@ def child_registry(parent: ToolRegistry, names: list[str]) -> ToolRegistry:
     return ToolRegistry([t for t in tools if t is not None])
 
 
+def child_recall(warm: WarmProvider | None, session: str) -> WarmProvider | None:
+    """The parent's memory recall for a child: the same block from the same stores (the user's binding
+    constraints, the open to-dos, the relevant records), read-only — a child's steps never age the
+    records, so recalling in it changes nothing the parent's next block shows."""
+    from ctxagent.context.memory.recall import MemoryRecall
+
+    if isinstance(warm, MemoryRecall):
+        return MemoryRecall(warm.store, session, top_k=warm.top_k, age=False, user_store=warm.user_store)
+    return warm
+
+
 def child_parts(side: ParentSide, spec: ChildSpec, session: Session) -> AgentParts:
     p = side.parts
     provider = p.provider if spec.model == p.model_label else side.make_provider(spec.model)
@@ -120,7 +132,8 @@ def child_parts(side: ParentSide, spec: ChildSpec, session: Session) -> AgentPar
     budget = replace(p.budget, window=window, max_output=min(p.budget.max_output, max(1024, window // 8)))
     system = f"{p.system}\n\n{CHILD_PROMPT}\n{SUBAGENT_LINE}{spec.description}"
     return replace(p, provider=provider, registry=child_registry(p.registry, spec.tools), budget=budget,
-                   calibrator=Calibrator(spec.model), system=system, model_label=spec.model, warm=None,
+                   calibrator=Calibrator(spec.model), system=system, model_label=spec.model,
+                   warm=child_recall(p.warm, session.id),
                    checkpoints=p.checkpoints, tool_config={**p.tool_config, SUBAGENT_KEY: session.id})
 
 
@@ -139,6 +152,11 @@ def run_child(side: ParentSide, spec: ChildSpec, call_id: str, cancel: threading
 
     parts = child_parts(side, spec, session)
     agent = Agent(session, parts, on_event=forward, approver=approve)
+    # Its log is not ingested into memory: its "user" message is the parent model's prompt, which must
+    # never become the user's binding words, nor its steps the model's. What it writes itself
+    # (store_memory) carries the sub-agent as author (SUBAGENT_KEY); its answer reaches memory as the
+    # parent's tool result.
+    agent.journal.memory = None
     try:
         finished = agent.run_turn(spec.prompt, cancel)
     finally:
