@@ -30,7 +30,8 @@ from ctxagent.context.events import SessionStartData, UserData
 from ctxagent.context.floor.sanitize import Sanitizer
 from ctxagent.context.floor.state_paths import SUBAGENTS_FOLDER
 from ctxagent.context.history import SessionLog
-from ctxagent.context.request import Usage
+from ctxagent.context.request import ToolCall, Usage
+from ctxagent.context.tool_meta import changed_files_of
 from ctxagent.tools.contract import ToolRegistry
 from ctxagent.tools.memory_tools import SUBAGENT_KEY
 
@@ -80,6 +81,7 @@ class ChildOutcome:
     usage: Usage = field(default_factory=Usage)
     peak_tokens: int = 0
     last_event: int = 0  # the id of the child's last event: the handle to its final answer
+    changed_files: list[str] = field(default_factory=list)  # what its tools changed (the parent's checkpoint covers them)
 
 
 @dataclass
@@ -162,13 +164,19 @@ def run_child(side: ParentSide, spec: ChildSpec, call_id: str, cancel: threading
     finally:
         session.log.sync()
     usage = Usage()
+    calls: dict[str, ToolCall] = {}
+    changed: dict[str, None] = {}
     for ev in session.log.events:
         if ev.kind == "assistant":
             usage = usage + ev.assistant.usage
+            calls.update((c.id, c) for c in ev.assistant.tool_calls)
+        elif ev.kind == "tool_result":
+            changed.update(dict.fromkeys(changed_files_of(calls.get(ev.tool_result.call_id), ev.tool_result)))
     peak = max((r.total for r in agent.reports), default=0)
     return ChildOutcome(session=session.id, path=session.log.path, finished=finished, model=spec.model,
                         description=spec.description,
-                        usage=usage, peak_tokens=peak, last_event=len(session.log.events) - 1)
+                        usage=usage, peak_tokens=peak, last_event=len(session.log.events) - 1,
+                        changed_files=list(changed))
 
 
 def child_usage_row(outcome: ChildOutcome) -> dict[str, Any]:

@@ -82,7 +82,7 @@ def result_of(outcome: ChildOutcome, side: ParentSide, root_label: str) -> ToolR
         "session": outcome.session, "description": outcome.description, "path": root_label, "model": outcome.model, "stop_reason": stop,
         "steps": done.steps, "usage": child_usage_row(outcome), "peak_tokens": outcome.peak_tokens,
         "last_event": outcome.last_event, "answer_spill": spilled["handle"] if spilled else None,
-    }}
+    }} | ({"changed_files": outcome.changed_files} if outcome.changed_files else {})
     failed = stop in ("error", "cancelled") and not done.text
     return ToolResult(f"{head}\n{answer}\n{handle}", is_error=failed, meta=meta)
 
