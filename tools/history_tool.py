@@ -89,10 +89,11 @@ def continued_session(log: SessionLog) -> str | None:
 
 
 def linked_log(log: SessionLog, session: str) -> SessionLog:
-    """Another session's log, read-only, when this session is linked to it: a sub-agent of this session
-    (its `session_start` names this one as its parent), or the session this one continues (a handoff or
-    `/new`: this one's `session_start` names it), next to this log in this project's sessions folder.
-    Any other session, or anything that is not a session id, is refused."""
+    """Another session's log, read-only, when this session is linked to it: the session this one
+    continues (a handoff or `/new`: this one's `session_start` names it), next to this log in this
+    project's sessions folder, or a sub-agent of either (its `session_start` names its parent: the old
+    session's task results hand out its children's handles too). Any other session, or anything that
+    is not a session id, is refused."""
     if not _SESSION_ID.match(session):
         raise ToolError(f"no sub-agent session {session[:80]!r}: a session id looks like 20260102-030405-a1b2c3")
     if session == continued_session(log):
@@ -104,8 +105,9 @@ def linked_log(log: SessionLog, session: str) -> SessionLog:
     if not path.is_file():
         raise ToolError(f"no sub-agent session {session} of this session, and this session does not continue it")
     child = SessionLog.load(path, sanitize=log.sanitize)
-    if _start(child).get("parent") != log.session_id:
-        raise ToolError(f"session {session} is not a sub-agent of this session")
+    parent = _start(child).get("parent")
+    if parent is None or parent not in (log.session_id, continued_session(log)):
+        raise ToolError(f"session {session} is not a sub-agent of this session, nor of the session it continues")
     return child
 
 

@@ -143,3 +143,15 @@ def test_a_sub_agent_never_opens_its_parents_log(work_repo) -> None:
     assert linked_log(plog, child).session_id == child  # the parent opens its child
     with pytest.raises(ToolError, match="does not continue it"):
         linked_log(clog, parent)  # the child never sees its parent's history
+    nxt, other = "20260101-000002-cccccc", "20260101-000003-dddddd"
+    nlog = SessionLog(path=sessions / f"{nxt}.jsonl", session_id=nxt)
+    nlog.append(SessionStartData(session=nxt, parent=parent))  # a handoff from the parent
+    nlog.sync()
+    assert linked_log(nlog, parent).session_id == parent
+    assert linked_log(nlog, child).session_id == child  # the old session's children: its handles still open
+    olog = SessionLog(path=sessions / f"{other}.jsonl", session_id=other)
+    olog.append(SessionStartData(session=other))
+    olog.sync()
+    for session in (parent, child):  # an unlinked session opens neither
+        with pytest.raises(ToolError):
+            linked_log(olog, session)
