@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from ctxagent.agent.mcp.config import is_mcp_tool
 from ctxagent.agent.parts import AgentParts, Approver, Journal
 from ctxagent.agent.permissions import Allowance, ask_about
-from ctxagent.agent.subagents.parallel import call_groups, run_together
+from ctxagent.agent.subagents.parallel import PARALLEL_TOOLS, call_groups, may_change_files, run_together
 from ctxagent.agent.updates import PermissionRequest, ToolFinished, ToolStarted
 from ctxagent.context.events import CheckpointData, PermissionData, SpillRef, ToolMeta, ToolResultData
 from ctxagent.context.ledger import result_facts
@@ -87,6 +87,8 @@ class ToolRunner:
             ),
         )
         for group in call_groups(calls):  # consecutive task calls run together, logged in call order
+            if any(may_change_files(c, self.parts.registry) and not cancel.is_set() for c in group):
+                self._checkpoint(turn)  # before a sub-agent that may edit: the parent's rewind undoes it
             for call in group:
                 self.journal.emit(ToolStarted(call.id, call.name, call.arguments))
             timed = run_together(group, lambda c: self._execute(c, ctx, turn, cancel))
@@ -114,6 +116,8 @@ class ToolRunner:
                 if self.parts.registry.permission(call.name) != "read" and not result.is_error:
                     changed = result.meta.get("changed_files") or changed_files_of_call(call.name, call.arguments)
                     self.turn_files.update(str(f) for f in changed or result.meta.get("files") or [])
+                elif call.name in PARALLEL_TOOLS:  # what a sub-agent changed, also when it stopped early
+                    self.turn_files.update(str(f) for f in result.meta.get("changed_files") or [])
                 if self.hooks:
                     self.hooks.post_tool(call, result, turn)
         return result, int((time.monotonic() - started) * 1000)
@@ -144,6 +148,11 @@ class ToolRunner:
             if decision.remember and not always:
                 self.allowed_for_session.add(ask.allowance)
         # Shell and test commands can change files too: checkpoint before the first of either.
+        self._checkpoint(turn)
+        return None
+
+    def _checkpoint(self, turn: int) -> None:
+        """The turn's checkpoint, taken once, before its first call that may change files."""
         checkpoints = self.parts.checkpoints
         if self.turn_checkpoint is None and checkpoints is not None:
             at = self.session.log.next_id
@@ -151,7 +160,6 @@ class ToolRunner:
             if commit:
                 self.turn_checkpoint = commit
                 self.journal.append(CheckpointData(turn=turn, commit=commit))
-        return None
 
     def _command(self, name: str, args: dict[str, Any]) -> str:
         """The command line that will run: run_tests without one runs the configured or detected
