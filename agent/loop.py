@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from ctxagent.agent.hooks import Hooks
 from ctxagent.agent.parts import AgentParts, Approver, Journal, deny_mutations
-from ctxagent.agent.permissions import Allowance
+from ctxagent.agent.permissions import PLAN_MODE, Allowance
 from ctxagent.agent.providers.protocol import CUT_STOPS
 from ctxagent.agent.server_context import ServerContext, seen_reports
 from ctxagent.agent.session import Session, endpoint_for, record_endpoint
@@ -167,7 +167,8 @@ class Agent:
             done = TurnFinished(turn=turn, stop_reason="blocked", text="", steps=0)
             self.journal.emit(done)
             return done
-        self.journal.record(UserData(text=text, turn=turn))
+        planning = ask_model and self.session.config.permission_mode == PLAN_MODE
+        self.journal.record(UserData(text=text, turn=turn, plan=planning or None))
         self.journal.emit(TurnStarted(turn, text))
         final_text, steps, stop = "", 0, "end_turn"
         error: ErrorData | None = None

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from ctxagent.agent.mcp.config import is_mcp_tool
 from ctxagent.agent.parts import AgentParts, Approver, Journal
-from ctxagent.agent.permissions import Allowance, ask_about
+from ctxagent.agent.permissions import Allowance, ask_about, plan_refusal, runs_unasked
 from ctxagent.agent.subagents.parallel import call_groups, run_together
 from ctxagent.agent.updates import PermissionRequest, ToolFinished, ToolStarted
 from ctxagent.context.events import CheckpointData, PermissionData, SpillRef, ToolMeta, ToolResultData
@@ -125,13 +125,16 @@ class ToolRunner:
         if kind == "read" and not registry.must_ask(call.name, call.arguments) or registry.get(call.name) is None:
             return None
         args = call.arguments
+        mode = self.session.config.permission_mode
+        planning = plan_refusal(mode, call.name, kind)
+        if planning is not None:  # nothing is asked: plan mode runs read-only tools only
+            self.journal.append(PermissionData(call_id=call.id, decision="deny", reason="plan mode"))
+            return ToolResult(planning, is_error=True)
         command = self._command(call.name, args) if kind == "command" else ""
         ask = ask_about(call.name, kind, args, root=self.session.root, command=command)
         # e.g. memory for every project, an instruction file: no mode and no allowance covers it
         always = ask.always or registry.must_ask(call.name, args)
-        mode = self.session.config.permission_mode
-        allowed = not always and (
-            mode == "yolo" or (mode == "auto-edit" and kind == "edit") or ask.allowance in self.allowed_for_session)
+        allowed = not always and (runs_unasked(mode, kind) or ask.allowance in self.allowed_for_session)
         if not allowed:
             decision = self.approver(PermissionRequest(call.id, call.name, kind, args, ask.preview,
                                                        target=ask.allowance.target, note=ask.note,
