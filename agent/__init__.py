@@ -45,6 +45,9 @@ _EXPORTS = {
     "describe_ignored": "ctxagent.agent.trust",
     "needs_prompt": "ctxagent.agent.trust",
     "trust_repo": "ctxagent.agent.trust",
+    # permission modes (plan mode: Shift+Tab in the app)
+    "PLAN_MODE": "ctxagent.agent.permissions",
+    "next_mode": "ctxagent.agent.permissions",
     # custom slash commands (prompt templates)
     "CustomCommand": "ctxagent.agent.custom_commands",
     "expand_command": "ctxagent.agent.custom_commands",
@@ -121,6 +124,10 @@ if TYPE_CHECKING:
     from ctxagent.agent.parts import (
         AgentParts as AgentParts,
         Approver as Approver,
+    )
+    from ctxagent.agent.permissions import (
+        PLAN_MODE as PLAN_MODE,
+        next_mode as next_mode,
     )
     from ctxagent.agent.providers.pricing import (
         SessionCost as SessionCost,
