@@ -48,6 +48,8 @@ _EXPORTS = {
     # permission modes (plan mode: Shift+Tab in the app)
     "PLAN_MODE": "ctxagent.agent.permissions",
     "next_mode": "ctxagent.agent.permissions",
+    # instruction files (the user's, the root's, nested ones)
+    "instruction_sections": "ctxagent.agent.instructions.loading",
     # custom slash commands (prompt templates)
     "CustomCommand": "ctxagent.agent.custom_commands",
     "expand_command": "ctxagent.agent.custom_commands",
@@ -117,6 +119,9 @@ if TYPE_CHECKING:
     )
     from ctxagent.agent.factory import (
         create_agent as create_agent,
+    )
+    from ctxagent.agent.instructions.loading import (
+        instruction_sections as instruction_sections,
     )
     from ctxagent.agent.loop import (
         Agent as Agent,

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-INSTRUCTION_FILES = ("AGENTS.md", "CLAUDE.md")  # become part of the system prompt (agent/instructions.py)
+INSTRUCTION_FILES = ("AGENTS.md", "CLAUDE.md")  # become part of the system prompt (agent/instructions/loading.py)
 
 # ask: every edit and command is asked · auto-edit: edits run unasked · plan: only read-only tools run,
 # the model proposes a plan · yolo: nothing is asked (except what no mode covers: `Ask.always`)

@@ -52,6 +52,7 @@ class ToolRunner:
         self.status: Callable[[], BudgetStatus] | None = None
         self.request_compaction: Callable[[str | None], None] | None = None
         self.handoff: Callable[[str | None], str] | None = None
+        self.touched: Callable[[list[str]], None] | None = None  # the paths a step's tools worked on (the Agent's)
 
     def start_turn(self) -> None:
         self.turn_checkpoint = None
@@ -92,6 +93,10 @@ class ToolRunner:
             timed = run_together(group, lambda c: self._execute(c, ctx, turn, cancel))
             for call, (result, ms) in zip(group, timed, strict=True):
                 self._append_result(call, result, ms, turn)
+        if self.touched is not None:
+            paths = [c.arguments.get("path") for c in calls if isinstance(c.arguments, dict)]
+            touched = self.touched
+            self.journal.safe(lambda: touched([p for p in paths if isinstance(p, str)] + sorted(self.turn_files)))
 
     def _execute(self, call: ToolCall, ctx: ToolContext, turn: int, cancel: threading.Event) -> tuple[ToolResult, int]:
         """One call's result and how long the tool ran (ms)."""
