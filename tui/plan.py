@@ -85,6 +85,14 @@ class PlanModal(GuardedModal[str]):
         self.dismiss(choice)
 
 
+def after_turn(control: SessionControl, ev: TurnFinished) -> None:
+    """What a finished turn opens: the /init draft's box (tui/init_box.py), else the plan box."""
+    from ctxagent.tui.init_box import offer_init
+
+    if not offer_init(control, ev):
+        offer_plan(control, ev)
+
+
 def offer_plan(control: SessionControl, ev: TurnFinished) -> bool:
     """After a turn: in plan mode, an answer is a plan — open the box. True when it opened."""
     if control.session.config.permission_mode != PLAN_MODE or ev.stop_reason != "end_turn" or not ev.text.strip():

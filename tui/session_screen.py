@@ -326,9 +326,9 @@ class SessionScreen(Screen[None]):
                                        "warning"))
         elif ev.stop_reason == "max_steps":
             self.chat.mount(NoticeLine(f"turn {ev.turn} stopped at the step limit", "warning"))
-        from ctxagent.tui.plan import offer_plan
+        from ctxagent.tui.plan import after_turn
 
-        offer_plan(self, ev)  # in plan mode, the answer is a plan to accept
+        after_turn(self, ev)  # an /init draft's box, or in plan mode the plan box
         self._run_pending()
 
     def action_cycle_mode(self) -> None:
