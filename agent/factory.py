@@ -13,7 +13,7 @@ from ctxagent.agent.instructions.loading import (  # the names other modules tak
     MAX_INSTRUCTIONS_CHARS as MAX_INSTRUCTIONS_CHARS,
     instructions_file as instructions_file,
     logged_nested,
-    system_prompt,
+    system_prompt as system_prompt,
 )
 from ctxagent.agent.loop import Agent, AgentParts, Approver
 from ctxagent.agent.parts import deny_mutations

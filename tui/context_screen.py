@@ -153,7 +153,10 @@ def system_rows(system: str, count: Callable[[str], int] | None = None) -> list[
     from ctxagent.agent import instruction_sections
 
     sections = instruction_sections(system)
-    size = (lambda text: f": {count(text):,} tokens") if count is not None else (lambda text: "")
+
+    def size(text: str) -> str:
+        return f": {count(text):,} tokens" if count is not None else ""
+
     own = system.split("\n# ", 1)[0] if sections else system
     rows = ["ctxagent's system prompt" + size(own) + ("" if any(w == "project" for w, _, _ in sections)
                                                        else "; no AGENTS.md / CLAUDE.md in this repository")]

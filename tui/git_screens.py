@@ -119,7 +119,11 @@ def show_diff(control: SessionControl) -> None:
         changes = session_changes(agent.checkpoints, control.session.log)
         if not changes.files:
             return Outcome(True, f"/diff: {changes.note}")
-        return Outcome(True, then=lambda: control.app.push_screen(DiffScreen(changes)))
+
+        def show() -> None:
+            control.app.push_screen(DiffScreen(changes))
+
+        return Outcome(True, then=show)
 
     control.start_action("diff", work, activity="reading checkpoints")
 
@@ -136,8 +140,11 @@ def start_commit(control: SessionControl) -> None:
         if not changes.files:
             return Outcome(True, f"/commit: nothing to commit — {changes.note}")
         text, how = draft_message(changes, agent.parts.summarize)
-        return Outcome(True, then=lambda: control.app.push_screen(CommitModal(changes, text, how),
-                                                                  lambda msg: _confirmed(control, changes, msg)))
+
+        def ask() -> None:
+            control.app.push_screen(CommitModal(changes, text, how), lambda msg: _confirmed(control, changes, msg))
+
+        return Outcome(True, then=ask)
 
     control.start_action("commit", work, activity="drafting the commit message")
 

@@ -43,7 +43,7 @@ def cycle_mode(control: SessionControl) -> str:
 
 
 def set_mode(control: SessionControl, mode: str) -> str:
-    control.session.config.permission_mode = mode  # type: ignore[assignment]  # one of PERMISSION_MODES
+    control.session.config.permission_mode = mode  # one of PERMISSION_MODES (the Literal is not checked by mypy)
     control.show_session_facts()
     control.notice(f"permission mode: {mode} — {MODE_WORDS[mode]} (Shift+Tab: next mode)")
     return mode
