@@ -21,6 +21,7 @@ from ctxagent.agent.parts import AgentParts, Approver, Journal
 from ctxagent.agent.permissions import Allowance, ask_about, plan_refusal, runs_unasked
 from ctxagent.agent.subagents.parallel import call_groups, run_together
 from ctxagent.agent.updates import PermissionRequest, ToolFinished, ToolStarted
+from ctxagent.agent.user_tools import DIRECT_CALL_PREFIX
 from ctxagent.context.events import CheckpointData, PermissionData, SpillRef, ToolMeta, ToolResultData
 from ctxagent.context.ledger import result_facts
 from ctxagent.context.request import ToolCall
@@ -131,8 +132,9 @@ class ToolRunner:
             return None
         args = call.arguments
         mode = self.session.config.permission_mode
-        planning = plan_refusal(mode, call.name, kind)
-        if planning is not None:  # nothing is asked: plan mode runs read-only tools only
+        # plan mode holds the model to read-only tools; the user's own @file / !command is asked as in ask mode
+        planning = None if call.id.startswith(DIRECT_CALL_PREFIX) else plan_refusal(mode, call.name, kind)
+        if planning is not None:
             self.journal.append(PermissionData(call_id=call.id, decision="deny", reason="plan mode"))
             return ToolResult(planning, is_error=True)
         command = self._command(call.name, args) if kind == "command" else ""

@@ -70,3 +70,24 @@ def test_the_plan_note_is_sent_with_the_message_and_not_logged_in_its_text() -> 
     assert planned.sent_text == f"修复登录\n\n{PLAN_NOTE}" and planned.to_data()["text"] == "修复登录"
     plain = UserData(text="hi", turn=1)
     assert plain.sent_text == "hi" and "plan" not in plain.to_data()  # logs of other modes do not change
+
+
+def test_in_plan_mode_the_model_is_refused_and_the_users_own_command_is_asked(make_agent) -> None:
+    from ctxagent.agent.updates import PermissionDecision, PermissionRequest
+
+    asked: list[PermissionRequest] = []
+
+    def approve(req: PermissionRequest) -> PermissionDecision:
+        asked.append(req)
+        return PermissionDecision(allow=True)
+
+    agent, _, _ = make_agent([{"tool_calls": [{"name": "shell", "arguments": {"command": "touch by_model"}}]},
+                              {"text": "Plan: nothing to change."}], approver=approve, mode="plan")
+    root = agent.session.root
+    done = agent.run_turn("plan it")
+    assert done.stop_reason == "end_turn" and not (root / "by_model").exists() and asked == []
+    result = agent.session.log.of_kind("tool_result")[-1].tool_result
+    assert result.is_error and result.content.startswith("refused: plan mode is on, and shell would run a command")
+    agent.run_command("touch by_user")
+    assert [r.tool for r in asked] == ["shell"] and (root / "by_user").exists()
+    assert [u.user.plan for u in agent.session.log.of_kind("user")] == [True, None]  # a !command calls no model
