@@ -199,7 +199,7 @@ def create_agent(
     memory, warm, memory_problem = _memory_parts(session)
     told: list[str] = []  # an instruction file the agent wrote: said at the start (system_prompt)
     system = system_prompt(session.root, memory=memory is not None, log=session.log, notices=told,
-                           nested=logged_nested(session.log))  # a resume keeps the folders' files it had
+                           nested=logged_nested(session.log), user=True)  # a resume keeps the folders' files
     tools = registry or default_registry(memory=memory is not None)
     policy = SandboxPolicy.from_config(config)
     parts = AgentParts(

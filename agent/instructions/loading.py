@@ -50,15 +50,16 @@ SKIPPED_FOLDERS = frozenset({".git", ".ctxagent"})  # never instruction folders
 
 
 def system_prompt(root: Path, *, memory: bool = True, log: SessionLog | None = None,
-                  notices: list[str] | None = None, nested: Iterable[str] = ()) -> str:
-    """The stable prefix: the base prompt, the user's own file, the root's instruction files, then the
-    `nested` ones (paths relative to the root) loaded earlier in the session. With the session's `log`,
+                  notices: list[str] | None = None, nested: Iterable[str] = (), user: bool = False) -> str:
+    """The stable prefix: the base prompt, the user's own file (`user`: a session's prompt has it; a
+    benchmark's must not depend on the machine), the root's instruction files, then the `nested` ones
+    (paths relative to the root) loaded earlier in the session. With the session's `log`,
     an instruction file the agent itself wrote last is said to be so, in the prompt and — on its first
     load after that edit — in `notices` for the user (see `agent_written`)."""
     parts = [BASE_PROMPT.format(root=root)] + ([MEMORY_PROMPT] if memory else [])
-    user = user_instructions()
-    if user is not None:
-        parts.append(USER_HEAD.format(name=user[0]) + "\n\n" + user[1])
+    own = user_instructions() if user else None
+    if own is not None:
+        parts.append(USER_HEAD.format(name=own[0]) + "\n\n" + own[1])
     for name in [*INSTRUCTION_FILES, *nested]:
         section = repo_section(root, name, log, notices)
         if section is not None:

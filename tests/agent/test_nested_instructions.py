@@ -97,7 +97,8 @@ def test_the_users_own_file_comes_first_and_context_lists_every_file(tmp_path: P
     user_file = Path(os.environ["CTXAGENT_HOME"]) / "config" / "AGENTS.md"
     user_file.parent.mkdir(parents=True, exist_ok=True)
     user_file.write_text("Answer in English and 中文.\n")
-    system = system_prompt(repo, nested=["pkg/AGENTS.md"])
+    assert "Answer in English" not in system_prompt(repo)  # a benchmark's prompt: not the machine's
+    system = system_prompt(repo, nested=["pkg/AGENTS.md"], user=True)
     sections = instruction_sections(system)
     assert [(w, n) for w, n, _ in sections] == [("user", str(user_file)), ("project", "AGENTS.md"),
                                                 ("project", "pkg/AGENTS.md")]
@@ -108,3 +109,15 @@ def test_the_users_own_file_comes_first_and_context_lists_every_file(tmp_path: P
     assert rows[2] == f"AGENTS.md: {counter.count('Root rule: run the tests.'):,} tokens"
     assert rows[3].startswith("pkg/AGENTS.md (loaded as the agent worked in pkg/): ")
     assert system_rows("You are ctxagent.") == ["ctxagent's system prompt; no AGENTS.md / CLAUDE.md in this repository"]
+
+
+def test_a_session_prompt_has_the_users_own_file_before_the_repositorys(tmp_path: Path) -> None:
+    repo = _repo(tmp_path)
+    user_file = Path(os.environ["CTXAGENT_HOME"]) / "config" / "AGENTS.md"
+    user_file.parent.mkdir(parents=True, exist_ok=True)
+    user_file.write_text("Prefer small commits.\n")
+    agent, _ = _agent(repo, tmp_path, [{"text": "ok"}])
+    system = agent.parts.system
+    assert system.index("# User instructions (") < system.index("# Project instructions (AGENTS.md)")
+    assert "Prefer small commits." in system
+    agent.session.log.close()
