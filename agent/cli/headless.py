@@ -24,7 +24,10 @@ Exit codes (stable, for scripts):
 
 JSON fields: session, result, steps, tool_calls, usage, stop_reason ("end_turn" | "max_tokens" |
 "response_cap" | "max_steps" | "error" | "cancelled" | "blocked"), refused [{tool, permission, target}],
-context, and error {type, message} when the turn failed.
+permission_mode, context, and error {type, message} when the turn failed.
+
+`--permission-mode plan`: only read-only tools run (agent/permissions.py); the answer is the model's
+plan, printed like any answer, with a line on stderr saying nothing was changed (exit 0).
 """
 
 from __future__ import annotations
