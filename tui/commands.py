@@ -135,7 +135,7 @@ def help_text() -> str:
         "`//text` sends text starting with a slash.\n\n"
         "**Keys**: Enter send · Shift+Enter, Ctrl+J or \\ then Enter: new line · Esc interrupt the running turn · "
         "Ctrl+C clear the input / interrupt, twice to quit · ↑/↓ input history · Tab complete · "
-        "Ctrl+P command palette · Ctrl+Q quit"
+        "Shift+Tab permission mode (ask → auto-edit → plan) · Ctrl+P command palette · Ctrl+Q quit"
     )
     return "\n".join(rows) + keys
 
