@@ -32,7 +32,7 @@ from ctxagent.context.floor.display import strip_controls
 from ctxagent.context.floor.gitsafe import open_git, run_git
 from ctxagent.context.history import SessionLog
 
-MAX_PATCH_CHARS = 400_000  # the /diff screen shows this much of the patch, then says what is left out
+MAX_PATCH_CHARS = 150_000  # the /diff screen shows this much of the patch (one widget), then counts the rest
 DRAFT_PATCH_CHARS = 20_000  # what the model drafting a message reads of the patch
 SUBJECT_CHARS = 72
 REQUESTS_LISTED = 5
