@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from ctxagent.agent.mcp.config import MCP_JSON, McpServerConfig, read_mcp_json
+from ctxagent.agent.permissions import PERMISSION_MODES
 from ctxagent.agent.providers import specs
 from ctxagent.agent.trust import IgnoredKey, split_untrusted, user_only_server_keys
 from ctxagent.context.budget import PROFILES, SLICE_NAMES, TASK_STATE_SHARE
@@ -36,7 +37,6 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 # Each provider's key and base URL fields are named by its ProviderSpec (providers/specs.py); they
 # are declared below because the model is static (tests/test_providers_specs.py checks they agree).
 SECRET_FIELDS = tuple(s.key_field for s in specs.providers() if s.key_field)
-PERMISSION_MODES = ("ask", "auto-edit", "yolo")
 # The command runner's modes (tools/sandbox/policy.py MODES, the one definition): written out here
 # because importing tools/ would load every tool before the app's first frame; a test checks they agree.
 SANDBOX_MODES = ("workspace-write", "read-only", "off")
@@ -301,6 +301,7 @@ def flags_from_args(args: Any) -> dict[str, Any]:
         "max_steps": getattr(args, "max_steps", None),
         "strategy": getattr(args, "strategy", None),
     }
+    out["permission_mode"] = getattr(args, "permission_mode", None)
     if getattr(args, "yes", False):
         out["permission_mode"] = "yolo"
     out["sandbox"] = getattr(args, "sandbox", None)

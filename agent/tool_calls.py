@@ -18,9 +18,10 @@ from typing import TYPE_CHECKING, Any
 
 from ctxagent.agent.mcp.config import is_mcp_tool
 from ctxagent.agent.parts import AgentParts, Approver, Journal
-from ctxagent.agent.permissions import Allowance, ask_about
+from ctxagent.agent.permissions import Allowance, ask_about, plan_refusal, runs_unasked
 from ctxagent.agent.subagents.parallel import PARALLEL_TOOLS, call_groups, may_change_files, run_together
 from ctxagent.agent.updates import PermissionRequest, ToolFinished, ToolStarted
+from ctxagent.agent.user_tools import DIRECT_CALL_PREFIX
 from ctxagent.context.events import CheckpointData, PermissionData, SpillRef, ToolMeta, ToolResultData
 from ctxagent.context.ledger import result_facts
 from ctxagent.context.request import ToolCall
@@ -52,6 +53,7 @@ class ToolRunner:
         self.status: Callable[[], BudgetStatus] | None = None
         self.request_compaction: Callable[[str | None], None] | None = None
         self.handoff: Callable[[str | None], str] | None = None
+        self.touched: Callable[[list[str]], None] | None = None  # the paths a step's tools worked on (the Agent's)
 
     def start_turn(self) -> None:
         self.turn_checkpoint = None
@@ -94,6 +96,10 @@ class ToolRunner:
             timed = run_together(group, lambda c: self._execute(c, ctx, turn, cancel))
             for call, (result, ms) in zip(group, timed, strict=True):
                 self._append_result(call, result, ms, turn)
+        if self.touched is not None:
+            paths = [c.arguments.get("path") for c in calls if isinstance(c.arguments, dict)]
+            touched = self.touched
+            self.journal.safe(lambda: touched([p for p in paths if isinstance(p, str)] + sorted(self.turn_files)))
 
     def _execute(self, call: ToolCall, ctx: ToolContext, turn: int, cancel: threading.Event) -> tuple[ToolResult, int]:
         """One call's result and how long the tool ran (ms)."""
@@ -129,13 +135,17 @@ class ToolRunner:
         if kind == "read" and not registry.must_ask(call.name, call.arguments) or registry.get(call.name) is None:
             return None
         args = call.arguments
+        mode = self.session.config.permission_mode
+        # plan mode holds the model to read-only tools; the user's own @file / !command is asked as in ask mode
+        planning = None if call.id.startswith(DIRECT_CALL_PREFIX) else plan_refusal(mode, call.name, kind)
+        if planning is not None:
+            self.journal.append(PermissionData(call_id=call.id, decision="deny", reason="plan mode"))
+            return ToolResult(planning, is_error=True)
         command = self._command(call.name, args) if kind == "command" else ""
         ask = ask_about(call.name, kind, args, root=self.session.root, command=command)
         # e.g. memory for every project, an instruction file: no mode and no allowance covers it
         always = ask.always or registry.must_ask(call.name, args)
-        mode = self.session.config.permission_mode
-        allowed = not always and (
-            mode == "yolo" or (mode == "auto-edit" and kind == "edit") or ask.allowance in self.allowed_for_session)
+        allowed = not always and (runs_unasked(mode, kind) or ask.allowance in self.allowed_for_session)
         if not allowed:
             decision = self.approver(PermissionRequest(call.id, call.name, kind, args, ask.preview,
                                                        target=ask.allowance.target, note=ask.note,
