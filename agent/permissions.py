@@ -15,7 +15,11 @@ the user is shown before answering.
 
 - `must_ask`: whether a call waits for the user's yes. A call the user made from the prompt
   (`!command`, `@file`; agent/user_tools.py) is the user's own: typing it was the yes, so it is never
-  asked — it still runs confined to the repository and, a command, in the sandbox (tools/sandbox/).
+  asked, in any mode, plan mode included — it still runs confined to the repository and, a command, in
+  the sandbox (tools/sandbox/).
+- The permission modes (`PERMISSION_MODES`, the one definition): what runs unasked in each
+  (`runs_unasked`), plan mode's refusal (`plan_refusal`: only read-only tools run; the model is told
+  why) and the order Shift+Tab cycles them in (`next_mode`).
 
 `ask_about` and `must_ask` put these together for `ToolRunner` (agent/tool_calls.py).
 """
@@ -29,7 +33,14 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-INSTRUCTION_FILES = ("AGENTS.md", "CLAUDE.md")  # become part of the system prompt (agent/factory.py)
+INSTRUCTION_FILES = ("AGENTS.md", "CLAUDE.md")  # become part of the system prompt (agent/instructions/loading.py)
+
+# ask: every edit and command is asked · auto-edit: edits run unasked · plan: only read-only tools run,
+# the model proposes a plan · yolo: nothing is asked (except what no mode covers: `Ask.always`)
+PERMISSION_MODES = ("ask", "auto-edit", "plan", "yolo")
+PLAN_MODE = "plan"
+# What Shift+Tab cycles through; yolo joins only in a session started in it (a key never turns it on).
+CYCLE_MODES = ("ask", "auto-edit", "plan")
 
 # A preview shows everything up to these sizes; past them, the head and the tail with what is between
 # counted. Big enough for any command a person reads; small enough for the box to draw at once.
@@ -87,16 +98,44 @@ def ask_about(tool: str, kind: str, args: dict[str, Any], *, root: Path, command
     return Ask(key, edit_preview(tool, args), instruction_note or "", always=instruction_note is not None)
 
 
+# -- the modes ----------------------------------------------------------------------------------
+
+def runs_unasked(mode: str, kind: str) -> bool:
+    """Whether a call of permission `kind` ("edit", "command") runs without a question in `mode`."""
+    return mode == "yolo" or (mode == "auto-edit" and kind == "edit")
+
+
 def must_ask(key: Allowance, kind: str, mode: str, allowed: set[Allowance], *, always: bool,
              by_user: bool = False) -> bool:
     """Whether a call waits for the user's answer: never the user's own call (`by_user`); always one
     no mode and no allowance covers (`always`: an instruction file, memory for every project); else
-    unless the permission mode or an "allow for this session" answer covers it."""
+    unless the permission mode (`runs_unasked`) or an "allow for this session" answer covers it."""
     if by_user:
         return False
     if always:
         return True
-    return not (mode == "yolo" or (mode == "auto-edit" and kind == "edit") or key in allowed)
+    return not (runs_unasked(mode, kind) or key in allowed)
+
+
+def plan_refusal(mode: str, tool: str, kind: str) -> str | None:
+    """Plan mode's answer to a call that is not read-only (what the model is told); None when it may run.
+
+    The tools' schemas stay in every request whatever the mode: taking them out in plan mode and back
+    after would change the cached prefix (tool schemas come first) at each switch; a refusal is one
+    short tool result."""
+    if mode != PLAN_MODE or kind == "read":
+        return None
+    what = "change files" if kind == "edit" else "run a command"
+    return (f"refused: plan mode is on, and {tool} would {what}. In plan mode only read-only tools run "
+            f"(read_file, list_files, grep, git_status, git_diff, read_event …). Read what you need, then "
+            f"answer with your plan as the final message: the user accepts it to switch to edit mode, "
+            f"and you carry it out then.")
+
+
+def next_mode(mode: str, started: str = "ask") -> str:
+    """The mode Shift+Tab switches to from `mode`; `started`: the session's mode at its start."""
+    cycle = CYCLE_MODES + (("yolo",) if started == "yolo" else ())
+    return cycle[(cycle.index(mode) + 1) % len(cycle)] if mode in cycle else cycle[0]
 
 
 # -- instruction files ----------------------------------------------------------------------------
