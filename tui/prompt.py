@@ -136,6 +136,21 @@ class ChatInput(TextArea):
             return
         await super()._on_key(event)
 
+    def take_ahead(self, event: events.Key, *, focused_elsewhere: bool) -> None:
+        """A key that reached the screen, not this box: text goes into it, not nowhere — type-ahead at
+        start-up (keys that arrived before the box had focus), or typing while a tool panel has focus.
+        An Enter sends what the box holds, as it would have here (not while a panel has focus: it opens
+        the panel); typed ahead before the terminal left cooked mode, it arrives as Ctrl+J (the tty
+        turned its CR into a LF)."""
+        if event.is_printable and event.character:
+            event.stop()
+            self.focus()
+            self.insert(event.character)
+        elif event.key in ("enter", "ctrl+j") and not focused_elsewhere:
+            event.stop()
+            self.focus()
+            self.post_message(self.Submitted(self, self.text))
+
     def action_history_older(self) -> None:
         if self.cursor_location[0] > 0:
             self.action_cursor_up()

@@ -134,20 +134,8 @@ class SessionScreen(Screen[None]):
             self.chat.mount(NoticeLine("A request is typed in for you — press Enter to send it, or write your own."))
 
     def on_key(self, event: events.Key) -> None:
-        """Text typed while the input did not take it goes into it, not nowhere: type-ahead at start-up
-        (keys that arrived before the input had focus), or typing while a tool panel has focus. An Enter
-        the input did not take sends what it holds, as it would have there: typed ahead, before the
-        terminal left cooked mode, it arrives as Ctrl+J (the tty turned its CR into a LF)."""
-        if event.is_printable and event.character:
-            event.stop()
-            box = self.input
-            box.focus()
-            box.insert(event.character)
-        elif event.key in ("enter", "ctrl+j") and self.focused in (None, self.input):
-            event.stop()
-            box = self.input
-            box.focus()
-            box.post_message(ChatInput.Submitted(box, box.text))
+        """A key the input did not take goes to it, not nowhere (tui/prompt.py `ChatInput.take_ahead`)."""
+        self.input.take_ahead(event, focused_elsewhere=self.focused not in (None, self.input))
 
     # -- input ----------------------------------------------------------------------------------
     def on_chat_input_submitted(self, event: ChatInput.Submitted) -> None:
@@ -282,10 +270,9 @@ class SessionScreen(Screen[None]):
         return self.bridge.confirm_overwrite(paths)
 
     def on_ask_user(self, message: AskUser) -> None:
-        """A worker's question (tui/bridge.py): show it; its answer goes back to the waiting worker."""
-        if self.stopping:
-            return  # the worker gives up by itself
-        self.app.push_screen(message.modal, message.done)
+        """A worker's question (tui/bridge.py): shown, unless closing (the worker then gives up by itself)."""
+        if not self.stopping:
+            self.app.push_screen(message.modal, message.done)
 
     # -- agent events ---------------------------------------------------------------------------
     async def on_agent_update(self, message: AgentUpdate) -> None:
