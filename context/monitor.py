@@ -120,7 +120,7 @@ def format_report_table(reports: Iterable[ContextReport | dict[str, Any]], title
                 str(r.step or i + 1),
                 str(r.turn),
                 f"{r.calibrated_total:,}",
-                f"{r.usage_pct:.1f}%",
+                usage_text(r.usage_pct, 1),
                 "in window" if r.system_in_window else "LOST",
                 f"{r.loss_pct:.0f}%",
                 actions,

@@ -21,6 +21,7 @@ from datetime import UTC, datetime
 
 from ctxagent.context.builder.cache import COLD_AFTER_S
 from ctxagent.context.history import SessionLog
+from ctxagent.context.monitor import usage_text
 from ctxagent.context.report import SLICES
 from ctxagent.tools.contract import BudgetStatus, FunctionTool, Tool, ToolArgs, ToolContext, ToolResult
 from pydantic import Field
@@ -69,7 +70,7 @@ def status_text(status: BudgetStatus, log: SessionLog | None, now: float) -> str
     ratio = report.calibration_ratio or 1.0
     reserve = report.used.get("reserve", 0)
     lines = [
-        f"Context: {_n(report.calibrated_total)} of {_n(report.window)} tokens ({report.usage_pct:.0f}% of the window "
+        f"Context: {_n(report.calibrated_total)} of {_n(report.window)} tokens ({usage_text(report.usage_pct)} of the window "
         f"with the {_n(reserve * ratio)}-token reply reserve); provider tokens, the local count calibrated ×{ratio:.2f}. "
         f"Step {report.step}, turn {report.turn}; advice: {report.advice}.",
         "Slices (used / budget): " + "; ".join(

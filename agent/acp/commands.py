@@ -15,6 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ctxagent.context.monitor import usage_text
+
 if TYPE_CHECKING:
     from ctxagent.agent.acp.stream import SessionStream
     from ctxagent.agent.loop import Agent
@@ -73,7 +75,7 @@ def _context(agent: Agent, stream: SessionStream, arg: str) -> str:
     if report is None:
         return "No context built yet: send a message first."
     slices = " · ".join(f"{name} {int(report.used.get(name, 0)):,}" for name in ("system", "hot", "warm", "tools", "reserve"))
-    head = (f"Context: {report.usage_pct:.1f}% of {report.window:,} tokens at step {report.step} "
+    head = (f"Context: {usage_text(report.usage_pct, 1)} of {report.window:,} tokens at step {report.step} "
             f"({report.calibrated_total:,} prompt tokens as the provider counts; advice: {report.advice})\n"
             f"Slices (ctxagent's count): {slices}")
     return head + "\n\n```\n" + format_report_table(agent.reports) + "\n```"

@@ -23,6 +23,7 @@ from ctxagent.agent.session import find_repo_root, resolve_session
 from ctxagent.context.errors import CtxagentError
 from ctxagent.context.floor.display import echo, echo_json, plural
 from ctxagent.context.history import Event, SessionLog, view
+from ctxagent.context.monitor import usage_text
 from ctxagent.context.report import ContextReport
 
 Check = tuple[str, str, str]
@@ -94,7 +95,7 @@ def check_session(log: SessionLog) -> list[Check]:
         last = reports[-1]
         status = "ok" if last.usage_pct < 75 else "warn"
         advice = "" if status == "ok" else " — run /compact (or `ctxagent compact`) or start a new session"
-        out.append((status, "token use", f"{last.usage_pct:.1f}% of {last.window} at step {last.step}{advice}"))
+        out.append((status, "token use", f"{usage_text(last.usage_pct, 1)} of {last.window} at step {last.step}{advice}"))
     else:
         out.append(("warn", "token use", "no context report in this session yet"))
     missing = len(assistants) - len(reports)

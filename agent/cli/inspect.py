@@ -21,7 +21,7 @@ from ctxagent.context.errors import CtxagentError
 from ctxagent.context.events import CompactionData
 from ctxagent.context.floor.display import echo, echo_json, plural
 from ctxagent.context.history import Event, SessionLog
-from ctxagent.context.monitor import format_report_table
+from ctxagent.context.monitor import format_report_table, usage_text
 from ctxagent.context.report import ContextReport
 from ctxagent.context.request import Request
 
@@ -138,7 +138,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
         return 0 if step.verified else 1
     r = ContextReport.from_dict(step.report)
     # the provider's tokens, like the percentage and the window beside them (and `ctxagent report`)
-    echo(f"step {step.step} · turn {r.turn} · {r.calibrated_total:,} tokens · {r.usage_pct:.1f}% of {r.window:,} "
+    echo(f"step {step.step} · turn {r.turn} · {r.calibrated_total:,} tokens · {usage_text(r.usage_pct, 1)} of {r.window:,} "
          f"(tokens as the provider counts them: the local count {r.total:,} × {r.calibration_ratio:.2f})")
     echo(f"request rebuilt from the log: {'identical to what was sent (sha256 match)' if step.verified else 'DIFFERS from what was sent'}")
     echo(f"masked ranges: {step.masked or 'none'}; pruned events: {step.result.pruned_ids or 'none'}; spilled events: {step.result.spilled_ids or 'none'}")

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from ctxagent.agent.updates import CompactionDone, Notice
 from ctxagent.context.history import Event, view
+from ctxagent.context.monitor import usage_text
 from ctxagent.tools import budget_tools as budget_module
 from ctxagent.tools.budget_tools import budget_tools
 from ctxagent.tools.contract import FunctionTool, ToolArgs, ToolResult
@@ -62,7 +63,7 @@ def test_context_status_reports_the_last_build_in_provider_tokens_with_handles(s
     report = agent.reports[before]  # the step that called context_status
     text = _tool_output(srv.requests[-1]["body"])
     assert f"{report.calibrated_total:,} of {report.window:,} tokens" in text
-    assert f"{report.usage_pct:.0f}% of the window" in text and f"advice: {report.advice}" in text
+    assert f"{usage_text(report.usage_pct)} of the window" in text and f"advice: {report.advice}" in text
     assert "Slices (used / budget): system " in text and "tools " in text and "reserve " in text
     # every cut the last request showed is named with the handle that brings it back
     build_ids = agent.log.of_kind("context_report")[before].id

@@ -29,7 +29,7 @@ def test_inspect_and_report_agree_on_a_calibrated_step(repo: Path, ctxagent_run)
     inspect = ctxagent_run(repo, "inspect", "20260101-000000-units", "--step", "1")
     assert inspect.returncode == 0, inspect.stderr
     head = inspect.stdout.splitlines()[0]
-    assert f"· {report.calibrated_total:,} tokens · {report.usage_pct:.1f}% of 16,000" in head
+    assert f"· {report.calibrated_total:,} tokens · {ctx.usage_text(report.usage_pct, 1)} of 16,000" in head
     assert "as the provider counts them" in head and f"{report.total:,} × 1.18" in head
     table = ctxagent_run(repo, "report", "20260101-000000-units")
     row = next(ln for ln in table.stdout.splitlines() if re.match(r"\s*1 \|", ln))
