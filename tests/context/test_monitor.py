@@ -1,8 +1,9 @@
 from __future__ import annotations
 
 from ctx_helpers import Log, numbered_lines, run
-from ctxagent.context.monitor import advice_for, format_report_table, red_flags
+from ctxagent.context.monitor import advice_for, format_report_table, red_flags, usage_text
 from ctxagent.context.report import ContextReport
+from hypothesis import given, strategies as st
 
 
 def test_advice_thresholds() -> None:
@@ -74,3 +75,14 @@ def test_a_slice_five_times_over_its_share_is_a_red_flag() -> None:
     flags = red_flags(total=8000, tool_result_tokens=100, largest_tool_result=100, messages=4, window=60_000,
                       used={"system": 4600, "hot": 100, "warm": 0, "tools": 400}, shares=shares)
     assert flags == ["the system slice holds 5.1× its budget (4,600 of 900 tokens)"]
+
+
+@given(st.floats(min_value=0, max_value=100, allow_nan=False), st.sampled_from([0, 1]))
+def test_a_shown_percentage_is_never_above_the_truth_nor_past_its_breakpoint(pct: float, digits: int) -> None:
+    """usage_text, the one place a usage percentage is formatted: 89.9 % reads "89%" beside the 75 %
+    level, never "90%" (issue 24, item 10); the number shown is at most the truth, within one step."""
+    shown = usage_text(pct, digits)
+    value = float(shown.rstrip("%"))
+    assert value <= pct and pct - value < 10 ** -digits + 1e-9
+    assert advice_for(value) == advice_for(pct)
+    assert usage_text(89.9) == "89%" and usage_text(90.0) == "90%" and usage_text(89.96, 1) == "89.9%"
