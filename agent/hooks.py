@@ -9,7 +9,7 @@ follow Claude Code's hooks, in ctxagent's names:
 | `pre_tool` | before a tool call, before the permission box | `tool_name`, `tool_input`, `call_id` | deny the call |
 | `post_tool` | after a tool call | `tool_name`, `tool_input`, `tool_output`, `is_error` | no |
 | `user_prompt` | before a message is sent | `prompt` | block the prompt |
-| `pre_compact` | before /compact or auto_compact | `trigger`, `focus` | no |
+| `pre_compact` | before a compaction (`trigger`: manual, auto, model, builder) | `trigger`, `focus` | no |
 | `session_start` | when the agent opens the session | `resumed` | no |
 | `stop` | after each turn | `stop_reason`, `steps`, `text` | no |
 | `context_threshold` | after a step whose usage crossed `at` upward | the report's figures | no |
@@ -20,6 +20,10 @@ permission box still asks. A deny's reason reaches the model as the tool's error
 wrote, shown as such, never an instruction. A hook that fails (another non-zero exit, a timeout, a
 program that cannot start, stdout that is neither empty nor a JSON object) is reported — a notice
 (the TUI's, stderr headless) and a `hook` event in the log — and the turn goes on as if it had not run.
+
+`pre_compact`'s `trigger`: `manual` for /compact and `ctxagent compact`, `auto` for auto_compact,
+`model` for the model's compact_context, `builder` for a compaction a step's build planned to make the
+request fit (it fires before that compaction is logged; the build has drafted its summary already).
 
 `context_threshold` fires once per upward crossing of `at` (default: `compress_at`): it fires again only
 after usage fell below `at` (a compaction) and crossed it once more.

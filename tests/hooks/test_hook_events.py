@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -129,6 +130,44 @@ def test_pre_compact_fires_for_a_manual_compact(hooked_agent, hook_script, repo:
         agent.run_turn(text)
     agent.compact("keep the API notes")
     assert [(c["trigger"], c["focus"]) for c in seen(repo, "compact")] == [("manual", "keep the API notes")]
+
+
+def test_pre_compact_fires_for_a_compaction_the_builder_plans(hooked_agent, hook_script, repo: Path) -> None:
+    # long answers (the agent's own words are never pruned) in a small window, auto_compact off: a
+    # step's build must compact the oldest turns to fit, and the hook hears of it before it is logged
+    hook = hook_script("planned", """
+        import pathlib
+        kinds = [json.loads(line)["kind"] for f in pathlib.Path(".ctxagent/sessions").glob("*.jsonl")
+                 for line in f.read_text(encoding="utf-8").splitlines() if line.strip()]
+        pathlib.Path("hooklog/kinds_seen.json").write_text(json.dumps(kinds))
+    """)
+    answer = {"text": "noted: " + "the parser keeps state per line " * 120}
+    agent, _, _ = hooked_agent([answer] * 12, {"pre_compact": {"command": hook}}, window=6000, auto_compact=False)
+    for i in range(12):
+        agent.run_turn(f"turn {i}: 记住 setup.cfg")
+        if agent.session.log.of_kind("compaction"):
+            break
+    (compaction,) = agent.session.log.of_kind("compaction")
+    calls = seen(repo, "planned")
+    assert [(c["event"], c["trigger"], c["focus"]) for c in calls] == [("pre_compact", "builder", None)]
+    assert calls[0]["turn"] == agent.session.log.turn
+    kinds = json.loads((repo / "hooklog" / "kinds_seen.json").read_text())  # the log as the hook saw it
+    assert "user" in kinds and "compaction" not in kinds  # the session holds none of it yet
+    assert _hook_events(agent) == []  # it ran cleanly, and the step went on
+
+
+def test_pre_compact_fires_when_the_model_asks_for_compact_context(hooked_agent, hook_script, repo: Path) -> None:
+    from ctxagent.tools.budget_tools import budget_tools
+
+    hook = hook_script("asked", "")
+    agent, _, _ = hooked_agent(
+        [{"text": "a " * 50}, {"text": "b " * 50},
+         {"tool_calls": [{"name": "compact_context", "arguments": {"focus": "the parser"}}]}, {"text": "compacted"}],
+        {"pre_compact": {"command": hook}}, extra_tools=budget_tools())
+    agent.run_turn("one")
+    agent.run_turn("two")
+    agent.run_turn("three")
+    assert [(c["trigger"], c["focus"]) for c in seen(repo, "asked")] == [("model", "the parser")]
 
 
 class _Sleep(ToolArgs):
