@@ -24,12 +24,13 @@ def stdio_server(mode: str = "stdio", *, tools: int = 0, **kw: Any) -> McpServer
 
 @pytest.fixture
 def http_server(tmp_path: Path) -> Iterator[Callable[..., str]]:
-    """Start the fixture server over Streamable HTTP on 127.0.0.1; returns its URL."""
+    """Start the fixture server over Streamable HTTP on 127.0.0.1 (`mode` "chunked": the hand-written
+    endless one); returns its URL."""
     procs: list[subprocess.Popen[bytes]] = []
 
-    def start(tools: int = 0) -> str:
+    def start(tools: int = 0, mode: str = "http") -> str:
         port_file = tmp_path / f"port{len(procs)}"
-        proc = subprocess.Popen([sys.executable, SERVER, "http", str(port_file), "--tools", str(tools)],
+        proc = subprocess.Popen([sys.executable, SERVER, mode, str(port_file), "--tools", str(tools)],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         procs.append(proc)
         deadline = time.monotonic() + 30
