@@ -18,8 +18,9 @@ from ctxagent.tools.sandbox import SandboxPolicy
 SERVER = str(Path(__file__).with_name("fixture_server.py"))
 
 
-def stdio_server(mode: str = "stdio", *, tools: int = 0, **kw: Any) -> McpServerConfig:
-    return McpServerConfig(command=sys.executable, args=[SERVER, mode, *(["--tools", str(tools)] if tools else [])], **kw)
+def stdio_server(mode: str = "stdio", *, tools: int = 0, evolve: bool = False, **kw: Any) -> McpServerConfig:
+    args = [SERVER, mode, *(["--tools", str(tools)] if tools else []), *(["--evolve"] if evolve else [])]
+    return McpServerConfig(command=sys.executable, args=args, **kw)
 
 
 @pytest.fixture

@@ -1,6 +1,8 @@
 """Real MCP servers for the tests, built with the SDK's MCPServer (FastMCP's v2 name), plus raw faulty ones.
 
-    python fixture_server.py stdio [--tools N]            3 tools (+ N generated ones), over stdio
+    python fixture_server.py stdio [--tools N] [--evolve] 3 tools (+ N generated ones), over stdio; --evolve adds
+                                                          `evolve`, which adds and removes tools mid-session
+                                                          and sends notifications/tools/list_changed
     python fixture_server.py http PORT_FILE [--tools N]   the same over Streamable HTTP on 127.0.0.1
     python fixture_server.py silent                       reads stdin, never answers `initialize`
     python fixture_server.py garbage                      answers initialize and tools/list, then writes garbage
@@ -28,11 +30,27 @@ TOPICS = [
 ]
 
 
-def build(extra: int):
+def build(extra: int, evolve: bool = False):
+    global Context  # the annotations are strings (__future__), read in this module's globals
     import mcp_types as types
-    from mcp.server.mcpserver import MCPServer
+    from mcp.server.mcpserver import Context, MCPServer
 
     server = MCPServer("fixture")
+
+    if evolve:
+        def added(name: str):
+            def tool(query: str) -> str:
+                return f"{name} answers {query}"
+            return tool
+
+        @server.tool(description="Add the tools named in `add`, remove those named in `remove`, and say so.")
+        async def evolve(ctx: Context, add: list[str] | None = None, remove: list[str] | None = None) -> str:
+            for name in add or []:
+                server.tool(name=name, description=f"A tool added mid-session: {name}. 中途加入的工具。")(added(name))
+            for name in remove or []:
+                server.remove_tool(name)
+            await ctx.session.send_tool_list_changed()  # notifications/tools/list_changed
+            return f"added {add or []}, removed {remove or []}"
 
     @server.tool(description="Echo the text back, reversed. 把文字倒过来。")
     def reverse(text: str) -> str:
@@ -202,7 +220,7 @@ def main() -> None:
         return garbage()
     if mode == "chunked":
         return chunked(sys.argv[2])
-    server = build(extra)
+    server = build(extra, "--evolve" in sys.argv)
     if mode == "stdio":
         server.run("stdio")
         return

@@ -150,3 +150,16 @@ def test_a_chunked_answer_without_content_length_is_capped(hub_of, http_server, 
     assert zipped.result is None and "compressed its answer (gzip)" in zipped.error
     assert hub.states()[0].state == "ready"  # the session goes on
     assert _text(hub, "c", "small", {}) == "x" * 2 * 65536
+
+
+def test_tools_list_changed_lists_the_tools_again(hub_of) -> None:
+    changes: list[ServerState] = []
+    hub = hub_of({"fx": stdio_server(sandbox=False, evolve=True)}, on_change=changes.append)
+    hub.wait_started()
+    assert "evolve" in {t.name for t in hub.states()[0].tools}
+    said = _text(hub, "fx", "evolve", {"add": ["lookup_zip", "查询"], "remove": ["blob"]})
+    assert "added" in said
+    names = {t.name for t in hub.states()[0].tools}  # the call returned after the new list was in
+    assert {"lookup_zip", "查询"} <= names and "blob" not in names
+    assert [c.state for c in changes] == ["ready", "ready"] and hub.states()[0].error == ""
+    assert _text(hub, "fx", "lookup_zip", {"query": "10115"}) == "lookup_zip answers 10115"
