@@ -29,9 +29,10 @@ def http_server(tmp_path: Path) -> Iterator[Callable[..., str]]:
     endless one); returns its URL."""
     procs: list[subprocess.Popen[bytes]] = []
 
-    def start(tools: int = 0, mode: str = "http") -> str:
+    def start(tools: int = 0, mode: str = "http", evolve: bool = False) -> str:
         port_file = tmp_path / f"port{len(procs)}"
-        proc = subprocess.Popen([sys.executable, SERVER, mode, str(port_file), "--tools", str(tools)],
+        proc = subprocess.Popen([sys.executable, SERVER, mode, str(port_file), "--tools", str(tools),
+                                 *(["--evolve"] if evolve else [])],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         procs.append(proc)
         deadline = time.monotonic() + 30

@@ -152,9 +152,12 @@ def test_a_chunked_answer_without_content_length_is_capped(hub_of, http_server, 
     assert _text(hub, "c", "small", {}) == "x" * 2 * 65536
 
 
-def test_tools_list_changed_lists_the_tools_again(hub_of) -> None:
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+def test_tools_list_changed_lists_the_tools_again(hub_of, http_server, transport: str) -> None:
     changes: list[ServerState] = []
-    hub = hub_of({"fx": stdio_server(sandbox=False, evolve=True)}, on_change=changes.append)
+    cfg = stdio_server(sandbox=False, evolve=True) if transport == "stdio" else McpServerConfig(
+        url=http_server(evolve=True))
+    hub = hub_of({"fx": cfg}, on_change=changes.append)
     hub.wait_started()
     assert "evolve" in {t.name for t in hub.states()[0].tools}
     said = _text(hub, "fx", "evolve", {"add": ["lookup_zip", "查询"], "remove": ["blob"]})
