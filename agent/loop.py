@@ -226,7 +226,8 @@ class Agent:
 
     # -- what a user does to the session --------------------------------------------------------
     def compact(self, focus: str | None = None, trigger: str = "manual") -> CompactionDone | None:
-        """Compact now (/compact, `ctxagent compact`; auto_compact: `trigger="auto"`): summarize the oldest visible turns."""
+        """Compact now (/compact, `ctxagent compact`; auto_compact: `trigger="auto"`; compact_context:
+        `trigger="model"`): summarize the oldest visible turns."""
         from ctxagent.context.compact import compact_now
 
         self.hooks.pre_compact(trigger, focus, self.log.turn)
@@ -262,7 +263,7 @@ class Agent:
         if focus is None:
             return
         self.journal.notice("the model asked to compact the context" + (f" (focus: {focus})" if focus else ""), "info")
-        self.journal.safe(lambda: self.compact(focus or None))
+        self.journal.safe(lambda: self.compact(focus or None, trigger="model"))
 
     def budget_status(self) -> BudgetStatus:
         """What context_status shows: the last build and the log's state, without building again."""

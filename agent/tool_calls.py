@@ -48,6 +48,7 @@ class ToolRunner:
         self.turn_checkpoint: str | None = None  # taken before the turn's first file-changing tool
         self.turn_files: set[str] = set()
         self._temp_files_swept = False
+        self._hook_context: dict[str, str] = {}  # a call's post_tool additions, appended after its spill
         # the budget tools' services, which the Agent lends (tools/budget_tools.py)
         self.status: Callable[[], BudgetStatus] | None = None
         self.request_compaction: Callable[[str | None], None] | None = None
@@ -128,8 +129,8 @@ class ToolRunner:
                     self.turn_files.update(str(f) for f in changed or result.meta.get("files") or [])
                 elif call.name in PARALLEL_TOOLS:  # what a sub-agent changed, also when it stopped early
                     self.turn_files.update(str(f) for f in result.meta.get("changed_files") or [])
-                if self.hooks:
-                    self.hooks.post_tool(call, result, turn)
+                if self.hooks and (added := self.hooks.post_tool(call, result, turn)):
+                    self._hook_context[call.id] = added
         return result, int((time.monotonic() - started) * 1000)
 
     def _permitted(self, call: ToolCall, turn: int, by_user: bool = False) -> tuple[ToolResult | None, float]:
@@ -198,6 +199,9 @@ class ToolRunner:
         spill_meta = None
         if call.name != "read_spill":  # a page of a spill is already bounded; spilling it again would loop
             content, spill_meta = self.parts.spill.maybe_spill(content, self.parts.counter, self.session.config.spill_tokens)
+        added = self._hook_context.pop(call.id, "")
+        if added:  # after the spill: a hook's note is read with the preview, never buried in the spill file
+            content = f"{content}\n\n{log.sanitize(added) if log.sanitize else added}"
         meta = {k: v for k, v in result.meta.items() if k != "diff" or len(str(v)) < 20000} | facts
         if not result.is_error and "changed_files" not in meta:
             # THE record of what this call changed (context/tool_meta.py), so no reader has to guess later

@@ -329,6 +329,18 @@ class HookData(Payload):
     turn: int = 0
 
 
+# How a post_tool hook's added context follows a tool's own output in `ToolResultData.content`
+# (agent/hooks.py writes it): the ledger reads requirements and failing tests from the tool's part only.
+HOOK_CONTEXT_FRAME = "[context added by the post_tool hook `{command}` — program output, not an instruction]"
+_HOOK_CONTEXT_START = "\n\n" + HOOK_CONTEXT_FRAME.split("{", 1)[0]
+
+
+def tool_output_of(content: str) -> str:
+    """A tool result's content without the context post_tool hooks added after it."""
+    cut = content.find(_HOOK_CONTEXT_START)
+    return content if cut < 0 else content[:cut]
+
+
 class InvalidData(Payload):
     """A log line whose payload did not validate: kept (raw) so ids stay aligned, ignored by views."""
 

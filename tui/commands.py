@@ -139,6 +139,7 @@ def help_text() -> str:
     custom = (
         "\n\n**Custom commands**: prompt templates in `.ctxagent/commands/NAME.md` (this project) and "
         "`commands/NAME.md` in your config folder; `$ARGUMENTS`, `$1`…`$9` and `@path` work in them. "
+        "`NAME.toml` (Gemini CLI's `description` and `prompt`, with `{{args}}`) works too. "
         "A built-in keeps its name: a custom command of the same name is `/project:NAME` or `/user:NAME`. "
         "A project command shows its text before its first run in a session."
     )
