@@ -85,6 +85,7 @@ class StepRunner:
             model=parts.model_label, strategy=cfg.strategy, protect_turns=cfg.protect_turns,
             thresholds=(cfg.compress_at, cfg.new_session_at), tokenizer=parts.tokenizer, warm=parts.warm,
             summarize=parts.summarize, cache=self.cache, task_state_share=cfg.task_state_share,
+            cache_ttl=cfg.cache_ttl,
         )
 
     def build(self, step: int, turn: int, ratio: float, *, allow_compaction: bool = True) -> BuildResult:

@@ -43,7 +43,8 @@ def build_ctxagent(inputs: BuildInputs) -> BuildResult:
     warm, note = warm_text_for(inputs, log.live, log.ledger, log.items, log.cue, task)
     if note:
         notes.append(note)
-    cold = log.cold.with_build(inputs.model)  # messages that met a cold prompt cache: relief is free there
+    # messages that met a cold prompt cache (past the provider's TTL, or another model): relief is free there
+    cold = log.cold.with_build(inputs.model, inputs.cache_rules.ttl_s)
     draft, records, warm = relieve(inputs, events, limit, warm, notes, cache, cold)
     return _finish(inputs, draft, warm, records, notes, cache)
 
