@@ -39,7 +39,7 @@ from ctxagent.context.builder.step import (
 from ctxagent.context.errors import ContextLengthError, ContextOverflowError, ProviderError
 from ctxagent.context.events import AssistantData, ErrorData
 from ctxagent.context.report import ContextReport
-from ctxagent.context.request import ToolCall, Usage
+from ctxagent.context.request import Request, ToolCall, Usage
 
 if TYPE_CHECKING:
     from ctxagent.agent.hooks import Hooks
@@ -71,6 +71,7 @@ class StepRunner:
         # the last request built (sent, or only previewed after /compact, /rewind, a resume): /context shows it
         self.last_build: BuildResult | None = None
         self.last_build_sent = False
+        self.last_sent: Request | None = None  # the last request recorded as sent: a relief since is priced against it
 
     @property
     def step(self) -> int:
@@ -125,7 +126,8 @@ class StepRunner:
     def _record(self, step: int, result: BuildResult, ratio: float) -> None:
         """Log the step (its planned compactions and its report) and show it."""
         recorded = record_step(self.session.log, self.setup(), result, calibration_ratio=ratio,
-                               body=self.parts.provider.body)
+                               body=self.parts.provider.body, previous=self.last_sent)
+        self.last_sent = result.request
         for ev in recorded.compactions:
             self.journal.ingest([ev])
             self.journal.emit(compaction_done(self.session.log, ev.compaction, 0, result.report.total))
