@@ -10,7 +10,7 @@ shows usage per step of the session.
 
 from __future__ import annotations
 
-from ctxagent.context import DEFAULT_THRESHOLDS, ContextReport, advice_for
+from ctxagent.context import DEFAULT_THRESHOLDS, ContextReport, ReliefPrice, advice_for, relief_label
 from rich.text import Text
 from textual.reactive import reactive
 from textual.widget import Widget
@@ -132,14 +132,18 @@ class UsageGauge(Widget):
     report: reactive[ContextReport | None] = reactive(None, layout=False)
     history: reactive[list[float]] = reactive(list, always_update=True)
     thresholds: reactive[tuple[float, float]] = reactive(DEFAULT_THRESHOLDS)  # the session's compress_at, new_session_at
+    relief = ""  # the newest clear's or compaction's cache price, a few characters (relief_price.relief_label)
 
     def update_report(self, report: ContextReport) -> None:
-        """Show a new build; append its usage to the per-step sparkline."""
+        """Show a new build; append its usage to the per-step sparkline; keep its relief's price label."""
         self.history = [*self.history, float(report.usage_pct)]
+        if report.relief_price:
+            self.relief = relief_label(report.step, ReliefPrice.from_dict(report.relief_price))
         self.report = report
 
     def reset(self) -> None:
         self.history = []
+        self.relief = ""
         self.report = None
 
     @property
@@ -187,5 +191,7 @@ class UsageGauge(Widget):
         legend.append(f"/{human_tokens(report.window)} · step {report.step}", style="dim")
         if report.red_flags:
             legend.append(f"  ⚑ {len(report.red_flags)}", style="bold red")
+        if self.relief:
+            legend.append(f"  {self.relief}", style="#4fb3ff")
         legend.truncate(width)
         return legend

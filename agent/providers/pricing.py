@@ -16,10 +16,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from ctxagent.agent.providers.registry import cost_usd, model_info, parse_model_name
+from ctxagent.context.builder.relief_price import price_text, relief_rows
 from ctxagent.context.history import Event
 from ctxagent.context.request import Usage
 
-__all__ = ["ModelCost", "SessionCost", "call_cost", "calls_with_ttl", "model_calls", "priced_calls", "session_cost"]
+__all__ = ["ModelCost", "SessionCost", "call_cost", "calls_with_ttl", "input_usd_per_token", "model_calls", "priced_calls", "relief_lines", "session_cost"]
 
 
 def model_calls(events: Iterable[Event]) -> list[Event]:
@@ -57,6 +58,27 @@ def call_cost(model_label: str, usage: Usage, cache_ttl: str = "5m") -> float | 
     except Exception:  # an unparseable name is a model without prices, not an error in a cost view
         return None
     return float(cost_usd(info, usage, cache_ttl)) if info.known else None
+
+
+def input_usd_per_token(model_label: str) -> float | None:
+    """Dollars one uncached input token costs at `model_label`'s prices (None when unknown): what turns a
+    relief price (context/builder/relief_price.py, in input tokens' worth) into dollars."""
+    try:
+        provider, model = parse_model_name(model_label)
+        info = model_info(provider, model)
+    except Exception:  # an unparseable name is a model without prices
+        return None
+    return info.prices.input / 1_000_000 if info.known and info.prices.input > 0 else None
+
+
+def relief_lines(events: Iterable[Event]) -> list[str]:
+    """One line per relief of the session (a clear or a compaction a step logged the price of): its cache
+    effect over the calls it served, in dollars at its step's model's prices when they are known."""
+    reports = [e.context_report for e in events if e.kind == "context_report"]
+    rows = relief_rows([(r.step, r.report.get("relief_price")) for r in reports])
+    model_at = {r.step: r.model for r in reports}
+    return [f"step {step} · {price_text(price, calls, input_usd_per_token(model_at.get(step, '')))}"
+            for step, price, calls in rows]
 
 
 @dataclass

@@ -116,3 +116,43 @@ def relief_price(previous: Request, current: Request, counter: TokenCounter, rat
     return ReliefPrice(kind=kind, kept=round(base * scale) + tokens(new[:d]), dropped=tokens(old[d:]),
                        rewritten=rewritten, cold=cold, read=rules.read, write=rules.write, ttl=rules.ttl)
 
+
+
+def payback_words(payback: int | None) -> str:
+    if payback == 0:
+        return "pays for itself at once"
+    if payback is None:
+        return "never pays back (it frees nothing)"
+    return f"pays back after {payback} call{'s' if payback != 1 else ''}"
+
+
+def price_text(price: ReliefPrice, calls: int | None = None, usd_per_token: float | None = None) -> str:
+    """One line in the user's words: what the relief re-wrote, what it frees, the cost before and after
+    over `calls` calls (the horizon by default), in dollars when the input price is known."""
+    n = max(1, price.horizon if calls is None else calls)
+    before, after = price.costs(n)
+    money = f" (${before * usd_per_token:.4f} → ${after * usd_per_token:.4f})" if usd_per_token else ""
+    cold = "; the cache was cold anyway, so the cut cost nothing extra" if price.cold else ""
+    return (f"{price.kind}: {price.rewritten:,} tokens re-written to the cache ({price.write:g}× input, TTL {price.ttl}), "
+            f"{price.freed:,} fewer sent per call; next {n} call{'s' if n != 1 else ''}: {before:,.0f} → {after:,.0f} "
+            f"input tokens' worth{money}; {payback_words(price.payback())}{cold}")
+
+
+def relief_rows(reports: list[tuple[int, dict[str, Any] | None]]) -> list[tuple[int, ReliefPrice, int]]:
+    """(step, price, calls it served) for each step whose report logged a relief price, from the steps'
+    (number, relief_price) in order: the calls it served are its own and the ones after it up to the next
+    relief (or the session's end)."""
+    out: list[tuple[int, ReliefPrice, int]] = []
+    marks = [(i, step, ReliefPrice.from_dict(p)) for i, (step, p) in enumerate(reports) if p]
+    for k, (i, step, price) in enumerate(marks):
+        end = marks[k + 1][0] if k + 1 < len(marks) else len(reports)
+        out.append((step, price, end - i))
+    return out
+
+
+def relief_label(step: int, price: ReliefPrice) -> str:
+    """The gauge's few characters for the newest relief: its step, what it frees per call, its payback."""
+    pay = "now" if price.payback() == 0 else "never" if price.payback() is None else f"{price.payback()} calls"
+    freed = price.freed
+    size = f"{freed / 1000:.1f}k" if abs(freed) >= 1000 else str(freed)
+    return f"⟳ {price.kind} @{step}: −{size}/call, pays {pay}"
