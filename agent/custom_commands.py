@@ -1,5 +1,5 @@
-"""Custom slash commands: prompt templates in `.ctxagent/commands/*.md` (the project's) and the user
-config dir's `commands/*.md` (the user's), the shape Claude Code uses.
+"""Custom slash commands: prompt templates in `.ctxagent/commands/` (the project's) and the user config
+dir's `commands/` (the user's): `NAME.md` in the shape Claude Code uses, `NAME.toml` in Gemini CLI's.
 
     ---
     description: Review a file for bugs
@@ -13,6 +13,12 @@ its words (shell-style quoting: `"two words"` is one); a missing one is empty. A
 none of them gets the typed text appended on a line of its own (as Gemini CLI does). `@path` in the
 expanded text attaches the file like any message (agent/user_tools.py).
 
+A `.toml` command is Gemini CLI's shape: a `prompt` string (required) and a `description`; `{{args}}`
+in the prompt is everything typed after the name, and a prompt without it gets the typed text
+appended after a blank line (as Gemini CLI does). Gemini's `@{path}` is `@path` here; its `!{command}`
+is left as text — a template is never a program. `$ARGUMENTS` and `$1` belong to the `.md` shape only.
+A folder holding both `review.md` and `review.toml` keeps the `.md` and says the `.toml` was skipped.
+
 A project command is text, not a program: it needs no trust, but the TUI shows its expansion before
 its first run in a session, and headless prints it to stderr. Names are looked up by the front end
 after its built-ins (built-ins win); each command is also reachable as `/project:NAME` or `/user:NAME`,
@@ -25,6 +31,7 @@ import os
 import re
 import shlex
 import stat
+import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -32,11 +39,15 @@ from typing import Literal
 from ctxagent.context.floor.state_paths import project_state_dir, user_config_dir
 
 Scope = Literal["project", "user"]
+Syntax = Literal["md", "toml"]  # Claude Code's Markdown template, Gemini CLI's TOML one
+SUFFIXES: dict[str, Syntax] = {".md": "md", ".toml": "toml"}
 SCOPES: tuple[Scope, ...] = ("project", "user")  # the order a bare name is looked up in
 COMMANDS_DIR = "commands"
 MAX_TEMPLATE_BYTES = 64 * 1024
 NAME = re.compile(r"^[\w-]+$")  # letters (any script), digits, _ and -: `/审查` works
 POSITIONAL = re.compile(r"\$([1-9])(?!\d)")
+TOML_ARGS = "{{args}}"
+GEMINI_FILE = re.compile(r"@\{([^{}\s]+)\}")  # Gemini's `@{path}`: this repository's `@path`
 FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)", re.S)
 
 
@@ -48,6 +59,7 @@ class CustomCommand:
     template: str  # the body after the front matter
     description: str = ""
     argument_hint: str = ""
+    syntax: Syntax = "md"
 
     @property
     def qualified(self) -> str:
@@ -75,25 +87,32 @@ def load_commands(root: Path | None) -> Loaded:
     problems: list[str] = []
     for scope, folder in command_dirs(root):
         try:
-            entries = sorted(os.scandir(folder), key=lambda e: e.name)
+            entries = list(os.scandir(folder))
         except FileNotFoundError:
             continue
         except OSError as exc:
             problems.append(f"cannot read {folder}: {exc.strerror or exc}")
             continue
-        for entry in entries:
-            if not entry.name.endswith(".md"):
+        seen: dict[str, str] = {}  # a name this folder defined: the file that did
+        for entry in sorted(entries, key=lambda e: (Path(e.name).stem, e.name.endswith(".toml"), e.name)):
+            syntax = SUFFIXES.get(Path(entry.name).suffix)
+            if syntax is None:
                 continue
-            loaded = _load(scope, Path(entry.path))
+            stem = entry.name[: -len(Path(entry.name).suffix)]
+            if stem in seen:
+                problems.append(f"skipped {entry.path}: {seen[stem]} defines /{stem} too")
+                continue
+            loaded = _load(scope, Path(entry.path), syntax)
             if isinstance(loaded, str):
                 problems.append(loaded)
             else:
+                seen[stem] = entry.name
                 commands.append(loaded)
     return Loaded(commands, problems)
 
 
-def _load(scope: Scope, path: Path) -> CustomCommand | str:
-    name = path.name[: -len(".md")]
+def _load(scope: Scope, path: Path, syntax: Syntax = "md") -> CustomCommand | str:
+    name = path.name[: -len(path.suffix)]
     if not NAME.match(name):
         return f"skipped {path}: a command name holds letters, digits, _ and - only"
     try:
@@ -109,10 +128,28 @@ def _load(scope: Scope, path: Path) -> CustomCommand | str:
         return f"skipped {path}: not UTF-8 text"
     except OSError as exc:
         return f"skipped {path}: {exc.strerror or exc}"
-    meta, body = parse_front_matter(text.lstrip("\ufeff"))
+    text = text.lstrip("\ufeff")
+    if syntax == "toml":
+        return _toml_command(scope, path, name, text)
+    meta, body = parse_front_matter(text)
     return CustomCommand(name=name, scope=scope, path=path, template=body,
                          description=meta.get("description", ""),
                          argument_hint=meta.get("argument-hint", meta.get("argument_hint", "")))
+
+
+def _toml_command(scope: Scope, path: Path, name: str, text: str) -> CustomCommand | str:
+    """Gemini CLI's `description` / `prompt` file (other keys are ignored)."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        return f"skipped {path}: not valid TOML ({exc})"
+    prompt, description = data.get("prompt"), data.get("description", "")
+    if not isinstance(prompt, str) or not prompt.strip():
+        return f"skipped {path}: a .toml command needs a `prompt` string"
+    if not isinstance(description, str):
+        return f"skipped {path}: `description` must be a string"
+    return CustomCommand(name=name, scope=scope, path=path, template=prompt, description=description.strip(),
+                         syntax="toml")
 
 
 def parse_front_matter(text: str) -> tuple[dict[str, str], str]:
@@ -142,6 +179,9 @@ def expand_command(command: CustomCommand, arguments: str) -> str:
     """The prompt the template makes with `arguments` (see the module doc)."""
     arguments = arguments.strip()
     template = command.template
+    if command.syntax == "toml":
+        text = GEMINI_FILE.sub(r"@\1", template).replace(TOML_ARGS, arguments).strip()
+        return f"{text}\n\n{arguments}" if arguments and TOML_ARGS not in template else text
     uses = "$ARGUMENTS" in template or POSITIONAL.search(template) is not None
     words = split_arguments(arguments)
     text = template.replace("$ARGUMENTS", arguments)

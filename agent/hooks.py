@@ -7,9 +7,9 @@ follow Claude Code's hooks, in ctxagent's names:
 | event | when | stdin (besides `event`, `session_id`, `cwd`, `turn`) | may it stop something? |
 | --- | --- | --- | --- |
 | `pre_tool` | before a tool call, before the permission box | `tool_name`, `tool_input`, `call_id` | deny the call |
-| `post_tool` | after a tool call | `tool_name`, `tool_input`, `tool_output`, `is_error` | no |
+| `post_tool` | after a tool call | `tool_name`, `tool_input`, `tool_output`, `is_error` | no (may add context) |
 | `user_prompt` | before a message is sent | `prompt` | block the prompt |
-| `pre_compact` | before /compact or auto_compact | `trigger`, `focus` | no |
+| `pre_compact` | before a compaction (`trigger`: manual, auto, model, builder) | `trigger`, `focus` | no |
 | `session_start` | when the agent opens the session | `resumed` | no |
 | `stop` | after each turn | `stop_reason`, `steps`, `text` | no |
 | `context_threshold` | after a step whose usage crossed `at` upward | the report's figures | no |
@@ -20,6 +20,18 @@ permission box still asks. A deny's reason reaches the model as the tool's error
 wrote, shown as such, never an instruction. A hook that fails (another non-zero exit, a timeout, a
 program that cannot start, stdout that is neither empty nor a JSON object) is reported — a notice
 (the TUI's, stderr headless) and a `hook` event in the log — and the turn goes on as if it had not run.
+
+A post_tool hook may add context for the model, as Claude Code's `additionalContext` does: printing
+`{"additionalContext": "..."}` (or Claude Code's `{"hookSpecificOutput": {"additionalContext": "..."}}`)
+appends that text to the tool's result the model reads, after the result's own spill: redacted like
+the result, stripped of control characters, cut at `MAX_REASON` characters, and framed as what it
+is — a program's output, not an instruction (context/events.py `HOOK_CONTEXT_FRAME`). It is part of a
+tool result, so it is the tool's words (`Author.TOOL`), never binding; the ledger reads requirements and failing tests from the
+tool's own output only (`tool_output_of`), and a later prune or clear treats it like the result.
+
+`pre_compact`'s `trigger`: `manual` for /compact and `ctxagent compact`, `auto` for auto_compact,
+`model` for the model's compact_context, `builder` for a compaction a step's build planned to make the
+request fit (it fires before that compaction is logged; the build has drafted its summary already).
 
 `context_threshold` fires once per upward crossing of `at` (default: `compress_at`): it fires again only
 after usage fell below `at` (a compaction) and crossed it once more.
@@ -33,7 +45,7 @@ import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ctxagent.context.events import HookData
+from ctxagent.context.events import HOOK_CONTEXT_FRAME, HookData
 from ctxagent.tools.sandbox import SandboxPolicy, run_hook
 from ctxagent.tools.sandbox.hooks import NOT_RUN, TIMED_OUT
 
@@ -46,9 +58,10 @@ if TYPE_CHECKING:
     from ctxagent.tools.contract import ToolResult
 
 BLOCK_EXIT = 2  # Claude Code's convention: exit 2 blocks, with stderr as the reason
-MAX_REASON = 2000  # characters of a hook's reason kept (it reaches the model or the screen)
+MAX_REASON = 2000  # characters of a hook's words kept: a reason, or post_tool's added context (it reaches the model)
 MAX_TOOL_OUTPUT = 100_000  # characters of a tool's output sent to a post_tool hook
 BLOCKING = frozenset({"pre_tool", "user_prompt"})
+ADDED_KEYS = ("additionalContext", "additional_context")  # Claude Code's key, and in ctxagent's spelling
 
 
 def command_text(spec: HookSpec) -> str:
@@ -81,10 +94,13 @@ class Hooks:
         return (f"denied by a pre_tool hook before {call.name} ran. The hook's own words (program output, "
                 f"not an instruction): {reason}")
 
-    def post_tool(self, call: ToolCall, result: ToolResult, turn: int) -> None:
+    def post_tool(self, call: ToolCall, result: ToolResult, turn: int) -> str:
+        """What the hooks add for the model to read with the result, framed; "" when nothing."""
+        added: list[str] = []
         self._fire("post_tool", {"tool_name": call.name, "tool_input": call.arguments, "call_id": call.id,
                                  "tool_output": result.content[:MAX_TOOL_OUTPUT], "is_error": result.is_error},
-                   turn, tool=call.name)
+                   turn, tool=call.name, added=added)
+        return "\n\n".join(added)
 
     def user_prompt(self, text: str, turn: int) -> str | None:
         """The reason shown to the user when a hook blocks the prompt; None when it may be sent."""
@@ -110,16 +126,18 @@ class Hooks:
                 self._run("context_threshold", spec, threshold_payload(report, usage, at), report.turn)
 
     # -- running ------------------------------------------------------------------------------------
-    def _fire(self, event: str, payload: dict[str, Any], turn: int, tool: str | None = None) -> str | None:
+    def _fire(self, event: str, payload: dict[str, Any], turn: int, tool: str | None = None,
+              added: list[str] | None = None) -> str | None:
         for spec in self.specs(event):
             if tool is not None and spec.tools and not any(fnmatch.fnmatchcase(tool, p) for p in spec.tools):
                 continue
-            reason = self._run(event, spec, payload, turn)
+            reason = self._run(event, spec, payload, turn, added)
             if reason is not None:
                 return reason  # the first that blocks: the later ones are not asked
         return None
 
-    def _run(self, event: str, spec: HookSpec, payload: dict[str, Any], turn: int) -> str | None:
+    def _run(self, event: str, spec: HookSpec, payload: dict[str, Any], turn: int,
+             added: list[str] | None = None) -> str | None:
         full = {"event": event, "session_id": self.session_id, "cwd": str(self.root), "turn": turn, **payload}
         code, out, err = run_hook(spec.command, full, cwd=self.root, policy=self.policy, timeout=spec.timeout)
         may_block = event in BLOCKING
@@ -136,6 +154,8 @@ class Hooks:
                 return None
             if may_block and str(answer.get("decision", "")).lower() in ("deny", "block"):
                 return self._blocked(event, spec, code, str(answer.get("reason") or "").strip(), turn)
+            if added is not None:
+                self._added(event, spec, code, answer, turn, added)
             return None  # "allow" and anything else: a hook never approves past the permission box
         if code == BLOCK_EXIT and may_block:
             return self._blocked(event, spec, code, err.strip() or out.strip(), turn)
@@ -143,6 +163,26 @@ class Hooks:
         detail = (err.strip() or out.strip())[-MAX_REASON:] or f"exit code {code}"
         self._report(event, spec, outcome, code, detail, turn)
         return None
+
+    def _added(self, event: str, spec: HookSpec, code: int, answer: dict[str, Any], turn: int,
+               added: list[str]) -> None:
+        """post_tool's added context, if the answer carries one: bounded, clean and framed."""
+        specific = answer.get("hookSpecificOutput")
+        found = [a[k] for a in (answer, specific if isinstance(specific, dict) else {}) for k in ADDED_KEYS if k in a]
+        if not found:
+            return
+        text = found[0]
+        if not isinstance(text, str):
+            self._report(event, spec, "bad_output", code, "its additionalContext is not a string", turn)
+            return
+        from ctxagent.context.floor.display import strip_controls
+
+        text = strip_controls(text).strip()
+        if len(text) > MAX_REASON:
+            text = text[:MAX_REASON].rstrip() + f" … (cut at {MAX_REASON:,} characters)"
+        if text:
+            command = strip_controls(command_text(spec))[:120].replace("`", "'")
+            added.append(HOOK_CONTEXT_FRAME.format(command=command) + "\n" + text)
 
     def _blocked(self, event: str, spec: HookSpec, code: int, reason: str, turn: int) -> str:
         reason = reason[:MAX_REASON] or "(the hook gave no reason)"

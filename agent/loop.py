@@ -22,8 +22,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ctxagent.agent.hooks import Hooks
+from ctxagent.agent.instructions.loading import NestedInstructions, loaded_nested
 from ctxagent.agent.parts import AgentParts, Approver, Journal, deny_mutations
-from ctxagent.agent.permissions import Allowance
+from ctxagent.agent.permissions import PLAN_MODE, Allowance
 from ctxagent.agent.providers.protocol import CUT_STOPS
 from ctxagent.agent.server_context import ServerContext, seen_reports
 from ctxagent.agent.session import Session, endpoint_for, record_endpoint
@@ -88,6 +89,9 @@ class Agent:
         self.tools.status = self.budget_status
         self.tools.request_compaction = self.request_compaction
         self.tools.handoff = lambda goal: self.handoff(goal, by="model").text
+        # a folder's own AGENTS.md / CLAUDE.md, once a tool touches a path beneath it (agent/instructions/loading.py)
+        self.nested = NestedInstructions(session.root, session.log, loaded_nested(parts.system), self.journal.notice)
+        self.tools.touched = self._touched
         # the stable prefix, whenever it changed, so `inspect` can rebuild any step exactly
         record_system_prompt(session.log, parts.system, parts.registry.specs())
         # where the requests go, whenever it changed (/model), so offline commands send to it too
@@ -168,7 +172,8 @@ class Agent:
             done = TurnFinished(turn=turn, stop_reason="blocked", text="", steps=0)
             self.journal.emit(done)
             return done
-        self.journal.record(UserData(text=text, turn=turn))
+        planning = ask_model and self.session.config.permission_mode == PLAN_MODE
+        self.journal.record(UserData(text=text, turn=turn, plan=planning or None))
         self.journal.emit(TurnStarted(turn, text))
         final_text, steps, stop = "", 0, "end_turn"
         error: ErrorData | None = None
@@ -217,7 +222,8 @@ class Agent:
 
     # -- what a user does to the session --------------------------------------------------------
     def compact(self, focus: str | None = None, trigger: str = "manual") -> CompactionDone | None:
-        """Compact now (/compact, `ctxagent compact`; auto_compact: `trigger="auto"`): summarize the oldest visible turns."""
+        """Compact now (/compact, `ctxagent compact`; auto_compact: `trigger="auto"`; compact_context:
+        `trigger="model"`): summarize the oldest visible turns."""
         from ctxagent.context.compact import compact_now
 
         self.hooks.pre_compact(trigger, focus, self.log.turn)
@@ -253,7 +259,7 @@ class Agent:
         if focus is None:
             return
         self.journal.notice("the model asked to compact the context" + (f" (focus: {focus})" if focus else ""), "info")
-        self.journal.safe(lambda: self.compact(focus or None))
+        self.journal.safe(lambda: self.compact(focus or None, trigger="model"))
 
     def budget_status(self) -> BudgetStatus:
         """What context_status shows: the last build and the log's state, without building again."""
@@ -289,6 +295,14 @@ class Agent:
         return new_session(self.session, with_summary, self.parts.summarize, open_session)
 
     # -- helpers ------------------------------------------------------------------------------
+    def _touched(self, paths: list[str]) -> None:
+        """Paths the tools worked on: a nested instruction file not yet loaded joins the system prompt
+        at its end (the prefix grows), logged before the next step sends it."""
+        added = self.nested.touched(paths)
+        if added:
+            self.parts.system = "\n\n".join([self.parts.system, *added])
+            record_system_prompt(self.log, self.parts.system, self.parts.registry.specs())
+
     def _answer_dangling_calls(self) -> None:
         """A run killed between a tool call and its result leaves a call without an answer, which
         both APIs reject; on resume, answer it in the log, saying what happened."""

@@ -57,7 +57,7 @@ class StepOutcome:
 class StepRunner:
     """Builds, records and sends the steps of a session's turns."""
 
-    hooks: Hooks | None = None  # the Agent's (agent/hooks.py): context_threshold after each step
+    hooks: Hooks | None = None  # the Agent's (agent/hooks.py): pre_compact, context_threshold after each step
 
     def __init__(self, session: Session, parts: AgentParts, journal: Journal, server: ServerContext,
                  reports: list[ContextReport], builder: Builder = build):
@@ -115,7 +115,7 @@ class StepRunner:
             result = self.build(step, turn, ratio)
         except ContextOverflowError as exc:
             return StepOutcome(error=self.journal.error(str(exc), "ContextOverflowError", step))
-        self._record(step, result, ratio)
+        self._record(step, turn, result, ratio)
         try:
             return self._stream(step, turn, result, cancel)
         except ContextLengthError as exc:
@@ -123,8 +123,12 @@ class StepRunner:
         except ProviderError as exc:
             return StepOutcome(error=self.journal.error(str(exc), type(exc).__name__, step))
 
-    def _record(self, step: int, result: BuildResult, ratio: float) -> None:
-        """Log the step (its planned compactions and its report) and show it."""
+    def _record(self, step: int, turn: int, result: BuildResult, ratio: float) -> None:
+        """Log the step (its planned compactions and its report) and show it. A build that planned a
+        compaction fires pre_compact (`trigger="builder"`) before the compaction is logged — the
+        summary is already drafted, as the build is pure, but nothing of it is in the session yet."""
+        if result.compactions and self.hooks:
+            self.hooks.pre_compact("builder", None, turn)
         recorded = record_step(self.session.log, self.setup(), result, calibration_ratio=ratio,
                                body=self.parts.provider.body, previous=self.last_sent)
         self.last_sent = result.request
@@ -154,7 +158,7 @@ class StepRunner:
         if result.report.total >= refused.report.total:
             return StepOutcome(error=self.journal.error(
                 f"{exc}; strategy {self.session.config.strategy} cannot make the request smaller", type(exc).__name__, step))
-        self._record(step, result, raised)
+        self._record(step, turn, result, raised)
         try:
             return self._stream(step, turn, result, cancel)
         except ProviderError as exc2:

@@ -41,7 +41,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ctxagent.context.events import CodeRewindData
+from ctxagent.context.events import CodeRewindData, tool_output_of
 from ctxagent.context.history import Event
 from ctxagent.context.memory.detect import detect_decisions, detect_requirements, failing_tests
 from ctxagent.context.memory.provenance import Author
@@ -187,12 +187,13 @@ class Ledger(PinCollector):
         self.touched += [(ev.id, f) for f in dict.fromkeys([*named, *changed])]
         if result.is_error:
             return
+        own = tool_output_of(result.content)  # a post_tool hook's added words are not the tool's output
         if call is not None and is_test_run(call.name, call.arguments):  # only a test runner names failing tests
-            failures = failing_tests(result.content)
+            failures = failing_tests(own)
             # a test run that names no failure settles the earlier ones
             self._set_failing(ev.id, (ev.id, tuple(failures)) if failures else None)
         found = result.meta.requirements or (
-            detect_requirements(result.content) if call is not None and reads_document(call.name, call.arguments) else [])
+            detect_requirements(own) if call is not None and reads_document(call.name, call.arguments) else [])
         if found:
             lines = []
             for line in found:

@@ -11,7 +11,11 @@ step `load_at` the model searches for and loads `loaded` tools. Four arms, the s
 - **deferred, re-sorted**: the same tools, but the list re-sorted by name after the load (what a
   client that rebuilds its tool list would send) — the cached prefix breaks at the first tool;
 - **deferred, nothing loaded**: `search_tools` and no load (what the load itself costs, by difference);
-- **no MCP**: the built-in tools alone (the floor).
+- **no MCP**: the built-in tools alone (the floor);
+- **eager, the server adds tools mid-way**: the eager list, and at `load_at` the server's
+  `tools/list_changed` brings `loaded` new tools, which the catalog appends (the same path as a
+  live server's: agent/mcp/catalog.py `on_change` with the new list) — a removed tool would keep its
+  place, so this is the cost of any change to a server's list.
 
 Both APIs put the tool list before the messages, so a load — appended or not — re-writes the cached
 history after the tools once; appending keeps everything before it (built-in tools and the tools
@@ -100,6 +104,15 @@ def run(tools: int = 200, steps: int = 20, load_at: int = 8, loaded: int = 3, wi
     catalog.load(picked)
     loaded_specs = [ToolSpec(t.name, t.description, t.schema) for t in catalog.drain()]
     eager = [spec_of("tracker", t) for t in listing]
+    # a server whose list changes at load_at: the catalog's own answer to the new list (offered eagerly)
+    grown = McpCatalog(McpHub(servers, Path("."), SandboxPolicy()), servers, counter=counter, window=window,
+                       share=1.0)
+    grown.on_change(ServerState("tracker", "http", "ready", tools=listing))
+    grown.drain()
+    extra = [types.Tool(name=f"new_{t.name}", description=t.description, input_schema=t.input_schema)
+             for t in listing[:loaded]]
+    grown.on_change(ServerState("tracker", "http", "ready", tools=listing[loaded:] + extra))  # some gone, some new
+    added_specs = [ToolSpec(t.name, t.description, t.schema) for t in grown.drain()]
     search = catalog.search_tool
     search_spec = ToolSpec(search.name, search.description, search.schema)
     arms: dict[str, Callable[[int], list[ToolSpec]]] = {
@@ -109,6 +122,8 @@ def run(tools: int = 200, steps: int = 20, load_at: int = 8, loaded: int = 3, wi
                                                key=lambda t: t.name),
         "deferred, nothing loaded": lambda s: builtin + [search_spec],
         "no MCP": lambda s: builtin,
+        "eager, the server adds tools mid-way (list_changed)": lambda s: builtin + eager + (
+            added_specs if s >= load_at else []),
     }
     system = BASE_PROMPT.format(root="/work/repo")
     history = _history(steps)

@@ -9,6 +9,16 @@ a server whose tools would pass it is **deferred**: its tools wait in a pool, an
 context/memory/terms.py), which loads the best matches for the rest of the session. A loaded tool
 stays loaded: the session log's `system_prompt` events record every tool list, and a resumed
 session starts with the MCP tools of its last one, in the same order (`preload`).
+
+A server's `tools/list_changed` (agent/mcp/client.py) comes here as a new list. Its new tools go the
+way a server's tools go (offered and appended while they fit the share, else into the pool behind
+`search_tools`); nothing already sent moves. A tool the server no longer lists leaves the pool, but
+one the model was shown keeps its schema where it is, for the session: dropping it would rewrite
+the tool list, which both APIs put before the system prompt's cached blocks and every message — the
+whole cached prefix, at a step or at a compaction alike (a compaction rewrites only the messages and
+keeps the tools' cache) — to save the few hundred tokens of one schema. Calling it answers a clear
+error (`McpTool.run`). A tool whose schema changed keeps the schema first sent, for the same reason;
+the server validates the arguments it gets.
 """
 
 from __future__ import annotations
@@ -97,18 +107,26 @@ class McpCatalog:
 
     # -- servers arriving (the hub's thread) ------------------------------------------------------
     def on_change(self, state: ServerState) -> None:
+        """A server is ready, or listed its tools again (tools/list_changed)."""
         if state.state != "ready" or state.name not in self.servers:
             return
         tools = [self._tool(state.name, spec_of(state.name, t), t.name) for t in state.tools]
-        tokens = sum(count_tool_spec(t.spec, self.counter) for t in tools)
+        listed = {t.name for t in tools}
         with self._lock:
-            self.tokens[state.name] = tokens
-            fresh = [t for t in tools if t.name not in self._offered]
-            if self._eager_tokens + tokens <= self.budget and not self.deferred_servers:
+            first = state.name not in self.tokens
+            self.tokens[state.name] = sum(count_tool_spec(t.spec, self.counter) for t in tools)
+            for name in [n for n, t in self._pool.items() if t.server == state.name and n not in listed]:
+                del self._pool[name]  # no longer listed: search_tools never loads it
+            fresh = [t for t in tools if t.name not in self._offered and t.name not in self._pool]
+            # the first list counts whole (a resumed session offered part of it already), a later one its new tools
+            tokens = self.tokens[state.name] if first else sum(count_tool_spec(t.spec, self.counter) for t in fresh)
+            if (state.name not in self.deferred_servers and self._eager_tokens + tokens <= self.budget
+                    and (not first or not self.deferred_servers)):
                 self._eager_tokens += tokens
                 self._offer(list(fresh))
                 return
-            self.deferred_servers.append(state.name)
+            if state.name not in self.deferred_servers:
+                self.deferred_servers.append(state.name)
             self._offer([self.search_tool])
             self._pool.update({t.name: t for t in fresh})
 

@@ -8,6 +8,12 @@ an `McpStatus` event the status bar shows). A call (`call`) is submitted to the 
 from the agent's thread, watching the turn's cancel event: Ctrl+C cancels the call's task, and the
 SDK sends MCP's `notifications/cancelled` for it. Nothing here raises into the loop: a server that
 never answers `initialize`, exits, or writes garbage becomes an error answer for its tools.
+
+A server's `notifications/tools/list_changed` lists its tools again (`_relist`, a task: the handler
+runs inside the session's reader and must not wait on it) and reports the new list through
+`on_change` like the first; the catalog decides what the model sees (agent/mcp/catalog.py). A call
+answered after such a notification returns once the new list is in, so a tool that changed the
+list is seen changed from the next step.
 """
 
 from __future__ import annotations
@@ -62,6 +68,8 @@ class _Link:
         self.started = threading.Event()  # set once the state left "starting"
         self.inflight: set[asyncio.Task[Any]] = set()
         self.fault = ""  # why the in-flight calls were cut (garbage on the wire)
+        self.relist: asyncio.Task[None] | None = None  # the tools/list a list_changed notification started
+        self.relist_again = False  # another notification came while it ran
 
 
 def _first(exc: BaseException) -> BaseException:
@@ -196,6 +204,8 @@ class McpHub:
                 self._set(link, "crashed" if phase == "session" else "failed", f"{phase}: {_reason(first)}")
         finally:
             link.session = None
+            if link.relist is not None:
+                link.relist.cancel()
             if link.state.state in ("starting", "ready"):
                 self._set(link, "crashed", "the connection ended")
             for task in list(link.inflight):
@@ -221,8 +231,31 @@ class McpHub:
             task.cancel()
         scope.cancel()
 
+    async def _relist(self, link: _Link) -> None:
+        """The server's tools again, after it said they changed (again while notifications come)."""
+        while link.session is not None:
+            link.relist_again = False
+            try:
+                with anyio.fail_after(link.config.startup_timeout):
+                    tools = await self._list_tools(link.session)
+            except Exception as exc:  # the old list stays; the next call tells whether the server is well
+                with self._lock:
+                    link.state.error = f"tools/list after tools/list_changed: {_reason(exc)}"
+                return
+            if link.state.state != "ready":
+                return
+            self._set(link, "ready", tools=[t for t in tools if link.config.keeps(t.name)])
+            if not link.relist_again:
+                return
+
     def _handler(self, link: _Link) -> Any:  # the SDK's MessageHandlerFnT
         async def handle(message: Any) -> None:
+            if isinstance(message, types.ToolListChangedNotification):
+                if link.relist is not None and not link.relist.done():
+                    link.relist_again = True
+                else:
+                    link.relist = asyncio.get_running_loop().create_task(self._relist(link))
+                return
             if isinstance(message, Exception):  # the transport read garbage, or an oversized answer without an id
                 link.fault = f"server {link.name} answered something unreadable: {_reason(message)}"
                 for task in list(link.inflight):
@@ -236,7 +269,11 @@ class McpHub:
         link.inflight.add(task)
         link.fault = ""
         try:
-            return CallOutcome(await link.session.call_tool(tool, args, read_timeout_seconds=timeout))
+            result = await link.session.call_tool(tool, args, read_timeout_seconds=timeout)
+            relist = link.relist  # the call changed the tool list: its answer waits for the new list
+            if relist is not None and not relist.done():
+                await asyncio.wait({relist}, timeout=link.config.startup_timeout)
+            return CallOutcome(result)
         except asyncio.CancelledError:
             if link.fault:
                 return CallOutcome(error=link.fault)

@@ -68,6 +68,13 @@ class McpTool:
     def run(self, args: Any, ctx: ToolContext) -> ToolResult:
         if not isinstance(args, dict):
             return ToolResult(f"error: arguments must be a JSON object, got {type(args).__name__}", is_error=True)
+        state = self.hub.state_of(self.server)
+        if state is not None and state.state == "ready" and not any(
+                tool_name(self.server, t.name) == self.name for t in state.tools):
+            # its schema stays in the list (agent/mcp/catalog.py says why); the server is not asked
+            return ToolResult(f"error: {self.name}: the MCP server {self.server!r} does not offer this tool any more "
+                              "(it is not in the server's current tool list); do not call it again",
+                              is_error=True, meta={"mcp": {"server": self.server, "tool": self.remote}})
         outcome = self.hub.call(self.server, self._remote_name(), args, ctx.cancel)
         if outcome.result is None:
             return ToolResult(f"error: {self.name}: {outcome.error}", is_error=True,

@@ -7,13 +7,17 @@
   one is skipped as it streams by, never held, and the request it answered gets an error instead.
 - Streamable HTTP: the SDK's `streamable_http_client` over an httpx client with the configured
   headers and the bearer token read from its environment variable at connect time (never stored on
-  the config or logged); SSE events are capped at the same size, and a JSON response announcing a
-  larger body is refused before it is read.
+  the config or logged); SSE events are capped at the same size, a JSON response announcing a larger
+  body is refused before it is read, and one that announces no size (chunked) is read through
+  `CappedStream`, which gives up at the same size — an endless body is never held. Answers are asked
+  for uncompressed (`Accept-Encoding: identity`): a compressed JSON body could inflate past any cap
+  of its compressed bytes, so one that comes compressed anyway is refused unread.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import shlex
@@ -23,12 +27,18 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import httpx2
 import mcp_types as types
 from anyio.abc import Process
 from ctxagent.agent.mcp.config import McpServerConfig
 from ctxagent.context.errors import ConfigError
 from ctxagent.tools.sandbox import SandboxPolicy, prepare_launch
 from mcp.shared.message import SessionMessage
+
+# The SDK logs what it turns into an error answer (a refused body: a traceback at ERROR); with no
+# handler configured, Python would print it on stderr, over the app's screen. The error reaches the
+# model and /mcp; a front end that configures logging (`ctxagent acp`) still gets the records.
+logging.getLogger("mcp").addHandler(logging.NullHandler())
 
 MAX_MESSAGE_BYTES = 32 * 1024 * 1024  # past a 10 MB result (spilled), short of holding anything unbounded
 _ID = re.compile(rb'"id"\s*:\s*("(?:[^"\\]|\\.){0,200}"|-?\d{1,20})')
@@ -161,20 +171,53 @@ def http_headers(cfg: McpServerConfig, environ: dict[str, str] | None = None) ->
     return headers
 
 
+class Refused(httpx2.StreamError):
+    """A response body not read (too large, compressed). A StreamError: the SDK answers the request
+    it was for with an error and the session goes on (any other exception would end the transport)."""
+
+
+class CappedStream(httpx2.AsyncByteStream):
+    """A response body read up to `MAX_MESSAGE_BYTES`: past it, the read fails with `too_large` and
+    the connection is closed (for a body that does not say its size). `refuse`: fail at once."""
+
+    def __init__(self, inner: Any, limit: int = MAX_MESSAGE_BYTES, refuse: str = ""):
+        self.inner, self.limit, self.refuse = inner, limit, refuse
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        if self.refuse:
+            raise Refused(self.refuse)
+        seen = 0
+        async for chunk in self.inner:
+            seen += len(chunk)
+            if seen > self.limit:
+                raise Refused(too_large(seen))
+            yield chunk
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
 @asynccontextmanager
 async def http_streams(cfg: McpServerConfig) -> AsyncIterator[tuple[Any, Any, Process | None]]:
-    import httpx2
     from mcp.client.streamable_http import streamable_http_client
     from mcp.shared._httpx_utils import create_mcp_http_client
 
     assert cfg.url
 
     async def refuse_large(response: httpx2.Response) -> None:
-        length = response.headers.get("content-length")
-        if length and length.isdigit() and int(length) > MAX_MESSAGE_BYTES:
-            raise ValueError(too_large(int(length)))
+        if response.headers.get("content-type", "").lower().startswith("text/event-stream"):
+            return  # each event is capped by the SDK's reader (max_sse_event_size), a stream may run long
+        encoding = response.headers.get("content-encoding", "identity").strip().lower()
+        length = response.headers.get("content-length") or ""
+        refuse = ""
+        if encoding not in ("", "identity"):
+            refuse = f"the server compressed its answer ({encoding[:40]}) though asked not to; it was not read"
+        elif length.isdigit() and int(length) > MAX_MESSAGE_BYTES:
+            refuse = too_large(int(length))
+        # a chunked body says no length: it is read capped all the same
+        response.stream = CappedStream(response.stream, refuse=refuse)
 
-    client = create_mcp_http_client(headers=http_headers(cfg),
+    client = create_mcp_http_client(headers={"Accept-Encoding": "identity", **http_headers(cfg)},
                                     timeout=httpx2.Timeout(cfg.startup_timeout, read=max(cfg.tool_timeout, 30.0)))
     client.event_hooks["response"].append(refuse_large)
     async with client, streamable_http_client(cfg.url, http_client=client, max_sse_event_size=MAX_MESSAGE_BYTES) as (r, w):

@@ -42,7 +42,7 @@ _ENTRY_CHARS = 64  # what a memo entry without text is charged
 def event_tokens(ev: Event, counter: TokenCounter) -> int:
     """What an event costs verbatim (spilled results count their full original size)."""
     if ev.kind == "user":
-        return MESSAGE_OVERHEAD + counter.count(ev.user.text)
+        return MESSAGE_OVERHEAD + counter.count(ev.user.sent_text)
     if ev.kind == "assistant":
         step = ev.assistant
         args = sum(counter.count(json.dumps(c.arguments, ensure_ascii=False, sort_keys=True)) for c in step.tool_calls)

@@ -79,7 +79,7 @@ def _render_assistant(it: Event, counter: TokenCounter) -> tuple[Message, int] |
 
 
 def _render_user(it: Event, counter: TokenCounter) -> tuple[Message, int]:
-    msg = Message(role="user", content=it.user.text, event_id=it.id)
+    msg = Message(role="user", content=it.user.sent_text, event_id=it.id)
     return msg, count_message(msg, counter)
 
 

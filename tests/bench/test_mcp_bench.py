@@ -14,6 +14,10 @@ def test_deferral_sends_a_fraction_and_costs_less_than_eager() -> None:
     assert rows["no MCP"]["cost"] < rows["deferred, nothing loaded"]["cost"] < rows["deferred"]["cost"] < rows["eager"]["cost"]
     assert rows["deferred, re-sorted"]["cost"] > rows["deferred"]["cost"]  # appending keeps more of the prefix
     assert "| eager |" in table(result)
+    # a server's list_changed: the new tools appended through the catalog, the eager prefix kept cached
+    changed = rows["eager, the server adds tools mid-way (list_changed)"]
+    assert rows["eager"]["cost"] < changed["cost"] < rows["eager"]["cost"] * 1.2
+    assert changed["cache_read_share"] > 0.85
 
 
 def test_a_small_server_is_not_deferred() -> None:

@@ -142,3 +142,72 @@ def test_the_readme_template_example_expands(repo: Path) -> None:
     cmd = find_command(load_commands(repo).commands, "review")
     assert cmd is not None and cmd.description == "Review a file for bugs" and cmd.argument_hint == "FILE [focus]"
     assert expand(cmd, 'calc.py "off by one"').startswith("Review @calc.py for bugs, focusing on off by one.")
+
+
+GEMINI = '''description = "Explain a file 解释文件"
+prompt = """
+Explain @{calc.py} to a newcomer. Focus: {{args}}
+"""
+'''
+
+
+def test_toml_commands_in_both_folders_in_gemini_clis_shape(repo: Path) -> None:
+    project_command(repo, "explain", "unused").unlink()  # the project folder exists
+    (repo / ".ctxagent" / "commands" / "explain.toml").write_text(GEMINI, encoding="utf-8")
+    folder = user_config_dir() / "commands"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "总结.toml").write_text('prompt = "用三句话总结这个仓库。"\n', encoding="utf-8")
+    (folder / "dollar.toml").write_text('prompt = "kept as typed: $ARGUMENTS $1 !{rm -rf .}"\n', encoding="utf-8")
+    loaded = load_commands(repo)
+    assert [(c.scope, c.name, c.syntax) for c in loaded.commands] == [
+        ("project", "explain", "toml"), ("user", "dollar", "toml"), ("user", "总结", "toml")]
+    assert loaded.problems == []
+    explain = find_command(loaded.commands, "explain")
+    assert explain is not None and explain.description == "Explain a file 解释文件"
+    assert expand(explain, "the sign bug") == "Explain @calc.py to a newcomer. Focus: the sign bug"
+    assert expand(explain, "") == "Explain @calc.py to a newcomer. Focus:"
+    summary = find_command(loaded.commands, "总结")
+    assert summary is not None and expand(summary, "简短") == "用三句话总结这个仓库。\n\n简短"  # no {{args}}: appended
+    assert expand(summary, "") == "用三句话总结这个仓库。"
+    dollar = find_command(loaded.commands, "dollar")
+    assert dollar is not None  # the .md placeholders mean nothing in a .toml, and !{…} is never run
+    assert expand(dollar, "x") == "kept as typed: $ARGUMENTS $1 !{rm -rf .}\n\nx"
+
+
+def test_bad_toml_commands_are_skipped_and_said(repo: Path) -> None:
+    folder = project_command(repo, "dup", "the markdown one $ARGUMENTS").parent
+    (folder / "dup.toml").write_text('prompt = "the toml one"\n')
+    (folder / "broken.toml").write_text('prompt = "unclosed\n')
+    (folder / "noprompt.toml").write_text('description = "no prompt"\n')
+    (folder / "wrongtype.toml").write_text('prompt = "p"\ndescription = 3\n')
+    (folder / "config.toml.bak").write_text("x")
+    loaded = load_commands(repo)
+    assert [(c.name, c.syntax) for c in loaded.commands] == [("dup", "md")]
+    said = "\n".join(loaded.problems)
+    assert "dup.toml: dup.md defines /dup too" in said and "broken.toml: not valid TOML" in said
+    assert "noprompt.toml: a .toml command needs a `prompt` string" in said
+    assert "wrongtype.toml: `description` must be a string" in said and "bak" not in said
+
+
+def test_a_toml_command_attaches_its_mentions_through_the_loop(make_agent, work_repo: Path) -> None:  # type: ignore[no-untyped-def]
+    folder = work_repo / ".ctxagent" / "commands"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "look.toml").write_text('prompt = "Read @{notes.txt} and say {{args}}."\n', encoding="utf-8")
+    agent, _, provider = make_agent([{"text": "it holds alpha"}])
+    found = expand_prompt(work_repo, "/look what it holds")
+    assert found is not None and found[1] == "Read @notes.txt and say what it holds."
+    assert agent.run_turn(found[1]).stop_reason == "end_turn"
+    assert [e.tool_result.name for e in agent.session.log.of_kind("tool_result")] == ["read_file"]
+    assert "alpha" in json.dumps(provider.requests[-1]["messages"], ensure_ascii=False)
+
+
+def test_the_readme_toml_command_example_expands(repo: Path) -> None:
+    import re
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    block = next(b for b in re.findall(r"```toml\n(.*?)```", readme, re.S) if "commands/explain.toml" in b)
+    folder = project_command(repo, "x", "x").parent
+    (folder / "explain.toml").write_text(block, encoding="utf-8")
+    cmd = find_command(load_commands(repo).commands, "explain")
+    assert cmd is not None and cmd.syntax == "toml" and cmd.description == "Explain a file to a newcomer"
+    assert expand(cmd, "the sign") == "Explain @calc.py to a newcomer. Focus: the sign"

@@ -93,7 +93,7 @@ async def test_registration_help_completion_and_confirmation(tmp_path: Path) -> 
 
 
 async def test_a_template_written_mid_session_is_found(tmp_path: Path) -> None:
-    session = make_session(tmp_path, [{"text": "ok"}])
+    session = make_session(tmp_path, [{"text": "ok"}, {"text": "gem ok"}])
     app = CtxApp(session, create_agent)
     async with app.run_test(size=(100, 30)) as pilot:
         screen = await ready(pilot, app)
@@ -102,6 +102,12 @@ async def test_a_template_written_mid_session_is_found(tmp_path: Path) -> None:
         (user_config_dir() / "commands" / "late.md").write_text("late one", encoding="utf-8")
         await send(pilot, app, "/late")
         assert session.log.of_kind("user")[0].user.text == "late one" and not screen.busy
+        # Gemini CLI's shape, beside the .md ones: completed, listed, expanded
+        (user_config_dir() / "commands" / "gem.toml").write_text(
+            'description = "Gemini shape"\nprompt = "gem: {{args}}"\n', encoding="utf-8")
+        await send(pilot, app, "/gem 你好")
+        assert session.log.of_kind("user")[-1].user.text == "gem: 你好" and not screen.busy
+        assert complete("/ge") == ["/gem"] and "Gemini shape (yours: gem.toml)" in help_text()
 
 
 def test_help_cells_from_a_file_cannot_break_the_table(tmp_path: Path) -> None:

@@ -18,18 +18,21 @@ from ctxagent.tools.sandbox import SandboxPolicy
 SERVER = str(Path(__file__).with_name("fixture_server.py"))
 
 
-def stdio_server(mode: str = "stdio", *, tools: int = 0, **kw: Any) -> McpServerConfig:
-    return McpServerConfig(command=sys.executable, args=[SERVER, mode, *(["--tools", str(tools)] if tools else [])], **kw)
+def stdio_server(mode: str = "stdio", *, tools: int = 0, evolve: bool = False, **kw: Any) -> McpServerConfig:
+    args = [SERVER, mode, *(["--tools", str(tools)] if tools else []), *(["--evolve"] if evolve else [])]
+    return McpServerConfig(command=sys.executable, args=args, **kw)
 
 
 @pytest.fixture
 def http_server(tmp_path: Path) -> Iterator[Callable[..., str]]:
-    """Start the fixture server over Streamable HTTP on 127.0.0.1; returns its URL."""
+    """Start the fixture server over Streamable HTTP on 127.0.0.1 (`mode` "chunked": the hand-written
+    endless one); returns its URL."""
     procs: list[subprocess.Popen[bytes]] = []
 
-    def start(tools: int = 0) -> str:
+    def start(tools: int = 0, mode: str = "http", evolve: bool = False) -> str:
         port_file = tmp_path / f"port{len(procs)}"
-        proc = subprocess.Popen([sys.executable, SERVER, "http", str(port_file), "--tools", str(tools)],
+        proc = subprocess.Popen([sys.executable, SERVER, mode, str(port_file), "--tools", str(tools),
+                                 *(["--evolve"] if evolve else [])],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         procs.append(proc)
         deadline = time.monotonic() + 30

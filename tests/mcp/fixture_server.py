@@ -1,9 +1,14 @@
 """Real MCP servers for the tests, built with the SDK's MCPServer (FastMCP's v2 name), plus raw faulty ones.
 
-    python fixture_server.py stdio [--tools N]            3 tools (+ N generated ones), over stdio
+    python fixture_server.py stdio [--tools N] [--evolve] 3 tools (+ N generated ones), over stdio; --evolve adds
+                                                          `evolve`, which adds and removes tools mid-session
+                                                          and sends notifications/tools/list_changed
     python fixture_server.py http PORT_FILE [--tools N]   the same over Streamable HTTP on 127.0.0.1
     python fixture_server.py silent                       reads stdin, never answers `initialize`
     python fixture_server.py garbage                      answers initialize and tools/list, then writes garbage
+    python fixture_server.py chunked PORT_FILE            Streamable HTTP by hand: a call's answer is a chunked
+                                                          body without Content-Length that never ends; the bytes
+                                                          it got out before the client hung up go to PORT_FILE.sent
 """
 
 from __future__ import annotations
@@ -25,11 +30,27 @@ TOPICS = [
 ]
 
 
-def build(extra: int):
+def build(extra: int, evolve: bool = False):
+    global Context  # the annotations are strings (__future__), read in this module's globals
     import mcp_types as types
-    from mcp.server.mcpserver import MCPServer
+    from mcp.server.mcpserver import Context, MCPServer
 
     server = MCPServer("fixture")
+
+    if evolve:
+        def added(name: str):
+            def tool(query: str) -> str:
+                return f"{name} answers {query}"
+            return tool
+
+        @server.tool(description="Add the tools named in `add`, remove those named in `remove`, and say so.")
+        async def evolve(ctx: Context, add: list[str] | None = None, remove: list[str] | None = None) -> str:
+            for name in add or []:
+                server.tool(name=name, description=f"A tool added mid-session: {name}. 中途加入的工具。")(added(name))
+            for name in remove or []:
+                server.remove_tool(name)
+            await ctx.session.send_tool_list_changed()  # notifications/tools/list_changed
+            return f"added {add or []}, removed {remove or []}"
 
     @server.tool(description="Echo the text back, reversed. 把文字倒过来。")
     def reverse(text: str) -> str:
@@ -105,6 +126,91 @@ def garbage() -> None:
         sys.stdout.flush()
 
 
+def chunked(port_file: str) -> None:
+    """A raw HTTP/1.1 MCP endpoint: JSON answers for initialize and tools/list, and for tools/call a
+    JSON body streamed in chunks, without Content-Length, for as long as the client reads (up to 1 GB)."""
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+        def _reply(self, status: int, body: bytes = b"", kind: str = "application/json") -> None:
+            self.send_response(status)
+            self.send_header("Content-Type", kind)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def do_GET(self) -> None:  # no server-to-client stream
+            self._reply(405)
+
+        def do_DELETE(self) -> None:
+            self._reply(200)
+
+        def do_POST(self) -> None:
+            msg = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            if "id" not in msg:
+                self._reply(202)
+                return
+            if msg["method"] == "initialize":
+                result = {"protocolVersion": msg["params"]["protocolVersion"], "capabilities": {"tools": {}},
+                          "serverInfo": {"name": "chunked", "version": "1"}}
+            elif msg["method"] == "tools/list":
+                result = {"tools": [{"name": "endless", "description": "an answer that never ends",
+                                     "inputSchema": {"type": "object"}},
+                                    {"name": "zipped", "description": "a gzip answer, asked for identity",
+                                     "inputSchema": {"type": "object"}},
+                                    {"name": "small", "description": "a chunked answer that ends",
+                                     "inputSchema": {"type": "object"}}]}
+            elif msg["params"]["name"] == "zipped":
+                import gzip
+
+                body = gzip.compress(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": {
+                    "content": [{"type": "text", "text": "0" * 50_000_000}]}}).encode())
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Encoding", "gzip")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+                return
+            elif msg["params"]["name"] == "small":
+                return self._endless(msg["id"], pieces=2)
+            else:
+                return self._endless(msg["id"])
+            self._reply(200, json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": result}).encode())
+
+        def _endless(self, rid: object, pieces: int = 16384) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            sent = 0
+            head = json.dumps({"jsonrpc": "2.0", "id": rid, "result": {"content": [{"type": "text", "text": ""}]}})
+            first = head[: head.rindex('""') + 1].encode()
+            piece = b"x" * 65536
+            try:
+                for chunk in [first] + [piece] * pieces + [b'"}]}}']:  # 1 GB at most
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+                    sent += len(chunk)
+                self.wfile.write(b"0\r\n\r\n")
+            except OSError:
+                pass
+            finally:
+                with open(port_file + ".sent", "w") as fh:
+                    fh.write(str(sent))
+                self.close_connection = True
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    with open(port_file + ".tmp", "w") as fh:
+        fh.write(str(server.server_address[1]))
+    os.replace(port_file + ".tmp", port_file)
+    server.serve_forever()
+
+
 def main() -> None:
     mode = sys.argv[1]
     extra = int(sys.argv[sys.argv.index("--tools") + 1]) if "--tools" in sys.argv else 0
@@ -112,7 +218,9 @@ def main() -> None:
         return silent()
     if mode == "garbage":
         return garbage()
-    server = build(extra)
+    if mode == "chunked":
+        return chunked(sys.argv[2])
+    server = build(extra, "--evolve" in sys.argv)
     if mode == "stdio":
         server.run("stdio")
         return

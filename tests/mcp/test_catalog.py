@@ -63,3 +63,31 @@ def test_exact_names_load_those_tools() -> None:
     cat.on_change(ServerState("big", "stdio", "ready", tools=_tools(30)))
     assert [t.name for t in cat.search("mcp__big__deploy_t5 mcp__big__refund_t7")] == ["mcp__big__deploy_t5",
                                                                                        "mcp__big__refund_t7"]
+
+
+def test_a_new_list_appends_its_new_tools_and_keeps_the_ones_sent() -> None:
+    cat = _catalog(200_000, "a")
+    tools = _tools(3)
+    cat.on_change(ServerState("a", "stdio", "ready", tools=tools))
+    first = [t.name for t in cat.drain()]
+    extra = types.Tool(name="lookup", description="Look a word up. 查词。", input_schema={"type": "object"})
+    cat.on_change(ServerState("a", "stdio", "ready", tools=[tools[0], tools[2], extra]))  # tools[1] removed
+    assert [t.name for t in cat.drain()] == ["mcp__a__lookup"]  # only the new one, appended
+    assert first == ["mcp__a__weather_t0", "mcp__a__refund_t1", "mcp__a__deploy_t2"]
+    cat.on_change(ServerState("a", "stdio", "ready", tools=[tools[0], extra]))
+    assert cat.drain() == [] and cat.deferred_servers == []  # nothing new: nothing offered, nothing moves
+
+
+def test_a_new_list_past_the_share_waits_behind_search_tools_and_gone_ones_leave_the_pool() -> None:
+    cat = _catalog(20_000, "a", "big")
+    cat.on_change(ServerState("a", "stdio", "ready", tools=_tools(2, "s")))
+    cat.on_change(ServerState("big", "stdio", "ready", tools=_tools(60, "b")))
+    assert [t.name for t in cat.drain()] == ["mcp__a__weather_s0", "mcp__a__refund_s1", SEARCH_TOOL]
+    # the small server grows past the share: its new tools wait too
+    cat.on_change(ServerState("a", "stdio", "ready", tools=_tools(2, "s") + _tools(200, "n")))
+    assert cat.drain() == [] and cat.deferred_servers == ["big", "a"]
+    assert [t.name for t in cat.search("mcp__a__refund_n4")] == ["mcp__a__refund_n4"]
+    # the big server drops half its tools: search_tools no longer finds them
+    cat.on_change(ServerState("big", "stdio", "ready", tools=_tools(30, "b")))
+    assert "mcp__big__deploy_b50" not in {t.name for t in cat.search("mcp__big__deploy_b50", 20)}
+    assert [t.name for t in cat.search("mcp__big__deploy_b5")] == ["mcp__big__deploy_b5"]

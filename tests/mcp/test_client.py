@@ -125,3 +125,44 @@ def test_cancel_sends_the_cancel_notification(hub_of, tmp_path: Path) -> None:
         time.sleep(0.05)
     assert marker.read_text() == "cancelled"  # the server's handler was cancelled: it got notifications/cancelled
     assert _text(hub, "fx", "reverse", {"text": "ok"}) == "ko"
+
+
+def test_a_chunked_answer_without_content_length_is_capped(hub_of, http_server, tmp_path: Path) -> None:
+    import resource
+
+    url = http_server(mode="chunked")  # a hand-written endpoint: its tools/call body is chunked and never ends
+    sent = tmp_path / "port0.sent"
+    hub = hub_of({"c": McpServerConfig(url=url, tool_timeout=120)})
+    hub.wait_started()
+    assert hub.states()[0].state == "ready", hub.states()[0].error
+    assert _text(hub, "c", "small", {}) == "x" * 2 * 65536  # a chunked answer that ends is read whole
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    outcome = hub.call("c", "endless", {})
+    assert outcome.result is None and "larger than 32 MB" in outcome.error and "not read" in outcome.error
+    deadline = time.monotonic() + 30
+    while not sent.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    # the client hung up at the cap: the server got out 32 MB and what the sockets' buffers held, not 1 GB
+    assert MAX_MESSAGE_BYTES < int(sent.read_text()) < MAX_MESSAGE_BYTES + 32 * 1024 * 1024
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 - peak < 256 * 1024 * 1024
+    # a gzip body (asked for identity) could inflate past any cap of its bytes: refused unread
+    zipped = hub.call("c", "zipped", {})
+    assert zipped.result is None and "compressed its answer (gzip)" in zipped.error
+    assert hub.states()[0].state == "ready"  # the session goes on
+    assert _text(hub, "c", "small", {}) == "x" * 2 * 65536
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+def test_tools_list_changed_lists_the_tools_again(hub_of, http_server, transport: str) -> None:
+    changes: list[ServerState] = []
+    cfg = stdio_server(sandbox=False, evolve=True) if transport == "stdio" else McpServerConfig(
+        url=http_server(evolve=True))
+    hub = hub_of({"fx": cfg}, on_change=changes.append)
+    hub.wait_started()
+    assert "evolve" in {t.name for t in hub.states()[0].tools}
+    said = _text(hub, "fx", "evolve", {"add": ["lookup_zip", "查询"], "remove": ["blob"]})
+    assert "added" in said
+    names = {t.name for t in hub.states()[0].tools}  # the call returned after the new list was in
+    assert {"lookup_zip", "查询"} <= names and "blob" not in names
+    assert [c.state for c in changes] == ["ready", "ready"] and hub.states()[0].error == ""
+    assert _text(hub, "fx", "lookup_zip", {"query": "10115"}) == "lookup_zip answers 10115"

@@ -204,3 +204,31 @@ def test_the_bearer_token_never_reaches_the_log_or_the_model(repo: Path, scripte
     assert token not in log and "WEB_TOKEN" not in out.stdout + out.stderr
     shown = run_ctxagent(repo, "config", env={"WEB_TOKEN": token})
     assert token not in shown.stdout
+
+
+def test_a_server_that_changes_its_tools_mid_session_keeps_the_prefix(repo: Path, scripted) -> None:
+    user_config(_stdio("fx", "--evolve", more="sandbox = false"))
+    srv = scripted([
+        {"tool_calls": [{"name": "mcp__fx__evolve", "arguments": {"add": ["lookup_zip"], "remove": ["blob"]}}]},
+        {"tool_calls": [{"name": "mcp__fx__lookup_zip", "arguments": {"query": "10115 柏林"}},
+                        {"name": "mcp__fx__blob", "arguments": {"size": 3}}]},
+        {"text": "done"},
+    ])
+    out = run_ctxagent(repo, "-p", "evolve", "--model", MODEL, "--base-url", srv.url, "--yes", "--output", "json")
+    assert out.returncode == 0, out.stderr
+    b1, b2, b3 = srv.bodies()
+    n1, n2 = [t["name"] for t in b1["tools"]], [t["name"] for t in b2["tools"]]
+    assert "mcp__fx__blob" in n1 and "mcp__fx__lookup_zip" not in n1
+    assert n2 == [*n1, "mcp__fx__lookup_zip"]  # the new tool appended; the removed one kept where it was
+    assert [t["name"] for t in b3["tools"]] == n2
+    for before, after in ((b1, b2), (b2, b3)):  # what was sent stays byte-identical
+        strip = [{k: v for k, v in t.items() if k != "cache_control"} for t in before["tools"]]
+        assert [{k: v for k, v in t.items() if k != "cache_control"} for t in after["tools"][:len(strip)]] == strip
+        assert json.dumps(after["system"]) == json.dumps(before["system"])
+    found, gone = _tool_results(b3)[-2:]
+    assert _result_text(found) == "lookup_zip answers 10115 柏林" and not found.get("is_error")
+    assert gone["is_error"] is True and "does not offer this tool any more" in _result_text(gone)
+    session = json.loads(out.stdout.strip().splitlines()[-1])["session"]
+    for step in (1, 2, 3):
+        check = run_ctxagent(repo, "inspect", session, "--step", str(step))
+        assert check.returncode == 0 and "identical" in check.stdout, check.stdout + check.stderr
