@@ -82,6 +82,7 @@ _EXPORTS = {
     "call_cost": "ctxagent.agent.providers.pricing",
     "model_calls": "ctxagent.agent.providers.pricing",
     "session_cost": "ctxagent.agent.providers.pricing",
+    "relief_lines": "ctxagent.agent.providers.pricing",
     "model_info": "ctxagent.agent.providers.registry",
     "parse_model_name": "ctxagent.agent.providers.registry",
     # the command line, set-up help and the demo
@@ -159,6 +160,7 @@ if TYPE_CHECKING:
         SessionCost as SessionCost,
         call_cost as call_cost,
         model_calls as model_calls,
+        relief_lines as relief_lines,
         session_cost as session_cost,
     )
     from ctxagent.agent.providers.registry import (

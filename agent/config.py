@@ -31,6 +31,7 @@ from ctxagent.context.errors import ConfigError, ToolError
 from ctxagent.context.floor.beneath import read_small
 from ctxagent.context.floor.state_paths import check_state_dir, project_state_dir, user_config_dir
 from ctxagent.context.monitor import DEFAULT_THRESHOLDS
+from ctxagent.context.prompt_cache import CACHE_TTLS
 from ctxagent.context.strategies import STRATEGIES
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -54,6 +55,7 @@ PermissionMode = Literal[PERMISSION_MODES]  # type: ignore[valid-type]
 Strategy = Literal[STRATEGIES]  # type: ignore[valid-type]
 SandboxMode = Literal[SANDBOX_MODES]  # type: ignore[valid-type]
 HookEvent = Literal[HOOK_EVENTS]  # type: ignore[valid-type]
+CacheTtl = Literal[CACHE_TTLS]  # type: ignore[valid-type]
 
 
 class HookSpec(BaseModel):
@@ -96,6 +98,8 @@ class Config(BaseModel):
     auto_compact: bool = False
     subagent_model: str | None = None  # the `task` tool's default model; None: the session's, "cheaper": its cheaper sibling
     task_state_share: Fraction = TASK_STATE_SHARE  # of the window at most for the verbatim task state
+    # Anthropic's prompt-cache TTL: "5m" (its default) or "1h" (sent as cache_control ttl; writes cost 2×, not 1.25×)
+    cache_ttl: CacheTtl = "5m"
     summary_model: str | None = None  # None: a cheaper sibling of the main model; "none": extractive only
     test_command: str | None = None
     shell_timeout: Annotated[int, Field(ge=1)] = 120

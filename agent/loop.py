@@ -48,6 +48,7 @@ from ctxagent.context.builder.step import record_system_prompt
 from ctxagent.context.events import ErrorData, ToolResultData, UserData
 from ctxagent.context.history import Event, SessionLog
 from ctxagent.context.monitor import usage_text
+from ctxagent.context.prompt_cache import rules_for
 from ctxagent.context.report import ContextReport
 from ctxagent.tools.contract import BudgetStatus
 
@@ -269,10 +270,12 @@ class Agent:
         """What context_status shows: the last build and the log's state, without building again."""
         build = self.steps.last_build
         cold = self.steps.cache.log_state(list(self.log.events)).cold
+        ttl_s = rules_for(self.parts.model_label, self.session.config.cache_ttl).ttl_s
         return BudgetStatus(
             report=build.report if build is not None else self.last_report,
             pruned_ids=tuple(build.pruned_ids) if build else (), spilled_ids=tuple(build.spilled_ids) if build else (),
-            masked=tuple((a, b) for a, b in build.masked) if build else (), cold=cold.cold,
+            masked=tuple((a, b) for a, b in build.masked) if build else (), cold=cold.cold(ttl_s),
+            cache_ttl_s=ttl_s,
             last_model=cold.last_model, model=self.parts.model_label, compaction_requested=self.compaction_request,
         )
 

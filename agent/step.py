@@ -39,7 +39,7 @@ from ctxagent.context.builder.step import (
 from ctxagent.context.errors import ContextLengthError, ContextOverflowError, ProviderError
 from ctxagent.context.events import AssistantData, ErrorData
 from ctxagent.context.report import ContextReport
-from ctxagent.context.request import ToolCall, Usage
+from ctxagent.context.request import Request, ToolCall, Usage
 
 if TYPE_CHECKING:
     from ctxagent.agent.hooks import Hooks
@@ -71,6 +71,7 @@ class StepRunner:
         # the last request built (sent, or only previewed after /compact, /rewind, a resume): /context shows it
         self.last_build: BuildResult | None = None
         self.last_build_sent = False
+        self.last_sent: Request | None = None  # the last request recorded as sent: a relief since is priced against it
 
     @property
     def step(self) -> int:
@@ -85,6 +86,7 @@ class StepRunner:
             model=parts.model_label, strategy=cfg.strategy, protect_turns=cfg.protect_turns,
             thresholds=(cfg.compress_at, cfg.new_session_at), tokenizer=parts.tokenizer, warm=parts.warm,
             summarize=parts.summarize, cache=self.cache, task_state_share=cfg.task_state_share,
+            cache_ttl=cfg.cache_ttl,
         )
 
     def build(self, step: int, turn: int, ratio: float, *, allow_compaction: bool = True) -> BuildResult:
@@ -130,7 +132,8 @@ class StepRunner:
         if result.compactions and self.hooks:
             self.hooks.pre_compact("builder", None, turn)
         recorded = record_step(self.session.log, self.setup(), result, calibration_ratio=ratio,
-                               body=self.parts.provider.body)
+                               body=self.parts.provider.body, previous=self.last_sent)
+        self.last_sent = result.request
         for ev in recorded.compactions:
             self.journal.ingest([ev])
             self.journal.emit(compaction_done(self.session.log, ev.compaction, 0, result.report.total))

@@ -26,6 +26,9 @@ _EXPORTS = {
     "RebuiltStep": "ctxagent.context.builder.rebuild",
     "rebuild_step": "ctxagent.context.builder.rebuild",
     "record_system_prompt": "ctxagent.context.builder.step",
+    # the price of a relief: its prompt-cache effect, logged in the step's report
+    "ReliefPrice": "ctxagent.context.builder.relief_price",
+    "relief_label": "ctxagent.context.builder.relief_price",
     "STRATEGIES": "ctxagent.context.strategies",
     # the session log and its view
     "Event": "ctxagent.context.history",
@@ -101,6 +104,10 @@ if TYPE_CHECKING:
     from ctxagent.context.builder.rebuild import (
         RebuiltStep as RebuiltStep,
         rebuild_step as rebuild_step,
+    )
+    from ctxagent.context.builder.relief_price import (
+        ReliefPrice as ReliefPrice,
+        relief_label as relief_label,
     )
     from ctxagent.context.builder.step import (
         RecordedStep as RecordedStep,

@@ -274,6 +274,7 @@ class BuildParams(_Model):
     thresholds: tuple[float, float] = (0.75, 0.90)
     tokenizer: str = "o200k_base"
     task_state_share: float = TASK_STATE_SHARE  # a log written before it was recorded: the default then
+    cache_ttl: str = "5m"  # the prompt cache's TTL option (context/prompt_cache.py): where relief is free
 
 
 class ContextReportData(Payload):

@@ -44,6 +44,9 @@ class ContextReport:
     # schema tokens of the tools sent, by who offers them: "built-in", then each MCP server by name
     # (tools named mcp__<server>__<tool>), and "search_tools" when MCP tools are deferred behind it
     schema_tokens: dict[str, int] = field(default_factory=dict)
+    # the prompt-cache effect of a clear or compaction since the request sent before (builder/relief_price.py
+    # ReliefPrice.to_dict: tokens kept, dropped and re-written, cost before / after); None: no relief
+    relief_price: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

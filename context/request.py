@@ -120,6 +120,7 @@ class Request:
     # leading messages the engine keeps unchanged until its next cut (the pruned part of the history):
     # a provider with explicit cache breakpoints marks there, so a cut further on re-reads this prefix
     stable_messages: int = 0
+    cache_ttl: str = "5m"  # the prompt cache's TTL option (context/prompt_cache.py); "1h": Anthropic's 1-hour entries
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"system": self.system, "messages": [m.to_dict() for m in self.messages],
@@ -128,4 +129,6 @@ class Request:
             d["server_edits"] = [e.to_wire() for e in self.server_edits]
         if self.stable_messages:
             d["stable_messages"] = self.stable_messages
+        if self.cache_ttl != "5m":
+            d["cache_ttl"] = self.cache_ttl
         return d

@@ -19,7 +19,6 @@ from __future__ import annotations
 import time
 from datetime import UTC, datetime
 
-from ctxagent.context.builder.cache import COLD_AFTER_S
 from ctxagent.context.history import SessionLog
 from ctxagent.context.monitor import usage_text
 from ctxagent.context.report import SLICES
@@ -118,9 +117,10 @@ def _cache(status: BudgetStatus, log: SessionLog | None, now: float) -> str:
     last = messages[-1].ts
     if status.model and status.last_model and status.model != status.last_model:
         return f"Prompt cache: cold — the next step is for {status.model}, the last one was for {status.last_model}."
-    if now - last > COLD_AFTER_S:
-        return (f"Prompt cache: cold since about {_clock(last + COLD_AFTER_S)} (nothing sent for {_n(now - last)} s; "
-                f"a cache lives about {_n(COLD_AFTER_S)} s): the next request pays its whole prompt.")
+    ttl = status.cache_ttl_s
+    if now - last > ttl:
+        return (f"Prompt cache: cold since about {_clock(last + ttl)} (nothing sent for {_n(now - last)} s; "
+                f"a cache lives about {_n(ttl)} s): the next request pays its whole prompt.")
     starts = [e.ts for e in messages if e.id in status.cold]
     since = starts[-1] if starts else messages[0].ts
     read = next((e.assistant.usage.cache_read for e in reversed(events) if e.kind == "assistant" and e.assistant.usage), 0)

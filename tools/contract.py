@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO, ClassVar, Generic, Literal, Pro
 
 from ctxagent.context.errors import CtxagentError
 from ctxagent.context.floor import bounded_json
+from ctxagent.context.prompt_cache import SHORTEST_TTL_S
 from ctxagent.context.request import ToolSpec
 from ctxagent.tools.safe_text import clean_args, clean_result
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -70,6 +71,7 @@ class BudgetStatus:
     spilled_ids: tuple[int, ...] = ()  # tool results it showed as spill previews
     masked: tuple[tuple[int, int], ...] = ()  # event ranges compaction summaries stood in for
     cold: frozenset[int] = frozenset()  # message events that met a cold prompt cache (builder/cache.py ColdTrail)
+    cache_ttl_s: float = SHORTEST_TTL_S  # how long the provider's cache keeps an entry (context/prompt_cache.py)
     last_model: str = ""  # the model of the last step
     model: str = ""  # the model of the next step
     compaction_requested: str | None = None  # a pending compact_context: its focus ("" for none)

@@ -274,6 +274,13 @@ def history_lines(events: Iterable[Event]) -> list[str]:
     return lines or ["nothing spilled, cut, summarized or rewound yet"]
 
 
+def price_lines(events: list[Event]) -> list[str]:
+    """Each clear's and compaction's cache effect (agent.relief_lines: tokens re-written, cost before → after)."""
+    from ctxagent.agent import relief_lines
+
+    return relief_lines(events) or ["no clear or compaction has changed the cached history yet"]
+
+
 def facts_line(report: ContextReport) -> Text:
     shown = 100.0 - float(report.loss_pct)
     oldest = f"turn {report.oldest_visible_turn}" if report.oldest_visible_turn else "none"
@@ -327,5 +334,8 @@ class ContextScreen(ModalScreen[None]):
             parts.append(Text("   none", style="dim"))
         parts.append(Text("\nWhat was spilled, cut, summarized or rewound", style="bold"))
         for line in history_lines(snap.events):
+            parts.append(plain(f"   {line}"))
+        parts.append(Text("\nPrompt-cache price of each cut (over the calls it served, before → after)", style="bold"))
+        for line in price_lines(snap.events):
             parts.append(plain(f"   {line}"))
         return Group(*parts)

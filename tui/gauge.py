@@ -10,7 +10,14 @@ shows usage per step of the session.
 
 from __future__ import annotations
 
-from ctxagent.context import DEFAULT_THRESHOLDS, ContextReport, advice_for, usage_text
+from ctxagent.context import (
+    DEFAULT_THRESHOLDS,
+    ContextReport,
+    ReliefPrice,
+    advice_for,
+    relief_label,
+    usage_text,
+)
 from rich.text import Text
 from textual.reactive import reactive
 from textual.widget import Widget
@@ -134,14 +141,18 @@ class UsageGauge(Widget):
     report: reactive[ContextReport | None] = reactive(None, layout=False)
     history: reactive[list[float]] = reactive(list, always_update=True)
     thresholds: reactive[tuple[float, float]] = reactive(DEFAULT_THRESHOLDS)  # the session's compress_at, new_session_at
+    relief = ""  # the newest clear's or compaction's cache price, a few characters (relief_price.relief_label)
 
     def update_report(self, report: ContextReport) -> None:
-        """Show a new build; append its usage to the per-step sparkline."""
+        """Show a new build; append its usage to the per-step sparkline; keep its relief's price label."""
         self.history = [*self.history, float(report.usage_pct)]
+        if report.relief_price:
+            self.relief = relief_label(report.step, ReliefPrice.from_dict(report.relief_price))
         self.report = report
 
     def reset(self) -> None:
         self.history = []
+        self.relief = ""
         self.report = None
 
     @property
@@ -192,5 +203,7 @@ class UsageGauge(Widget):
             n = len(report.red_flags)
             legend.append(f"⚑ {n} red flag{'' if n == 1 else 's'} ", style="bold red")
         legend.append(f"/{human_tokens(report.window)} · step {report.step}", style="dim")
+        if self.relief:
+            legend.append(f"  {self.relief}", style="#4fb3ff")
         legend.truncate(width)
         return legend

@@ -291,7 +291,8 @@ class SessionScreen(Screen[None]):
                     self.bar.show(float(ev.report.usage_pct))
             case AssistantDone():
                 model = self.status.info.model
-                self.status.add_usage(ev.usage.input_tokens, ev.usage.output_tokens, cost_usd(model, ev.usage))
+                self.status.add_usage(ev.usage.input_tokens, ev.usage.output_tokens,
+                                      cost_usd(model, ev.usage, self.session.config.cache_ttl))
             case ModelWaiting():
                 self.status.show_waiting(ev.step, ev.seconds)
             case ToolStarted():

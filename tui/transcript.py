@@ -56,11 +56,12 @@ def session_cost(events: Iterable[Event], model_label: str = "") -> SessionCost:
     return priced(events, model_label)
 
 
-def cost_usd(model_label: str, usage: Usage) -> float | None:
-    """Dollars for one call's `usage` at `model_label`'s prices; None when they are unknown."""
+def cost_usd(model_label: str, usage: Usage, cache_ttl: str = "5m") -> float | None:
+    """Dollars for one call's `usage` at `model_label`'s prices (cache writes at `cache_ttl`'s); None when
+    they are unknown."""
     from ctxagent.agent import call_cost
 
-    return call_cost(model_label, usage)
+    return call_cost(model_label, usage, cache_ttl)
 
 
 def _dollars(cost: float | None) -> str:

@@ -4,7 +4,8 @@
 
 Each strategy's consecutive requests are split into blocks (system, tool schemas, each message —
 `RequestMeter.chunks`), and a simulated cache keyed by the exact prefix decides the hits. The
-parameters are per provider (`RULES`); what we assumed, and why:
+parameters are per provider (`RULES`, defined once in context/prompt_cache.py, which the product's
+builder reads too); what we assumed, and why:
 
 - **anthropic** — reads 0.1 ×, writes 1.25 × with the 5-minute TTL and 2 × with the 1-hour TTL
   (`with_ttl`): a transcript whose writes were made with the 1-hour TTL (Claude Code's
@@ -34,38 +35,17 @@ weighted by its model's input price (prices.py) — plus the summarization calls
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from ctxagent.agent.providers.anthropic_cache import stable_end_group, wire_group_ends
+from ctxagent.context.prompt_cache import RULES, CacheRules
 from ctxagent.context.request import Request
 
-
-@dataclass(frozen=True)
-class CacheRules:
-    name: str
-    read: float  # price of a cached input token, × the normal input price
-    write: float  # price of a token written to the cache
-    min_tokens: int  # shorter prefixes are never cached
-    ttl_s: float  # an entry expires this long after its last use
-    automatic: bool  # True: every prefix is cached (OpenAI, Gemini); False: only at breakpoints (Anthropic)
-    lookback: int = 20  # blocks a breakpoint looks back for an earlier entry (Anthropic)
-    granularity: int = 1  # hits are rounded down to a multiple of this many tokens (OpenAI: 128)
-    write_1h: float | None = None  # price of a write with the 1-hour TTL (Anthropic: 2 ×); None: no such option
-
-    def with_ttl(self, ttl: str) -> CacheRules:
-        """These rules with the 1-hour TTL ("1h": longer life, the 1-hour write price) or as they are ("5m")."""
-        if ttl != "1h" or self.write_1h is None:
-            return self
-        return replace(self, ttl_s=3600.0, write=self.write_1h)
+__all__ = ["DEFAULT_RULES", "RULES", "Account", "Bill", "Breakpoints", "CacheRules", "CacheSim", "real_cost", "reported_bill",
+           "transcript_ttl"]
 
 
-RULES: dict[str, CacheRules] = {
-    "anthropic": CacheRules("anthropic", read=0.1, write=1.25, min_tokens=1024, ttl_s=300.0, automatic=False,
-                            write_1h=2.0),
-    "openai": CacheRules("openai", read=0.1, write=1.0, min_tokens=1024, ttl_s=600.0, automatic=True, lookback=0,
-                         granularity=128),
-}
 DEFAULT_RULES = {"claude-code": "anthropic", "mini-swe-agent": "openai", "swe-agent": "openai", "openhands": "openai"}
 
 

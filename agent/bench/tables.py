@@ -40,10 +40,19 @@ def tokens_text(result: dict[str, Any], md: bool = False) -> str:
     rows = [[result["source"], result["model"], result["calls"],
              _pct(result["raw"]["median_rel_err"]), _pct(result["raw"]["p95_rel_err"]),
              _pct(result["calibrated"]["median_rel_err"]), _pct(result["calibrated"]["p95_rel_err"]),
-             _pct((result.get("fit") or {}).get("median_rel_err")), result.get("final_ratio")]]
+             _pct((result.get("held_apart") or {}).get("median_rel_err")),
+             _pct((result.get("held_apart") or {}).get("p95_rel_err")),
+             _pct((result.get("fit") or {}).get("median_rel_err")), _final_fit(result)]]
     header = ("source", "model", "calls", "raw median", "raw p95", "calibrated median", "calibrated p95",
-              "affine fit median", "final ratio")
+              "held-apart median", "held-apart p95", "affine fit median (in-sample)", "final fit")
     return (markdown if md else text_table)(header, rows)
+
+
+def _final_fit(result: dict[str, Any]) -> str | None:
+    fit = result.get("final_fit")
+    if not fit:
+        return str(result["final_ratio"]) if result.get("final_ratio") is not None else None
+    return f"{fit['intercept']:,.0f} + {fit['slope']:.3f} ×"
 
 
 def _pct(v: float | None) -> str | None:

@@ -85,6 +85,13 @@ def cmd_report(args: argparse.Namespace) -> int:
         if c.compaction.note:
             echo(f"note: compaction of events {c.compaction.first_id}–{c.compaction.last_id}: {c.compaction.note}")
     echo(cost_line(log.events))
+    from ctxagent.agent.providers.pricing import relief_lines
+
+    reliefs = relief_lines(log.events)
+    if reliefs:
+        echo("prompt-cache effect of each relief (over the calls it served, before → after the cut):")
+        for line in reliefs:
+            echo(f"  {line}")
     from ctxagent.agent.subagents.report import subagent_lines
 
     for line in subagent_lines(log):

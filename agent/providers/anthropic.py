@@ -24,7 +24,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import anthropic
-from ctxagent.agent.providers.anthropic_cache import EPHEMERAL, mark_history_end, mark_stable_end
+from ctxagent.agent.providers.anthropic_cache import cache_marker, mark_history_end, mark_stable_end
 from ctxagent.agent.providers.anthropic_context import (
     COUNT_KEYS,
     CompactionAssembler,
@@ -150,15 +150,16 @@ class AnthropicProvider(SDKProvider):
     def body(self, request: Request) -> dict[str, Any]:
         """The kwargs of `messages.create`, which is also the JSON body on the wire."""
         body: dict[str, Any] = {"model": self.model, "max_tokens": self.output_tokens(request)}
+        ttl = request.cache_ttl  # the configured TTL option, which the build carries (config `cache_ttl`)
         if request.system:
-            body["system"] = [{"type": "text", "text": request.system, "cache_control": dict(EPHEMERAL)}]
+            body["system"] = [{"type": "text", "text": request.system, "cache_control": cache_marker(ttl)}]
         body["messages"] = wire_messages(request.messages)
-        mark_history_end(body["messages"], request.messages)
-        mark_stable_end(body["messages"], request.messages, request.stable_messages)
+        mark_history_end(body["messages"], request.messages, ttl)
+        mark_stable_end(body["messages"], request.messages, request.stable_messages, ttl)
         if request.tools:
             tools = [{"name": t.name, "description": t.description, "input_schema": t.input_schema}
                      for t in request.tools]
-            tools[-1]["cache_control"] = dict(EPHEMERAL)
+            tools[-1]["cache_control"] = cache_marker(ttl)
             body["tools"] = tools
         add_context_management(body, request)
         body["stream"] = self.streaming

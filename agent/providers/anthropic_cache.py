@@ -16,7 +16,13 @@ from ctxagent.context.request import Message
 EPHEMERAL = {"type": "ephemeral"}
 
 
-def mark_history_end(wire: list[dict[str, Any]], messages: list[Message]) -> None:
+def cache_marker(ttl: str = "5m") -> dict[str, str]:
+    """The `cache_control` of a breakpoint: Anthropic's default 5-minute entry, or with `"ttl": "1h"` the
+    1-hour one (config `cache_ttl`; its writes cost 2 × the input price, context/prompt_cache.py)."""
+    return {**EPHEMERAL, "ttl": "1h"} if ttl == "1h" else dict(EPHEMERAL)
+
+
+def mark_history_end(wire: list[dict[str, Any]], messages: list[Message], ttl: str = "5m") -> None:
     """Put a cache breakpoint on the last block of the history — before the per-step working-memory
     block, which changes every step and would otherwise end every cached prefix. The next request
     extends this history, so it reads it from the cache and pays only for what is new."""
@@ -37,7 +43,7 @@ def mark_history_end(wire: list[dict[str, Any]], messages: list[Message]) -> Non
             continue
         break
     if target is not None:
-        wire[target[0]]["content"][target[1]]["cache_control"] = dict(EPHEMERAL)
+        wire[target[0]]["content"][target[1]]["cache_control"] = cache_marker(ttl)
 
 
 def wire_group_ends(messages: Sequence[Message]) -> list[int]:
@@ -64,10 +70,10 @@ def stable_end_group(ends: list[int], stable_messages: int) -> int | None:
     return next((wi for wi, end in enumerate(ends) if end >= stable_messages), None)
 
 
-def mark_stable_end(wire: list[dict[str, Any]], messages: list[Message], stable_messages: int) -> None:
+def mark_stable_end(wire: list[dict[str, Any]], messages: list[Message], stable_messages: int, ttl: str = "5m") -> None:
     """The fourth breakpoint: the end of the part the engine has already cut. Its next cut starts after
     it, so the request after a cut reads everything up to here from the cache instead of writing the
     whole history again (a breakpoint finds an earlier entry only 20 blocks back)."""
     wi = stable_end_group(wire_group_ends(messages), stable_messages)
     if wi is not None and wi < len(wire) and wire[wi]["content"]:
-        wire[wi]["content"][-1]["cache_control"] = dict(EPHEMERAL)
+        wire[wi]["content"][-1]["cache_control"] = cache_marker(ttl)

@@ -16,10 +16,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from ctxagent.agent.providers.registry import cost_usd, model_info, parse_model_name
+from ctxagent.context.builder.relief_price import price_text, relief_rows
 from ctxagent.context.history import Event
 from ctxagent.context.request import Usage
 
-__all__ = ["ModelCost", "SessionCost", "call_cost", "model_calls", "priced_calls", "session_cost"]
+__all__ = ["ModelCost", "SessionCost", "call_cost", "calls_with_ttl", "input_usd_per_token", "model_calls", "priced_calls", "relief_lines", "session_cost"]
 
 
 def model_calls(events: Iterable[Event]) -> list[Event]:
@@ -29,27 +30,55 @@ def model_calls(events: Iterable[Event]) -> list[Event]:
 
 def priced_calls(events: Iterable[Event], default_model: str = "") -> list[tuple[Event, str]]:
     """Each model call with the model that answered it (`default_model` when the log names none)."""
-    model = default_model
-    out: list[tuple[Event, str]] = []
+    return [(e, model) for e, model, _ in calls_with_ttl(events, default_model)]
+
+
+def calls_with_ttl(events: Iterable[Event], default_model: str = "") -> list[tuple[Event, str, str]]:
+    """`priced_calls`, each with the prompt cache's TTL option its step recorded ("5m" without one)."""
+    model, ttl = default_model, "5m"
+    out: list[tuple[Event, str, str]] = []
     for e in events:
         if e.kind == "session_start" and (started := str(e.data.get("model") or "")):
             model = started
-        elif e.kind == "context_report" and e.context_report.model:
-            model = e.context_report.model
+        elif e.kind == "context_report":
+            report = e.context_report
+            model = report.model or model
+            ttl = report.build.cache_ttl
         elif e.kind == "assistant" and not e.assistant.direct:
-            out.append((e, model))
+            out.append((e, model, ttl))
     return out
 
 
-def call_cost(model_label: str, usage: Usage) -> float | None:
-    """Dollars for one call's `usage` at `model_label`'s prices; None when they are unknown (a local or
-    scripted model, an unknown name: no price, and no guess)."""
+def call_cost(model_label: str, usage: Usage, cache_ttl: str = "5m") -> float | None:
+    """Dollars for one call's `usage` at `model_label`'s prices (cache writes at `cache_ttl`'s); None when
+    they are unknown (a local or scripted model, an unknown name: no price, and no guess)."""
     try:
         provider, model = parse_model_name(model_label)
         info = model_info(provider, model)
     except Exception:  # an unparseable name is a model without prices, not an error in a cost view
         return None
-    return float(cost_usd(info, usage)) if info.known else None
+    return float(cost_usd(info, usage, cache_ttl)) if info.known else None
+
+
+def input_usd_per_token(model_label: str) -> float | None:
+    """Dollars one uncached input token costs at `model_label`'s prices (None when unknown): what turns a
+    relief price (context/builder/relief_price.py, in input tokens' worth) into dollars."""
+    try:
+        provider, model = parse_model_name(model_label)
+        info = model_info(provider, model)
+    except Exception:  # an unparseable name is a model without prices
+        return None
+    return info.prices.input / 1_000_000 if info.known and info.prices.input > 0 else None
+
+
+def relief_lines(events: Iterable[Event]) -> list[str]:
+    """One line per relief of the session (a clear or a compaction a step logged the price of): its cache
+    effect over the calls it served, in dollars at its step's model's prices when they are known."""
+    reports = [e.context_report for e in events if e.kind == "context_report"]
+    rows = relief_rows([(r.step, r.report.get("relief_price")) for r in reports])
+    model_at = {r.step: r.model for r in reports}
+    return [f"step {step} · {price_text(price, calls, input_usd_per_token(model_at.get(step, '')))}"
+            for step, price, calls in rows]
 
 
 @dataclass
@@ -89,11 +118,11 @@ class SessionCost:
 def session_cost(events: Iterable[Event], default_model: str = "") -> SessionCost:
     """The session's calls, grouped by the model that made each, each priced with its own model."""
     groups: dict[str, ModelCost] = {}
-    for ev, model in priced_calls(events, default_model):
+    for ev, model, ttl in calls_with_ttl(events, default_model):
         usage = ev.assistant.usage
         group = groups.setdefault(model, ModelCost(model))
         group.calls += 1
         group.usage = group.usage + usage
-        cost = call_cost(model, usage)
+        cost = call_cost(model, usage, ttl)
         group.cost = None if cost is None or group.cost is None else group.cost + cost
     return SessionCost(list(groups.values()))

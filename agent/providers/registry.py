@@ -24,6 +24,7 @@ from typing import Any
 from ctxagent.agent.providers import specs
 from ctxagent.agent.providers.protocol import Provider
 from ctxagent.context.errors import ConfigError
+from ctxagent.context.prompt_cache import rules_for
 from ctxagent.context.request import Usage
 
 TOKENIZERS = ("o200k_base", "cl100k_base", "heuristic")
@@ -256,15 +257,23 @@ def lifecycle_problem(info: ModelInfo, label: str, today: dt.date | None = None)
     return state, f"{label} is deprecated{when}; {instead}"
 
 
-def cost_usd(info: ModelInfo, usage: Usage) -> float:
+def cost_usd(info: ModelInfo, usage: Usage, cache_ttl: str = "5m") -> float:
     """Dollars for one response's usage.
 
-    A prompt over the model's long-context threshold bills the whole request at that rate.
+    A prompt over the model's long-context threshold bills the whole request at that rate. Cache writes
+    with the 1-hour TTL (`cache_ttl = "1h"`, Anthropic's option) cost what the provider's cache rules say
+    (context/prompt_cache.py: 2 × the input price instead of 1.25 ×).
     """
     p = info.long_context if info.long_context is not None and usage.prompt_tokens > info.long_context.above else info.prices
     total = (usage.input_tokens * p.input + usage.output_tokens * p.output
-             + usage.cache_read * p.cache_read + usage.cache_write * p.cache_write)
+             + usage.cache_read * p.cache_read + usage.cache_write * p.cache_write * write_factor(info.provider, cache_ttl))
     return total / 1_000_000
+
+
+def write_factor(provider: str, cache_ttl: str) -> float:
+    """A cache write's price with `cache_ttl` over its price with the default TTL (the registry's)."""
+    base = rules_for(f"{provider}:", "5m")
+    return rules_for(f"{provider}:", cache_ttl).write / base.write if base.write else 1.0
 
 
 def cheaper_sibling(provider: str, model: str) -> str:

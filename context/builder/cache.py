@@ -27,6 +27,7 @@ from typing import Any, TypeVar
 from ctxagent.context.history import MESSAGE_KINDS, Event, ViewItem, extend_view, view
 from ctxagent.context.ledger import Ledger
 from ctxagent.context.pins import live_events
+from ctxagent.context.prompt_cache import SHORTEST_TTL_S
 from ctxagent.context.request import ToolSpec
 from ctxagent.context.tokens import MESSAGE_OVERHEAD, TokenCounter, count_system, count_tool_spec
 
@@ -69,43 +70,46 @@ class CacheStats:
     slice_walks: int = 0  # tools-slice enforcements walked afresh (not found in BuildCache.enforced)
 
 
-# a prompt-cache entry lives this long after its last use (Anthropic's default TTL; OpenAI keeps its
-# 5 to 10 minutes): a message that arrives later than this after the one before it meets a cold cache
-COLD_AFTER_S = 300.0
-
-
 @dataclass(frozen=True)
 class ColdTrail:
     """The messages that met a cold prompt cache in the first request that held them, folded over the
-    log like the ledger: one that arrived more than COLD_AFTER_S after the message before it (an idle
-    user, a resumed session, a long tool run; events without a time never count), and the newest
-    message at a step for another model than the step before it (its step records say which)."""
+    log like the ledger: one that arrived more than the provider's cache TTL after the message before it
+    (an idle user, a resumed session, a long tool run; events without a time never count), and the
+    newest message at a step for another model than the step before it (its step records say which).
+    The TTL is the build's (context/prompt_cache.py `rules_for`), so the fold keeps every gap longer than
+    the shortest TTL and `with_build` picks the ones past this build's."""
 
-    cold: frozenset[int] = frozenset()  # their event ids
+    gaps: tuple[tuple[int, float], ...] = ()  # (event id, seconds since the message before) past SHORTEST_TTL_S
+    switched: frozenset[int] = frozenset()  # messages first sent to another model than the step before
     last_model: str = ""
     newest: int = -1  # the newest message event so far
     last_ts: float = 0.0
 
     def feed(self, events: list[Event]) -> ColdTrail:
-        cold, last_model, newest, last_ts = self.cold, self.last_model, self.newest, self.last_ts
+        gaps, switched, last_model, newest, last_ts = self.gaps, self.switched, self.last_model, self.newest, self.last_ts
         for ev in events:
             if ev.kind in MESSAGE_KINDS:
-                if ev.ts and last_ts and ev.ts - last_ts > COLD_AFTER_S:
-                    cold = cold | {ev.id}
+                if ev.ts and last_ts and ev.ts - last_ts > SHORTEST_TTL_S:
+                    gaps = (*gaps, (ev.id, ev.ts - last_ts))
                 last_ts = ev.ts or last_ts
                 newest = ev.id
             elif ev.kind == "context_report":
                 model = str(ev.data.get("model") or "")
                 if model and last_model and model != last_model and newest >= 0:
-                    cold = cold | {newest}
+                    switched = switched | {newest}
                 last_model = model or last_model
-        return ColdTrail(cold, last_model, newest, last_ts)
+        return ColdTrail(gaps, switched, last_model, newest, last_ts)
 
-    def with_build(self, model: str) -> frozenset[int]:
-        """`cold`, plus this build's newest message if it is for another model than the last step."""
+    def cold(self, ttl_s: float = SHORTEST_TTL_S) -> frozenset[int]:
+        """The messages that met a cold cache with entries living `ttl_s`."""
+        return self.switched | {i for i, gap in self.gaps if gap > ttl_s}
+
+    def with_build(self, model: str, ttl_s: float = SHORTEST_TTL_S) -> frozenset[int]:
+        """`cold(ttl_s)`, plus this build's newest message if it is for another model than the last step."""
+        cold = self.cold(ttl_s)
         if model and self.last_model and model != self.last_model and self.newest >= 0:
-            return self.cold | {self.newest}
-        return self.cold
+            return cold | {self.newest}
+        return cold
 
 
 RECENT_FILES = 10  # files the warm block's recall asks about: the ones the latest calls named

@@ -27,12 +27,15 @@ from ctxagent.context.strategies import BASELINES, CTXAGENT, STRATEGIES
 def build(inputs: BuildInputs) -> BuildResult:
     """The request (and its report) for one step; ValueError for a strategy not in STRATEGIES."""
     if inputs.strategy == CTXAGENT:
-        return build_ctxagent(inputs)
-    if inputs.strategy in BASELINES:
-        return build_baseline(inputs)
-    if inputs.strategy in SERVER_STRATEGIES:
-        return build_server_side(inputs, fallback=build_ctxagent)
-    raise ValueError(f"unknown strategy {inputs.strategy!r}: use " + ", ".join(repr(s) for s in STRATEGIES))
+        result = build_ctxagent(inputs)
+    elif inputs.strategy in BASELINES:
+        result = build_baseline(inputs)
+    elif inputs.strategy in SERVER_STRATEGIES:
+        result = build_server_side(inputs, fallback=build_ctxagent)
+    else:
+        raise ValueError(f"unknown strategy {inputs.strategy!r}: use " + ", ".join(repr(s) for s in STRATEGIES))
+    result.request.cache_ttl = inputs.cache_ttl  # the provider marks its cache breakpoints with it
+    return result
 
 
 def request_sha256(body: dict[str, Any]) -> str:

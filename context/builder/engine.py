@@ -29,7 +29,7 @@ from ctxagent.context.builder.render import warm_position
 from ctxagent.context.builder.task_state import task_state_for
 from ctxagent.context.builder.warm import warm_text_for
 from ctxagent.context.history import Summary
-from ctxagent.context.request import Request
+from ctxagent.context.request import Message, Request
 
 
 def build_ctxagent(inputs: BuildInputs) -> BuildResult:
@@ -43,20 +43,34 @@ def build_ctxagent(inputs: BuildInputs) -> BuildResult:
     warm, note = warm_text_for(inputs, log.live, log.ledger, log.items, log.cue, task)
     if note:
         notes.append(note)
-    cold = log.cold.with_build(inputs.model)  # messages that met a cold prompt cache: relief is free there
+    # messages that met a cold prompt cache (past the provider's TTL, or another model): relief is free there
+    cold = log.cold.with_build(inputs.model, inputs.cache_rules.ttl_s)
     draft, records, warm = relieve(inputs, events, limit, warm, notes, cache, cold)
     return _finish(inputs, draft, warm, records, notes, cache)
 
 
-def _stable_end(slots: list[Slot]) -> int:
-    """Index past the part of the history the next build shows unchanged (barring a compaction)."""
+def _walk(slots: list[Slot]) -> tuple[list[Message], int, list[int], list[int]]:
+    """One pass over the slots (this runs every build over every visible message): the messages; the
+    index past the part of the history the next build shows unchanged, barring a compaction (the last
+    cleared slot, else the last pruned one); the cut events' ids; the spilled events' ids."""
+    messages: list[Message] = []
     cleared = pruned = 0
+    cut_ids: list[int] = []
+    spilled_ids: list[int] = []
     for i, s in enumerate(slots):
-        if s.state == "cleared":
-            cleared = i + 1
-        elif s.state == "pruned":
-            pruned = i + 1
-    return cleared or pruned
+        msg = s.msg
+        messages.append(msg)
+        state = s.state
+        if state in CUT_STATES:
+            if state == "cleared":
+                cleared = i + 1
+            else:
+                pruned = i + 1
+            if msg.event_id is not None:
+                cut_ids.append(msg.event_id)
+        if s.spill is not None and s.event_id is not None:
+            spilled_ids.append(s.event_id)
+    return messages, cleared or pruned, cut_ids, spilled_ids
 
 
 def _finish(inputs: BuildInputs, draft: Draft, warm: str, records: list[PlannedCompaction], notes: list[str],
@@ -64,11 +78,10 @@ def _finish(inputs: BuildInputs, draft: Draft, warm: str, records: list[PlannedC
     compaction = records[0].data if records else None
     for extra in records[1:]:
         notes.append(f"also compacted the current turn's older steps: events {extra.data.first_id}–{extra.data.last_id}")
-    messages = [s.msg for s in draft.slots]
     # the cleared set only grows, oldest first (slice_relief.py): up to its newest member the history
     # stays as it is until the next cut, which starts after it. Previews (low-value results, the
     # fit-the-limit tiers) may still be cleared later, so they mark the end only while nothing is cleared
-    stable = _stable_end(draft.slots)
+    messages, stable, cut_ids, spilled_ids = _walk(draft.slots)
     if draft.warm_msg is not None:
         at = warm_position(messages)
         messages.insert(at, draft.warm_msg)
@@ -82,7 +95,7 @@ def _finish(inputs: BuildInputs, draft: Draft, warm: str, records: list[PlannedC
         report=report,
         warm_text=warm,
         compactions=list(records),
-        pruned_ids=[s.msg.event_id for s in draft.slots if s.state in CUT_STATES and s.msg.event_id is not None],
-        spilled_ids=[s.event_id for s in draft.slots if s.spill is not None and s.event_id is not None],
+        pruned_ids=cut_ids,
+        spilled_ids=spilled_ids,
         masked=masked,
     )

@@ -23,6 +23,7 @@ from ctxagent.context.budget import TASK_STATE_SHARE, Budget
 from ctxagent.context.builder.cache import BuildCache
 from ctxagent.context.events import BuildParams, CompactionData
 from ctxagent.context.history import Event, ViewItem
+from ctxagent.context.prompt_cache import CacheRules, rules_for
 from ctxagent.context.report import ContextReport
 from ctxagent.context.request import Message, Request, ToolSpec
 from ctxagent.context.superseded import superseded_results
@@ -53,6 +54,7 @@ class BuildInputs:
     focus: str | None = None
     task_state_share: float = TASK_STATE_SHARE  # of the limit at most for the verbatim task state (builder/task_state.py)
     model: str = ""  # the model this request is for: a different one than the last step's has a cold prompt cache
+    cache_ttl: str = "5m"  # the prompt cache's TTL option ("5m" | "1h"): with the model, its rules (prompt_cache.py)
     # per-event work remembered across builds (the agent keeps one per session); None = the cache tied
     # to `counter`. The result is the same with or without it, warm or cold.
     cache: BuildCache | None = None
@@ -66,7 +68,13 @@ class BuildInputs:
             tools_high=b.tools_high, tools_low=b.tools_low, protect_steps=b.protect_steps,
             strategy=self.strategy, protect_turns=self.protect_turns, thresholds=self.thresholds,
             tokenizer=tokenizer or self.counter.name, task_state_share=self.task_state_share,
+            cache_ttl=self.cache_ttl,
         )
+
+    @property
+    def cache_rules(self) -> CacheRules:
+        """The prompt-cache rules this request meets: its provider's, with the configured TTL."""
+        return rules_for(self.model, self.cache_ttl)
 
     @classmethod
     def from_params(cls, params: BuildParams, *, events: list[Event], system: str, tools: list[ToolSpec],
@@ -80,7 +88,8 @@ class BuildInputs:
         return cls(events=events, system=system, tools=tools, budget=budget, counter=counter, step=step, turn=turn,
                    strategy=params.strategy, calibration_ratio=calibration_ratio, warm_override=warm_override,
                    summarize=None, allow_compaction=allow_compaction, protect_turns=params.protect_turns,
-                   thresholds=params.thresholds, model=model, task_state_share=params.task_state_share)
+                   thresholds=params.thresholds, model=model, task_state_share=params.task_state_share,
+                   cache_ttl=params.cache_ttl)
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ Why one line, not a head/tail preview: on a long session the previews alone grew
 history at 200k, the floor relief stopped at; a preview level before the clear level made the cut
 set non-monotone (more candidates → more previews → fewer clears) and measured no better.
 
-Where the prompt cache is cold anyway — a message that arrived more than COLD_AFTER_S (build_cache) after the one
+Where the prompt cache is cold anyway — a message that arrived more than the provider's cache TTL (prompt_cache.py) after the one
 before it (an idle user, a resumed session, a long tool run), or a step for another model than the
 step before it — the tool traffic shown then is cleared down to `low` at once (the request is
 written to the cache in full either way), so the next jump comes later, when it would rewrite a

@@ -25,12 +25,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from ctxagent.context.budget import TASK_STATE_SHARE, Budget
-from ctxagent.context.builder.cache import BuildCache
+from ctxagent.context.builder.cache import BuildCache, cache_for
 from ctxagent.context.builder.dispatch import build, request_sha256
 from ctxagent.context.builder.inputs import BuildInputs, BuildResult, WarmProvider
+from ctxagent.context.builder.relief_price import ReliefPrice, relief_price
 from ctxagent.context.events import BuildParams, ContextReportData, SystemPromptData
 from ctxagent.context.history import Event, SessionLog
 from ctxagent.context.monitor import DEFAULT_THRESHOLDS
+from ctxagent.context.prompt_cache import rules_for
 from ctxagent.context.request import Request, ToolSpec
 from ctxagent.context.tokens import TokenCounter
 
@@ -64,6 +66,7 @@ class StepSetup:
     summarize: Callable[[str], str] | None = None  # a model call for compaction summaries; None = extractive
     cache: BuildCache | None = None  # keep one per session: a step then costs O(new content)
     task_state_share: float = TASK_STATE_SHARE
+    cache_ttl: str = "5m"  # the prompt cache's TTL option (context/prompt_cache.py)
 
     def params(self) -> BuildParams:
         """The scalars a step records so that it can be rebuilt (`BuildInputs.params`)."""
@@ -76,6 +79,7 @@ class StepSetup:
             step=step, turn=turn, strategy=self.strategy, calibration_ratio=calibration_ratio, warm=self.warm,
             summarize=self.summarize, allow_compaction=allow_compaction, protect_turns=self.protect_turns,
             thresholds=self.thresholds, model=self.model, cache=self.cache, task_state_share=self.task_state_share,
+            cache_ttl=self.cache_ttl,
         )
 
 
@@ -116,9 +120,14 @@ def build_next(log: SessionLog, setup: StepSetup, *, step: int | None = None, tu
 
 
 def record_step(log: SessionLog, setup: StepSetup, result: BuildResult, *, calibration_ratio: float = 1.0,
-                body: Body = request_body) -> RecordedStep:
+                body: Body = request_body, previous: Request | None = None) -> RecordedStep:
     """Record a step built from this log (nothing appended since) with `calibration_ratio`: append
-    the compactions it planned, then its `context_report` (see the module doc)."""
+    the compactions it planned, then its `context_report` (see the module doc). `previous`: the request
+    sent before this one, when the caller kept it: a relief since then logs its price in the report
+    (builder/relief_price.py)."""
+    if previous is not None:
+        price = price_of_relief(log, setup, result, calibration_ratio, previous)
+        result.report.relief_price = price.to_dict() if price is not None else None
     # usually none; two when the current turn alone overflowed and its older steps were summarized too
     compactions = [log.append(planned.data, expect_id=planned.event_id) for planned in result.compactions]
     sent = body(result.request)
@@ -132,6 +141,16 @@ def record_step(log: SessionLog, setup: StepSetup, result: BuildResult, *, calib
         build=setup.params(),
     ))
     return RecordedStep(result, compactions, report, sent)
+
+
+def price_of_relief(log: SessionLog, setup: StepSetup, result: BuildResult, calibration_ratio: float,
+                    previous: Request) -> ReliefPrice | None:
+    """The prompt-cache effect of the relief between `previous` and this build's request (None: none)."""
+    rules = rules_for(setup.model, setup.cache_ttl)
+    state = cache_for(setup.counter, setup.cache).log_state(log.events)
+    cold = state.cold.with_build(setup.model, rules.ttl_s)
+    newest = next((m.event_id for m in reversed(result.request.messages) if m.event_id is not None), None)
+    return relief_price(previous, result.request, setup.counter, calibration_ratio, rules, newest in cold)
 
 
 def build_step(log: SessionLog, setup: StepSetup, *, step: int | None = None, turn: int | None = None,

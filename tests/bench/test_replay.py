@@ -117,9 +117,10 @@ def test_whole_requests_carry_the_prefix_the_transcript_lacks() -> None:
     assert product["prefix"]["mode"] == "product" and product["prefix"]["tokens"] > 500
     assert product["reference_prefix"]["tokens"] == pytest.approx(4000, abs=10)
     assert product["calibration_ratio"] == pytest.approx(1.25, abs=0.01)
-    # history only, as the old measure did: a ratio alone must absorb the missing 5,000 tokens, and overshoots
+    # history only, as the old measure did: the calibrator's intercept absorbs the missing 5,000 tokens, so the
+    # effective ratio at the last request's size is above the provider's 1.25
     none = replay_source([traj], 200_000, strategies=["full"], overhead="none")
-    assert none["prefix"]["tokens"] == 0 and none["calibration_ratio"] > 2
+    assert none["prefix"]["tokens"] == 0 and none["calibration_ratio"] > 1.4
 
 
 def test_overflows_are_counted_in_calibrated_provider_tokens() -> None:
@@ -341,7 +342,7 @@ def test_a_failed_build_is_counted_at_the_size_it_would_have_sent() -> None:
 
 
 def test_one_hour_ttl_writes_cost_twice_and_live_an_hour() -> None:
-    system = "You are a careful coding agent. " * 200  # a stable prefix over 1,024 tokens
+    system = "You are a careful coding agent. " * 400  # a stable prefix over 1,024 tokens at any calibration
     traj = tiny_trajectory(system=system)
     usage = [(3000, 0, 2900, 2900), (4000, 2900, 1000, 1000), (5000, 3900, 1000, 1000)]
     for k, (call, (reported, read, write, w1h)) in enumerate(zip(traj.calls, usage, strict=True)):
