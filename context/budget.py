@@ -46,7 +46,7 @@ DEFAULT_TOOLS_HIGH = 0.6
 DEFAULT_TOOLS_LOW = 0.1
 DEFAULT_PROTECT_STEPS = 8  # within one long turn, the last 8 (to 15) steps' tool traffic stays verbatim
 # the last relief tier (context/builder/relief.py): when nothing else is left to cut, the reply's reserve
-# yields down to this floor (or the reserve fraction of W, if larger) and the request asks for a shorter reply
+# yields down to this floor and the request asks for a shorter reply (enough for a tool call or a short answer)
 MIN_REPLY_TOKENS = 1024
 
 
@@ -116,7 +116,7 @@ class Budget:
     @property
     def reply_floor(self) -> int:
         """The least reply a request may leave room for, once the reserve has yielded (never above the reserve)."""
-        return min(self.reserve, max(MIN_REPLY_TOKENS, math.ceil(round(self.fractions["reserve"] * self.window, 6))))
+        return min(self.reserve, MIN_REPLY_TOKENS)
 
     def yielded_limit(self, calibration_ratio: float = 1.0) -> int:
         """effective_limit with the reply's reserve at its floor: the last relief tier's limit (local tokens)."""
