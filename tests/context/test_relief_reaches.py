@@ -7,7 +7,6 @@ from __future__ import annotations
 import math
 
 import pytest
-
 from ctxagent.context.budget import MIN_REPLY_TOKENS, Budget, default_max_output
 from ctxagent.context.builder.dispatch import build
 from ctxagent.context.errors import ContextOverflowError
