@@ -1,7 +1,8 @@
-"""`ctxagent bench fit`: the relief watermarks, fitted on one part of the traffic and reported on the other.
+"""`ctxagent bench fit`: the relief constants, fitted on one part of the traffic and reported on the other.
 
-The constants: `Budget.tools_high` / `tools_low` (context/budget.py), where slice relief starts and how far
-it cuts — the two a prompt cache's price depends on. Each point of a small grid is replayed once (the
+The constants (`--sweep`): `Budget.tools_high` / `tools_low` (context/budget.py), where slice relief starts
+and how far it cuts — the two a prompt cache's price depends on — or `Budget.protect_steps`, how many of
+the newest steps' tool traffic stays verbatim. Each point of a small grid is replayed once (the
 ctxagent strategy and the reference, every run of the source), and the runs' results are split:
 
 - **Claude Code**: leave one session out. For each session, the grid point with the lowest cached cost
@@ -26,9 +27,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ctxagent.context.budget import DEFAULT_TOOLS_HIGH, DEFAULT_TOOLS_LOW
+from ctxagent.context.budget import DEFAULT_PROTECT_STEPS, DEFAULT_TOOLS_HIGH, DEFAULT_TOOLS_LOW
 
-GRID: tuple[tuple[float, float], ...] = ((1.0, 0.4), (0.8, 0.2), (0.6, 0.1), (0.45, 0.0))
+GRID: tuple[tuple[float, ...], ...] = ((1.0, 0.4), (0.8, 0.2), (0.6, 0.1), (0.45, 0.0))
+# what `--sweep` fits: the Budget fields, their grid, and the product's defaults
+SWEEPS: dict[str, tuple[tuple[str, ...], tuple[tuple[float, ...], ...], tuple[float, ...]]] = {
+    "watermarks": (("tools_high", "tools_low"), GRID, (DEFAULT_TOOLS_HIGH, DEFAULT_TOOLS_LOW)),
+    "protect_steps": (("protect_steps",), ((4,), (8,), (12,)), (DEFAULT_PROTECT_STEPS,)),
+}
 STRATEGY = "ctxagent"
 
 
@@ -87,14 +93,15 @@ def folds(source: str, run_ids: Sequence[str]) -> list[tuple[list[int], list[int
     return [(halves[0], halves[1]), (halves[1], halves[0])] if all(halves) else [(list(range(n)), list(range(n)))]
 
 
-def best(points: Sequence[tuple[float, float]], per_point: dict[tuple[float, float], list[dict[str, Any]]],
-         runs: Sequence[int]) -> tuple[float, float]:
+def best(points: Sequence[tuple[float, ...]], per_point: dict[tuple[float, ...], list[dict[str, Any]]],
+         runs: Sequence[int]) -> tuple[float, ...]:
     """The grid point with the lowest cached cost against the reference over `runs` (ties: the earlier point)."""
     return min(points, key=lambda p: (score([per_point[p][i] for i in runs]).cost_vs_ref, points.index(p)))
 
 
-def evaluate(source: str, run_ids: Sequence[str], per_point: dict[tuple[float, float], list[dict[str, Any]]],
-             points: Sequence[tuple[float, float]] = GRID) -> dict[str, Any]:
+def evaluate(source: str, run_ids: Sequence[str], per_point: dict[tuple[float, ...], list[dict[str, Any]]],
+             points: Sequence[tuple[float, ...]] = GRID,
+             default: tuple[float, ...] = (DEFAULT_TOOLS_HIGH, DEFAULT_TOOLS_LOW)) -> dict[str, Any]:
     """The fitted (in-sample) and held-apart figures from every point's per-run totals."""
     everything = list(range(len(run_ids)))
     fitted = best(points, per_point, everything)
@@ -106,11 +113,10 @@ def evaluate(source: str, run_ids: Sequence[str], per_point: dict[tuple[float, f
         held = part if held is None else held.plus(part)
         chosen.append({"report_on": [run_ids[i] for i in report_on] if source == "claude-code" else len(report_on),
                        "chosen": list(p), **part.to_dict()})
-    default = (DEFAULT_TOOLS_HIGH, DEFAULT_TOOLS_LOW)
     return {
         "source": source, "runs": len(run_ids), "grid": [list(p) for p in points],
         "split": "leave one session out" if source == "claude-code" else "two halves by the hash of the run id",
-        "points": {f"{h}/{lo}": score([per_point[(h, lo)][i] for i in everything]).to_dict() for h, lo in points},
+        "points": {"/".join(map(str, p)): score([per_point[p][i] for i in everything]).to_dict() for p in points},
         "fitted": {"chosen": list(fitted), **score([per_point[fitted][i] for i in everything]).to_dict()},
         "held_apart": held.to_dict() if held is not None else None,
         "folds": chosen,
@@ -135,25 +141,28 @@ def run_fit(args: argparse.Namespace) -> int:
     trajs = read.trajectories
     run_ids = [t.run_id for t in trajs]
     out_dir = Path(args.out_dir) if args.out_dir else None
-    per_point: dict[tuple[float, float], list[dict[str, Any]]] = {}
-    for high, low in GRID:
+    per_point: dict[tuple[float, ...], list[dict[str, Any]]] = {}
+    names, grid, default = SWEEPS[args.sweep]
+    for point in grid:
         plan = ReplayPlan(source=source, window=window, strategies=[STRATEGY], use_memory=True,
                           rules=RULES["anthropic" if source == "claude-code" else "openai"], overhead="auto",
                           server=ServerParams(), memory_store=_memory_store(args),
-                          budget={"tools_high": high, "tools_low": low})
-        partial = out_dir / f"fit-{source}-{window}-{high}-{low}.partial.jsonl" if out_dir else None
+                          budget=dict(zip(names, point, strict=True)))
+        tag = "-".join(map(str, point))
+        partial = out_dir / f"fit-{source}-{window}-{args.sweep}-{tag}.partial.jsonl" if out_dir else None
         if partial is not None and args.fresh and partial.exists():
             partial.unlink()
         kept: dict[int, dict[str, Any]] = {}
-        with Progress(len(trajs), f"fit {source} W={window:,} tools {high}/{low}") as bar:
+        with Progress(len(trajs), f"fit {source} W={window:,} {'/'.join(names)} {'/'.join(map(str, point))}") as bar:
             run_plan(plan, list(trajs), jobs=_jobs(args), progress=bar, partial=partial, keep=kept)
-        per_point[(high, low)] = [kept[i] for i in range(len(trajs))]
-    result = evaluate(source, run_ids, per_point)
+        per_point[point] = [kept[i] for i in range(len(trajs))]
+    result = evaluate(source, run_ids, per_point, grid, default)
     result["window"] = window
+    result["constants"] = list(names)
     if out_dir is not None:
         import json
 
-        write_atomically(out_dir / f"fit-{source}-{window}.json", json.dumps(result, indent=2) + "\n")
+        write_atomically(out_dir / f"fit-{source}-{window}-{args.sweep}.json", json.dumps(result, indent=2) + "\n")
     if args.json:
         echo_json(result, indent=2)
     else:
@@ -171,14 +180,15 @@ def fit_text(result: dict[str, Any]) -> str:
             for p, s in result["points"].items()]
     f, h = result["fitted"], result["held_apart"]
     chosen = ", ".join(f"{'/'.join(map(str, c['chosen']))}" for c in result["folds"])
-    head = (f"{result['source']} — W = {result['window']:,}, {result['runs']} runs; tools_high/tools_low fitted "
+    names = "/".join(result.get("constants", ["tools_high", "tools_low"]))
+    head = (f"{result['source']} — W = {result['window']:,}, {result['runs']} runs; {names} fitted "
             f"({result['split']}); objective: cached cost vs the reference (like-for-like)")
-    summary = markdown(["figure", "tools_high/low", "tokens vs ref", "cost_cached vs ref", "used-later", "overflows"], [
+    summary = markdown(["figure", names, "tokens vs ref", "cost_cached vs ref", "used-later", "overflows"], [
         ["fitted (in-sample)", "/".join(map(str, f["chosen"])), pct(f["tokens_vs_ref"]), pct(f["cost_vs_ref"]),
          f["used_later"], f["overflows"]],
         ["held apart", chosen, pct(h["tokens_vs_ref"]), pct(h["cost_vs_ref"]), h["used_later"], h["overflows"]],
     ])
-    return f"{head}\n\n{markdown(['tools_high/low (all runs)', 'tokens vs ref', 'cost_cached vs ref', 'used-later', 'overflows'], rows)}\n\n{summary}"
+    return f"{head}\n\n{markdown([f'{names} (all runs)', 'tokens vs ref', 'cost_cached vs ref', 'used-later', 'overflows'], rows)}\n\n{summary}"
 
 
 def add_parser(sub: Any) -> None:
@@ -188,6 +198,8 @@ def add_parser(sub: Any) -> None:
     q.add_argument("--source", default="claude-code", help="claude-code (leave one session out), or a SWE-bench "
                                                          "source (hashed halves)")
     q.add_argument("--limit", type=int, help="a stable sample of K runs (chosen by hash)")
+    q.add_argument("--sweep", default="watermarks", choices=sorted(SWEEPS),
+                   help="the constants to fit: the relief watermarks (tools_high/tools_low) or protect_steps")
     q.add_argument("--window", type=lambda t: _csv_ints(t)[0], help="window W (default: the source's)")
     q.add_argument("--data", help="bench data root or a source's folder/file")
     q.add_argument("--json", action="store_true", help="print JSON instead of tables")
