@@ -31,7 +31,7 @@ from ctxagent.agent.session import Session
 from ctxagent.agent.subagents.child import ParentSide
 from ctxagent.agent.subagents.tool import make_task_tool
 from ctxagent.agent.updates import AgentEvent, Notice
-from ctxagent.context.budget import Budget
+from ctxagent.context.budget import Budget, default_max_output
 from ctxagent.context.calibrator import Calibrator
 from ctxagent.context.errors import ConfigError, CtxagentError
 from ctxagent.context.floor.state_paths import spill_dir, user_state_dir
@@ -188,7 +188,7 @@ def create_agent(
         on_event(Notice(problem[1], "warning"))  # deprecated: still served, but say so at the start
     check_strategy(config.strategy, label)
     window = config.window or info.window
-    max_output = config.max_output_tokens or min(info.max_output, 8192, max(1024, window // 8))
+    max_output = config.max_output_tokens or default_max_output(window, info.max_output)
     provider = _provider_for(config, label, max_output)
     budget = Budget.from_profile(config.budget_profile, window, max_output)
     if config.budget:

@@ -3,6 +3,9 @@
     reserve = max(fraction_reserve · W, max_output)     room for the model's answer
     limit   = W − reserve                                what a request may never exceed
 
+When nothing is left to cut, the reserve yields (down to `reply_floor`) and the request asks for a
+shorter reply instead of failing (context/builder/relief.py, the last tier).
+
 Slices (system, hot, warm, tools) are shares of W; a slice's unused share flows to hot, so the
 recent conversation gets whatever the stable parts did not need.
 
@@ -42,6 +45,15 @@ DEFAULT_MAX_OUTPUT = 8192
 DEFAULT_TOOLS_HIGH = 0.6
 DEFAULT_TOOLS_LOW = 0.1
 DEFAULT_PROTECT_STEPS = 8  # within one long turn, the last 8 (to 15) steps' tool traffic stays verbatim
+# the last relief tier (context/builder/relief.py): when nothing else is left to cut, the reply's reserve
+# yields down to this floor and the request asks for a shorter reply (enough for a tool call or a short answer)
+MIN_REPLY_TOKENS = 1024
+
+
+def default_max_output(window: int, model_max: int | None = None) -> int:
+    """The reply's reserve when the user sets none: the model's max output, at most 8,192 and W / 8."""
+    cap = min(DEFAULT_MAX_OUTPUT, max(MIN_REPLY_TOKENS, window // 8))
+    return min(model_max, cap) if model_max else cap
 
 
 @dataclass
@@ -100,6 +112,22 @@ class Budget:
     def limit(self) -> int:
         """The most tokens a request may hold (W − reserve)."""
         return self.window - self.reserve
+
+    @property
+    def reply_floor(self) -> int:
+        """The least reply a request may leave room for, once the reserve has yielded (never above the reserve)."""
+        return min(self.reserve, MIN_REPLY_TOKENS)
+
+    def yielded_limit(self, calibration_ratio: float = 1.0) -> int:
+        """effective_limit with the reply's reserve at its floor: the last relief tier's limit (local tokens)."""
+        ratio = calibration_ratio if calibration_ratio and calibration_ratio > 0 else 1.0
+        room = self.window - self.reply_floor
+        return min(room, math.floor(room / ratio))
+
+    def reply_room(self, local_total: int, calibration_ratio: float = 1.0) -> int:
+        """The longest reply a request of `local_total` tokens leaves room for, at most max_output."""
+        ratio = calibration_ratio if calibration_ratio and calibration_ratio > 0 else 1.0
+        return min(self.max_output, self.window - max(local_total, math.ceil(local_total * ratio)))
 
     def base(self, name: str) -> int:
         """A slice's nominal share of the window, before unused shares flow to hot."""

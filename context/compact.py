@@ -29,6 +29,7 @@ from ctxagent.context.events import CompactionData
 from ctxagent.context.history import Event, Summary, ViewItem, item_id, view
 from ctxagent.context.memory.detect import detect_constraints, detect_decisions, sentences
 from ctxagent.context.memory.provenance import Author
+from ctxagent.context.memory.rules import same_subject
 from ctxagent.context.memory.terms import key_terms
 from ctxagent.context.pins import summary_sections
 from ctxagent.context.request import ToolCall
@@ -162,6 +163,11 @@ def focus_lines(items: Sequence[ViewItem], focus: str, max_lines: int = MAX_FOCU
     return [f"[turn {found[i][0]}, by {found[i][1].label}] {_clip(found[i][2], max_chars)}" for i in sorted(chosen)]
 
 
+def _untagged(line: str) -> str:
+    """A summary line without its "[turn N, by X] " tag."""
+    return line.split("] ", 1)[1] if line.startswith("[turn ") and "] " in line else line
+
+
 def extractive_summary(items: Sequence[ViewItem], max_items: int = MAX_ITEMS_PER_SECTION, max_chars: int = MAX_ITEM_CHARS,
                        focus: str | None = None) -> str:
     """The no-model summary: detectors for decisions and constraints, edit facts for changes, TODOs for
@@ -173,6 +179,9 @@ def extractive_summary(items: Sequence[ViewItem], max_items: int = MAX_ITEMS_PER
         key = (section, text.casefold())
         if text and key not in seen:
             seen.add(key)
+            if section == "Decisions":  # a later decision on the same subject supersedes, as in the ledger
+                said = _untagged(text)
+                sections[section] = [d for d in sections[section] if not same_subject("decision", said, _untagged(d))]
             sections[section].append(text)
 
     calls: dict[str, ToolCall] = {}

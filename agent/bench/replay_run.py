@@ -62,9 +62,10 @@ class ReplayPlan:
     server: ServerParams
     memory_store: Callable[[Path], Any] | None = None  # opens ctxagent's memory store (picklable), None: the product's
     notes: dict[str, str] = field(default_factory=dict)
+    budget: dict[str, Any] = field(default_factory=dict)  # Budget fields set for the product's strategies (bench fit)
 
     def describe(self) -> dict[str, Any]:
-        return {"source": self.source, "window": self.window, "strategies": self.strategies, "use_memory": self.use_memory,
+        return {"budget": dict(sorted(self.budget.items())), "source": self.source, "window": self.window, "strategies": self.strategies, "use_memory": self.use_memory,
                 "rules": asdict(self.rules), "overhead": self.overhead, "server": asdict(self.server),
                 "memory_store": repr(self.memory_store) if self.memory_store is not None else None}
 
@@ -153,6 +154,7 @@ def _engine(window: int) -> Engine:
 
 
 def build_setup(plan: ReplayPlan, fit: Fit | None, engine: Engine) -> Setup:
+    engine.budget_params = dict(plan.budget)
     prefix = make_prefix(plan.overhead, fit, engine.counter)
     ref_prefix = make_prefix("auto", fit, engine.counter) if plan.overhead == "product" else prefix
     return Setup(engine, list(plan.strategies), prefix, plan.rules, plan.server, default_pricing(plan.source),
@@ -192,7 +194,9 @@ def _drain(pending: dict[Future[Any], int], on_done: Callable[[Any], None], tick
 
 # -- the parent side -------------------------------------------------------------------------------
 def run_plan(plan: ReplayPlan, trajectories: list[Trajectory], jobs: int = 1, progress: Any = None,
-             engine: Engine | None = None, partial: Path | None = None) -> dict[str, Any]:
+             engine: Engine | None = None, partial: Path | None = None,
+             keep: dict[int, dict[str, Any]] | None = None) -> dict[str, Any]:
+    """Both passes of one plan; `keep`, given, receives every run's totals by index (bench fit splits them)."""
 
     jobs = max(1, int(jobs))
     engine = engine or Engine.load(plan.window)
@@ -265,6 +269,8 @@ def run_plan(plan: ReplayPlan, trajectories: list[Trajectory], jobs: int = 1, pr
     finally:
         if pool is not None:
             pool.shutdown(cancel_futures=True)
+    if keep is not None:
+        keep.update(results)
     totals = ReplayTotals(strategies={s: StrategyStats() for s in plan.strategies})
     for i in range(len(trajectories)):
         totals.merge(ReplayTotals.from_state(results[i]))

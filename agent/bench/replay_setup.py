@@ -25,6 +25,7 @@ from ctxagent.agent.bench.readers import Call, SourceEvent, Trajectory
 from ctxagent.agent.bench.replay_stats import StrategyStats
 from ctxagent.agent.bench.request_meter import RequestMeter
 from ctxagent.agent.bench.used_later import RequestAtoms
+from ctxagent.context.budget import default_max_output
 from ctxagent.context.events import CompactionData, Payload, parse_payload
 from ctxagent.context.history import Event
 from ctxagent.context.request import ToolSpec
@@ -103,6 +104,7 @@ class Engine:
     build: Callable[..., Any]
     budget_cls: Any
     build_inputs_cls: Any
+    budget_params: dict[str, Any] = field(default_factory=dict)  # Budget fields a sweep sets (bench fit), else defaults
     meter: RequestMeter = field(init=False)
     _breakpoints: Breakpoints | None = field(default=None, init=False)
 
@@ -127,7 +129,8 @@ class Engine:
     def run(self, events: list[Event], system: str, strategy: str, window: int, step: int, turn: int,
             warm: Any = None, tools: Sequence[ToolSpec] = (), ratio: float = 1.0, cache: Any = None,
             model: str = "") -> Any:
-        budget = self.budget_cls(window=window, max_output=min(8192, max(256, window // 4)))
+        # the reply's reserve as the agent sets it (agent/factory.py): the model's max output, ≤ 8,192 and W / 8
+        budget = self.budget_cls(window=window, max_output=default_max_output(window), **self.budget_params)
         inputs = self.build_inputs_cls(events=events, system=system, tools=list(tools), budget=budget, counter=self.counter,
                                        step=step, turn=turn, strategy=strategy, warm=warm, calibration_ratio=ratio,
                                        cache=cache, model=model)

@@ -86,7 +86,8 @@ def _finish(inputs: BuildInputs, draft: Draft, warm: str, records: list[PlannedC
         at = warm_position(messages)
         messages.insert(at, draft.warm_msg)
         stable += at < stable
-    request = Request(system=inputs.system, messages=messages, tools=list(inputs.tools), max_tokens=inputs.budget.max_output,
+    request = Request(system=inputs.system, messages=messages, tools=list(inputs.tools),
+                      max_tokens=draft.reply_tokens or inputs.budget.max_output,
                       stable_messages=stable)
     report = make_report(inputs, draft, request, compaction, notes, cache=cache)
     masked = [[it.first_id, it.last_id] for it in draft.items if isinstance(it, Summary)]

@@ -156,6 +156,7 @@ class Draft:
     # cuts remembered across builds (BuildCache.cuts): (id(slot), state) -> (slot, the slot cut, or None when the
     # cut is no smaller). Slots are shared between builds, so the same slot object is cut the same way again
     cuts: dict[tuple[int, str], tuple[Slot, Slot | None]] | None = field(default=None, repr=False)
+    reply_tokens: int | None = None  # the reply's reserve yielded (relief's last tier): the request asks for this many
     _sum: int = field(default=0)
     _stale: set[int] | None = field(default=None)  # superseded tool results, computed once per draft
 

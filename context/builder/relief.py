@@ -11,7 +11,10 @@ after each cut and stopping as soon as the draft fits the limit:
   3. prune recent tool results, except the newest step's;
   4. compact the current turn's older steps (its last KEEP_RECENT_STEPS stay verbatim);
   5. prune the newest step's results;
-  6. a clear ContextOverflowError: one message alone cannot fit.
+  6. the reply's reserve yields: the request asks for a shorter reply, down to Budget.reply_floor;
+     when even that is not enough (a stable prefix that leaves little room), every tool result and
+     every call's long arguments are cleared to one line, oldest first, until the draft fits it;
+  7. a clear ContextOverflowError: one message alone cannot fit.
 
 A pruned result shows a preview (context/prune.py), a cleared one a one-line stub; both keep the
 requirement lines the session ledger quoted from it. Every cut is memoized in the BuildCache under
@@ -64,6 +67,8 @@ def relieve(inputs: BuildInputs, events: list[Event], limit: int, warm: str, not
             # the ledger holds the summaries' open tasks; what the task state quotes is not repeated
             warm, _ = warm_text_for(inputs, log.live, log.ledger, log.items, log.cue, task)
         draft = assemble(list(log.items), inputs, warm, cache, log.ledger, task.sections)
+        # a summary takes at most a quarter of the limit, and a third of the room the stable prefix leaves
+        summary_cap = max(256, min(limit // 4, (limit - draft.fixed) // 3))
         enforce_tools_slice(draft, inputs.budget, lambda s: _pruned_memo(s, counter, cache),
                             lambda s: _cleared_memo(s, counter, cache), cold, cache.enforced, cache.stats)
         _prune(draft, "old", counter, cache, limit)
@@ -94,8 +99,13 @@ def relieve(inputs: BuildInputs, events: list[Event], limit: int, warm: str, not
                 records.append((next_id + len(records), record, False))
                 continue
         _prune(draft, "all", counter, cache, limit)
+        _clear_all(draft, counter, cache, inputs.budget.yielded_limit(inputs.calibration_ratio))
         break
-    if draft.total() > limit:
+    if draft.total() > limit and draft.total() <= inputs.budget.yielded_limit(inputs.calibration_ratio):
+        draft.reply_tokens = inputs.budget.reply_room(draft.total(), inputs.calibration_ratio)
+        notes.append(f"nothing left to cut: the reply's reserve yields, this request asks for at most "
+                     f"{draft.reply_tokens:,} tokens of reply (not {inputs.budget.max_output:,})")
+    elif draft.total() > limit:
         raise ContextOverflowError(draft.overflow_message(inputs.budget, inputs.calibration_ratio))
     if task.note:
         notes.append(task.note)
@@ -146,6 +156,18 @@ def _prune(draft: Draft, tier: str, counter: TokenCounter, cache: BuildCache, li
         if draft.total() <= limit:
             return
         draft.cut(index, lambda s: _pruned_memo(s, counter, cache), "pruned")
+
+
+def _clear_all(draft: Draft, counter: TokenCounter, cache: BuildCache, limit: int) -> None:
+    """The deepest cut, oldest first, until the draft fits `limit`: tool results to their one-line stub
+    (a read_event handle), calls' long arguments to their first characters."""
+    for index, slot in enumerate(draft.slots):
+        if draft.total() <= limit:
+            return
+        if slot.event_id is None or slot.state == "cleared":
+            continue
+        if slot.is_tool_result or slot.msg.tool_calls:
+            draft.cut(index, lambda s: _cleared_memo(s, counter, cache), "cleared")
 
 
 def _tool_candidates(draft: Draft, *, tier: str) -> list[tuple[int, int, int]]:

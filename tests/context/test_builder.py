@@ -177,9 +177,12 @@ def test_model_summary_used_when_valid_else_extractive() -> None:
 
 
 def test_allow_compaction_false_prunes_then_raises_if_needed() -> None:
-    log = noisy_session(30, lines=60)
+    # no summaries: relief prunes, then clears every result and long argument to one line, then the reply yields
+    res = run(noisy_session(30, lines=60), window=6_000, max_output=2048, allow_compaction=False)
+    assert res.compaction is None and res.request.max_tokens <= 2048
+    assert res.report.total + res.request.max_tokens <= 6_000
     with pytest.raises(ContextOverflowError, match="cannot fit"):
-        run(log, window=6_000, max_output=2048, allow_compaction=False)
+        run(noisy_session(300, lines=60), window=6_000, max_output=2048, allow_compaction=False)
 
 
 def test_newest_step_is_pruned_last_and_giant_output_fits() -> None:
