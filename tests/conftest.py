@@ -75,6 +75,16 @@ def _stdin_not_a_pipe() -> None:
 
 _stdin_not_a_pipe()
 
+# pyproject's `--timeout 600` bounds every test; a `slow` one (whole sessions, a 1,000-turn run, kill -9
+# loops) gets this instead unless it names its own: on a loaded 2-core machine they take minutes.
+SLOW_TIMEOUT_S = 1800
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.get_closest_marker("slow") is not None and item.get_closest_marker("timeout") is None:
+            item.add_marker(pytest.mark.timeout(SLOW_TIMEOUT_S))
+
 
 @pytest.fixture(autouse=True)
 def _isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
