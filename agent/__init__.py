@@ -14,6 +14,7 @@ _EXPORTS = {
     "AgentParts": "ctxagent.agent.parts",
     "Approver": "ctxagent.agent.parts",
     "create_agent": "ctxagent.agent.factory",
+    "warm_sdk": "ctxagent.agent.factory",
     # what the loop tells its front end
     "AgentEvent": "ctxagent.agent.updates",
     "AssistantDelta": "ctxagent.agent.updates",
@@ -114,6 +115,7 @@ if TYPE_CHECKING:
     )
     from ctxagent.agent.factory import (
         create_agent as create_agent,
+        warm_sdk as warm_sdk,
     )
     from ctxagent.agent.loop import (
         Agent as Agent,

@@ -243,6 +243,26 @@ def _provider_for(config: Config, label: str, max_tokens: int) -> Provider:
     return make_provider(label, api_key=key, base_url=base, max_tokens=max_tokens)
 
 
+def warm_sdk(config: Config, before: Callable[[str], None] | None = None) -> str:
+    """Import the SDK that `config`'s model speaks, now (seconds for `anthropic`: call it on a worker
+    thread while the user types; the app does, tui/agent_start.py). `before(title)` is called first
+    when there is an SDK to import. Returns the provider's title, or "" when there is nothing to import
+    or the config names no usable model (building the agent says why)."""
+    try:
+        label, _ = resolve_model(config)
+        provider = _provider_for(config, label, 1024)
+    except CtxagentError:
+        return ""
+    warm = getattr(provider, "warm", None)
+    if warm is None:
+        return ""
+    title = specs.get(parse_model_name(label)[0]).title
+    if before is not None:
+        before(title)
+    warm()
+    return title
+
+
 def check_strategy(strategy: str, label: str) -> None:
     """A server-side strategy needs a provider whose server does it (ConfigError otherwise)."""
     spec = specs.get(parse_model_name(label)[0])

@@ -56,3 +56,21 @@ def test_offline_commands_import_no_provider_sdk(repo: Path, scripted_server, ct
         assert not names & set(SDKS), (args, sorted(names & set(SDKS)))
         if args[0] == "inspect":  # the wire body is still the provider's own, built without its SDK
             assert json.loads(out.stdout)["request"] == srv.requests()[1]["body"]
+
+
+@pytest.mark.parametrize(("model", "sdk"), [("anthropic:claude-sonnet-5-5", "anthropic"), ("openai:gpt-5.4-mini", "openai")])
+def test_the_agent_is_built_without_its_sdk_and_warm_sdk_imports_it(repo: Path, model: str, sdk: str) -> None:
+    """The app builds the agent and imports the SDK on two workers at once (tui/agent_start.py): the
+    build does not wait for the import, and `warm_sdk` is what does it."""
+    code = ("import json, sys\nfrom pathlib import Path\n"
+            "from ctxagent.agent import create_agent, load_config, open_session, warm_sdk\n"
+            f"session = open_session(Path('.'), load_config(Path('.'), {{'model': {model!r}}}))\n"
+            "create_agent(session)\n"
+            f"built = {sdk!r} in sys.modules\n"
+            "title = warm_sdk(session.config)\n"
+            f"print(json.dumps({{'built': built, 'title': title, 'warm': {sdk!r} in sys.modules}}))\n")
+    env = {**os.environ, "ANTHROPIC_API_KEY": "sk-ant-test-key-0000000000000000", "OPENAI_API_KEY": "sk-test-0000000000000000000000"}
+    out = subprocess.run([sys.executable, "-c", code], cwd=repo, env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    assert result == {"built": False, "title": "Anthropic" if sdk == "anthropic" else "OpenAI", "warm": True}
