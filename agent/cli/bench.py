@@ -283,7 +283,7 @@ def add_parser(subparsers: Any) -> None:
     a.set_defaults(func=run_all)
 
     # benchmarks that other parts own register themselves when their module is there
-    for name in ("locomo", "memory_latency", "load", "large_tree", "mcp_schemas", "subagents"):
+    for name in ("locomo", "memory_latency", "load", "large_tree", "mcp_schemas", "subagents", "startup"):
         try:
             mod = importlib.import_module(f"ctxagent.agent.bench.{name}")
         except ImportError:
