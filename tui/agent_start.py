@@ -62,8 +62,11 @@ class AgentStarter:
     def _warm(self, session: Session) -> None:
         from ctxagent.agent import warm_sdk
 
+        def started(title: str) -> None:
+            self.control.post_message(SdkWarming(session, title))
+
         try:
-            warm_sdk(session.config, before=lambda title: self.control.post_message(SdkWarming(session, title)))
+            warm_sdk(session.config, before=started)
         except Exception:  # noqa: BLE001 - a broken SDK install: building the agent (or its first request) says why
             pass
         finally:

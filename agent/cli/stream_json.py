@@ -15,6 +15,7 @@ As `claude -p --output-format stream-json` and `codex exec --json` do, every lin
     notice            {level, message}        ("info" | "warning" | "error")
     refused           {tool, permission, target}  (an edit or command refused: no --yes)
     compaction        {method, tokens_before, tokens_after, messages}
+    handoff           {goal, text, event_id}  (a drafted handoff: start the next session with it)
     subagent          {call_id, session, event: one of these objects, from the sub-agent}
     result            {exit_code, and every field of `--output json`}   (always the last line)
 
@@ -36,6 +37,7 @@ from ctxagent.agent.updates import (
     AssistantDone,
     CompactionDone,
     ContextBuilt,
+    HandoffDrafted,
     ModelWaiting,
     Notice,
     StepStarted,
@@ -145,6 +147,8 @@ def _line(ev: AgentEvent) -> Line | None:
         return {"type": "waiting", "step": ev.step, "seconds": ev.seconds}
     if isinstance(ev, Notice):
         return {"type": "notice", "level": ev.level, "message": ev.message}
+    if isinstance(ev, HandoffDrafted):
+        return {"type": "handoff", "goal": ev.goal, "text": ev.text, "event_id": ev.event_id}
     if isinstance(ev, CompactionDone):
         return {"type": "compaction", "method": ev.method, "tokens_before": ev.tokens_before,
                 "tokens_after": ev.tokens_after, "messages": ev.messages}
