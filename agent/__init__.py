@@ -14,7 +14,7 @@ _EXPORTS = {
     "AgentParts": "ctxagent.agent.parts",
     "Approver": "ctxagent.agent.parts",
     "create_agent": "ctxagent.agent.factory",
-    "warm_sdk": "ctxagent.agent.factory",
+    "warm_sdk": "ctxagent.agent.warmup",
     # what the loop tells its front end
     "AgentEvent": "ctxagent.agent.updates",
     "AssistantDelta": "ctxagent.agent.updates",
@@ -115,7 +115,6 @@ if TYPE_CHECKING:
     )
     from ctxagent.agent.factory import (
         create_agent as create_agent,
-        warm_sdk as warm_sdk,
     )
     from ctxagent.agent.loop import (
         Agent as Agent,
@@ -184,6 +183,9 @@ if TYPE_CHECKING:
     )
     from ctxagent.agent.user_tools import (
         DIRECT_CALL_PREFIX as DIRECT_CALL_PREFIX,
+    )
+    from ctxagent.agent.warmup import (
+        warm_sdk as warm_sdk,
     )
     from ctxagent.tools.confine import (
         list_repo_files as list_repo_files,

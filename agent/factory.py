@@ -238,29 +238,9 @@ def resolve_model(config: Config) -> tuple[str, ModelInfo]:
     return label, info
 
 
-def _provider_for(config: Config, label: str, max_tokens: int) -> Provider:
+def provider_for(config: Config, label: str, max_tokens: int) -> Provider:
     key, base = specs.get(parse_model_name(label)[0]).credentials(config)
     return make_provider(label, api_key=key, base_url=base, max_tokens=max_tokens)
-
-
-def warm_sdk(config: Config, before: Callable[[str], None] | None = None) -> str:
-    """Import the SDK that `config`'s model speaks, now (seconds for `anthropic`: call it on a worker
-    thread while the user types; the app does, tui/agent_start.py). `before(title)` is called first
-    when there is an SDK to import. Returns the provider's title, or "" when there is nothing to import
-    or the config names no usable model (building the agent says why)."""
-    try:
-        label, _ = resolve_model(config)
-        provider = _provider_for(config, label, 1024)
-    except CtxagentError:
-        return ""
-    warm = getattr(provider, "warm", None)
-    if warm is None:
-        return ""
-    title = specs.get(parse_model_name(label)[0]).title
-    if before is not None:
-        before(title)
-    warm()
-    return title
 
 
 def check_strategy(strategy: str, label: str) -> None:
@@ -284,7 +264,7 @@ def summarizer_for(config: Config, label: str) -> Callable[[str], str] | None:
         return None  # no cheaper sibling to ask (a scripted session's script holds only the main model's turns)
     target = config.summary_model or f"{provider_name}:{cheaper_sibling(provider_name, model)}"
     try:
-        provider = _provider_for(config, target, 2048)
+        provider = provider_for(config, target, 2048)
     except ConfigError:
         return None
 
@@ -348,7 +328,7 @@ def task_tool(session: Session, parts: AgentParts, on_event: Callable[[AgentEven
     """The `task` tool of this session: its sub-agents reach the parent's parts, front end and approver."""
     side = ParentSide(session=session, parts=parts, on_event=on_event or (lambda _ev: None),
                       approver=approver or deny_mutations,
-                      make_provider=lambda label: _provider_for(session.config, label, max_output),
+                      make_provider=lambda label: provider_for(session.config, label, max_output),
                       default_model=lambda: subagent_model(session.config, parts.model_label))
     return make_task_tool(side)
 
@@ -368,7 +348,7 @@ def create_agent(
     check_strategy(config.strategy, label)
     window = config.window or info.window
     max_output = config.max_output_tokens or min(info.max_output, 8192, max(1024, window // 8))
-    provider = _provider_for(config, label, max_output)
+    provider = provider_for(config, label, max_output)
     budget = Budget.from_profile(config.budget_profile, window, max_output)
     if config.budget:
         budget = Budget(window, fractions={**budget.fractions, **config.budget}, max_output=max_output, profile=config.budget_profile)
