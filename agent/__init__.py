@@ -14,7 +14,7 @@ _EXPORTS = {
     "AgentParts": "ctxagent.agent.parts",
     "Approver": "ctxagent.agent.parts",
     "create_agent": "ctxagent.agent.factory",
-    "warm_sdk": "ctxagent.agent.warmup",
+    "warm_sdk": "ctxagent.agent.providers.warmup",
     # what the loop tells its front end
     "AgentEvent": "ctxagent.agent.updates",
     "AssistantDelta": "ctxagent.agent.updates",
@@ -134,6 +134,9 @@ if TYPE_CHECKING:
         model_info as model_info,
         parse_model_name as parse_model_name,
     )
+    from ctxagent.agent.providers.warmup import (
+        warm_sdk as warm_sdk,
+    )
     from ctxagent.agent.scripted.demo import (
         DEMO_LABEL as DEMO_LABEL,
         DEMO_PROMPT as DEMO_PROMPT,
@@ -183,9 +186,6 @@ if TYPE_CHECKING:
     )
     from ctxagent.agent.user_tools import (
         DIRECT_CALL_PREFIX as DIRECT_CALL_PREFIX,
-    )
-    from ctxagent.agent.warmup import (
-        warm_sdk as warm_sdk,
     )
     from ctxagent.tools.confine import (
         list_repo_files as list_repo_files,
