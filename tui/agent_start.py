@@ -45,6 +45,7 @@ class AgentStarter:
         self.reload_config = reload_config  # the config again, from the same sources (after trusting the repository)
         self.queued: TurnRunner | None = None  # sent before the agent was ready: runs when it is
         self.warming = ""  # the provider whose SDK the warm-up worker is importing ("" : none, or done)
+        self.waiting = True  # for an agent: from the first frame until one is built or could not be
 
     def start(self) -> None:
         """After the first frame: the SDK's import on a worker, the trust question when there is one
@@ -83,6 +84,8 @@ class AgentStarter:
         sdk = f"loading the {self.warming} SDK" if self.warming else ""
         control = self.control
         if control.agent is None:
+            if not self.waiting:  # no agent could be built: the status says so ("no model"), not "starting"
+                return
             control.set_activity(f"starting · {sdk}" if sdk else "starting")
         elif not control.busy:
             control.set_activity(sdk or "idle")
@@ -126,6 +129,7 @@ class AgentStarter:
     # -- the agent --------------------------------------------------------------------------------
     def build(self) -> None:
         """Build the agent for the current session on a worker thread (imports, tokenizer, memory, git)."""
+        self.waiting = True
         self.show_waiting()
         self.control.run_worker(partial(self._build, self.control.session), thread=True, group="agent",
                                 name="build agent")
@@ -154,6 +158,7 @@ class AgentStarter:
         if message.session is not control.session:
             return
         if message.agent is None:
+            self.waiting = False
             control.set_activity("no model")
             control.post_message(SetupNeeded(message.problem))  # bubbles to the app, which owns the set-up screen
             return

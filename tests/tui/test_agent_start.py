@@ -89,3 +89,22 @@ async def test_a_scripted_model_has_no_sdk_to_wait_for(tmp_path: Path) -> None:
         await wait_until(pilot, lambda: (seen.append(screen.status.info.activity) or True) and screen.agent is not None
                          and screen.status.info.activity == "idle")
         assert not any("SDK" in a for a in seen)
+
+
+async def test_a_start_that_fails_stays_said_after_the_sdk_loads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from ctxagent.context import ConfigError
+
+    sdk, _, _ = _gated(monkeypatch)
+    session = make_session(tmp_path, ANSWER)
+
+    def no_model(sess: Any, **kw: Any) -> Any:
+        raise ConfigError("no model configured")
+
+    app = CtxApp(session, no_model, probe=False)
+    async with app.run_test(size=(100, 30)) as pilot:
+        status = app.session_screen.status
+        await wait_until(pilot, lambda: status.info.activity == "no model")
+        sdk.set()
+        await pilot.pause(0.2)
+        await wait_until(pilot, lambda: not app.session_screen.starter.warming)
+        assert status.info.activity == "no model"
