@@ -46,6 +46,7 @@ class AgentStarter:
         self.queued: TurnRunner | None = None  # sent before the agent was ready: runs when it is
         self.warming = ""  # the provider whose SDK the warm-up worker is importing ("" : none, or done)
         self.waiting = True  # for an agent: from the first frame until one is built or could not be
+        self.warmed = False  # the warm-up worker is done (the SDK is in, or there was none to import)
 
     def start(self) -> None:
         """After the first frame: the SDK's import on a worker, the trust question when there is one
@@ -78,6 +79,7 @@ class AgentStarter:
         if message.session is not self.control.session:
             return
         self.warming = message.title
+        self.warmed = not message.title
         self.show_waiting()
 
     def show_waiting(self) -> None:
