@@ -14,6 +14,7 @@ _EXPORTS = {
     "AgentParts": "ctxagent.agent.parts",
     "Approver": "ctxagent.agent.parts",
     "create_agent": "ctxagent.agent.factory",
+    "warm_sdk": "ctxagent.agent.providers.warmup",
     # what the loop tells its front end
     "AgentEvent": "ctxagent.agent.updates",
     "AssistantDelta": "ctxagent.agent.updates",
@@ -167,6 +168,9 @@ if TYPE_CHECKING:
         cost_usd as cost_usd,
         model_info as model_info,
         parse_model_name as parse_model_name,
+    )
+    from ctxagent.agent.providers.warmup import (
+        warm_sdk as warm_sdk,
     )
     from ctxagent.agent.scripted.demo import (
         DEMO_LABEL as DEMO_LABEL,

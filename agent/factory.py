@@ -79,7 +79,7 @@ def resolve_model(config: Config) -> tuple[str, ModelInfo]:
     return label, info
 
 
-def _provider_for(config: Config, label: str, max_tokens: int) -> Provider:
+def provider_for(config: Config, label: str, max_tokens: int) -> Provider:
     key, base = specs.get(parse_model_name(label)[0]).credentials(config)
     return make_provider(label, api_key=key, base_url=base, max_tokens=max_tokens)
 
@@ -105,7 +105,7 @@ def summarizer_for(config: Config, label: str) -> Callable[[str], str] | None:
         return None  # no cheaper sibling to ask (a scripted session's script holds only the main model's turns)
     target = config.summary_model or f"{provider_name}:{cheaper_sibling(provider_name, model)}"
     try:
-        provider = _provider_for(config, target, 2048)
+        provider = provider_for(config, target, 2048)
     except ConfigError:
         return None
 
@@ -169,7 +169,7 @@ def task_tool(session: Session, parts: AgentParts, on_event: Callable[[AgentEven
     """The `task` tool of this session: its sub-agents reach the parent's parts, front end and approver."""
     side = ParentSide(session=session, parts=parts, on_event=on_event or (lambda _ev: None),
                       approver=approver or deny_mutations,
-                      make_provider=lambda label: _provider_for(session.config, label, max_output),
+                      make_provider=lambda label: provider_for(session.config, label, max_output),
                       default_model=lambda: subagent_model(session.config, parts.model_label))
     return make_task_tool(side)
 
@@ -189,7 +189,7 @@ def create_agent(
     check_strategy(config.strategy, label)
     window = config.window or info.window
     max_output = config.max_output_tokens or default_max_output(window, info.max_output)
-    provider = _provider_for(config, label, max_output)
+    provider = provider_for(config, label, max_output)
     budget = Budget.from_profile(config.budget_profile, window, max_output)
     if config.budget:
         budget = Budget(window, fractions={**budget.fractions, **config.budget}, max_output=max_output, profile=config.budget_profile)

@@ -46,6 +46,7 @@ from ctxagent.context.builder.dispatch import build
 from ctxagent.context.builder.inputs import BuildResult
 from ctxagent.context.builder.step import record_system_prompt
 from ctxagent.context.events import ErrorData, ToolResultData, UserData
+from ctxagent.context.floor.display import plural
 from ctxagent.context.history import Event, SessionLog
 from ctxagent.context.monitor import usage_text
 from ctxagent.context.prompt_cache import rules_for
@@ -194,7 +195,7 @@ class Agent:
                     break
                 if steps >= self.session.config.max_steps:
                     stop = "max_steps"
-                    self.journal.notice(f"stopped after {steps} steps (--max-steps); ask to continue if needed", "warning")
+                    self.journal.notice(f"stopped after {plural(steps, 'step')} (--max-steps); ask to continue if needed", "warning")
                     break
                 steps += 1
                 self._requested_compaction()

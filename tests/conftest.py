@@ -3,7 +3,9 @@ hypothesis deterministic (the "ctxagent" profile: the same examples on every run
 
 from __future__ import annotations
 
+import os
 import socket
+import stat
 import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -56,6 +58,32 @@ def _guarded_connect_ex(self: socket.socket, address: object) -> int:
 
 socket.socket.connect = _guarded_connect  # type: ignore[method-assign]
 socket.socket.connect_ex = _guarded_connect_ex  # type: ignore[method-assign]
+
+
+def _stdin_not_a_pipe() -> None:
+    """`ctxagent -p` reads piped standard input to its end (agent/cli/headless.py), and the commands the
+    tests start inherit the runner's: when that is a pipe left open (a CI step's), it becomes /dev/null."""
+    try:
+        piped = stat.S_ISFIFO(os.fstat(0).st_mode) or stat.S_ISSOCK(os.fstat(0).st_mode)
+    except OSError:
+        return
+    if piped:
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.close(null)
+
+
+_stdin_not_a_pipe()
+
+# pyproject's `--timeout 600` bounds every test; a `slow` one (whole sessions, a 1,000-turn run, kill -9
+# loops) gets this instead unless it names its own: on a loaded 2-core machine they take minutes.
+SLOW_TIMEOUT_S = 1800
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.get_closest_marker("slow") is not None and item.get_closest_marker("timeout") is None:
+            item.add_marker(pytest.mark.timeout(SLOW_TIMEOUT_S))
 
 
 @pytest.fixture(autouse=True)

@@ -1,11 +1,14 @@
 """The session's agent: built on a worker thread after the first frame, and shown when ready.
 
 `AgentStarter` is owned by the session screen and works on it through `SessionControl`
-(tui/control.py). After the first frame it asks the trust question (when the repository's config
-had security-relevant keys ignored; agent/trust.py), then builds the agent — provider SDK,
-tokenizer, memory, checkpoints — on a worker thread. `AgentReady` brings it back to the UI thread;
-a message typed before it was ready runs then, and a configuration it cannot use opens the set-up
-screen.
+(tui/control.py). After the first frame it starts importing the provider's SDK on a worker thread
+(`warm_sdk`: seconds for `anthropic`, most of a launch), asks the trust question meanwhile (when the
+repository's config had security-relevant keys ignored; agent/trust.py), then builds the agent —
+tokenizer, memory, checkpoints, tools — on another worker. `AgentReady` brings it back to the UI
+thread; a message typed before it was ready runs then (its first request waits for the SDK if it is
+still loading), and a configuration it cannot use opens the set-up screen. Until both are done the
+status line says what it waits for: "starting · loading the Anthropic SDK", "starting", or, with
+the agent built, "loading the Anthropic SDK".
 """
 
 from __future__ import annotations
@@ -16,11 +19,21 @@ from typing import TYPE_CHECKING
 
 from ctxagent.tui.messages import AgentReady, SetupNeeded
 from ctxagent.tui.modals import TrustModal
+from textual.message import Message
 
 if TYPE_CHECKING:
     from ctxagent.agent import Agent, Config, Session
     from ctxagent.tui.bridge import WorkerBridge
     from ctxagent.tui.control import AgentFactory, SessionControl, TurnRunner
+
+
+class SdkWarming(Message):
+    """The provider SDK's import on the warm-up worker: started (`title`: "Anthropic") or over ("")."""
+
+    def __init__(self, session: Session, title: str) -> None:
+        super().__init__()
+        self.session = session
+        self.title = title
 
 
 class AgentStarter:
@@ -31,11 +44,53 @@ class AgentStarter:
         self.make_agent = make_agent
         self.reload_config = reload_config  # the config again, from the same sources (after trusting the repository)
         self.queued: TurnRunner | None = None  # sent before the agent was ready: runs when it is
+        self.warming = ""  # the provider whose SDK the warm-up worker is importing ("" : none, or done)
+        self.waiting = True  # for an agent: from the first frame until one is built or could not be
+        self.warmed = False  # the warm-up worker is done (the SDK is in, or there was none to import)
 
     def start(self) -> None:
-        """After the first frame: the trust question when there is one, then the agent."""
+        """After the first frame: the SDK's import on a worker, the trust question when there is one
+        (the import goes on while it is asked), then the agent."""
+        self.warm_up()
         if not self._ask_trust():
             self.build()
+
+    # -- the provider SDK -------------------------------------------------------------------------
+    def warm_up(self) -> None:
+        """Import the session's provider SDK on a worker thread, now."""
+        session = self.control.session
+        self.control.run_worker(partial(self._warm, session), thread=True, group="warm", name="import the SDK")
+
+    def _warm(self, session: Session) -> None:
+        from ctxagent.agent import warm_sdk
+
+        def started(title: str) -> None:
+            self.control.post_message(SdkWarming(session, title))
+
+        try:
+            warm_sdk(session.config, before=started)
+        except Exception:  # noqa: BLE001 - a broken SDK install: building the agent (or its first request) says why
+            pass
+        finally:
+            self.control.post_message(SdkWarming(session, ""))
+
+    def warming_changed(self, message: SdkWarming) -> None:
+        """On the UI thread: the status line says what the start still waits for."""
+        if message.session is not self.control.session:
+            return
+        self.warming = message.title
+        self.warmed = not message.title
+        self.show_waiting()
+
+    def show_waiting(self) -> None:
+        sdk = f"loading the {self.warming} SDK" if self.warming else ""
+        control = self.control
+        if control.agent is None:
+            if not self.waiting:  # no agent could be built: the status says so ("no model"), not "starting"
+                return
+            control.set_activity(f"starting · {sdk}" if sdk else "starting")
+        elif not control.busy:
+            control.set_activity(sdk or "idle")
 
     # -- trust ------------------------------------------------------------------------------------
     def _ask_trust(self) -> bool:
@@ -77,7 +132,8 @@ class AgentStarter:
     # -- the agent --------------------------------------------------------------------------------
     def build(self) -> None:
         """Build the agent for the current session on a worker thread (imports, tokenizer, memory, git)."""
-        self.control.set_activity("starting")
+        self.waiting = True
+        self.show_waiting()
         self.control.run_worker(partial(self._build, self.control.session), thread=True, group="agent",
                                 name="build agent")
 
@@ -105,10 +161,12 @@ class AgentStarter:
         if message.session is not control.session:
             return
         if message.agent is None:
+            self.waiting = False
             control.set_activity("no model")
             control.post_message(SetupNeeded(message.problem))  # bubbles to the app, which owns the set-up screen
             return
         control.show_agent(message.agent)
+        self.show_waiting()  # the SDK may still be loading: say so rather than "idle"
         if self.queued is not None:
             run, self.queued = self.queued, None
             control.run_turn(run)

@@ -31,7 +31,7 @@ from ctxagent.agent import (
     TurnStarted,
 )
 from ctxagent.context import advice_for, plural, usage_text
-from ctxagent.tui.agent_start import AgentStarter
+from ctxagent.tui.agent_start import AgentStarter, SdkWarming
 from ctxagent.tui.bridge import WorkerBridge
 from ctxagent.tui.chat import NoticeLine, UserMessage
 from ctxagent.tui.chat_log import ChatLog
@@ -244,6 +244,9 @@ class SessionScreen(Screen[None]):
 
     def on_agent_ready(self, message: AgentReady) -> None:
         self.starter.ready(message)
+
+    def on_sdk_warming(self, message: SdkWarming) -> None:
+        self.starter.warming_changed(message)
 
     def show_agent(self, agent: Agent) -> None:
         """Make `agent` current: gauge and status from its reports; a fresh measure after a rewind."""

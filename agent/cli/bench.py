@@ -290,7 +290,8 @@ def add_parser(subparsers: Any) -> None:
     a.set_defaults(func=run_all)
 
     # benchmarks that other parts own register themselves when their module is there
-    for name in ("locomo", "memory_latency", "load", "large_tree", "mcp_schemas", "subagents", "watermark_fit"):
+    for name in ("locomo", "memory_latency", "load", "large_tree", "mcp_schemas", "subagents", "watermark_fit",
+                 "startup"):
         try:
             mod = importlib.import_module(f"ctxagent.agent.bench.{name}")
         except ImportError:

@@ -1,10 +1,15 @@
-"""`ctxagent -p "task"`: one turn without a terminal UI, text or JSON output.
+"""`ctxagent -p "task"`: one turn without a terminal UI, text, JSON or stream-json output.
+
+The prompt is `-p TEXT`; piped standard input is read to its end and appended to it after a blank
+line (`git diff | ctxagent -p "review this"`), or is the whole prompt (`echo task | ctxagent -p`).
+An empty prompt is a usage error (exit 2), never sent.
 
 Text mode: stdout gets the answer only (the text of the step that ends the turn); progress — the
 text of steps that call tools, one line per tool call, notices, warnings and errors — goes to
 stderr. JSON mode: one JSON object on stdout, notices on stderr. Every error is printed once, and
 everything printed goes through the display edge (`context/floor/display.py`): no control sequence
-reaches the terminal, and invisible characters are shown.
+reaches the terminal, and invisible characters are shown. Stream-json mode (`agent/cli/stream_json.py`):
+one JSON object per line on stdout as the run happens, the last one the result with its exit code.
 
 Exit codes (stable, for scripts):
     0  the turn finished (end_turn)
@@ -22,7 +27,7 @@ Exit codes (stable, for scripts):
        passed ctxagent's size cap (stop_reason "response_cap")
     130 cancelled (Ctrl-C)
 
-JSON fields: session, result, steps, tool_calls, usage, stop_reason ("end_turn" | "max_tokens" |
+JSON fields (also stream-json's last line, `result`, with `exit_code`): session, result, steps, tool_calls, usage, stop_reason ("end_turn" | "max_tokens" |
 "response_cap" | "max_steps" | "error" | "cancelled" | "blocked"), refused [{tool, permission, target}],
 permission_mode, context, and error {type, message} when the turn failed.
 
@@ -34,8 +39,11 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
+import stat
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -60,7 +68,7 @@ from ctxagent.agent.updates import (
     TurnFinished,
 )
 from ctxagent.context.errors import ConfigError, CtxagentError, HistoryError
-from ctxagent.context.floor.display import echo, echo_json
+from ctxagent.context.floor.display import echo, echo_json, plural
 from ctxagent.context.floor.state_paths import describe_os_error
 from ctxagent.context.request import Usage
 
@@ -131,12 +139,15 @@ class RefusingApprover:
     def __init__(self, err: TextIO):
         self.err = err
         self.refused: list[dict[str, str]] = []
+        self.on_refused: Callable[[dict[str, str]], None] | None = None  # stream-json's `refused` line
 
     def __call__(self, req: PermissionRequest) -> PermissionDecision:
         first_line = req.preview.splitlines()[0] if req.preview else ""
         target = req.target or str(req.arguments.get("path") or req.arguments.get("command") or first_line)
         # all of it, or its head and its end with the count between: `| sh` hides at the end
         self.refused.append({"tool": req.tool, "permission": req.permission, "target": inline_text(target, 2000)})
+        if self.on_refused is not None:
+            self.on_refused(self.refused[-1])
         why = (f"{req.note} It cannot be confirmed in a headless run." if not req.can_remember and req.note
                else f"this run may not {'edit files' if req.permission == 'edit' else 'run commands'}; "
                     "run with --yes to allow it")
@@ -177,10 +188,51 @@ def _custom_command(root: Path, prompt: str, err: TextIO) -> str:
     return expanded
 
 
-def run_headless(args: Any, out: TextIO | None = None, err: TextIO | None = None) -> int:
+class PromptError(ValueError):
+    """No prompt to send, or piped input too large to read."""
+
+
+MAX_PIPED_BYTES = 8 * 1024 * 1024  # far past any window; a larger input is refused, not read whole
+NO_PROMPT = 'no prompt: give -p the task (ctxagent -p "fix the tests"), or pipe it in (echo "fix the tests" | ctxagent -p)'
+
+
+def read_prompt(text: str | None, stdin: Any) -> str:
+    """`-p TEXT` and, when standard input is not a terminal, what is piped in: appended after a blank
+    line, or the whole prompt. Raises PromptError when nothing is left to send."""
+    piped = ""
+    if _is_piped(stdin):
+        source = getattr(stdin, "buffer", stdin)
+        data = source.read(MAX_PIPED_BYTES + 1)
+        raw = data.decode("utf-8", errors="replace") if isinstance(data, bytes) else str(data or "")
+        if len(raw.encode("utf-8", errors="replace")) > MAX_PIPED_BYTES:
+            raise PromptError(f"the piped input is over {MAX_PIPED_BYTES // (1024 * 1024)} MB; "
+                              "pass a file's path in the prompt instead (the agent reads it, in parts)")
+        piped = raw.rstrip()
+    prompt = "\n\n".join(part for part in ((text or "").strip() and (text or ""), piped) if part.strip())
+    if not prompt.strip():
+        raise PromptError(NO_PROMPT)
+    return prompt
+
+
+def _is_piped(stdin: Any) -> bool:
+    """Standard input is a pipe, a file or a socket (not a terminal, not /dev/null, not a stream
+    without a file descriptor, such as a test runner's stand-in)."""
+    try:
+        mode = os.fstat(stdin.fileno()).st_mode
+    except (AttributeError, ValueError, OSError):  # None, closed, or no descriptor
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISREG(mode) or stat.S_ISSOCK(mode)
+
+
+def run_headless(args: Any, out: TextIO | None = None, err: TextIO | None = None, stdin: Any = None) -> int:
     from ctxagent.agent.cli.models import refresh_for_start
 
     out, err = out or sys.stdout, err or sys.stderr  # looked up now: a caller may have redirected them
+    try:
+        prompt = read_prompt(args.prompt, sys.stdin if stdin is None else stdin)
+    except PromptError as exc:
+        _write(err, f"ctxagent: {exc}\n")
+        return EXIT_CONFIG
 
     cwd = Path(args.cwd).resolve() if getattr(args, "cwd", None) else Path.cwd()
     root = find_repo_root(cwd)
@@ -194,11 +246,20 @@ def run_headless(args: Any, out: TextIO | None = None, err: TextIO | None = None
         resume = args.resume if args.resume is not None else ("" if args.continue_ else None)
         session = open_session(root, config, resume, keep_model=flags.get("model") is None)  # --model wins
         refresh_for_start(session.config)  # the provider's model list, when a day old (short timeout, never fatal)
-        printer = TextPrinter(out, err) if args.output == "text" else None
+        printer: Any = None
+        if args.output == "text":
+            printer = TextPrinter(out, err)
+        elif args.output == "stream-json":
+            from ctxagent.agent.cli.stream_json import StreamPrinter
+
+            printer = stream = StreamPrinter(out, session.log.sanitize)
+            approver.on_refused = lambda refused: stream.emit("refused", **refused)
         if printer is not None:
             printed_errors = printer.printed_errors
         agent = create_agent(session, on_event=printer or (lambda ev: _json_notice(ev, err, printed_errors)),
                              approver=approver)
+        if args.output == "stream-json":
+            printer.session_started(agent)
         if agent.parts.mcp is not None:  # one prompt and no one to watch a status bar: wait for the servers
             agent.parts.mcp.hub.wait_started()
             for state in agent.parts.mcp.hub.states():
@@ -215,7 +276,7 @@ def run_headless(args: Any, out: TextIO | None = None, err: TextIO | None = None
         return EXIT_CONFIG
     cancel = threading.Event()
     try:
-        done = agent.run_turn(_custom_command(root, args.prompt, err), cancel)
+        done = agent.run_turn(_custom_command(root, prompt, err), cancel)
     except KeyboardInterrupt:
         cancel.set()
         _close(session)
@@ -244,8 +305,13 @@ def run_headless(args: Any, out: TextIO | None = None, err: TextIO | None = None
         # the plan is the answer (stdout); nothing was changed, and nobody is here to accept it
         _write(err, "ctxagent: plan mode — only read-only tools ran, nothing was changed; to carry the plan out, "
                     f"run again with --permission-mode ask (or --yes) and --resume {session.id}\n")
+    if stop == "max_steps" and args.output == "text":
+        _write(err, f"ctxagent: stopped at the step limit ({plural(done.steps, 'step')}) before the model "
+                    "finished; go on with `ctxagent --continue -p \"continue\"`, or allow more with --max-steps\n")
     if args.output == "json":
         echo_json(_json_result(agent, done, approver.refused), indent=None, file=out)
+    elif args.output == "stream-json":
+        printer.write({"type": "result", "exit_code": code, **_json_result(agent, done, approver.refused)})
     return code
 
 

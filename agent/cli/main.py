@@ -45,7 +45,9 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="ctxagent", description="A coding agent whose context window is engineered, measured and shown.",
                                 epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--version", action="version", version=f"ctxagent {__version__}")
-    p.add_argument("-p", "--prompt", help="run one task headless and exit (progress on stderr, the answer on stdout)")
+    p.add_argument("-p", "--prompt", nargs="?", const="", metavar="TASK",
+                   help="run one task headless and exit (progress on stderr, the answer on stdout); piped "
+                   "input is appended to TASK, or is the task (`git diff | ctxagent -p \"review this\"`)")
     model = p.add_argument("--model")
     p.add_argument("--base-url", help="base URL of the provider (OpenAI-compatible servers: Ollama, vLLM, ...)")
     p.add_argument("--window", type=int, help="override the model's context window (tokens)")
@@ -54,7 +56,9 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     p.add_argument("--permission-mode", choices=PERMISSION_MODES,
                    help="ask (the default) · auto-edit: edits unasked · plan: read-only tools only, the model "
                    "proposes a plan (headless: printed, nothing changed) · yolo: as --yes")
-    p.add_argument("--output", choices=["text", "json"], default="text", help="headless output format (default text)")
+    p.add_argument("--output", choices=["text", "json", "stream-json"], default="text",
+                   help="headless output: text (default), json (one object at the end), stream-json (one JSON "
+                   "object per line as the run happens; the README lists the types)")
     p.add_argument("--resume", metavar="ID", nargs="?", const="", help="continue a session (latest if no ID)")
     p.add_argument("--continue", dest="continue_", action="store_true", help="continue the latest session")
     p.add_argument("--strategy", choices=list(STRATEGIES),

@@ -23,7 +23,6 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
-import anthropic
 from ctxagent.agent.providers.anthropic_cache import cache_marker, mark_history_end, mark_stable_end
 from ctxagent.agent.providers.anthropic_context import (
     COUNT_KEYS,
@@ -124,6 +123,8 @@ def wire_messages(messages: list[Message]) -> list[dict[str, Any]]:
 def list_models(api_key: str, base_url: str | None, *, timeout: float, max_bytes: int,
                 max_models: int) -> list[CatalogueModel]:
     """The provider's catalogue: every model with its window, maximum output and lifecycle."""
+    import anthropic  # the SDK, only when it is used (client.py)
+
     client = sdk_client(anthropic, anthropic.Anthropic, api_key=api_key, base_url=base_url or DEFAULT_BASE_URL,
                         timeout=timeout, max_bytes=max_bytes)
     out: list[CatalogueModel] = []
@@ -140,8 +141,8 @@ def list_models(api_key: str, base_url: str | None, *, timeout: float, max_bytes
 class AnthropicProvider(SDKProvider):
     name = "anthropic"
     key_env = "ANTHROPIC_API_KEY"
-    sdk = anthropic
-    client_class = anthropic.Anthropic
+    sdk_module = "anthropic"
+    client_name = "Anthropic"
 
     @staticmethod
     def normalize_base_url(base_url: str | None) -> str:

@@ -5,11 +5,17 @@ Each SDK client is made the same way (`sdk_client`): the key passed explicitly, 
 falls back to profile files or other environment variables; the SDK's own retries off (`max_retries=0`:
 `agent/retry.py` retries, visibly); every response body capped in bytes (`response_cap.py`). The
 catalogue readers (`list_models` in each provider's module) use the same client.
+
+The SDK is imported when the client is first needed (a request, a count, a catalogue), not when the
+provider is made: `ctxagent inspect` builds a provider for its wire body alone and never pays for an
+SDK, and the app imports it on a worker while the user types (`SDKProvider.warm`, tui/agent_start.py).
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import functools
+import importlib
 from collections.abc import Callable, Iterator
 from types import ModuleType
 from typing import Any, ClassVar, NoReturn
@@ -44,14 +50,14 @@ def sdk_client(sdk: Any, make: Callable[..., Any], *, api_key: str, base_url: st
 class SDKProvider:
     """The constructor and error handling of a provider speaking through an official SDK.
 
-    A subclass names its SDK (`sdk`, `client_class`), its key's environment variable and the SDK's
+    A subclass names its SDK (`sdk_module`, `client_name`), its key's environment variable and the SDK's
     extra error classes, normalises its base URL, and writes `body`, `_create` and the stream readers.
     """
 
     name: str
     key_env: str  # named in an authentication error (the same as its ProviderSpec's)
-    sdk: ModuleType  # the SDK module
-    client_class: ClassVar[type]  # the SDK's client class
+    sdk_module: ClassVar[str]  # the SDK's module, imported on first use ("anthropic", "openai")
+    client_name: ClassVar[str]  # its client class ("Anthropic", "OpenAI")
 
     def __init__(self, model: str, api_key: str, base_url: str | None = None, max_tokens: int | None = None,
                  *, timeout: float = DEFAULT_TIMEOUT, streaming: bool = True,
@@ -66,8 +72,23 @@ class SDKProvider:
         # None: the caps in response_cap.py, read now (so a test can lower them for one provider)
         self.max_response_chars = max_response_chars or response_cap.MAX_RESPONSE_CHARS
         self.max_response_bytes = max_response_bytes or response_cap.MAX_RESPONSE_BYTES
-        self._client = sdk_client(self.sdk, self.client_class, api_key=api_key, base_url=self.base_url,
-                                  timeout=timeout, max_bytes=self.max_response_bytes)
+        self._client_args = (api_key, timeout)  # the client is made on first use (`_client`)
+
+    @property
+    def sdk(self) -> ModuleType:
+        """The SDK module (imported now if it was not yet: seconds for `anthropic`)."""
+        return importlib.import_module(self.sdk_module)
+
+    @functools.cached_property
+    def _client(self) -> Any:
+        api_key, timeout = self._client_args
+        return sdk_client(self.sdk, getattr(self.sdk, self.client_name), api_key=api_key, base_url=self.base_url,
+                          timeout=timeout, max_bytes=self.max_response_bytes)
+
+    def warm(self) -> None:
+        """Import the SDK and make the client now (call it on a worker thread), so the first request
+        does not wait for them."""
+        self._client  # noqa: B018 - the cached property is the work
 
     @staticmethod
     def normalize_base_url(base_url: str | None) -> str:

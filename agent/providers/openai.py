@@ -21,7 +21,6 @@ from collections.abc import Iterator
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-import openai
 from ctxagent.agent.providers.client import (
     END,
     TOO_LARGE,
@@ -95,6 +94,8 @@ def wire_messages(system: str, messages: list[Message]) -> list[dict[str, Any]]:
 def list_models(api_key: str, base_url: str | None, *, timeout: float, max_bytes: int,
                 max_models: int) -> list[CatalogueModel]:
     """The models the key (or the server) can use; a shutdown date makes one deprecated until that day."""
+    import openai  # the SDK, only when it is used (client.py)
+
     client = sdk_client(openai, openai.OpenAI, api_key=api_key, base_url=normalize_base_url(base_url),
                         timeout=timeout, max_bytes=max_bytes)
     out: list[CatalogueModel] = []
@@ -111,8 +112,8 @@ def list_models(api_key: str, base_url: str | None, *, timeout: float, max_bytes
 class OpenAIProvider(SDKProvider):
     name = "openai"
     key_env = "OPENAI_API_KEY"
-    sdk = openai
-    client_class = openai.OpenAI
+    sdk_module = "openai"
+    client_name = "OpenAI"
     normalize_base_url = staticmethod(normalize_base_url)
 
     def body(self, request: Request) -> dict[str, Any]:
@@ -130,7 +131,7 @@ class OpenAIProvider(SDKProvider):
         return body
 
     def _error_classes(self) -> dict[str, Any]:
-        return {**super()._error_classes(), "api_error": openai.APIError}
+        return {**super()._error_classes(), "api_error": self.sdk.APIError}
 
     def stream(self, request: Request, cancel: threading.Event | None = None) -> Iterator[StreamEvent]:
         refuse_server_edits(request, f"{self.name}:{self.model} (Chat Completions)")

@@ -25,10 +25,8 @@ def _text(hub: McpHub, server: str, tool: str, args: dict) -> str:
 
 def test_start_is_background_and_parallel(hub_of) -> None:
     changes: list[ServerState] = []
-    started = time.monotonic()
     hub = hub_of({"a": stdio_server(sandbox=False), "b": stdio_server(sandbox=False)}, on_change=changes.append)
-    assert time.monotonic() - started < 1.0  # start() returns before any server answered
-    assert {s.state for s in hub.states()} == {"starting"}
+    assert {s.state for s in hub.states()} == {"starting"}  # start() returned before any server answered
     assert hub.wait_started()
     assert [s.state for s in hub.states()] == ["ready", "ready"]
     assert {c.name for c in changes if c.state == "ready"} == {"a", "b"}

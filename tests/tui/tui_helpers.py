@@ -145,8 +145,10 @@ async def answer(pilot: Any, *keys: str, timeout: float = 30.0) -> None:
 
 
 async def ready(pilot: Any, app: Any, timeout: float = 60.0) -> Any:
-    """Wait until the app's agent is built (after the first frame, on a worker); the session screen."""
-    await wait_until(pilot, lambda: app.agent is not None and not app.session_screen.busy, timeout)
+    """Wait until the app's agent is ready — built, and its provider SDK imported (both after the first
+    frame, on workers: tui/agent_start.py); the session screen."""
+    await wait_until(pilot, lambda: app.agent is not None and app.session_screen.starter.warmed
+                     and not app.session_screen.busy, timeout)
     await pilot.pause()
     return app.session_screen
 
