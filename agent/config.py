@@ -25,6 +25,7 @@ from typing import Annotated, Any, Literal
 from ctxagent.agent.mcp.config import MCP_JSON, McpServerConfig, read_mcp_json
 from ctxagent.agent.permissions import PERMISSION_MODES
 from ctxagent.agent.providers import specs
+from ctxagent.agent.subagents.limits import ANSWER_TOKENS, MAX_PARALLEL
 from ctxagent.agent.trust import IgnoredKey, split_untrusted, user_only_server_keys
 from ctxagent.context.budget import PROFILES, SLICE_NAMES, TASK_STATE_SHARE
 from ctxagent.context.errors import ConfigError, ToolError
@@ -97,6 +98,8 @@ class Config(BaseModel):
     new_session_at: Fraction = DEFAULT_THRESHOLDS[1]
     auto_compact: bool = False
     subagent_model: str | None = None  # the `task` tool's default model; None: the session's, "cheaper": its cheaper sibling
+    subagent_parallel: Annotated[int, Field(ge=1, le=8)] = MAX_PARALLEL  # `task` calls of one step running at once
+    subagent_answer_tokens: Annotated[int, Field(ge=200, le=20_000)] = ANSWER_TOKENS  # of an answer kept verbatim
     task_state_share: Fraction = TASK_STATE_SHARE  # of the window at most for the verbatim task state
     # Anthropic's prompt-cache TTL: "5m" (its default) or "1h" (sent as cache_control ttl; writes cost 2×, not 1.25×)
     cache_ttl: CacheTtl = "5m"

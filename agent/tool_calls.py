@@ -95,7 +95,8 @@ class ToolRunner:
                 self._checkpoint(turn)  # before a sub-agent that may edit: the parent's rewind undoes it
             for call in group:
                 self.journal.emit(ToolStarted(call.id, call.name, call.arguments))
-            timed = run_together(group, lambda c: self._execute(c, ctx, turn, cancel, by_user))
+            timed = run_together(group, lambda c: self._execute(c, ctx, turn, cancel, by_user),
+                                 limit=self.session.config.subagent_parallel)
             for call, (result, ms) in zip(group, timed, strict=True):
                 self._append_result(call, result, ms, turn)
         if self.touched is not None:

@@ -8,13 +8,13 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, TypeVar
 
+from ctxagent.agent.subagents.limits import MAX_PARALLEL
 from ctxagent.context.request import ToolCall
 
 if TYPE_CHECKING:
     from ctxagent.tools.contract import ToolRegistry
 
 PARALLEL_TOOLS = frozenset({"task"})
-MAX_PARALLEL = 3  # sub-agents of one step running at once
 
 R = TypeVar("R")
 

@@ -1,6 +1,6 @@
 """The `task` tool: delegate one task to a sub-agent in its own window; get back a bounded answer.
 
-The parent's window gets the sub-agent's final answer, capped (`ANSWER_TOKENS`; beyond that it is
+The parent's window gets the sub-agent's final answer, capped (config `subagent_answer_tokens`, default 2,000; beyond that it is
 spilled and `read_spill` pages it), a line saying how it stopped, and the handle to the child's log:
 `read_event session=CHILD id=N` opens any of its events, so the details are one call away and
 never in the window by default. A sub-agent that stops at its step limit, its window or an error
@@ -26,7 +26,6 @@ from ctxagent.context.errors import ContextOverflowError, ToolError
 from ctxagent.tools.contract import FunctionTool, ToolArgs, ToolContext, ToolResult
 from pydantic import Field
 
-ANSWER_TOKENS = 2000  # the most of a sub-agent's answer the parent's window gets verbatim
 MAX_STEPS_CAP = 200
 # the smallest window a sub-agent can work in: its system prompt and tool schemas (~1.6k tokens), the
 # reply's reserve (1,024) and room for the task and a few results
@@ -79,7 +78,7 @@ def result_of(outcome: ChildOutcome, side: ParentSide, root_label: str) -> ToolR
     stop = done.stop_reason
     said = STOPS.get(stop) or (WINDOW_FULL if done.error_type == OVERFLOW else f"stopped by an error ({done.error_type}: {done.error})")
     # within the parent's own spill threshold too, so the answer is never spilled twice
-    cap = max(200, min(ANSWER_TOKENS, side.session.config.spill_tokens - 200))
+    cap = max(200, min(side.session.config.subagent_answer_tokens, side.session.config.spill_tokens - 200))
     answer, spilled = side.parts.spill.maybe_spill(done.text or "(no answer)", side.parts.counter, cap)
     tokens = outcome.usage.prompt_tokens + outcome.usage.output_tokens
     head = f"[sub-agent {outcome.session}: {said} — {done.steps} step(s), {tokens:,} tokens]"

@@ -8,10 +8,11 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import pytest
 from ctxagent.agent.config import Config
 from ctxagent.agent.factory import create_agent
 from ctxagent.agent.session import open_session
-from ctxagent.agent.subagents.parallel import MAX_PARALLEL
+from ctxagent.agent.subagents.limits import MAX_PARALLEL
 from ctxagent.agent.updates import AgentEvent, SubAgentUpdate, ToolStarted
 from ctxagent.context.history import SessionLog
 from ctxagent.tools.contract import FunctionTool, NoArgs, ToolContext, ToolResult
@@ -25,10 +26,11 @@ def script(tool: str) -> dict[str, Any]:
             "agents": {n: [{"tool_calls": [{"name": tool, "arguments": {}}]}, {"text": f"{n} finished"}] for n in NAMES}}
 
 
-def agent_for(repo: Path, tmp_path: Path, tool: str, extra: FunctionTool[NoArgs], events: list[AgentEvent]) -> Any:
+def agent_for(repo: Path, tmp_path: Path, tool: str, extra: FunctionTool[NoArgs], events: list[AgentEvent],
+              **config: Any) -> Any:
     path = tmp_path / "script.json"
     path.write_text(json.dumps(script(tool)))
-    session = open_session(repo, Config(model=f"scripted:{path}", memory=False))
+    session = open_session(repo, Config(model=f"scripted:{path}", memory=False, **config))
     agent = create_agent(session, on_event=events.append)
     agent.parts.registry.add(extra)
     return agent
@@ -38,18 +40,21 @@ def child_logs(repo: Path) -> list[SessionLog]:
     return [SessionLog.load(p) for p in sorted((repo / ".ctxagent" / "sessions" / "subagents").glob("*.jsonl"))]
 
 
-def test_task_calls_run_together_bounded_and_come_back_in_call_order(work_repo: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("limit", [None, 2])  # the default (3), and config `subagent_parallel`
+def test_task_calls_run_together_bounded_and_come_back_in_call_order(work_repo: Path, tmp_path: Path,
+                                                                      limit: int | None) -> None:
+    bound = limit or MAX_PARALLEL
     lock, active, peak, arrivals = threading.Lock(), [0], [0], [0]
-    barrier = threading.Barrier(MAX_PARALLEL, timeout=30)  # passes only if 3 sub-agents are in it at once
+    barrier = threading.Barrier(bound, timeout=30)  # passes only if `bound` sub-agents are in it at once
 
     def rendezvous(_: NoArgs, ctx: ToolContext) -> ToolResult:
         with lock:
             active[0] += 1
             peak[0] = max(peak[0], active[0])
             arrivals[0] += 1
-            first_three = arrivals[0] <= MAX_PARALLEL
+            first_ones = arrivals[0] <= bound
         try:
-            if first_three:
+            if first_ones:
                 barrier.wait()
             return ToolResult("met")
         finally:
@@ -57,10 +62,12 @@ def test_task_calls_run_together_bounded_and_come_back_in_call_order(work_repo: 
                 active[0] -= 1
 
     events: list[AgentEvent] = []
-    agent = agent_for(work_repo, tmp_path, "rendezvous", FunctionTool("rendezvous", "meet", NoArgs, "read", rendezvous), events)
+    config = {} if limit is None else {"subagent_parallel": limit}
+    agent = agent_for(work_repo, tmp_path, "rendezvous", FunctionTool("rendezvous", "meet", NoArgs, "read", rendezvous), events,
+                      **config)
     done = agent.run_turn("go")
     assert done.stop_reason == "end_turn" and done.text == "all done"
-    assert peak[0] == MAX_PARALLEL  # three at once, never more
+    assert peak[0] == bound  # that many at once, never more
     calls = agent.log.of_kind("assistant")[0].assistant.tool_calls
     results = [e.tool_result for e in agent.log.of_kind("tool_result")]
     assert [r.call_id for r in results] == [c.id for c in calls]  # logged in call order
