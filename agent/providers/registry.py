@@ -9,6 +9,7 @@ What depends on the provider (its key rule, bare model names, tokenizer family, 
     cost_usd(info, usage)                           -> dollars
     cheaper_sibling("anthropic", "claude-opus-5-5") -> "claude-haiku-5-5"
     lifecycle_problem(info, "anthropic")            -> None | ("deprecated" | "retired", message)
+    takes_images("openai", "o3-mini")               -> False
 """
 
 from __future__ import annotations
@@ -254,6 +255,19 @@ def lifecycle_problem(info: ModelInfo, label: str, today: dt.date | None = None)
         return state, f"{label} was retired{when} and no longer answers: {instead}"
     when = f" and shuts down on {info.retires.isoformat()}" if info.retires is not None else ""
     return state, f"{label} is deprecated{when}; {instead}"
+
+
+def takes_images(provider: str, model: str) -> bool:
+    """Whether `provider:model` takes image input: its registry entry's `images` when it has one; else
+    its provider's rule (`ProviderSpec.images`), except that a local model (Ollama, vLLM, ...) takes
+    none unless its entry says so. THE rule: read_file, the builder and ACP all ask it."""
+    spec = specs.find(provider)
+    key = _lookup(model) if _uses_registry(provider) else None
+    if key is not None and "images" in load_registry()["models"][key]:
+        return bool(load_registry()["models"][key]["images"])
+    if spec is None or is_local(provider, model):
+        return False
+    return spec.images
 
 
 def cost_usd(info: ModelInfo, usage: Usage) -> float:

@@ -260,9 +260,13 @@ def load_script(script: str | Path | list[Any] | dict[str, Any]) -> list[Turn]:
 
 
 def estimate_input_tokens(body: Any) -> int:
-    """Deterministic stand-in for the provider's prompt count: compact JSON length // 4."""
+    """Deterministic stand-in for the provider's prompt count: compact JSON length // 4, an image
+    counted by its provider's rule instead of its base64 (scripted/images.py)."""
+    from ctxagent.agent.scripted.images import without_image_data
+
+    body, image_tokens = without_image_data(body)
     text = json.dumps(body, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
-    return max(1, len(text) // 4)
+    return max(1, len(text) // 4) + image_tokens
 
 
 def turn_usage(turn: Turn, body: Any) -> dict[str, int]:

@@ -24,7 +24,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from ctxagent.context.events import ImageRef
 from ctxagent.context.history import MESSAGE_KINDS, Event, ViewItem, extend_view, view
+from ctxagent.context.images import image_tokens
 from ctxagent.context.ledger import Ledger
 from ctxagent.context.pins import live_events
 from ctxagent.context.request import ToolSpec
@@ -38,10 +40,15 @@ SHARED_MAX_CHARS = 8_000_000  # the same for a cache tied to a counter (tests sh
 _ENTRY_CHARS = 64  # what a memo entry without text is charged
 
 
+def refs_tokens(refs: list[ImageRef] | None) -> int:
+    """What an event's images cost by the default rule (context/images.py)."""
+    return sum(image_tokens(r.width, r.height) for r in refs or ())
+
+
 def event_tokens(ev: Event, counter: TokenCounter) -> int:
     """What an event costs verbatim (spilled results count their full original size)."""
     if ev.kind == "user":
-        return MESSAGE_OVERHEAD + counter.count(ev.user.text)
+        return MESSAGE_OVERHEAD + counter.count(ev.user.text) + refs_tokens(ev.user.images)
     if ev.kind == "assistant":
         step = ev.assistant
         args = sum(counter.count(json.dumps(c.arguments, ensure_ascii=False, sort_keys=True)) for c in step.tool_calls)
@@ -50,8 +57,8 @@ def event_tokens(ev: Event, counter: TokenCounter) -> int:
         result = ev.tool_result
         spill = result.spill_ref
         if spill is not None and spill.tokens is not None:
-            return MESSAGE_OVERHEAD + spill.tokens
-        return MESSAGE_OVERHEAD + counter.count(result.content)
+            return MESSAGE_OVERHEAD + spill.tokens + refs_tokens(result.images)
+        return MESSAGE_OVERHEAD + counter.count(result.content) + refs_tokens(result.images)
     return 0
 
 

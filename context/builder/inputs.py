@@ -53,6 +53,7 @@ class BuildInputs:
     focus: str | None = None
     task_state_share: float = TASK_STATE_SHARE  # of the limit at most for the verbatim task state (builder/task_state.py)
     model: str = ""  # the model this request is for: a different one than the last step's has a cold prompt cache
+    images: bool = True  # the model takes images (its provider's token rule: context/images.py); False: text stubs
     # per-event work remembered across builds (the agent keeps one per session); None = the cache tied
     # to `counter`. The result is the same with or without it, warm or cold.
     cache: BuildCache | None = None

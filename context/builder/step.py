@@ -64,6 +64,7 @@ class StepSetup:
     summarize: Callable[[str], str] | None = None  # a model call for compaction summaries; None = extractive
     cache: BuildCache | None = None  # keep one per session: a step then costs O(new content)
     task_state_share: float = TASK_STATE_SHARE
+    images: bool = True  # the model takes images (agent/providers/registry.py takes_images); False: text stubs
 
     def params(self) -> BuildParams:
         """The scalars a step records so that it can be rebuilt (`BuildInputs.params`)."""
@@ -76,6 +77,7 @@ class StepSetup:
             step=step, turn=turn, strategy=self.strategy, calibration_ratio=calibration_ratio, warm=self.warm,
             summarize=self.summarize, allow_compaction=allow_compaction, protect_turns=self.protect_turns,
             thresholds=self.thresholds, model=self.model, cache=self.cache, task_state_share=self.task_state_share,
+            images=self.images,
         )
 
 
