@@ -21,7 +21,16 @@ from ctxagent.agent.parts import AgentParts, Approver, Journal
 from ctxagent.agent.permissions import Allowance, ask_about
 from ctxagent.agent.subagents.parallel import call_groups, run_together
 from ctxagent.agent.updates import PermissionRequest, ToolFinished, ToolStarted
-from ctxagent.context.events import CheckpointData, PermissionData, SpillRef, ToolMeta, ToolResultData
+from ctxagent.context.errors import CtxagentError
+from ctxagent.context.events import (
+    CheckpointData,
+    ImageRef,
+    PermissionData,
+    SpillRef,
+    ToolMeta,
+    ToolResultData,
+)
+from ctxagent.context.images import store_image
 from ctxagent.context.ledger import result_facts
 from ctxagent.context.request import ToolCall
 from ctxagent.context.tool_meta import changed_files_of_call
@@ -84,6 +93,7 @@ class ToolRunner:
                 status=self.status,
                 request_compaction=self.request_compaction,
                 handoff=self.handoff,
+                images=self.parts.takes_images,
             ),
         )
         for group in call_groups(calls):  # consecutive task calls run together, logged in call order
@@ -165,6 +175,17 @@ class ToolRunner:
         configured = str(self.parts.tool_config.get("test_command") or "").strip()
         return command or configured or detect_test_command(self.session.root) or ""
 
+    def _store_images(self, result: ToolResult, content: str) -> tuple[list[ImageRef], str]:
+        """The result's images put in the session's attachment store (bytes out of the log): their
+        references, and the content with a line for any that could not be stored."""
+        refs: list[ImageRef] = []
+        for image in result.images:
+            try:
+                refs.append(store_image(self.parts.spill, image))
+            except CtxagentError as exc:
+                content += f"\n[an image ({image.media_type}, {image.size:,} bytes) could not be kept: {exc}]"
+        return refs, content
+
     def _append_result(self, call: ToolCall, result: ToolResult, duration_ms: int, turn: int) -> None:
         # Sanitize before anything is persisted: the spill file must not hold secrets either.
         log = self.session.log
@@ -174,6 +195,7 @@ class ToolRunner:
         if call.name != "read_spill":  # a page of a spill is already bounded; spilling it again would loop
             content, spill_meta = self.parts.spill.maybe_spill(content, self.parts.counter, self.session.config.spill_tokens)
         meta = {k: v for k, v in result.meta.items() if k != "diff" or len(str(v)) < 20000} | facts
+        images, content = self._store_images(result, content)
         if not result.is_error and "changed_files" not in meta:
             # THE record of what this call changed (context/tool_meta.py), so no reader has to guess later
             changed = changed_files_of_call(call.name, call.arguments)
@@ -188,6 +210,7 @@ class ToolRunner:
             meta=ToolMeta.model_validate(meta),
             spill=SpillRef.model_validate(spill_meta) if spill_meta is not None else None,
             turn=turn,
+            images=images or None,
         ))
         self.journal.emit(ToolFinished(call.id, call.name, content, result.is_error, duration_ms, {**meta, "spill": spill_meta}))
 
