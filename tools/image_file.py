@@ -3,7 +3,7 @@
 When the session's model takes images (`ToolServices.images`: agent/providers/registry.py
 `takes_images`) the result carries the image (`ToolResult.images`, checked by context/images.py) and
 one line of text saying what it is; the agent stores its bytes in the session's attachment store and
-the log holds a reference. Otherwise a clear text says it cannot be shown. Over the limits (5 MB,
+the log holds a reference. Otherwise read_file describes it as a binary file the model cannot see. Over the limits (5 MB,
 8000 px a side) or damaged: a clear error. `@shot.png` is a read_file call (agent/user_tools.py), so
 it attaches the same way.
 """
@@ -21,8 +21,8 @@ __all__ = ["read_image", "sniff"]
 
 
 def read_image(fh: BinaryIO, sample: bytes, size: int, shown: str, ctx: ToolContext) -> ToolResult:
-    """An image file: attached for the model to see when it takes images (a line of text says what it
-    is), else a clear text that it cannot be shown. Too large or damaged: a clear error."""
+    """An image file, for a model that takes images: attached (a line of text says what it is). Too
+    large or damaged: a clear error. (For one that takes none, read_file describes it as binary.)"""
     media_type = sniff(sample) or ""
     kind = media_type.split("/")[-1].upper()
     meta: dict[str, Any] = {"files": [shown], "image": True, "size": size, "type": media_type}
@@ -31,7 +31,4 @@ def read_image(fh: BinaryIO, sample: bytes, size: int, shown: str, ctx: ToolCont
         raise ToolError(f"{quote(shown)} is a {kind} image too large to attach: {over}")
     image = load_image(sample + fh.read(MAX_IMAGE_BYTES + 1 - len(sample)), shown)
     what = describe(image.media_type, image.width, image.height, image.size)
-    if not ctx.services.images:
-        return ToolResult(f"{shown} is an image ({what}); this model takes no images, so it cannot be shown. "
-                          f"Use shell (e.g. `file {shown}`) for what its bytes say.", is_error=True, meta=meta)
     return ToolResult(f"[image {shown}: {what} — attached below]", meta=meta, images=[image])

@@ -165,6 +165,8 @@ class RenderState:
     slots: list[Any]  # list[render.Slot]; slots are frozen, so they can be shared
     pending: tuple[tuple[str, str], ...]  # (call id, tool name) still awaiting a result
     turn: int
+    image_rule: str | None = None  # the image-token rule its images were rendered with (render.py)
+    has_images: bool = False  # some item has images: resumed only under the same rule
 
 
 def _is_prefix(prefix: list[Any], full: list[Any]) -> bool:
@@ -281,10 +283,13 @@ class BuildCache:
         return state
 
     # -- rendered prefixes ------------------------------------------------------------------------
-    def render_prefix(self, items: list[ViewItem]) -> RenderState | None:
-        """The longest remembered render whose items are a prefix of `items`."""
+    def render_prefix(self, items: list[ViewItem], image_rule: str | None = None) -> RenderState | None:
+        """The longest remembered render whose items are a prefix of `items` (one with images: rendered
+        under the same image-token rule, which a /model switch may change)."""
         best: RenderState | None = None
         for st in self._renders:
+            if st.has_images and st.image_rule != image_rule:
+                continue
             if (best is None or len(st.items) > len(best.items)) and _is_prefix(st.items, items):
                 best = st
         if best is None:

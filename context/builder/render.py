@@ -109,7 +109,8 @@ def render(items: list[ViewItem], counter: TokenCounter, cache: BuildCache | Non
     cache = (cache or BuildCache()).bind(counter)
     quotes = {q.event_id: q for q in ledger.quotes} if ledger is not None else {}
     memo = cache.memo
-    start = cache.render_prefix(items)
+    start = cache.render_prefix(items, image_rule)
+    has_images = start.has_images if start else False
     slots: list[Slot] = list(start.slots) if start else []
     pending: list[tuple[str, str]] = list(start.pending) if start else []  # calls awaiting a result right after their assistant message
     turn = start.turn if start else 0
@@ -137,6 +138,7 @@ def render(items: list[ViewItem], counter: TokenCounter, cache: BuildCache | Non
         size = cache.size(it)
         if it.kind == "tool_result":
             result = it.tool_result
+            has_images = has_images or bool(result.images)
             call_id = result.call_id
             match = next((p for p in pending if p[0] == call_id), None)
             if match is not None:
@@ -153,6 +155,7 @@ def render(items: list[ViewItem], counter: TokenCounter, cache: BuildCache | Non
         flush()
         if it.kind == "user":
             turn = it.user.turn or turn + 1
+            has_images = has_images or bool(it.user.images)
             msg, n = memo(("user", it.id) + ((image_rule,) if it.user.images else ()), it,
                           partial(_render_user, it, counter, image_rule),
                           kind="renders", chars=len(it.user.text))
@@ -165,7 +168,7 @@ def render(items: list[ViewItem], counter: TokenCounter, cache: BuildCache | Non
             msg, n = rendered
             slots.append(Slot(msg, n, "hot", "verbatim", turn, idx, event_id=it.id, full_tokens=size))
             pending.extend((c.id, c.name) for c in msg.tool_calls)
-    cache.keep_render(RenderState(list(items), list(slots), tuple(pending), turn))
+    cache.keep_render(RenderState(list(items), list(slots), tuple(pending), turn, image_rule, has_images))
     flush()
     return slots
 
