@@ -87,3 +87,24 @@ def test_read_file_of_an_image(shot_repo: Path, scripted_server, model: str) -> 
     assert "image/png 8x8" in json.loads(out.stdout.strip().splitlines()[-1])["result"]
     first, second = srv.requests()
     assert _images_of(first["body"]) == [] and _images_of(second["body"]) == [png(8, 8)]
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_old_images_become_stubs_and_come_back(shot_repo: Path, scripted_server, model: str) -> None:
+    srv = scripted_server([
+        {"text": "a chart"},
+        {"text": "ok"},
+        {"text": "ok {images}"},
+        {"tool_calls": [{"name": "read_file", "arguments": {"path": "shot.png"}}]},
+        {"text": "again: {images}"},
+    ])
+    base = ("--model", model, "--base-url", srv.url, "--output", "json")
+    for i, prompt in enumerate(["what is in @shot.png ?", "and then?", "and now?", "look again"]):
+        out = run_ctxagent(shot_repo, "-p", prompt, *(("--continue",) if i else ()), *base)
+        assert out.returncode == 0, out.stderr
+    bodies = [r["body"] for r in srv.requests()]
+    assert [len(_images_of(b)) for b in bodies] == [1, 1, 0, 0, 1]  # cleared once older than the last two turns
+    third = json.dumps(bodies[2], ensure_ascii=False)
+    assert "cleared from view: older than the recent turns — read_file path=shot.png shows it again" in third
+    assert json.loads(out.stdout.strip().splitlines()[-1])["result"] == "again: image/png 64x48 " + (
+        "(tool_result)" if model.startswith("anthropic") else "(user)")
