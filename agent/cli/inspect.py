@@ -105,11 +105,17 @@ def cost_line(events: list[Event]) -> str:
     return f"cost: {total} — {'; '.join(parts)} (each call priced with the model that made it)"
 
 
-def wire_body(model: str, request: Request) -> dict[str, Any]:
-    """The body `model`'s provider sends for `request`: what a step's sha256 was taken of."""
+def wire_body(model: str, request: Request, root: Path | None = None) -> dict[str, Any]:
+    """The body `model`'s provider sends for `request`: what a step's sha256 was taken of (its images
+    read from the attachment store of `root`, as the step read them)."""
     from ctxagent.agent.providers.registry import make_provider
 
     provider = make_provider(model, api_key="inspect", base_url="http://127.0.0.1:9", max_tokens=request.max_tokens)
+    if root is not None and hasattr(provider, "attachments"):
+        from ctxagent.context.images import ImageReader
+        from ctxagent.context.spill import SpillStore
+
+        provider.attachments = ImageReader(SpillStore.for_root(root))
     return provider.body(request)
 
 
@@ -118,7 +124,8 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     from ctxagent.context.builder.rebuild import rebuild_step
 
     log = _load(args, args.session)
-    step = rebuild_step(log.events, args.step, wire_body)
+    root = _root(args)
+    step = rebuild_step(log.events, args.step, lambda model, request: wire_body(model, request, root))
     if args.json:
         out: dict[str, Any] = {
             "request": step.body,

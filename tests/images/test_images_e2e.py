@@ -74,6 +74,8 @@ def test_mention_attaches_the_image(shot_repo: Path, scripted_server, model: str
     (ref,) = [img for e in events if e.get("kind") == "tool_result" for img in e["data"].get("images", [])]
     assert ref["media_type"] == "image/png" and (ref["width"], ref["height"]) == (64, 48) and ref["size"] == len(SHOT)
     assert (shot_repo / ".ctxagent" / "spill" / f"{ref['sha256']}.img").read_bytes() == SHOT
+    check = run_ctxagent(shot_repo, "inspect", _session(out.stdout), "--step", "1")  # rebuilt, images read back
+    assert check.returncode == 0 and "identical" in check.stdout, check.stdout + check.stderr
 
 
 @pytest.mark.parametrize("model", MODELS)
