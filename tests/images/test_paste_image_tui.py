@@ -9,13 +9,14 @@ from pathlib import Path
 import pytest
 from ctxagent.agent.factory import create_agent
 from ctxagent.agent.user_tools import pasted_image
+from ctxagent.context.images import anthropic_tokens
 from ctxagent.tui.app import CtxApp
 from ctxagent.tui.chat import ToolPanel, UserMessage
 from ctxagent.tui.reply import AssistantMessage
 from image_helpers import png
 
 sys.path.insert(0, str(Path(__file__).parent.parent / "tui"))
-from tui_helpers import make_session, ready, send  # noqa: E402  # tests/tui's helpers
+from tui_helpers import make_session, ready, screen_text, send, wait_until  # noqa: E402  # tests/tui's helpers
 
 pytestmark = pytest.mark.anyio
 
@@ -46,7 +47,7 @@ async def test_a_pasted_image_path_is_attached(tmp_path: Path) -> None:
     session = make_session(tmp_path, [{"text": "I see {images}."}])
     (session.root / "shot.png").write_bytes(png(12, 9))
     app = CtxApp(session, create_agent)
-    async with app.run_test(size=(100, 30)) as pilot:
+    async with app.run_test(size=(120, 80)) as pilot:
         screen = await ready(pilot, app)
         await send(pilot, app, f"{session.root}/shot.png")  # pasted: a path alone on the input
         assert [m.text for m in screen.query(UserMessage)][-1] == "@shot.png"
@@ -55,3 +56,6 @@ async def test_a_pasted_image_path_is_attached(tmp_path: Path) -> None:
         (tool,) = [m for m in body["messages"] if m["role"] == "tool"]
         assert tool["images"][0]["media_type"] == "image/png" and tool["images"][0]["width"] == 12
         assert [m.text for m in screen.query(AssistantMessage)][-1] == "I see image/png 12x9 (tool_result)."
+        await send(pilot, app, "/context")  # the image is counted in the tools slice, by the provider's rule
+        await wait_until(pilot, lambda: "What is in it" in screen_text(app))
+        assert f"1 image attached: {anthropic_tokens(12, 9)} tokens (PNG 12×9)" in screen_text(app)
