@@ -70,10 +70,13 @@ class AgentParts:
     checkpoints: Checkpoints | None = None
     tool_config: dict[str, Any] = field(default_factory=dict)
     mcp: McpRuntime | None = None  # the session's MCP servers and their tools (agent/mcp/runtime.py)
+    images: bool | None = None  # the model takes images (the factory asks the catalogue too); None: the registry's rule
 
     @property
     def takes_images(self) -> bool:
         """Whether the session's model takes image input (agent/providers/registry.py `takes_images`)."""
+        if self.images is not None:
+            return self.images
         from ctxagent.agent.providers.registry import parse_model_name, takes_images
         from ctxagent.context.errors import ConfigError
 

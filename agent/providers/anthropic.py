@@ -147,10 +147,16 @@ def list_models(api_key: str, base_url: str | None, *, timeout: float, max_bytes
         out.append(CatalogueModel(
             id=m.id, display_name=m.display_name or "", window=int(m.max_input_tokens or 0),
             max_output=int(m.max_tokens or 0), lifecycle=str(m.lifecycle or ""), retires=as_date(m.retires_at),
-            dated=False))
+            dated=False, images=_image_input(m)))
         if len(out) >= max_models:
             break
     return out
+
+
+def _image_input(m: Any) -> bool | None:
+    """`capabilities.image_input.supported` of a catalogue entry, None when it says nothing."""
+    supported = getattr(getattr(getattr(m, "capabilities", None), "image_input", None), "supported", None)
+    return supported if isinstance(supported, bool) else None
 
 
 class AnthropicProvider(SDKProvider):

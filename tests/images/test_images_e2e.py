@@ -110,3 +110,15 @@ def test_old_images_become_stubs_and_come_back(shot_repo: Path, scripted_server,
     assert "cleared from view: older than the recent turns — read_file path=shot.png shows it again" in third
     assert json.loads(out.stdout.strip().splitlines()[-1])["result"] == "again: image/png 64x48 " + (
         "(tool_result)" if model.startswith("anthropic") else "(user)")
+
+
+def test_the_catalogue_says_a_model_takes_no_images(shot_repo: Path, scripted_server) -> None:
+    srv = scripted_server({"turns": [{"text": "saw {images}"}], "models": [
+        {"id": "claude-sonnet-5-5", "max_input_tokens": 200_000, "max_tokens": 32_000, "image_input": False}]})
+    out = run_ctxagent(shot_repo, "-p", "look at @shot.png", "--model", "anthropic:claude-sonnet-5-5",
+                       "--base-url", srv.url, "--output", "json")
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout.strip().splitlines()[-1])["result"] == "saw no images"
+    (req,) = srv.requests()
+    assert _images_of(req["body"]) == []
+    assert "its contents are not shown (this model takes no images)" in json.dumps(req["body"])
