@@ -46,6 +46,15 @@ _EXPORTS = {
     "describe_ignored": "ctxagent.agent.trust",
     "needs_prompt": "ctxagent.agent.trust",
     "trust_repo": "ctxagent.agent.trust",
+    # permission modes (plan mode: Shift+Tab in the app)
+    "PLAN_MODE": "ctxagent.agent.permissions",
+    "next_mode": "ctxagent.agent.permissions",
+    # instruction files (the user's, the root's, nested ones)
+    "instruction_sections": "ctxagent.agent.instructions.loading",
+    "InitDraft": "ctxagent.agent.instructions.draft",
+    "init_draft": "ctxagent.agent.instructions.draft",
+    "init_prompt": "ctxagent.agent.instructions.draft",
+    "write_agents_md": "ctxagent.agent.instructions.draft",
     # custom slash commands (prompt templates)
     "CustomCommand": "ctxagent.agent.custom_commands",
     "expand_command": "ctxagent.agent.custom_commands",
@@ -63,6 +72,11 @@ _EXPORTS = {
     "open_handoff": "ctxagent.agent.session_ops",
     "switch_model": "ctxagent.agent.session_ops",
     "TurnInfo": "ctxagent.agent.checkpoints.turns",
+    # git conveniences: /diff and /commit
+    "SessionChanges": "ctxagent.agent.checkpoints.session_changes",
+    "commit_changes": "ctxagent.agent.checkpoints.session_changes",
+    "draft_message": "ctxagent.agent.checkpoints.session_changes",
+    "session_changes": "ctxagent.agent.checkpoints.session_changes",
     # models
     "cost_usd": "ctxagent.agent.providers.registry",
     "SessionCost": "ctxagent.agent.providers.pricing",
@@ -91,6 +105,12 @@ if TYPE_CHECKING:
         describe_rewind as describe_rewind,
         find_user_turn as find_user_turn,
     )
+    from ctxagent.agent.checkpoints.session_changes import (
+        SessionChanges as SessionChanges,
+        commit_changes as commit_changes,
+        draft_message as draft_message,
+        session_changes as session_changes,
+    )
     from ctxagent.agent.checkpoints.turns import (
         TurnInfo as TurnInfo,
     )
@@ -116,12 +136,25 @@ if TYPE_CHECKING:
     from ctxagent.agent.factory import (
         create_agent as create_agent,
     )
+    from ctxagent.agent.instructions.draft import (
+        InitDraft as InitDraft,
+        init_draft as init_draft,
+        init_prompt as init_prompt,
+        write_agents_md as write_agents_md,
+    )
+    from ctxagent.agent.instructions.loading import (
+        instruction_sections as instruction_sections,
+    )
     from ctxagent.agent.loop import (
         Agent as Agent,
     )
     from ctxagent.agent.parts import (
         AgentParts as AgentParts,
         Approver as Approver,
+    )
+    from ctxagent.agent.permissions import (
+        PLAN_MODE as PLAN_MODE,
+        next_mode as next_mode,
     )
     from ctxagent.agent.providers.pricing import (
         SessionCost as SessionCost,

@@ -23,10 +23,12 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from ctxagent.agent.mcp.config import MCP_JSON, McpServerConfig, read_mcp_json
+from ctxagent.agent.permissions import PERMISSION_MODES
 from ctxagent.agent.providers import specs
 from ctxagent.agent.trust import IgnoredKey, split_untrusted, user_only_server_keys
 from ctxagent.context.budget import PROFILES, SLICE_NAMES, TASK_STATE_SHARE
-from ctxagent.context.errors import ConfigError
+from ctxagent.context.errors import ConfigError, ToolError
+from ctxagent.context.floor.beneath import read_small
 from ctxagent.context.floor.state_paths import check_state_dir, project_state_dir, user_config_dir
 from ctxagent.context.monitor import DEFAULT_THRESHOLDS
 from ctxagent.context.strategies import STRATEGIES
@@ -35,7 +37,6 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 # Each provider's key and base URL fields are named by its ProviderSpec (providers/specs.py); they
 # are declared below because the model is static (tests/test_providers_specs.py checks they agree).
 SECRET_FIELDS = tuple(s.key_field for s in specs.providers() if s.key_field)
-PERMISSION_MODES = ("ask", "auto-edit", "yolo")
 # The command runner's modes (tools/sandbox/policy.py MODES, the one definition): written out here
 # because importing tools/ would load every tool before the app's first frame; a test checks they agree.
 SANDBOX_MODES = ("workspace-write", "read-only", "off")
@@ -154,13 +155,21 @@ _ENV = {
 }
 
 
-def _read_toml(path: Path) -> dict[str, Any]:
+MAX_CONFIG_BYTES = 1_000_000
+
+
+def _read_toml(path: Path, root: Path | None = None) -> dict[str, Any]:
+    """A config file's table. The repository's (`root` given) is read through the confined walk: it is
+    repository content, and a FIFO, a device or a link in its place must not hang or redirect start-up."""
     try:
-        with path.open("rb") as fh:
-            data = tomllib.load(fh)
+        if root is not None:
+            data = tomllib.loads(read_small(root, path.relative_to(root).as_posix(), MAX_CONFIG_BYTES).decode("utf-8"))
+        else:
+            with path.open("rb") as fh:
+                data = tomllib.load(fh)
     except FileNotFoundError:
         return {}
-    except (tomllib.TOMLDecodeError, OSError, UnicodeDecodeError) as exc:
+    except (tomllib.TOMLDecodeError, OSError, UnicodeDecodeError, ToolError) as exc:
         raise ConfigError(f"cannot read config {path}: {exc}") from exc
     unknown = sorted(k for k in data if k.replace("-", "_") not in FILE_KEYS)
     if unknown:
@@ -222,7 +231,7 @@ def load_config(root: Path | None = None, flags: dict[str, Any] | None = None, e
     if root is not None:
         check_state_dir(root)
         repo_file = project_state_dir(root) / "config.toml"
-        raw = _read_toml(repo_file)
+        raw = _read_toml(repo_file, Path(root))
         mcp_json = str(Path(root) / MCP_JSON)
         json_layer, json_dropped = _servers_layer({"mcp_servers": read_mcp_json(root)}, mcp_json)
         toml_layer, toml_dropped = _servers_layer(raw, str(repo_file))
@@ -292,6 +301,7 @@ def flags_from_args(args: Any) -> dict[str, Any]:
         "max_steps": getattr(args, "max_steps", None),
         "strategy": getattr(args, "strategy", None),
     }
+    out["permission_mode"] = getattr(args, "permission_mode", None)
     if getattr(args, "yes", False):
         out["permission_mode"] = "yolo"
     out["sandbox"] = getattr(args, "sandbox", None)

@@ -22,8 +22,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ctxagent.agent.hooks import Hooks
+from ctxagent.agent.instructions.loading import NestedInstructions, loaded_nested
 from ctxagent.agent.parts import AgentParts, Approver, Journal, deny_mutations
-from ctxagent.agent.permissions import Allowance
+from ctxagent.agent.permissions import PLAN_MODE, Allowance
 from ctxagent.agent.providers.protocol import CUT_STOPS
 from ctxagent.agent.server_context import ServerContext, seen_reports
 from ctxagent.agent.session import Session, endpoint_for, record_endpoint
@@ -89,6 +90,9 @@ class Agent:
         self.tools.status = self.budget_status
         self.tools.request_compaction = self.request_compaction
         self.tools.handoff = lambda goal: self.handoff(goal, by="model").text
+        # a folder's own AGENTS.md / CLAUDE.md, once a tool touches a path beneath it (agent/instructions/loading.py)
+        self.nested = NestedInstructions(session.root, session.log, loaded_nested(parts.system), self.journal.notice)
+        self.tools.touched = self._touched
         # the stable prefix, whenever it changed, so `inspect` can rebuild any step exactly
         record_system_prompt(session.log, parts.system, parts.registry.specs())
         # where the requests go, whenever it changed (/model), so offline commands send to it too
@@ -177,8 +181,9 @@ class Agent:
             done = TurnFinished(turn=turn, stop_reason="blocked", text="", steps=0)
             self.journal.emit(done)
             return done
+        planning = ask_model and self.session.config.permission_mode == PLAN_MODE
         refs = [ref for image in images or () if (ref := self._keep_image(image)) is not None]
-        self.journal.record(UserData(text=text, turn=turn, images=refs or None))
+        self.journal.record(UserData(text=text, turn=turn, plan=planning or None, images=refs or None))
         self.journal.emit(TurnStarted(turn, text))
         final_text, steps, stop = "", 0, "end_turn"
         error: ErrorData | None = None
@@ -297,6 +302,14 @@ class Agent:
         return new_session(self.session, with_summary, self.parts.summarize, open_session)
 
     # -- helpers ------------------------------------------------------------------------------
+    def _touched(self, paths: list[str]) -> None:
+        """Paths the tools worked on: a nested instruction file not yet loaded joins the system prompt
+        at its end (the prefix grows), logged before the next step sends it."""
+        added = self.nested.touched(paths)
+        if added:
+            self.parts.system = "\n\n".join([self.parts.system, *added])
+            record_system_prompt(self.log, self.parts.system, self.parts.registry.specs())
+
     def _answer_dangling_calls(self) -> None:
         """A run killed between a tool call and its result leaves a call without an answer, which
         both APIs reject; on resume, answer it in the log, saying what happened."""

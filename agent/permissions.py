@@ -13,6 +13,10 @@ the user is shown before answering.
   `curl … | sh` push nothing out of view), and a preview too long to show says exactly how much is
   left out, keeping the end visible (the end of a long command, the last lines of a write).
 
+- The permission modes (`PERMISSION_MODES`, the one definition): what runs unasked in each
+  (`runs_unasked`), plan mode's refusal (`plan_refusal`: only read-only tools run; the model is told
+  why) and the order Shift+Tab cycles them in (`next_mode`).
+
 `ask_about` puts these together for `ToolRunner` (agent/tool_calls.py).
 """
 
@@ -25,7 +29,14 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-INSTRUCTION_FILES = ("AGENTS.md", "CLAUDE.md")  # become part of the system prompt (agent/factory.py)
+INSTRUCTION_FILES = ("AGENTS.md", "CLAUDE.md")  # become part of the system prompt (agent/instructions/loading.py)
+
+# ask: every edit and command is asked · auto-edit: edits run unasked · plan: only read-only tools run,
+# the model proposes a plan · yolo: nothing is asked (except what no mode covers: `Ask.always`)
+PERMISSION_MODES = ("ask", "auto-edit", "plan", "yolo")
+PLAN_MODE = "plan"
+# What Shift+Tab cycles through; yolo joins only in a session started in it (a key never turns it on).
+CYCLE_MODES = ("ask", "auto-edit", "plan")
 
 # A preview shows everything up to these sizes; past them, the head and the tail with what is between
 # counted. Big enough for any command a person reads; small enough for the box to draw at once.
@@ -81,6 +92,34 @@ def ask_about(tool: str, kind: str, args: dict[str, Any], *, root: Path, command
         return Ask(key, preview_text(command) if command else "(no test command detected)", note)
     instruction_note = instruction_file_note(tool, kind, args, root)
     return Ask(key, edit_preview(tool, args), instruction_note or "", always=instruction_note is not None)
+
+
+# -- the modes ----------------------------------------------------------------------------------
+
+def runs_unasked(mode: str, kind: str) -> bool:
+    """Whether a call of permission `kind` ("edit", "command") runs without a question in `mode`."""
+    return mode == "yolo" or (mode == "auto-edit" and kind == "edit")
+
+
+def plan_refusal(mode: str, tool: str, kind: str) -> str | None:
+    """Plan mode's answer to a call that is not read-only (what the model is told); None when it may run.
+
+    The tools' schemas stay in every request whatever the mode: taking them out in plan mode and back
+    after would change the cached prefix (tool schemas come first) at each switch; a refusal is one
+    short tool result."""
+    if mode != PLAN_MODE or kind == "read":
+        return None
+    what = "change files" if kind == "edit" else "run a command"
+    return (f"refused: plan mode is on, and {tool} would {what}. In plan mode only read-only tools run "
+            f"(read_file, list_files, grep, git_status, git_diff, read_event …). Read what you need, then "
+            f"answer with your plan as the final message: the user accepts it to switch to edit mode, "
+            f"and you carry it out then.")
+
+
+def next_mode(mode: str, started: str = "ask") -> str:
+    """The mode Shift+Tab switches to from `mode`; `started`: the session's mode at its start."""
+    cycle = CYCLE_MODES + (("yolo",) if started == "yolo" else ())
+    return cycle[(cycle.index(mode) + 1) % len(cycle)] if mode in cycle else cycle[0]
 
 
 # -- instruction files ----------------------------------------------------------------------------

@@ -14,6 +14,7 @@ exposes them with its own log, checkpoints and memory); the app never writes the
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol, TypeVar
@@ -90,13 +91,26 @@ def seed_new_session(new_log: SessionLog, old_log: SessionLog, summary: str, met
 
     first = new_log.events[0].id if new_log.events else 0
     if summary.strip():
-        new_log.append(CompactionData(first_id=first, last_id=first, summary=summary, method=method,
+        new_log.append(CompactionData(first_id=first, last_id=first, summary=cite_old_events(summary, old_log.session_id),
+                                      method=method,
                                       seeded_from=old_log.session_id, created=round(time.time(), 3)))
     for pin in collect_pins(old_log.events):
         if pin.kind == "constraint":
             new_log.append(MemoryData(op="remember", type="constraint", text=pin.text, turn=0,
                                       seeded_from=old_log.session_id))
     new_log.sync()
+
+
+_READ_EVENT_ID = re.compile(r"\bread_event (?!session=)id=")
+
+
+def cite_old_events(summary: str, old: str) -> str:
+    """A summary of session `old`, as the opening of the session that continues it: its event ids are
+    `old`'s, so it says so, and its `read_event id=N` handles name that session (tools/history_tool.py
+    opens the session a session continues)."""
+    body = _READ_EVENT_ID.sub(f"read_event session={old} id=", summary)
+    return (f"(This is a summary of session {old}, which this session continues; the event ids in it are that "
+            f"session's: read_event session={old} id=N shows its event N.)\n{body}")
 
 
 def new_session(old: Session, with_summary: bool, summarize: Callable[[str], str] | None = None,
@@ -167,8 +181,9 @@ def handoff_draft(log: SessionLog, goal: str | None = None) -> str:
     ledger = Ledger().feed(live_events(log.events))
     opening, latest = ledger.opening, ledger.latest_user
     goal = " ".join((goal or "").split())
-    lines = [f"Continuing from session {log.session_id} (a handoff: read_event in that session, or "
-             f"`ctxagent inspect {log.session_id}`, shows the events named below).", ""]
+    old = log.session_id
+    lines = [f"Continuing from session {old} (a handoff: the events named below are that session's; "
+             f"read_event session={old} id=N shows event N, as does `ctxagent inspect {old}`).", ""]
     lines.append(f"Goal: {goal}" if goal else "Goal: carry on with the task below.")
     if ledger.constraints:
         lines += ["", "Constraints (the user's own words; they still hold):",
@@ -186,12 +201,12 @@ def handoff_draft(log: SessionLog, goal: str | None = None) -> str:
         if ev is None or (label.startswith("The latest") and opening is not None and ev.id == opening.id):
             continue
         text = ev.user.text
-        cut = f"\n[… cut at {HANDOFF_QUOTE_CHARS} characters: read_event id={ev.id} in session {log.session_id}]" \
+        cut = f"\n[… cut at {HANDOFF_QUOTE_CHARS} characters: read_event session={old} id={ev.id}]" \
             if len(text) > HANDOFF_QUOTE_CHARS else ""
         lines += ["", f"{label} (event {ev.id}):", text[:HANDOFF_QUOTE_CHARS] + cut]
     compactions = [e for e in log.events if e.kind == "compaction"]
     if compactions:
-        lines += ["", "Summaries in that session (read_event id=N): " + ", ".join(
+        lines += ["", f"Summaries in that session (read_event session={old} id=N): " + ", ".join(
             f"event {e.id} for events {e.compaction.first_id}–{e.compaction.last_id}" for e in compactions[-5:])]
     return "\n".join(lines).strip() + "\n"
 

@@ -18,9 +18,10 @@ from typing import TYPE_CHECKING, Any
 
 from ctxagent.agent.mcp.config import is_mcp_tool
 from ctxagent.agent.parts import AgentParts, Approver, Journal
-from ctxagent.agent.permissions import Allowance, ask_about
-from ctxagent.agent.subagents.parallel import call_groups, run_together
+from ctxagent.agent.permissions import Allowance, ask_about, plan_refusal, runs_unasked
+from ctxagent.agent.subagents.parallel import PARALLEL_TOOLS, call_groups, may_change_files, run_together
 from ctxagent.agent.updates import PermissionRequest, ToolFinished, ToolStarted
+from ctxagent.agent.user_tools import DIRECT_CALL_PREFIX
 from ctxagent.context.errors import CtxagentError
 from ctxagent.context.events import (
     CheckpointData,
@@ -61,6 +62,7 @@ class ToolRunner:
         self.status: Callable[[], BudgetStatus] | None = None
         self.request_compaction: Callable[[str | None], None] | None = None
         self.handoff: Callable[[str | None], str] | None = None
+        self.touched: Callable[[list[str]], None] | None = None  # the paths a step's tools worked on (the Agent's)
 
     def start_turn(self) -> None:
         self.turn_checkpoint = None
@@ -97,11 +99,17 @@ class ToolRunner:
             ),
         )
         for group in call_groups(calls):  # consecutive task calls run together, logged in call order
+            if any(may_change_files(c, self.parts.registry) and not cancel.is_set() for c in group):
+                self._checkpoint(turn)  # before a sub-agent that may edit: the parent's rewind undoes it
             for call in group:
                 self.journal.emit(ToolStarted(call.id, call.name, call.arguments))
             timed = run_together(group, lambda c: self._execute(c, ctx, turn, cancel))
             for call, (result, ms) in zip(group, timed, strict=True):
                 self._append_result(call, result, ms, turn)
+        if self.touched is not None:
+            paths = [c.arguments.get("path") for c in calls if isinstance(c.arguments, dict)]
+            touched = self.touched
+            self.journal.safe(lambda: touched([p for p in paths if isinstance(p, str)] + sorted(self.turn_files)))
 
     def _execute(self, call: ToolCall, ctx: ToolContext, turn: int, cancel: threading.Event) -> tuple[ToolResult, int]:
         """One call's result and how long the tool ran (ms)."""
@@ -124,6 +132,8 @@ class ToolRunner:
                 if self.parts.registry.permission(call.name) != "read" and not result.is_error:
                     changed = result.meta.get("changed_files") or changed_files_of_call(call.name, call.arguments)
                     self.turn_files.update(str(f) for f in changed or result.meta.get("files") or [])
+                elif call.name in PARALLEL_TOOLS:  # what a sub-agent changed, also when it stopped early
+                    self.turn_files.update(str(f) for f in result.meta.get("changed_files") or [])
                 if self.hooks:
                     self.hooks.post_tool(call, result, turn)
         return result, int((time.monotonic() - started) * 1000)
@@ -135,13 +145,17 @@ class ToolRunner:
         if kind == "read" and not registry.must_ask(call.name, call.arguments) or registry.get(call.name) is None:
             return None
         args = call.arguments
+        mode = self.session.config.permission_mode
+        # plan mode holds the model to read-only tools; the user's own @file / !command is asked as in ask mode
+        planning = None if call.id.startswith(DIRECT_CALL_PREFIX) else plan_refusal(mode, call.name, kind)
+        if planning is not None:
+            self.journal.append(PermissionData(call_id=call.id, decision="deny", reason="plan mode"))
+            return ToolResult(planning, is_error=True)
         command = self._command(call.name, args) if kind == "command" else ""
         ask = ask_about(call.name, kind, args, root=self.session.root, command=command)
         # e.g. memory for every project, an instruction file: no mode and no allowance covers it
         always = ask.always or registry.must_ask(call.name, args)
-        mode = self.session.config.permission_mode
-        allowed = not always and (
-            mode == "yolo" or (mode == "auto-edit" and kind == "edit") or ask.allowance in self.allowed_for_session)
+        allowed = not always and (runs_unasked(mode, kind) or ask.allowance in self.allowed_for_session)
         if not allowed:
             decision = self.approver(PermissionRequest(call.id, call.name, kind, args, ask.preview,
                                                        target=ask.allowance.target, note=ask.note,
@@ -154,6 +168,11 @@ class ToolRunner:
             if decision.remember and not always:
                 self.allowed_for_session.add(ask.allowance)
         # Shell and test commands can change files too: checkpoint before the first of either.
+        self._checkpoint(turn)
+        return None
+
+    def _checkpoint(self, turn: int) -> None:
+        """The turn's checkpoint, taken once, before its first call that may change files."""
         checkpoints = self.parts.checkpoints
         if self.turn_checkpoint is None and checkpoints is not None:
             at = self.session.log.next_id
@@ -161,7 +180,6 @@ class ToolRunner:
             if commit:
                 self.turn_checkpoint = commit
                 self.journal.append(CheckpointData(turn=turn, commit=commit))
-        return None
 
     def _command(self, name: str, args: dict[str, Any]) -> str:
         """The command line that will run: run_tests without one runs the configured or detected

@@ -73,7 +73,7 @@ SENSITIVE_KEYS: dict[str, str] = {
 # Values that can only make ctxagent do less: applied from any repository (compared with their type:
 # `sandbox_network = 0` is not `false`).
 HARMLESS_VALUES: dict[str, tuple[object, ...]] = {
-    "permission_mode": ("ask",), "summary_model": ("none",),
+    "permission_mode": ("ask", "plan"), "summary_model": ("none",),
     "sandbox": ("workspace-write", "read-only"), "sandbox_network": (False,), "sandbox_writable": ([],),
     "hooks": ({},),
 }

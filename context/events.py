@@ -185,11 +185,24 @@ class SystemPromptData(Payload):
     tools: list[dict[str, Any]] = Field(default_factory=list)
 
 
+# What the model reads after a message sent in plan mode (agent/permissions.py refuses its edits and
+# commands): a note with the message, not in the system prompt, so the cached prefix stays the same.
+PLAN_NOTE = ("[ctxagent: plan mode is on — the user wants a plan, not changes yet. Only read-only tools run; "
+             "edits and commands are refused. Read what you need, then answer with the plan: the steps, the "
+             "files each one touches, and how to check the result. The user accepts it to switch to edit mode.]")
+
+
 class UserData(Payload):
     KIND = "user"
     text: str
     turn: int = 0
+    plan: bool | None = None  # sent in plan mode: the model reads PLAN_NOTE after the text
     images: list[ImageRef] | None = None  # None (left out of the log): no image; pasted into the prompt (ACP): bytes in the store
+
+    @property
+    def sent_text(self) -> str:
+        """What the model reads of this message."""
+        return f"{self.text}\n\n{PLAN_NOTE}" if self.plan else self.text
 
 
 class AssistantData(Payload):

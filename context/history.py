@@ -285,6 +285,8 @@ class SessionLog:
                 lock.close()
             raise
         log._lock_fh = lock
+        if lock is not None and log.skipped:
+            log._ensure_newline()  # a cut last line is ended only under the lock, before our first append
         return log
 
     @classmethod
@@ -294,9 +296,7 @@ class SessionLog:
             raise HistoryError(f"no session log at {path}")
         events, skipped, size = _read_events(path)
         log = cls(path=path, session_id=path.stem, events=events, skipped=skipped, sanitize=sanitize)
-        log._read_size = size
-        if skipped:
-            log._ensure_newline()
+        log._read_size = size  # nothing written: a reader must not touch a log another process may be writing
         return log
 
     @property
@@ -315,8 +315,8 @@ class SessionLog:
             self.events[:] = events
             self.skipped[:] = skipped
             self._turn = max((ev.turn or 0 for ev in self.events if ev.kind == "user"), default=0)
-            if skipped:
-                self._ensure_newline()
+        if self.skipped and self.path.exists():
+            self._ensure_newline()
 
     def _ensure_newline(self) -> None:
         with self.path.open("rb+") as fh:

@@ -1,5 +1,7 @@
 """The `read_event` tool: read back any event of this session's log by id — a pruned tool output, a
-compacted turn, a rewound message — paged or grep-able like read_spill.
+compacted turn, a rewound message — paged or grep-able like read_spill. With `session`, an event of a
+linked session, read-only: a sub-agent's, or the session this one continues (a handoff or `/new`,
+whose draft and summary cite that session's events as `read_event session=OLD id=N`).
 
 Nothing the context engine cuts is lost: a pruned preview, a compaction summary and a quoted
 requirement all name the event they came from, and this tool shows its original (a spilled output in
@@ -27,7 +29,8 @@ class ReadEventArgs(ToolArgs):
     offset: int | None = Field(None, description="First line to show (0-based), or first match with grep. Default 0.")
     limit: int | None = Field(None, description="How many lines (or matches) to show. Default 200, max 2000.")
     grep: str | None = Field(None, description="Regular expression (or literal text) to search for instead of paging.")
-    session: str | None = Field(None, description="a sub-agent's session id (default: this one)")
+    session: str | None = Field(None, description="another session's id: a sub-agent's, or the session this one "
+                                                "continues (a handoff's); default: this one")
 
 
 DESCRIPTION = (
@@ -71,33 +74,58 @@ def event_text(ev: Event, spill: SpillStore | None) -> tuple[str, str]:
 _SESSION_ID = re.compile(r"^[0-9]{8}-[0-9]{6}-[0-9a-f]{6}$")
 
 
-def child_log(log: SessionLog, session: str) -> SessionLog:
-    """The log of a sub-agent of this session (its `session_start` names this session as its parent)."""
+def _start(log: SessionLog) -> dict[str, Any]:
+    start = next((e for e in log.events if e.kind == "session_start"), None)
+    return start.data if start is not None else {}
+
+
+def continued_session(log: SessionLog) -> str | None:
+    """The session this one continues — the old session of a handoff or of `/new` (its `session_start`
+    names it as `parent`) — or None. A sub-agent continues nobody: it never sees its parent's history."""
+    data = _start(log)
+    parent = data.get("parent")
+    if data.get("parent_call") or not isinstance(parent, str) or not _SESSION_ID.match(parent):
+        return None
+    return parent
+
+
+def linked_log(log: SessionLog, session: str) -> SessionLog:
+    """Another session's log, read-only, when this session is linked to it: the session this one
+    continues (a handoff or `/new`: this one's `session_start` names it), next to this log in this
+    project's sessions folder, or a sub-agent of either (its `session_start` names its parent: the old
+    session's task results hand out its children's handles too). Any other session, or anything that
+    is not a session id, is refused."""
     if not _SESSION_ID.match(session):
         raise ToolError(f"no sub-agent session {session[:80]!r}: a session id looks like 20260102-030405-a1b2c3")
+    if session == continued_session(log):
+        path = log.path.parent / f"{session}.jsonl"
+        if not path.is_file():
+            raise ToolError(f"session {session}, which this session continues, has no log left in this project")
+        return SessionLog.load(path, sanitize=log.sanitize)
     path = log.path.parent / SUBAGENTS_FOLDER / f"{session}.jsonl"
     if not path.is_file():
-        raise ToolError(f"no sub-agent session {session} of this session")
+        raise ToolError(f"no sub-agent session {session} of this session, and this session does not continue it")
     child = SessionLog.load(path, sanitize=log.sanitize)
-    start = next((e for e in child.events if e.kind == "session_start"), None)
-    if start is None or start.data.get("parent") != log.session_id:
-        raise ToolError(f"session {session} is not a sub-agent of this session")
+    parent = _start(child).get("parent")
+    if parent is None or parent not in (log.session_id, continued_session(log)):
+        raise ToolError(f"session {session} is not a sub-agent of this session, nor of the session it continues")
     return child
 
 
 def run_read_event(args: ReadEventArgs, ctx: ToolContext) -> ToolResult:
     log = _log(ctx)
     if args.session and args.session != log.session_id:
-        log = child_log(log, args.session)
+        log = linked_log(log, args.session)
     events = log.events
     if not 0 <= args.id < len(events):
-        where = f"sub-agent session {log.session_id}" if log is not ctx.services.log else "this session"
+        where = f"session {log.session_id}" if log is not ctx.services.log else "this session"
         return ToolResult(f"error: no event {args.id} in {where} (ids 0–{len(events) - 1})", is_error=True)
     ev = events[args.id]
     what, text = event_text(ev, ctx.services.spill or SpillStore.for_root(ctx.root))
     rewound = " — rewound: no longer part of the conversation" if ev.id in hidden_by_rewinds(events) else ""
     handle = f"read_event id={ev.id}" if log is ctx.services.log else f"read_event session={log.session_id} id={ev.id}"
-    page = page_text(text, f"event {ev.id}: {what}{rewound}", handle, args.offset or 0,
+    of = "" if log is ctx.services.log else f" of session {log.session_id}"
+    page = page_text(text, f"event {ev.id}{of}: {what}{rewound}", handle, args.offset or 0,
                      args.limit or 200, args.grep or None, seconds=float(ctx.config.get("regex_seconds") or MATCH_SECONDS))
     meta: dict[str, Any] = {"event": ev.id} | ({} if log is ctx.services.log else {"session": log.session_id})
     images, note = _images_back(ev, ctx)

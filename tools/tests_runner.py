@@ -11,12 +11,13 @@ run passed is decided from those counts and the exit code by context/test_runs.p
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 from typing import Any
 
 from ctxagent.context.errors import ToolError
+from ctxagent.context.floor import bounded_json
+from ctxagent.context.floor.beneath import read_small
 from ctxagent.context.test_runs import counts_text
 from ctxagent.tools.confine import repo_root
 from ctxagent.tools.contract import FunctionTool, ToolArgs, ToolContext, ToolResult
@@ -32,11 +33,24 @@ _NPM_PLACEHOLDER = "no test specified"
 # --- detection ----------------------------------------------------------------------------------
 
 
+_CONFIG_READ_LIMIT = 1 << 20  # a project file bigger than this is not a config file to sniff (then: not detected)
+
+
+def _project_text(root: Path, name: str) -> str | None:
+    """The text of the repository's own `name` at its root, or None. Read through the confined walk: the
+    repository is untrusted, and a FIFO, a device or a link out of it in place of `pyproject.toml` must not
+    hang or redirect the detection."""
+    try:
+        return read_small(root, name, _CONFIG_READ_LIMIT).decode("utf-8", "replace")
+    except (OSError, ToolError):
+        return None
+
+
 def _has_pytest_config(root: Path) -> bool:
     checks = [("pyproject.toml", "[tool.pytest"), ("setup.cfg", "[tool:pytest]"), ("tox.ini", "[pytest]")]
     for name, marker in checks:
-        f = root / name
-        if f.is_file() and marker in f.read_text("utf-8", "replace"):
+        text = _project_text(root, name)
+        if text is not None and marker in text:
             return True
     if (root / "pytest.ini").is_file() or (root / "conftest.py").is_file():
         return True
@@ -60,11 +74,11 @@ def detect_test_command(root: Path) -> str | None:
     """The conventional test command for the project at `root`, or None if nothing is recognised."""
     if _has_pytest_config(root):
         return _pytest_command(root)
-    pkg = root / "package.json"
-    if pkg.is_file():
+    pkg = _project_text(root, "package.json")
+    if pkg is not None:
         try:
-            script = (json.loads(pkg.read_text("utf-8")).get("scripts") or {}).get("test")
-        except (ValueError, AttributeError):
+            script = (bounded_json.loads(pkg).get("scripts") or {}).get("test")
+        except (ValueError, AttributeError):  # TooDeepError is a ValueError
             script = None
         if isinstance(script, str) and script.strip() and _NPM_PLACEHOLDER not in script:
             return "npm test"

@@ -41,6 +41,9 @@ COMMANDS: tuple[SlashCommand, ...] = (
     SlashCommand("clear", "Clear the screen (a fresh view; the log is kept)"),
     SlashCommand("resume", "Reopen an earlier session of this repository"),
     SlashCommand("cost", "Tokens and cost of this session so far"),
+    SlashCommand("diff", "This session's changes (since the agent's first edit), in a scrollable screen"),
+    SlashCommand("commit", "Commit this session's changes with a drafted message you edit and confirm"),
+    SlashCommand("init", "Draft an AGENTS.md from the repository; you review it before it is written"),
     SlashCommand("agents", "Sub-agents of this session, running and finished; open one's transcript", "[id]"),
     SlashCommand("help", "List the slash commands and keys", aliases=("?",)),
     SlashCommand("quit", "Leave ctxagent", aliases=("exit",)),
@@ -132,7 +135,7 @@ def help_text() -> str:
         "`//text` sends text starting with a slash.\n\n"
         "**Keys**: Enter send · Shift+Enter, Ctrl+J or \\ then Enter: new line · Esc interrupt the running turn · "
         "Ctrl+C clear the input / interrupt, twice to quit · ↑/↓ input history · Tab complete · "
-        "Ctrl+P command palette · Ctrl+Q quit"
+        "Shift+Tab permission mode (ask → auto-edit → plan) · Ctrl+P command palette · Ctrl+Q quit"
     )
     return "\n".join(rows) + keys
 

@@ -9,7 +9,7 @@ the history of spill / prune / compact / rewind from the session log, in the use
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -157,14 +157,32 @@ def _images_line(messages: list[Any]) -> list[str]:
     return [f"{_n(len(parts), 'image')} attached: {sum(p.tokens for p in parts):,} tokens ({shown}{more})"]
 
 
-def describe_request(build: BuildResult, events: list[Event]) -> dict[str, list[str]]:
-    """A few lines per slice saying what this request holds."""
+def system_rows(system: str, count: Callable[[str], int] | None = None) -> list[str]:
+    """The system slice by part: ctxagent's own prompt, then each instruction file (the user's, the
+    root's, the nested ones the agent loaded as it worked in their folders), with its tokens."""
+    from ctxagent.agent import instruction_sections
+
+    sections = instruction_sections(system)
+
+    def size(text: str) -> str:
+        return f": {count(text):,} tokens" if count is not None else ""
+
+    own = system.split("\n# ", 1)[0] if sections else system
+    rows = ["ctxagent's system prompt" + size(own) + ("" if any(w == "project" for w, _, _ in sections)
+                                                       else "; no AGENTS.md / CLAUDE.md in this repository")]
+    for whose, name, text in sections:
+        where = (" (yours, for every repository)" if whose == "user" else
+                 f" (loaded as the agent worked in {name.rsplit('/', 1)[0]}/)" if "/" in name else "")
+        rows.append(f"{name}{where}" + size(text))
+    return rows
+
+
+def describe_request(build: BuildResult, events: list[Event],
+                     count: Callable[[str], int] | None = None) -> dict[str, list[str]]:
+    """A few lines per slice saying what this request holds (`count`: a text's tokens, as shown)."""
     req = build.request
     out: dict[str, list[str]] = {name: [] for name in (*PROMPT_SLICES, "reserve")}
-    instructions = [line.split("(", 1)[1].rstrip(")") for line in req.system.splitlines()
-                    if line.startswith("# Project instructions (")]
-    out["system"].append("ctxagent's system prompt" + (f" and {', '.join(instructions)}" if instructions else
-                                                        "; no AGENTS.md / CLAUDE.md in this repository"))
+    out["system"] += system_rows(req.system, count)
     users = [m for m in req.messages if m.role == "user" and m.kind == "message"]
     replies = [m for m in req.messages if m.role == "assistant"]
     summaries = [m for m in req.messages if m.kind == "summary"]
@@ -207,6 +225,17 @@ def describe_request(build: BuildResult, events: list[Event]) -> dict[str, list[
         out["tools"].append(f"{m.name or '?'}{error}{state}: {one_line(m.content, 60)}")
     out["reserve"].append(f"the reply may use up to {req.max_tokens:,} tokens")
     return out
+
+
+def _counter(snap: ContextSnapshot) -> Callable[[str], int] | None:
+    """Tokens as this screen shows them: the local count times the calibration ratio."""
+    report = snap.report
+    if not snap.tokenizer or report is None:
+        return None
+    from ctxagent.context import get_counter
+
+    counter, ratio = get_counter(snap.tokenizer), float(report.calibration_ratio)
+    return lambda text: round(counter.count(text) * ratio)
 
 
 def history_lines(events: Iterable[Event]) -> list[str]:
@@ -291,7 +320,7 @@ class ContextScreen(ModalScreen[None]):
         parts.append(facts_line(report))
         parts.append(Text("\nWhat is in it", style="bold"))
         assert snap.build is not None
-        for name, lines in describe_request(snap.build, snap.events).items():
+        for name, lines in describe_request(snap.build, snap.events, _counter(snap)).items():
             parts.append(Text(f"{GLYPH[name]} {name}", style=STYLE[name]))
             for line in lines:
                 parts.append(plain(f"   {line}"))

@@ -70,6 +70,7 @@ class SessionScreen(Screen[None]):
         # Not priority: keys the focused input uses (Ctrl+K deletes to the end of the line) stay its own.
         Binding("ctrl+o", "breakpoint('compact')", "Compact now", show=False),
         Binding("ctrl+l", "breakpoint('later')", "Later", show=False),
+        Binding("shift+tab", "cycle_mode", "Permission mode", show=False, priority=True),  # tui/plan.py
     ]
 
     busy: reactive[bool] = reactive(False)  # a turn or a session action is running
@@ -325,7 +326,15 @@ class SessionScreen(Screen[None]):
                                        "warning"))
         elif ev.stop_reason == "max_steps":
             self.chat.mount(NoticeLine(f"turn {ev.turn} stopped at the step limit", "warning"))
+        from ctxagent.tui.plan import after_turn
+
+        after_turn(self, ev)  # an /init draft's box, or in plan mode the plan box
         self._run_pending()
+
+    def action_cycle_mode(self) -> None:
+        from ctxagent.tui.plan import cycle_mode
+
+        cycle_mode(self)
 
     def watch_busy(self, busy: bool) -> None:
         if not busy:

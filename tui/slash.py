@@ -229,6 +229,29 @@ def _show_context(control: SessionControl) -> None:
     )))
 
 
+# -- git and instruction files (tui/git_screens.py, tui/init_box.py) ----------------------------
+
+@handles("diff")
+def diff(control: SessionControl, arg: str) -> None:
+    from ctxagent.tui.git_screens import show_diff
+
+    show_diff(control)
+
+
+@handles("commit")
+def commit(control: SessionControl, arg: str) -> None:
+    from ctxagent.tui.git_screens import start_commit
+
+    start_commit(control)
+
+
+@handles("init")
+def init(control: SessionControl, arg: str) -> None:
+    from ctxagent.tui.init_box import start_init
+
+    start_init(control, arg)
+
+
 # -- the model ----------------------------------------------------------------------------------
 
 @handles("model")

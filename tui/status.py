@@ -22,7 +22,7 @@ class StatusInfo:
     calibration: float = 1.0
     activity: str = "idle"  # "idle" | "thinking" | "tool: read_file" | ...
     label: str = ""  # e.g. "scripted demo"
-    permissions: str = "ask"  # the permission mode: "ask" | "auto-edit" | "yolo"
+    permissions: str = "ask"  # the permission mode (agent/permissions.py PERMISSION_MODES)
     mcp: str = ""  # the MCP servers: "MCP 2/2", or "MCP 1/2 ✗ docs" when one failed or crashed
 
 
@@ -30,6 +30,7 @@ class StatusInfo:
 PERMISSION_MARK = {
     "yolo": ("⚠ YOLO: never asks", "bold white on red"),
     "auto-edit": ("auto-edit: edits unasked", "bold black on yellow"),
+    "plan": ("⏸ plan: read-only", "bold white on blue"),
 }
 
 

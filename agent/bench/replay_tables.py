@@ -206,6 +206,10 @@ def replay_text(result: dict[str, Any], md: bool = False) -> str:
         a = result["after_source_compaction"]
         parts.append(f"After the source's own compaction ({a['calls']} calls, {a['facts']} facts, {a['early_facts']} early):")
         parts.append(table(*after))
+    if result.get("subagents"):
+        from ctxagent.agent.bench.subagents import replay_section_text
+
+        parts.append(replay_section_text(result["subagents"]))
     return ("\n\n" if md else "\n").join(p for p in parts if p)
 
 

@@ -155,11 +155,15 @@ def _calls(path: Path) -> tuple[list[tuple[int, int]], int, int]:
     return list(calls.values()), read_chars // 4, len(answer) // 4
 
 
-def real_rows(data: Path) -> list[dict[str, Any]]:
+def real_rows(data: Path, runs: set[str] | None = None) -> list[dict[str, Any]]:
+    """One row per delegated sub-agent transcript under `data` (Claude Code's folder); `runs`: only those
+    of these sessions (the runs a replay read)."""
     rows = []
     for path in sorted(data.glob("*/subagents/agent-*.jsonl")):
         if path.name.startswith("agent-acompact"):
             continue  # Claude Code's own compaction call, not a delegated task
+        if runs is not None and path.parent.parent.name not in runs:
+            continue
         calls, read, answer = _calls(path)
         parent_file = data / f"{path.parent.parent.name}.jsonl"
         parent_calls = _calls(parent_file)[0] if parent_file.is_file() else []
@@ -169,6 +173,27 @@ def real_rows(data: Path) -> list[dict[str, Any]]:
                      "total_tokens": sum(p + o for p, o in calls), "tool_output_read": read, "answer_tokens": answer,
                      "parent_peak": parent_peak, "saved_in_parent_window": max(0, read - answer)})
     return rows
+
+
+def replay_section(data: Path, runs: set[str]) -> dict[str, Any] | None:
+    """`bench replay`'s sub-agent rows: the real sub-agents of the runs replayed, their calls accounted
+    apart from the parent's (the replay's strategies measure the parent's calls only), with a total;
+    None when those runs delegated nothing. Cheap: it reads the transcripts' usage, builds nothing."""
+    folder = data if data.is_dir() else data.parent
+    rows = real_rows(folder, runs)
+    if not rows:
+        return None
+    total = {k: sum(r[k] for r in rows) for k in ("calls", "total_tokens", "tool_output_read", "answer_tokens",
+                                                  "saved_in_parent_window")}
+    return {"rows": rows, "total": {**total, "sub_agents": len(rows), "peak": max(r["peak"] for r in rows)}}
+
+
+def replay_section_text(section: dict[str, Any]) -> str:
+    t = section["total"]
+    return (f"Sub-agent traffic (Claude Code's subagents/agent-*.jsonl: {t['sub_agents']} sub-agent(s), {t['calls']} calls, "
+            f"{t['total_tokens']:,} tokens, not in the rows above): the parent read {t['answer_tokens']:,} tokens of "
+            f"answers instead of {t['tool_output_read']:,} of tool output, {t['saved_in_parent_window']:,} tokens of "
+            "its window saved against reading inline.\n" + real_table(section["rows"]))
 
 
 def real_table(rows: list[dict[str, Any]]) -> str:

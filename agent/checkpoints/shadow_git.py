@@ -25,7 +25,8 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from ctxagent.context.errors import CtxagentError
+from ctxagent.context.errors import CtxagentError, ToolError
+from ctxagent.context.floor.beneath import read_small
 from ctxagent.context.floor.gitsafe import repo_or_none, run_git
 from ctxagent.context.floor.state_paths import ensure_parent
 
@@ -63,6 +64,7 @@ _INIT_KEYS = frozenset({
 # git-lfs) may turn the stored bytes into anything but the bytes on disk.
 # `!diff` leaves binary detection to git but no diff driver (textconv) of the repository applies.
 _SHADOW_ATTRIBUTES = "* -text -eol -filter -ident -working-tree-encoding !diff !merge\n"
+_MAX_EXCLUDE_BYTES = 1_000_000
 
 
 @dataclass(frozen=True)
@@ -239,9 +241,9 @@ class ShadowRepo:
         lines = ["# written by ctxagent before every snapshot: the user's info/exclude plus our state folder"]
         user_dir = self.user_git_dir()
         if user_dir is not None:
-            try:
-                lines.append((user_dir / "info" / "exclude").read_text(encoding="utf-8", errors="surrogateescape"))
-            except OSError:
+            try:  # the repository's own file: a FIFO or a link out in its place is skipped, never followed
+                lines.append(read_small(user_dir, "info/exclude", _MAX_EXCLUDE_BYTES).decode("utf-8", "surrogateescape"))
+            except (OSError, ToolError):
                 pass
         rel = self._state_rel()
         if rel:

@@ -238,6 +238,13 @@ class Checkpoints:
                     return commit
         return None
 
+    def since_start(self, log: SessionLog) -> tuple[str, str] | None:
+        """(the session's first pre-turn snapshot, a snapshot of the tree now): what /diff and /commit
+        compare (agent/checkpoints/session_changes.py); None when the agent never changed a file."""
+        with self._locked():
+            positions = self._positions(log)
+            return (positions[0][1], self.shadow.scan()) if positions else None
+
     def turns(self, log: SessionLog, include_hidden: bool = False) -> list[TurnInfo]:
         """User turns, oldest first, with the files each changed and a diffstat (for /rewind)."""
         with self._locked():

@@ -119,6 +119,13 @@ def run_replay(args: argparse.Namespace) -> int:
             for k, v in read.skipped.items():  # unreadable files / runs, beside the per-record skips
                 if k not in res["skipped"]:
                     res["skipped"][k] = v
+            if source == "claude-code":  # the runs' real sub-agents: their calls in a row of their own
+                from ctxagent.agent.bench.readers import source_path
+                from ctxagent.agent.bench.subagents import replay_section
+
+                section = replay_section(source_path(source, args.data), {t.run_id for t in read.trajectories})
+                if section is not None:
+                    res["subagents"] = section
             results.append(res)
     _emit(args, results, replay_text)
     return 0

@@ -24,7 +24,10 @@ Exit codes (stable, for scripts):
 
 JSON fields: session, result, steps, tool_calls, usage, stop_reason ("end_turn" | "max_tokens" |
 "response_cap" | "max_steps" | "error" | "cancelled" | "blocked"), refused [{tool, permission, target}],
-context, and error {type, message} when the turn failed.
+permission_mode, context, and error {type, message} when the turn failed.
+
+`--permission-mode plan`: only read-only tools run (agent/permissions.py); the answer is the model's
+plan, printed like any answer, with a line on stderr saying nothing was changed (exit 0).
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ from typing import Any, TextIO
 from ctxagent.agent.config import flags_from_args, load_config
 from ctxagent.agent.factory import create_agent
 from ctxagent.agent.parts import deny_mutations
-from ctxagent.agent.permissions import inline_text
+from ctxagent.agent.permissions import PLAN_MODE, inline_text
 from ctxagent.agent.providers.protocol import CUT_STOPS
 from ctxagent.agent.session import find_repo_root, open_session
 from ctxagent.agent.trust import describe_ignored
@@ -237,6 +240,10 @@ def run_headless(args: Any, out: TextIO | None = None, err: TextIO | None = None
         why = ("the model reached its output limit (max_tokens)" if stop == "max_tokens"
                else "the reply passed ctxagent's size cap")
         _write(err, f"ctxagent: the reply was cut: {why}; what arrived is kept in the session\n")
+    if session.config.permission_mode == PLAN_MODE and stop == "end_turn":
+        # the plan is the answer (stdout); nothing was changed, and nobody is here to accept it
+        _write(err, "ctxagent: plan mode — only read-only tools ran, nothing was changed; to carry the plan out, "
+                    f"run again with --permission-mode ask (or --yes) and --resume {session.id}\n")
     if args.output == "json":
         echo_json(_json_result(agent, done, approver.refused), indent=None, file=out)
     return code
@@ -275,6 +282,7 @@ def _json_result(agent: Any, done: TurnFinished, refused: list[dict[str, str]]) 
         "usage": dataclasses.asdict(usage),
         "stop_reason": done.stop_reason,
         "refused": refused,
+        "permission_mode": agent.session.config.permission_mode,
         "context": agent.last_report.to_dict() if agent.last_report else None,
     }
     if done.stop_reason == "error":

@@ -25,6 +25,8 @@ from ctxagent.context.floor.display import echo
 # agent/config.py SANDBOX_MODES (tools/sandbox/policy.py MODES), written out so that building the
 # parser imports neither; tests/agent/test_sandbox_config.py checks the three agree.
 SANDBOX_MODES = ("workspace-write", "read-only", "off")
+# agent/permissions.py PERMISSION_MODES, written out for the same reason (tests/agent/test_plan_mode.py checks).
+PERMISSION_MODES = ("ask", "auto-edit", "plan", "yolo")
 # Options naming a directory that must already exist (a typo must not create one).
 DIRECTORY_OPTIONS = {"cwd": "--cwd", "rewind_cwd": "--cwd", "project": "--project"}
 
@@ -49,6 +51,9 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     p.add_argument("--window", type=int, help="override the model's context window (tokens)")
     p.add_argument("--max-steps", type=int, help="steps per user turn (default 50)")
     p.add_argument("--yes", action="store_true", help="allow edits and commands without asking (yolo mode)")
+    p.add_argument("--permission-mode", choices=PERMISSION_MODES,
+                   help="ask (the default) · auto-edit: edits unasked · plan: read-only tools only, the model "
+                   "proposes a plan (headless: printed, nothing changed) · yolo: as --yes")
     p.add_argument("--output", choices=["text", "json"], default="text", help="headless output format (default text)")
     p.add_argument("--resume", metavar="ID", nargs="?", const="", help="continue a session (latest if no ID)")
     p.add_argument("--continue", dest="continue_", action="store_true", help="continue the latest session")

@@ -26,7 +26,8 @@ import re
 from pathlib import Path
 from typing import Annotated, Any
 
-from ctxagent.context.errors import ConfigError
+from ctxagent.context.errors import ConfigError, ToolError
+from ctxagent.context.floor.beneath import read_small
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, model_validator
 
 MCP_JSON = ".mcp.json"
@@ -94,12 +95,11 @@ def read_mcp_json(root: Path) -> dict[str, Any]:
     shape: `type` http/sse → `url` (+ `headers`); otherwise `command`, `args`, `env`. A missing file
     is no servers; a damaged one is a ConfigError naming it."""
     path = Path(root) / MCP_JSON
-    if not path.is_file() or path.is_symlink():  # repository content: a link out is not followed
+    try:  # repository content: no link is followed, and a FIFO or a device is refused, not read
+        data = json.loads(read_small(root, MCP_JSON, MAX_MCP_JSON_BYTES).decode("utf-8"))
+    except FileNotFoundError:
         return {}
-    try:
-        with path.open("rb") as fh:
-            data = json.loads(fh.read(MAX_MCP_JSON_BYTES + 1).decode("utf-8"))
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, ToolError) as exc:
         raise ConfigError(f"cannot read {path}: {exc}") from exc
     servers = data.get("mcpServers") if isinstance(data, dict) else None
     if not isinstance(servers, dict):

@@ -30,12 +30,14 @@ from ctxagent.context.events import SessionStartData, UserData
 from ctxagent.context.floor.sanitize import Sanitizer
 from ctxagent.context.floor.state_paths import SUBAGENTS_FOLDER
 from ctxagent.context.history import SessionLog
-from ctxagent.context.request import Usage
+from ctxagent.context.request import ToolCall, Usage
+from ctxagent.context.tool_meta import changed_files_of
 from ctxagent.tools.contract import ToolRegistry
 from ctxagent.tools.memory_tools import SUBAGENT_KEY
 
 if TYPE_CHECKING:
     from ctxagent.agent.providers.protocol import Provider
+    from ctxagent.context.builder.inputs import WarmProvider
 
 # What a sub-agent may use unless the call names its tools: reading and searching, never changing.
 DEFAULT_TOOLS = ("read_file", "grep", "list_files", "git_status", "git_diff", "read_spill", "read_event",
@@ -79,6 +81,7 @@ class ChildOutcome:
     usage: Usage = field(default_factory=Usage)
     peak_tokens: int = 0
     last_event: int = 0  # the id of the child's last event: the handle to its final answer
+    changed_files: list[str] = field(default_factory=list)  # what its tools changed (the parent's checkpoint covers them)
 
 
 @dataclass
@@ -113,6 +116,17 @@ def child_registry(parent: ToolRegistry, names: list[str]) -> ToolRegistry:
     return ToolRegistry([t for t in tools if t is not None])
 
 
+def child_recall(warm: WarmProvider | None, session: str) -> WarmProvider | None:
+    """The parent's memory recall for a child: the same block from the same stores (the user's binding
+    constraints, the open to-dos, the relevant records), read-only — a child's steps never age the
+    records, so recalling in it changes nothing the parent's next block shows."""
+    from ctxagent.context.memory.recall import MemoryRecall
+
+    if isinstance(warm, MemoryRecall):
+        return MemoryRecall(warm.store, session, top_k=warm.top_k, age=False, user_store=warm.user_store)
+    return warm
+
+
 def child_parts(side: ParentSide, spec: ChildSpec, session: Session) -> AgentParts:
     p = side.parts
     provider = p.provider if spec.model == p.model_label else side.make_provider(spec.model)
@@ -120,7 +134,8 @@ def child_parts(side: ParentSide, spec: ChildSpec, session: Session) -> AgentPar
     budget = replace(p.budget, window=window, max_output=min(p.budget.max_output, max(1024, window // 8)))
     system = f"{p.system}\n\n{CHILD_PROMPT}\n{SUBAGENT_LINE}{spec.description}"
     return replace(p, provider=provider, registry=child_registry(p.registry, spec.tools), budget=budget,
-                   calibrator=Calibrator(spec.model), system=system, model_label=spec.model, warm=None,
+                   calibrator=Calibrator(spec.model), system=system, model_label=spec.model,
+                   warm=child_recall(p.warm, session.id),
                    checkpoints=p.checkpoints, tool_config={**p.tool_config, SUBAGENT_KEY: session.id})
 
 
@@ -139,18 +154,29 @@ def run_child(side: ParentSide, spec: ChildSpec, call_id: str, cancel: threading
 
     parts = child_parts(side, spec, session)
     agent = Agent(session, parts, on_event=forward, approver=approve)
+    # Its log is not ingested into memory: its "user" message is the parent model's prompt, which must
+    # never become the user's binding words, nor its steps the model's. What it writes itself
+    # (store_memory) carries the sub-agent as author (SUBAGENT_KEY); its answer reaches memory as the
+    # parent's tool result.
+    agent.journal.memory = None
     try:
         finished = agent.run_turn(spec.prompt, cancel)
     finally:
         session.log.sync()
     usage = Usage()
+    calls: dict[str, ToolCall] = {}
+    changed: dict[str, None] = {}
     for ev in session.log.events:
         if ev.kind == "assistant":
             usage = usage + ev.assistant.usage
+            calls.update((c.id, c) for c in ev.assistant.tool_calls)
+        elif ev.kind == "tool_result":
+            changed.update(dict.fromkeys(changed_files_of(calls.get(ev.tool_result.call_id), ev.tool_result)))
     peak = max((r.total for r in agent.reports), default=0)
     return ChildOutcome(session=session.id, path=session.log.path, finished=finished, model=spec.model,
                         description=spec.description,
-                        usage=usage, peak_tokens=peak, last_event=len(session.log.events) - 1)
+                        usage=usage, peak_tokens=peak, last_event=len(session.log.events) - 1,
+                        changed_files=list(changed))
 
 
 def child_usage_row(outcome: ChildOutcome) -> dict[str, Any]:

@@ -22,12 +22,15 @@ from ctxagent.agent.subagents.child import (
     child_usage_row,
     run_child,
 )
-from ctxagent.context.errors import ToolError
+from ctxagent.context.errors import ContextOverflowError, ToolError
 from ctxagent.tools.contract import FunctionTool, ToolArgs, ToolContext, ToolResult
 from pydantic import Field
 
 ANSWER_TOKENS = 2000  # the most of a sub-agent's answer the parent's window gets verbatim
 MAX_STEPS_CAP = 200
+# the smallest window a sub-agent can work in: its system prompt and tool schemas (~1.6k tokens), the
+# reply's reserve (1,024) and room for the task and a few results
+MIN_WINDOW = 4000
 
 
 class TaskArgs(ToolArgs):
@@ -36,7 +39,7 @@ class TaskArgs(ToolArgs):
     tools: list[str] | None = Field(None, description="tool names (default: read-only)")
     model: str | None = None
     max_steps: int | None = Field(None, ge=1, le=MAX_STEPS_CAP)
-    window: int | None = Field(None, ge=1000)
+    window: int | None = Field(None, ge=MIN_WINDOW, description=f"its window in tokens (at least {MIN_WINDOW:,})")
 
 
 DESCRIPTION = ("Delegate a self-contained task to a sub-agent with a fresh window; get back its answer (capped) "
@@ -49,6 +52,10 @@ STOPS = {
     "max_tokens": "its last reply was cut at the output limit",
     "response_cap": "its last reply was cut at the size cap",
 }
+
+
+OVERFLOW = ContextOverflowError.__name__  # its request could not fit its window, even relieved
+WINDOW_FULL = "stopped: its window is full, even with its history pruned and compacted; this is what it had"
 
 
 def check_spec(args: TaskArgs, side: ParentSide) -> ChildSpec:
@@ -70,7 +77,7 @@ def check_spec(args: TaskArgs, side: ParentSide) -> ChildSpec:
 def result_of(outcome: ChildOutcome, side: ParentSide, root_label: str) -> ToolResult:
     done = outcome.finished
     stop = done.stop_reason
-    said = STOPS.get(stop) or f"stopped by an error ({done.error_type}: {done.error})"
+    said = STOPS.get(stop) or (WINDOW_FULL if done.error_type == OVERFLOW else f"stopped by an error ({done.error_type}: {done.error})")
     # within the parent's own spill threshold too, so the answer is never spilled twice
     cap = max(200, min(ANSWER_TOKENS, side.session.config.spill_tokens - 200))
     answer, spilled = side.parts.spill.maybe_spill(done.text or "(no answer)", side.parts.counter, cap)
@@ -82,7 +89,7 @@ def result_of(outcome: ChildOutcome, side: ParentSide, root_label: str) -> ToolR
         "session": outcome.session, "description": outcome.description, "path": root_label, "model": outcome.model, "stop_reason": stop,
         "steps": done.steps, "usage": child_usage_row(outcome), "peak_tokens": outcome.peak_tokens,
         "last_event": outcome.last_event, "answer_spill": spilled["handle"] if spilled else None,
-    }}
+    }} | ({"changed_files": outcome.changed_files} if outcome.changed_files else {})
     failed = stop in ("error", "cancelled") and not done.text
     return ToolResult(f"{head}\n{answer}\n{handle}", is_error=failed, meta=meta)
 

@@ -48,7 +48,7 @@ def refs_tokens(refs: list[ImageRef] | None) -> int:
 def event_tokens(ev: Event, counter: TokenCounter) -> int:
     """What an event costs verbatim (spilled results count their full original size)."""
     if ev.kind == "user":
-        return MESSAGE_OVERHEAD + counter.count(ev.user.text) + refs_tokens(ev.user.images)
+        return MESSAGE_OVERHEAD + counter.count(ev.user.sent_text) + refs_tokens(ev.user.images)
     if ev.kind == "assistant":
         step = ev.assistant
         args = sum(counter.count(json.dumps(c.arguments, ensure_ascii=False, sort_keys=True)) for c in step.tool_calls)

@@ -87,8 +87,8 @@ def _render_assistant(it: Event, counter: TokenCounter) -> tuple[Message, int] |
 def _render_user(it: Event, counter: TokenCounter, rule: str | None = DEFAULT_RULE) -> tuple[Message, int]:
     u = it.user
     images = image_parts.parts_of(u.images, rule) if rule is not None else ()
-    msg = Message(role="user", content=image_parts.with_image_text(u.text, u.images, rule, it.id), event_id=it.id,
-                  images=images)
+    msg = Message(role="user", content=image_parts.with_image_text(u.sent_text, u.images, rule, it.id),
+                  event_id=it.id, images=images)
     return msg, count_message(msg, counter)
 
 

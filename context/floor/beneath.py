@@ -392,5 +392,15 @@ def read_at(root: str | os.PathLike[str], rel: str, *, limit: int | None = None,
         return read_regular(entry, rel, limit=limit)
 
 
+def read_small(root: str | os.PathLike[str], rel: str, limit: int) -> bytes:
+    """A small file of the repository the product reads itself (its config, `.mcp.json`, a test runner's
+    config): walked like every tool's path, so a FIFO, a device or a link out of the repository can neither
+    hang nor redirect it; more than `limit` bytes is refused (ToolError). FileNotFoundError when missing."""
+    data = read_at(root, rel, limit=limit + 1)
+    if len(data) > limit:
+        raise ToolError(f"{rel!r} is larger than {limit:,} bytes")
+    return data
+
+
 def path_of(root: str | os.PathLike[str], entry: Entry) -> Path:
     return Path(os.path.realpath(os.fspath(root))).joinpath(*entry.parts)

@@ -48,7 +48,7 @@ class Author(StrEnum):
     SUMMARY = "summary"  # a compaction summary (a model's or the extractive one)
     MCP = "mcp"  # an outside agent (MCP client) through `ctxagent mcp`
     FILE = "file"  # a file brought in whole (an instruction file, an import)
-    SUBAGENT = "subagent"  # a sub-agent's report (reserved: no writer yet)
+    SUBAGENT = "subagent"  # a sub-agent's own store_memory records (agent/subagents/): never binding
     UNKNOWN = ""  # written before authorship was recorded
 
     @classmethod

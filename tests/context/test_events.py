@@ -139,3 +139,20 @@ def test_a_pending_log_reaches_the_disk_with_its_first_event_of_that_kind(tmp_pa
     never.append(SessionStartData(session="s9"))
     never.close()
     assert not never.path.exists() and never.events[0].kind == "session_start"
+
+
+def test_reading_a_log_with_a_cut_last_line_leaves_its_bytes_alone(tmp_path: Path) -> None:
+    """`load` is what report/inspect/doctor use while another process may still be writing: it never
+    writes. The writer (`open`, under the lock) ends the cut line before its first append."""
+    with SessionLog.create(tmp_path, "cut") as log:
+        log.append(UserData(text="first", turn=1))
+    path = tmp_path / "cut.jsonl"
+    with path.open("ab") as fh:
+        fh.write(b'{"v": 1, "id": 1, "type": "assist')  # a writer killed mid-line, or still writing
+    before = path.read_bytes()
+    loaded = SessionLog.load(path)
+    assert loaded.skipped_lines == 1 and path.read_bytes() == before
+    with SessionLog.open(path) as log:
+        log.append(UserData(text="second", turn=2))
+    again = SessionLog.load(path)
+    assert [e.user.text for e in again.events if e.kind == "user"] == ["first", "second"]

@@ -44,7 +44,7 @@ def test_plain_text_and_escaped_slash_are_not_commands() -> None:
 
 
 def test_completion() -> None:
-    assert complete("/co") == ["/compact", "/context", "/cost"]
+    assert complete("/co") == ["/compact", "/context", "/cost", "/commit"]
     assert complete("/rem") == ["/remember"]
     assert complete("/") == [f"/{c.name}" for c in COMMANDS]
     assert complete("/compact now") == []

@@ -77,7 +77,7 @@ async def test_escape_denies_at_once() -> None:
 
 
 async def test_a_click_before_the_box_is_armed_presses_nothing() -> None:
-    app = ScreenHost(lambda: PermissionModal(EDIT))
+    app = ScreenHost(lambda: _patient(PermissionModal(EDIT)))  # under load two pauses can outlast the default
     async with app.run_test(size=(100, 30)) as pilot:
         await pilot.pause()
         await pilot.click("#allow_once")

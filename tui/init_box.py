@@ -1,0 +1,120 @@
+"""/init in the app: the model drafts an AGENTS.md in a turn (agent/instructions/draft.py), and the draft
+opens in a box — the user edits it and writes it (Ctrl+S), or cancels (Esc). An existing AGENTS.md is
+never overwritten silently: the box says it exists and its button says "Overwrite"; a file changed since
+the draft was shown is not written."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ctxagent.tui.modals import MODAL_CSS
+from ctxagent.tui.safe import plain
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Button, Static, TextArea
+
+if TYPE_CHECKING:
+    import threading
+
+    from ctxagent.agent import Agent, InitDraft, TurnFinished
+    from ctxagent.tui.control import SessionControl
+
+_PENDING: set[str] = set()  # sessions whose running turn is an /init draft
+
+
+def start_init(control: SessionControl, focus: str) -> None:
+    """Send the drafting request as a turn (shown as /init); its answer opens the box (`offer_init`)."""
+    from ctxagent.agent import init_prompt
+
+    root = control.session.root
+    sid = str(control.session.id)
+    shown = "/init" + (f" {focus.strip()}" if focus.strip() else "")
+
+    def run(agent: Agent, cancel: threading.Event) -> TurnFinished:  # a TurnRunner (tui/control.py)
+        return agent.run_turn(init_prompt(root, focus), cancel)
+
+    if control.start_turn(shown, run):
+        _PENDING.add(sid)
+
+
+def offer_init(control: SessionControl, ev: TurnFinished) -> bool:
+    """After an /init turn: open the box on its draft (or the template, saying why). True when it did."""
+    from ctxagent.agent import init_draft
+
+    sid = str(control.session.id)
+    if sid not in _PENDING:
+        return False
+    _PENDING.discard(sid)
+    if ev.stop_reason == "cancelled":
+        control.notice("/init cancelled: nothing written")
+        return True
+    answered = ev.stop_reason == "end_turn" and bool(ev.text.strip())
+    draft = init_draft(control.session.root, ev.text, answered, why=f"the turn ended: {ev.stop_reason}")
+    control.app.push_screen(InitModal(draft), lambda text: _confirmed(control, draft, text))
+    return True
+
+
+class InitModal(ModalScreen[str | None]):
+    """The AGENTS.md draft in an editor: Ctrl+S writes it (dismisses with the text), Esc cancels (None)."""
+
+    DEFAULT_CSS = MODAL_CSS.format(name="InitModal") + "InitModal TextArea { height: 18; }\n"
+    BINDINGS = [Binding("ctrl+s", "confirm", "Write AGENTS.md"), Binding("escape", "cancel", "Cancel")]
+
+    def __init__(self, draft: InitDraft) -> None:
+        super().__init__()
+        self.draft = draft
+
+    def compose(self) -> ComposeResult:
+        d = self.draft
+        source = "drafted by the model" if d.how == "model" else f"a {d.how}"
+        verb = "Overwrite" if d.existing is not None else "Write"
+        with Vertical():
+            yield Static(Text("■ A new AGENTS.md for this repository", style="bold"))
+            if d.existing is not None:
+                lines = len(d.existing.splitlines())
+                yield Static(plain(f"AGENTS.md exists ({lines:,} lines): writing replaces it — git diff AGENTS.md "
+                                   "shows the change.", "bold yellow"))
+            yield Static(plain(f"The draft ({source}). Edit it, then write it; it is part of the system prompt "
+                               "from the next session on."))
+            yield TextArea(d.text, id="init-text", soft_wrap=True)
+            with Horizontal():
+                yield Button(rf"{verb} AGENTS.md \[Ctrl+S]", id="confirm", variant="warning" if d.existing else "primary")
+                yield Button(r"Cancel \[Esc]", id="cancel")
+
+    def on_mount(self) -> None:
+        self.query_one(TextArea).focus()
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        if event.button.id == "confirm":
+            self.action_confirm()
+        else:
+            self.action_cancel()
+
+    def action_confirm(self) -> None:
+        text = self.query_one(TextArea).text
+        if not text.strip():
+            self.app.notify("The draft is empty: nothing to write.", severity="warning")
+            return
+        self.dismiss(text if text.endswith("\n") else text + "\n")
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+def _confirmed(control: SessionControl, draft: InitDraft, text: str | None) -> None:
+    from ctxagent.agent import write_agents_md
+    from ctxagent.context import CtxagentError
+
+    if text is None:
+        control.notice("/init cancelled: AGENTS.md not written")
+        return
+    try:
+        path = write_agents_md(control.session.root, text, draft.replaces)
+    except (CtxagentError, OSError) as exc:
+        control.notice(f"/init: {exc}", "error")
+        return
+    control.notice(f"wrote {path.name} ({len(text.splitlines()):,} lines) — part of the system prompt from the next "
+                   "session on (/new)")
