@@ -210,3 +210,18 @@ def test_the_bearer_token_never_reaches_the_log_or_the_model(repo: Path, scripte
     assert token not in log and "WEB_TOKEN" not in out.stdout + out.stderr
     shown = run_ctxagent(repo, "config", env={"WEB_TOKEN": token})
     assert token not in shown.stdout
+
+
+def test_an_mcp_image_reaches_openai_after_the_tool_message(repo: Path, scripted) -> None:
+    user_config(_stdio("fx", more="sandbox = false"))
+    srv = scripted([{"tool_calls": [{"name": "mcp__fx__picture", "arguments": {}}]}, {"text": "ok"}])
+    out = run_ctxagent(repo, "-p", "go", "--model", "openai:gpt-5.4-mini", "--base-url", srv.url, "--yes",
+                       "--output", "json")
+    assert out.returncode == 0, out.stderr
+    messages = srv.bodies()[1]["messages"]
+    tool = next(i for i, m in enumerate(messages) if m["role"] == "tool")
+    assert isinstance(messages[tool]["content"], str) and "image returned by the tool: PNG 1×1" in messages[tool]["content"]
+    after = messages[tool + 1]  # the chat wire's tool message takes text only: the image follows, named by its call
+    assert after["role"] == "user"
+    (url,) = [p["image_url"]["url"] for p in after["content"] if p.get("type") == "image_url"]
+    assert url.startswith("data:image/png;base64,iVBOR")
