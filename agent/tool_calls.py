@@ -230,5 +230,6 @@ class ToolRunner:
             turn=turn,
             images=images or None,
         ))
-        self.journal.emit(ToolFinished(call.id, call.name, content, result.is_error, duration_ms, {**meta, "spill": spill_meta}))
+        shown = {**meta, "spill": spill_meta} | ({"images": [r.to_data() for r in images]} if images else {})
+        self.journal.emit(ToolFinished(call.id, call.name, content, result.is_error, duration_ms, shown))
 

@@ -141,3 +141,14 @@ def test_allow_for_session_then_compact_rewind_remember_over_acp(repo: Path, scr
     assert "Compacted" in text and "turn 1: write notes" in text and "rewound to before turn 1" in text
     assert "Pinned" in text and "model calls with anthropic:" in text
     assert len(srv.requests()) == 5
+
+
+def test_a_tool_results_image_goes_to_the_client_as_image_content(repo: Path, scripted_server) -> None:
+    shot = _png()
+    (repo / "shot.png").write_bytes(shot)
+    srv = scripted_server([{"tool_calls": [{"name": "read_file", "arguments": {"path": "shot.png"}}]}, {"text": "ok"}])
+    client = RecordingClient()
+    _session(client, repo, srv.url, [[text_block("look")]])
+    done = [u for u in client.of("tool_call_update") if u.status == "completed"]
+    (images,) = [[c.content for c in u.content or [] if getattr(c.content, "type", "") == "image"] for u in done]
+    assert [(i.mime_type, base64.b64decode(i.data)) for i in images] == [("image/png", shot)]
