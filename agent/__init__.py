@@ -38,6 +38,7 @@ _EXPORTS = {
     "child_rows": "ctxagent.agent.subagents.report",
     "open_child_log": "ctxagent.agent.subagents.report",
     "DIRECT_CALL_PREFIX": "ctxagent.agent.user_tools",
+    "pasted_image": "ctxagent.agent.user_tools",
     # configuration and trust
     "Config": "ctxagent.agent.config",
     "flags_from_args": "ctxagent.agent.config",
@@ -221,6 +222,7 @@ if TYPE_CHECKING:
     )
     from ctxagent.agent.user_tools import (
         DIRECT_CALL_PREFIX as DIRECT_CALL_PREFIX,
+        pasted_image as pasted_image,
     )
     from ctxagent.tools.confine import (
         list_repo_files as list_repo_files,

@@ -26,6 +26,7 @@ from ctxagent.agent.providers.registry import (
     make_provider,
     model_info,
     parse_model_name,
+    takes_images,
 )
 from ctxagent.agent.session import Session
 from ctxagent.agent.subagents.child import ParentSide
@@ -218,6 +219,7 @@ def create_agent(
         checkpoints=_checkpoints(session),
         tool_config={"test_command": config.test_command, "shell_timeout": config.shell_timeout,
                      "sandbox": policy},  # every command the tools run (and every local MCP server)
+        images=takes_images(*parse_model_name(label), info),  # the provider's catalogue may say
     )
     if registry is None:  # a caller's own registry gets the task tool only if it adds it
         parts.registry.add(task_tool(session, parts, on_event, approver, max_output))

@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
     from ctxagent.context.calibrator import Calibrator
     from ctxagent.context.events import Payload
     from ctxagent.context.history import Event, SessionLog
+    from ctxagent.context.images import ImageReader
     from ctxagent.context.memory import MemoryStore
     from ctxagent.context.spill import SpillStore
     from ctxagent.context.tokens import TokenCounter
@@ -68,6 +70,27 @@ class AgentParts:
     checkpoints: Checkpoints | None = None
     tool_config: dict[str, Any] = field(default_factory=dict)
     mcp: McpRuntime | None = None  # the session's MCP servers and their tools (agent/mcp/runtime.py)
+    images: bool | None = None  # the model takes images (the factory asks the catalogue too); None: the registry's rule
+
+    @property
+    def takes_images(self) -> bool:
+        """Whether the session's model takes image input (agent/providers/registry.py `takes_images`)."""
+        if self.images is not None:
+            return self.images
+        from ctxagent.agent.providers.registry import parse_model_name, takes_images
+        from ctxagent.context.errors import ConfigError
+
+        try:
+            return takes_images(*parse_model_name(self.model_label))
+        except ConfigError:
+            return False
+
+    @functools.cached_property
+    def image_reader(self) -> ImageReader:
+        """Images' bytes from the session's attachment store (the spill folder), by handle."""
+        from ctxagent.context.images import ImageReader
+
+        return ImageReader(self.spill)
 
     @property
     def user_memory(self) -> MemoryStore | None:

@@ -81,12 +81,15 @@ class StepRunner:
     def setup(self) -> StepSetup:
         """The fixed inputs of a build, read from the session's config at each step."""
         cfg, parts = self.session.config, self.parts
+        if hasattr(parts.provider, "attachments"):  # the provider reads images from this session's store
+            parts.provider.attachments = parts.image_reader
         return StepSetup(
             system=parts.system, tools=parts.registry.specs(), budget=parts.budget, counter=parts.counter,
             model=parts.model_label, strategy=cfg.strategy, protect_turns=cfg.protect_turns,
             thresholds=(cfg.compress_at, cfg.new_session_at), tokenizer=parts.tokenizer, warm=parts.warm,
             summarize=parts.summarize, cache=self.cache, task_state_share=cfg.task_state_share,
             cache_ttl=cfg.cache_ttl,
+            images=parts.takes_images,
         )
 
     def build(self, step: int, turn: int, ratio: float, *, allow_compaction: bool = True) -> BuildResult:

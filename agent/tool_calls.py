@@ -21,7 +21,16 @@ from ctxagent.agent.parts import AgentParts, Approver, Journal
 from ctxagent.agent.permissions import Allowance, ask_about, must_ask, plan_refusal
 from ctxagent.agent.subagents.parallel import PARALLEL_TOOLS, call_groups, may_change_files, run_together
 from ctxagent.agent.updates import PermissionRequest, ToolFinished, ToolStarted
-from ctxagent.context.events import CheckpointData, PermissionData, SpillRef, ToolMeta, ToolResultData
+from ctxagent.context.errors import CtxagentError
+from ctxagent.context.events import (
+    CheckpointData,
+    ImageRef,
+    PermissionData,
+    SpillRef,
+    ToolMeta,
+    ToolResultData,
+)
+from ctxagent.context.images import store_image
 from ctxagent.context.ledger import result_facts
 from ctxagent.context.request import ToolCall
 from ctxagent.context.tool_meta import changed_files_of_call
@@ -88,6 +97,7 @@ class ToolRunner:
                 status=self.status,
                 request_compaction=self.request_compaction,
                 handoff=self.handoff,
+                images=self.parts.takes_images,
             ),
         )
         for group in call_groups(calls):  # consecutive task calls run together, logged in call order
@@ -192,6 +202,17 @@ class ToolRunner:
         configured = str(self.parts.tool_config.get("test_command") or "").strip()
         return command or configured or detect_test_command(self.session.root) or ""
 
+    def _store_images(self, result: ToolResult, content: str) -> tuple[list[ImageRef], str]:
+        """The result's images put in the session's attachment store (bytes out of the log): their
+        references, and the content with a line for any that could not be stored."""
+        refs: list[ImageRef] = []
+        for image in result.images:
+            try:
+                refs.append(store_image(self.parts.spill, image))
+            except CtxagentError as exc:
+                content += f"\n[an image ({image.media_type}, {image.size:,} bytes) could not be kept: {exc}]"
+        return refs, content
+
     def _append_result(self, call: ToolCall, result: ToolResult, duration_ms: int, turn: int) -> None:
         # Sanitize before anything is persisted: the spill file must not hold secrets either.
         log = self.session.log
@@ -204,6 +225,7 @@ class ToolRunner:
         if added:  # after the spill: a hook's note is read with the preview, never buried in the spill file
             content = f"{content}\n\n{log.sanitize(added) if log.sanitize else added}"
         meta = {k: v for k, v in result.meta.items() if k != "diff" or len(str(v)) < 20000} | facts
+        images, content = self._store_images(result, content)
         if not result.is_error and "changed_files" not in meta:
             # THE record of what this call changed (context/tool_meta.py), so no reader has to guess later
             changed = changed_files_of_call(call.name, call.arguments)
@@ -218,6 +240,8 @@ class ToolRunner:
             meta=ToolMeta.model_validate(meta),
             spill=SpillRef.model_validate(spill_meta) if spill_meta is not None else None,
             turn=turn,
+            images=images or None,
         ))
-        self.journal.emit(ToolFinished(call.id, call.name, content, result.is_error, duration_ms, {**meta, "spill": spill_meta}))
+        shown = {**meta, "spill": spill_meta} | ({"images": [r.to_data() for r in images]} if images else {})
+        self.journal.emit(ToolFinished(call.id, call.name, content, result.is_error, duration_ms, shown))
 

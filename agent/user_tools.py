@@ -3,6 +3,8 @@
 - `@path` in a message attaches a file: before the turn's first step, one `read_file` call per path
   that names a file of the repository — the model's own read_file, so the same confinement, size cap
   and binary handling apply (a mention of something else, `@decorator` or an e-mail, is left alone).
+- a path alone on the input that names an image file of the repository (pasted or dropped into the
+  prompt: `pasted_image`) is sent as its `@path` mention, so the image is attached the same way.
 - `!command` is a turn of its own: a `shell` call. The user typed it, so it is not asked (agent/
   permissions.py `must_ask`), but it runs in the sandbox like any command, takes the code checkpoint
   first, and its output joins the context like any tool result — with no model call.
@@ -76,6 +78,38 @@ def flat_mention(raw: str, limit: int = 80) -> str:
     """A mention as said back to the user: one line, shortened."""
     one = " ".join(raw.split())
     return one if len(one) <= limit else one[: limit - 1] + "…"
+
+
+def pasted_image(root: Path, text: str) -> str | None:
+    """The repository-relative path of the image file that `text` is, alone (a path pasted or dropped
+    into the prompt: quoted, backslash-escaped, a `file://` URL, relative or absolute inside the repository),
+    when it can be mentioned as `@path`; None for anything else. An image by its bytes (context/images.py)."""
+    from urllib.parse import unquote, urlparse
+
+    from ctxagent.context.errors import ToolError
+    from ctxagent.context.floor.beneath import check_regular, read_regular
+    from ctxagent.context.images import sniff
+    from ctxagent.tools.confine import walk_repo
+
+    raw = text.strip()
+    if not raw or "\n" in raw or len(raw) > 4096:
+        return None
+    if len(raw) > 1 and raw[0] == raw[-1] and raw[0] in "'\"":
+        raw = raw[1:-1]
+    if raw.startswith("file://"):
+        raw = unquote(urlparse(raw).path)
+    raw = re.sub(r"\\(.)", r"\1", raw)  # a terminal's `my\ shot.png`
+    try:
+        with walk_repo(root, raw) as entry:
+            if entry.st is None:
+                return None
+            check_regular(entry.st, raw)
+            rel, head = entry.rel, read_regular(entry, raw, limit=16)
+    except (ToolError, OSError, ValueError):
+        return None
+    if sniff(head) is None or MENTION.fullmatch(f"@{rel}") is None:
+        return None
+    return rel
 
 
 def direct_calls(turn: int, calls: list[tuple[str, dict[str, object]]]) -> list[ToolCall]:

@@ -51,6 +51,7 @@ __all__ = [
     "ContextReportData",
     "ErrorData",
     "HookData",
+    "ImageRef",
     "InvalidData",
     "MemoryData",
     "HandoffData",
@@ -120,6 +121,19 @@ class SpillRef(_Model):
     tokens: int | None = None
 
 
+class ImageRef(_Model):
+    """An image attached to a user message or a tool result (context/images.py). Its bytes are not in
+    the log: they are in the session's attachment store under `handle` (`SpillStore.get_blob`)."""
+
+    handle: str
+    sha256: str
+    media_type: str
+    size: int
+    width: int
+    height: int
+    name: str = ""  # where it came from: a file of the repository, an MCP tool, a client's prompt
+
+
 class ToolMeta(_Model):
     """Structured facts a tool reports with its result (`ToolResult.meta`), shared by the engine and
     the UI. `changed_files` is THE answer to "did this call change files, and which" — set by the
@@ -184,6 +198,7 @@ class UserData(Payload):
     text: str
     turn: int = 0
     plan: bool | None = None  # sent in plan mode: the model reads PLAN_NOTE after the text
+    images: list[ImageRef] | None = None  # None (left out of the log): no image; pasted into the prompt (ACP): bytes in the store
 
     @property
     def sent_text(self) -> str:
@@ -214,6 +229,7 @@ class ToolResultData(Payload):
     meta: ToolMeta = Field(default_factory=ToolMeta)
     spill: SpillRef | None = None
     turn: int | None = None
+    images: list[ImageRef] | None = None  # None (left out of the log): no image; read_file of a PNG, an MCP image: bytes in the store
 
     @property
     def spill_ref(self) -> SpillRef | None:

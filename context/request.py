@@ -6,7 +6,8 @@ with the same id). Providers merge consecutive user/tool messages where their wi
 
 `Request.server_edits` asks the provider for its own server-side context management
 (context/server_edits.py); a `Message` of kind "server_compaction" carries the block a server returned
-(`block`, to be sent back verbatim). Both are left out of `to_dict()` when unused, so the bodies (and
+(`block`, to be sent back verbatim). A message's `images` (ImagePart: a handle in the attachment
+store, never the bytes) go to the provider's image blocks. All three are left out of `to_dict()` when unused, so the bodies (and
 sha256) of requests without them are what they always were.
 """
 
@@ -91,6 +92,21 @@ class ToolSpec:
     input_schema: dict[str, Any]
 
 
+@dataclass(frozen=True)
+class ImagePart:
+    """An image a message carries (context/images.py): the attachment store's handle and what the
+    provider needs to say about it; the bytes are read from the store when the wire body is made.
+    `tokens`: its cost by the request's provider's image-token rule (context/images.py)."""
+
+    handle: str
+    media_type: str
+    width: int
+    height: int
+    size: int
+    tokens: int = 0
+    name: str = ""
+
+
 @dataclass
 class Message:
     role: Role
@@ -102,11 +118,14 @@ class Message:
     kind: str = "message"  # "message" | "warm" | "summary" | "server_compaction" — what the engine put here and why
     event_id: int | None = None  # the log event this message renders (None for injected blocks)
     block: dict[str, Any] | None = None  # kind "server_compaction": the provider's block as it returned it
+    images: tuple[ImagePart, ...] = ()  # role "user" or "tool": images beside the text (handles, not bytes)
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         if d["block"] is None:
             del d["block"]
+        if not d["images"]:
+            del d["images"]
         return d
 
 

@@ -165,9 +165,12 @@ class SpillStore:
 
     def put(self, content: str) -> str:
         """Store content (idempotent: same content, same file) and return its handle."""
-        data = content.encode("utf-8", "surrogatepass")
+        return self.put_blob(content.encode("utf-8", "surrogatepass"), ".txt")
+
+    def put_blob(self, data: bytes, suffix: str) -> str:
+        """Store bytes as `<sha256><suffix>` (an image: `.img`), idempotently; return the handle."""
         digest = hashlib.sha256(data).hexdigest()
-        path = self.path_for(digest)
+        path = self.dir / f"{digest}{suffix}"
         try:
             ensure_parent(path)  # a `.ctxagent/` on the way gets its checks and .gitignore
             with self._walk(path.name, create=True) as entry:
@@ -179,6 +182,15 @@ class SpillStore:
             raise ContextError(f"cannot write the spill file {path}: {reason}") from exc
         return digest[:HANDLE_LEN]
 
+    def get_blob(self, handle: str, suffix: str) -> bytes:
+        """The bytes stored under `handle` with `suffix` (ToolError when there are none)."""
+        name = self.resolve(handle, suffix).name
+        try:
+            with self._walk(name) as entry:
+                return read_regular(entry, f"spill {name}")
+        except OSError as exc:
+            raise ToolError(f"cannot read the stored file {name}: {describe_os_error(exc)}") from exc
+
     def _names(self) -> list[str]:
         try:
             with self._walk(".") as entry:
@@ -186,11 +198,11 @@ class SpillStore:
         except (OSError, CtxagentError):
             return []
 
-    def resolve(self, handle: str) -> Path:
+    def resolve(self, handle: str, suffix: str = ".txt") -> Path:
         handle = (handle or "").strip().lower()
         if not re.fullmatch(r"[0-9a-f]{6,64}", handle):
             raise ToolError(f"invalid spill handle {handle!r}: expected the hex handle shown in the output")
-        matches = sorted(n for n in self._names() if n.startswith(handle) and n.endswith(".txt"))
+        matches = sorted(n for n in self._names() if n.startswith(handle) and n.endswith(suffix))
         if not matches:
             raise ToolError(f"no spilled output with handle {handle!r} in {self.dir}")
         if len(matches) > 1:

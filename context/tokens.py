@@ -251,7 +251,8 @@ def count_message(msg: Message, counter: TokenCounter) -> int:
         n += TOOL_CALL_OVERHEAD + counter.count(call.id) + counter.count(call.name) + counter.count(_dumps(call.arguments))
     if msg.role == "tool":
         n += counter.count(msg.tool_call_id or "") + counter.count(msg.name or "")
-    return n
+    # an image costs what its provider's rule says (context/images.py), worked out when it was rendered
+    return n + sum(part.tokens for part in msg.images)
 
 
 def count_system(system: str, counter: TokenCounter) -> int:

@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 if TYPE_CHECKING:
     from ctxagent.context.history import SessionLog
+    from ctxagent.context.images import Image
     from ctxagent.context.memory import MemoryStore
     from ctxagent.context.report import ContextReport
     from ctxagent.context.spill import SpillStore
@@ -39,6 +40,9 @@ class ToolResult:
     # Structured facts for the engine and the UI, e.g. {"files": ["a.py"], "diff": "...",
     # "lines": {"a.py": [[3, 7]]}, "tests": {"passed": 3, "failed": 1}, "exit_code": 0}.
     meta: dict[str, Any] = field(default_factory=dict)
+    # images the model sees beside the text (read_file of a PNG, an MCP image): checked by context/images.py,
+    # stored by the agent in the session's attachment store, never put in `content`
+    images: list[Image] = field(default_factory=list)
 
 
 @dataclass
@@ -60,6 +64,7 @@ class ToolServices:
     status: Callable[[], BudgetStatus] | None = None
     request_compaction: Callable[[str | None], None] | None = None
     handoff: Callable[[str | None], str] | None = None  # draft a new session's opening message (shown to the user)
+    images: bool = False  # the model takes images (agent/providers/registry.py takes_images): a tool may attach one
 
 
 @dataclass(frozen=True)
@@ -338,4 +343,4 @@ class ToolRegistry:
             result = tool.run(clean_args(args), ctx)
         except Exception as exc:  # the loop never dies from a tool
             result = ToolResult(f"error: {name} failed: {type(exc).__name__}: {exc}", is_error=True)
-        return ToolResult(clean_result(result.content), result.is_error, clean_result(result.meta))
+        return ToolResult(clean_result(result.content), result.is_error, clean_result(result.meta), result.images)

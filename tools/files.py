@@ -31,6 +31,7 @@ from ctxagent.tools.confine import (
     walk_repo,
 )
 from ctxagent.tools.contract import FunctionTool, ToolArgs, ToolContext, ToolResult
+from ctxagent.tools.image_file import read_image, sniff
 from ctxagent.tools.textfile import (
     SNIFF_BYTES,
     TextFormat,
@@ -150,9 +151,13 @@ def read_file(args: ReadFileArgs, ctx: ToolContext) -> ToolResult:
         fh = ctx.files.open_read(ctx.root / shown_name)
     with fh:
         sample = fh.read(SNIFF_BYTES)
+        image = sniff(sample) is not None  # PNG, JPEG, GIF, WEBP by their bytes
+        if image and ctx.services.images:  # an attachment the model sees, not text
+            return read_image(fh, sample, st.st_size, shown_name, ctx)
         kind = binary_kind(sample, shown_name)
         if kind:
-            return ToolResult(binary_message(shown_name, kind, st.st_size, "its contents are not shown"),
+            why = "its contents are not shown" + (" (this model takes no images)" if image else "")
+            return ToolResult(binary_message(shown_name, kind, st.st_size, why),
                               is_error=True, meta={"binary": True, "size": st.st_size, "type": kind})
         encoding, bom = sniff_encoding(sample)
         fh.seek(len(bom))

@@ -5,7 +5,7 @@ whose draft and summary cite that session's events as `read_event session=OLD id
 
 Nothing the context engine cuts is lost: a pruned preview, a compaction summary and a quoted
 requirement all name the event they came from, and this tool shows its original (a spilled output in
-full, from the spill store).
+full, from the spill store; an image it carried, from the attachment store, as an image again).
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from ctxagent.context.errors import ToolError
 from ctxagent.context.floor.bounded_regex import MATCH_SECONDS
 from ctxagent.context.floor.state_paths import SUBAGENTS_FOLDER
 from ctxagent.context.history import Event, SessionLog, hidden_by_rewinds
+from ctxagent.context.images import IMAGE_SUFFIX, Image, load_image
 from ctxagent.context.spill import SpillStore, page_text
 from ctxagent.tools.contract import FunctionTool, ToolArgs, ToolContext, ToolResult
 from pydantic import Field
@@ -127,7 +128,26 @@ def run_read_event(args: ReadEventArgs, ctx: ToolContext) -> ToolResult:
     page = page_text(text, f"event {ev.id}{of}: {what}{rewound}", handle, args.offset or 0,
                      args.limit or 200, args.grep or None, seconds=float(ctx.config.get("regex_seconds") or MATCH_SECONDS))
     meta: dict[str, Any] = {"event": ev.id} | ({} if log is ctx.services.log else {"session": log.session_id})
-    return ToolResult(page, meta=meta)
+    images, note = _images_back(ev, ctx)
+    return ToolResult(page + note, meta=meta, images=images)
+
+
+def _images_back(ev: Event, ctx: ToolContext) -> tuple[list[Image], str]:
+    """The event's images from the attachment store, when the model takes images (a cleared image's stub
+    names this call), and a line saying so; ([], "") for an event without images."""
+    refs = (ev.tool_result.images if ev.kind == "tool_result" else ev.user.images if ev.kind == "user" else None) or []
+    if not refs:
+        return [], ""
+    if not ctx.services.images:
+        return [], f"\n[{len(refs)} image(s) not shown: this model takes no images]"
+    store = ctx.services.spill or SpillStore.for_root(ctx.root)
+    images: list[Image] = []
+    for ref in refs:
+        try:
+            images.append(load_image(store.get_blob(ref.handle, IMAGE_SUFFIX), ref.name))
+        except ToolError as exc:  # gone from the store, or no longer an image we send
+            return images, f"\n[image {ref.handle} could not be read back: {exc}]"
+    return images, f"\n[{len(images)} image(s) of this event attached below]"
 
 
 def make_read_event_tool() -> FunctionTool[ReadEventArgs]:

@@ -155,6 +155,16 @@ def _spill_words(spill: SpillRef) -> str:
     return f"{size} kept on disk, the model saw head and tail (read_spill pages it)"
 
 
+def _images_line(messages: list[Any]) -> list[str]:
+    """The images these messages send and what they cost (by the provider's rule: context/images.py)."""
+    parts = [p for m in messages for p in m.images]
+    if not parts:
+        return []
+    shown = ", ".join(f"{p.media_type.rpartition('/')[2].upper()} {p.width}×{p.height}" for p in parts[:4])
+    more = ", …" if len(parts) > 4 else ""
+    return [f"{_n(len(parts), 'image')} attached: {sum(p.tokens for p in parts):,} tokens ({shown}{more})"]
+
+
 def system_rows(system: str, count: Callable[[str], int] | None = None) -> list[str]:
     """The system slice by part: ctxagent's own prompt, then each instruction file (the user's, the
     root's, the nested ones the agent loaded as it worked in their folders), with its tokens."""
@@ -191,6 +201,7 @@ def describe_request(build: BuildResult, events: list[Event],
         out["hot"].append(f"{_n(len(users), 'message')} from you and {_n(len(replies), 'reply', 'replies')}{span}")
         if users:
             out["hot"].append(f"latest: “{one_line(users[-1].content, 70)}”")
+    out["hot"] += _images_line([m for m in req.messages if m.role == "user"])
     for m in summaries:
         comp = by_id.get(m.event_id or -1)
         if comp is not None and comp.kind == "compaction":
@@ -214,6 +225,7 @@ def describe_request(build: BuildResult, events: list[Event],
     rows = build.report.schema_tokens  # built-in tools vs each MCP server (only with MCP tools)
     if rows:
         out["tools"].append("schemas: " + ", ".join(f"{name} {tokens:,}" for name, tokens in rows.items()))
+    out["tools"] += _images_line(results)
     for m in results[-6:]:
         state = (" (spill preview)" if m.event_id in spilled else "" if m.event_id not in pruned
                  else " (cleared to one line)" if m.content.startswith("[cleared:") else " (cut to head and tail)")

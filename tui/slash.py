@@ -41,6 +41,12 @@ def run_input(control: SessionControl, text: str) -> bool:
     stripped = text.lstrip()
     if not stripped:
         return False
+    from ctxagent.agent import pasted_image
+
+    image = pasted_image(control.session.root, text)  # a pasted image path (absolute ones start with "/")
+    if image is not None:
+        mention = f"@{image}"
+        return control.start_turn(mention, lambda agent, cancel: agent.run_turn(mention, cancel))
     if parse_slash(text) is not None:
         run_slash(control, text)
         return True

@@ -7,15 +7,22 @@
   system that read is the editor's buffer);
 - an embedded text resource that is not a file of the repository (another scheme, a path outside it,
   a name `@` cannot spell) is inlined, capped, with its URI;
-- images and audio are not sent (the providers' requests carry text: ctxagent advertises neither),
-  binary resources neither; a note in the message says what was left out.
+- an image (base64 data, a PNG, JPEG, GIF or WEBP by its bytes within the limits: context/images.py)
+  goes with the message as an attachment (`prompt_content`; the agent keeps its bytes in the
+  attachment store) — an unusable one is left out with the reason;
+- audio and binary resources are not sent; a note in the message says what was left out.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlparse
+
+if TYPE_CHECKING:
+    from ctxagent.context.images import Image
 
 INLINE_CHARS = 100_000  # of an embedded resource that is not a repository file
 _MENTIONABLE = set("\t\n\r `'\"<>()[]{},;@")  # characters agent/user_tools.py MENTION stops at
@@ -39,6 +46,23 @@ def file_of(root: Path, uri: str) -> str | None:
 
 def prompt_text(root: Path, blocks: list[Any]) -> str:
     """The text of a turn from ACP content blocks (see the module's note)."""
+    return prompt_content(root, blocks)[0]
+
+
+def _image(block: Any, left_out: list[str]) -> Image | None:
+    from ctxagent.context.images import ImageError, load_image
+
+    try:
+        image = load_image(base64.b64decode(str(getattr(block, "data", "") or ""), validate=True), "prompt image")
+    except (binascii.Error, ValueError, ImageError) as exc:
+        left_out.append(f"an image ({exc})")
+        return None
+    return image
+
+
+def prompt_content(root: Path, blocks: list[Any]) -> tuple[str, list[Image]]:
+    """The text of a turn and the images pasted with it, from ACP content blocks (the module's note)."""
+    images: list[Image] = []
     parts: list[str] = []
     mentions: list[str] = []
     left_out: list[str] = []
@@ -63,12 +87,16 @@ def prompt_text(root: Path, blocks: list[Any]) -> str:
                 parts.append(f"<resource uri={resource.uri!r}>\n{shown}\n</resource>")
             else:
                 left_out.append(f"binary resource {resource.uri}")
-        elif kind in ("image", "audio"):
-            left_out.append(f"an {kind}" if kind == "image" else "audio")
+        elif kind == "image":
+            image = _image(block, left_out)
+            if image is not None:
+                images.append(image)
+        elif kind == "audio":
+            left_out.append("audio")
     text = "\n".join(p for p in parts if p)
     new = [m for m in dict.fromkeys(mentions) if f"@{m}" not in text.split()]
     if new:
         text = (text + "\n\n" if text else "") + " ".join(f"@{m}" for m in new)
     if left_out:
-        text += f"\n\n[not attached: {', '.join(left_out)} — ctxagent sends text only]"
-    return text
+        text += f"\n\n[not attached: {', '.join(left_out)}]"
+    return text, images

@@ -4,9 +4,10 @@
 log, root rules, config, tools and permissions as the app and `ctxagent -p` — and its turns run on a
 worker thread (`Agent.run_turn`), streaming back through agent/acp/stream.py.
 
-- initialize: protocol version 1; `loadSession`; prompts of text, resource links and embedded
-  context (a file of the repository is attached as `@path`: agent/acp/prompt.py). No images: the
-  providers' requests carry text only, so advertising them would drop them silently.
+- initialize: protocol version 1; `loadSession`; prompts of text, images, resource links and
+  embedded context (a file of the repository is attached as `@path`, an image as an attachment:
+  agent/acp/prompt.py). No audio: the providers' requests carry none, so advertising it would drop
+  it silently.
 - session/new: `cwd` → the repository root by ctxagent's rule (`find_repo_root`), the config
   (`load_config`, the repository's settings only when trusted), a new session log.
 - session/load: resume a ctxagent session by id and replay its visible history (agent/acp/replay.py)
@@ -44,7 +45,7 @@ from acp.schema import (
 )
 from ctxagent.agent.acp.bridge import AcpApprover, Bridge, ClientFiles
 from ctxagent.agent.acp.commands import available_commands_update, parse_command
-from ctxagent.agent.acp.prompt import prompt_text
+from ctxagent.agent.acp.prompt import prompt_content
 from ctxagent.agent.acp.replay import history_updates
 from ctxagent.agent.acp.stream import SessionStream
 from ctxagent.agent.providers.pricing import session_cost
@@ -119,7 +120,7 @@ class AcpServer:
             protocol_version=PROTOCOL_VERSION,
             agent_capabilities=AgentCapabilities(
                 load_session=True,
-                prompt_capabilities=PromptCapabilities(image=False, audio=False, embedded_context=True),
+                prompt_capabilities=PromptCapabilities(image=True, audio=False, embedded_context=True),
             ),
             agent_info=Implementation(name="ctxagent", title="ctxagent", version=__version__),
             auth_methods=[],
@@ -155,7 +156,9 @@ class AcpServer:
             await held.ready.wait()  # the session's first updates go out before any of its turn's
         if held.busy:
             raise RequestError.invalid_request({"details": "a turn is already running in this session; cancel it first"})
-        text = prompt_text(held.session.root, prompt)
+        text, images = prompt_content(held.session.root, prompt)
+        if not text.strip() and images:
+            text = "(an image)"
         if not text.strip():
             raise RequestError.invalid_params({"prompt": "the prompt has no text"})
         held.busy, held.cancel = True, threading.Event()
@@ -168,7 +171,7 @@ class AcpServer:
             if stripped.startswith("!") and len(stripped) > 1:
                 done = await self._in_worker(held.agent.run_command, stripped[1:].strip(), held.cancel)
             else:
-                done = await self._in_worker(held.agent.run_turn, text, held.cancel)
+                done = await self._in_worker(held.agent.run_turn, text, held.cancel, images)
         except asyncio.CancelledError:
             held.cancel.set()
             raise

@@ -187,7 +187,29 @@ def _current_text(path: Path, files: FileAccess | None) -> str | None:
 
 
 def finished_content(root: Path, name: str, content: str, is_error: bool, meta: dict[str, Any]) -> list[Any]:
-    """A finished call's card: the diff hunks of an edit, else (and for errors) its output."""
+    """A finished call's card: the diff hunks of an edit, else (and for errors) its output, with the
+    images it attached (`meta["images"]`: references into the attachment store) as image content."""
     diff = meta.get("diff")
     hunks = diff_contents(root, diff) if isinstance(diff, str) and diff and not is_error else []
-    return hunks or [text_content(content)]
+    return hunks or [text_content(content), *image_contents(root, meta.get("images"))]
+
+
+def image_contents(root: Path, refs: Any) -> list[ContentToolCallContent]:
+    """The images a result attached, read back from the session's attachment store (one that cannot
+    be read is left out: the text above already says what it was)."""
+    import base64
+
+    from acp.helpers import image_block, tool_content
+    from ctxagent.context.errors import CtxagentError
+    from ctxagent.context.images import IMAGE_SUFFIX
+    from ctxagent.context.spill import SpillStore
+
+    out: list[ContentToolCallContent] = []
+    store = SpillStore.for_root(root)
+    for ref in refs if isinstance(refs, list) else []:
+        try:
+            data = store.get_blob(str(ref.get("handle", "")), IMAGE_SUFFIX)
+        except (CtxagentError, AttributeError):
+            continue
+        out.append(tool_content(image_block(base64.b64encode(data).decode("ascii"), str(ref.get("media_type")))))
+    return out

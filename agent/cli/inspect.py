@@ -112,11 +112,17 @@ def cost_line(events: list[Event]) -> str:
     return f"cost: {total} — {'; '.join(parts)} (each call priced with the model that made it)"
 
 
-def wire_body(model: str, request: Request) -> dict[str, Any]:
-    """The body `model`'s provider sends for `request`: what a step's sha256 was taken of."""
+def wire_body(model: str, request: Request, root: Path | None = None) -> dict[str, Any]:
+    """The body `model`'s provider sends for `request`: what a step's sha256 was taken of (its images
+    read from the attachment store of `root`, as the step read them)."""
     from ctxagent.agent.providers.registry import make_provider
 
     provider = make_provider(model, api_key="inspect", base_url="http://127.0.0.1:9", max_tokens=request.max_tokens)
+    if root is not None and hasattr(provider, "attachments"):
+        from ctxagent.context.images import ImageReader
+        from ctxagent.context.spill import SpillStore
+
+        provider.attachments = ImageReader(SpillStore.for_root(root))
     return provider.body(request)
 
 
@@ -131,7 +137,8 @@ def cmd_inspect(args: argparse.Namespace) -> int:
         if not reports:
             raise CtxagentError(f"session {log.session_id} has no steps yet: nothing was sent to a model")
         number = int(ContextReport.from_dict(reports[-1].context_report.report).step)
-    step = rebuild_step(log.events, number, wire_body)
+    root = _root(args)
+    step = rebuild_step(log.events, number, lambda model, request: wire_body(model, request, root))
     if args.json:
         out: dict[str, Any] = {
             "request": step.body,

@@ -5,9 +5,10 @@ A tool is named `mcp__<server>__<tool>` (agent/mcp/config.py `tool_name`). It as
 the server (`ask = false`) or the tool (`allow_tools`). Its description and schema are the server's
 words — untrusted input, shown as data and capped. The answer's content blocks become text:
 text as is, a resource's text under its URI, a resource link as one line, `structuredContent` as
-JSON when no text block carries it, an image or audio clip as a line saying what came back (its
-type, its size and a handle: the bytes are kept in the spill store) — the provider layer sends no
-images yet. The result then goes the way of every tool's (agent/tool_calls.py): sanitize, spill,
+JSON when no text block carries it. An image is attached for the model to see (`ToolResult.images`,
+context/images.py) when the model takes images and the bytes are a PNG, JPEG, GIF or WEBP within the
+limits; otherwise it, like an audio clip, is a line saying what came back (its type, its size and a
+handle: the bytes are kept in the spill store). The result then goes the way of every tool's (agent/tool_calls.py): sanitize, spill,
 log, prune. `isError` is a tool error for the model.
 """
 
@@ -20,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import mcp_types as types
 from ctxagent.agent.mcp.config import tool_name
+from ctxagent.context.images import Image, ImageError, describe, load_image
 from ctxagent.context.request import ToolSpec
 from ctxagent.tools.contract import Permission, ToolContext, ToolResult
 from ctxagent.tools.safe_text import clean_result
@@ -100,14 +102,30 @@ def _keep_bytes(ctx: ToolContext, mime: str, data: str) -> str:
         return "(not kept: the spill store could not write it)"
 
 
+def _attach(block: types.ImageContent, ctx: ToolContext, images: list[Image]) -> str | None:
+    """An image the model can see (it takes images, and the bytes are a PNG/JPEG/GIF/WEBP within the
+    limits): added to `images`, with the line the text carries; None: the stub path below."""
+    if not ctx.services.images:
+        return None
+    try:
+        image = load_image(base64.b64decode(block.data, validate=True), "")
+    except (binascii.Error, ValueError, ImageError) as exc:  # bad base64; not an image we send, too large
+        return f"[an image returned by the tool could not be attached: {exc}]"
+    images.append(image)
+    return f"[image returned by the tool: {describe(image.media_type, image.width, image.height, image.size)} — attached]"
+
+
 def render_result(result: types.CallToolResult, ctx: ToolContext, server: str, tool: str) -> ToolResult:
     parts: list[str] = []
     media: list[dict[str, Any]] = []
+    images: list[Image] = []
     has_text = False
     for block in result.content:
         if isinstance(block, types.TextContent):
             parts.append(block.text)
             has_text = True
+        elif isinstance(block, types.ImageContent) and (line := _attach(block, ctx, images)) is not None:
+            parts.append(line)
         elif isinstance(block, types.ImageContent | types.AudioContent):
             kind = "image" if isinstance(block, types.ImageContent) else "audio"
             size = _size_of_base64(block.data)
@@ -136,5 +154,5 @@ def render_result(result: types.CallToolResult, ctx: ToolContext, server: str, t
     if media:
         meta["mcp"]["media"] = media
     if result.is_error:
-        return ToolResult(f"error: {text}", is_error=True, meta=meta)
-    return ToolResult(text, meta=meta)
+        return ToolResult(f"error: {text}", is_error=True, meta=meta, images=images)
+    return ToolResult(text, meta=meta, images=images)

@@ -4,7 +4,8 @@ Neutral → wire: role "tool" messages become `tool_result` blocks in a user mes
 user-side messages (user text, tool results, injected warm/summary blocks) merge into one user
 message, tool_result blocks first; assistant tool calls become `tool_use` blocks. Cache breakpoints
 (`cache_control: {"type": "ephemeral"}`): the stable prefix (system block and the last tool schema),
-the end of the part already pruned and the end of the history — `anthropic_cache.py`.
+the end of the part already pruned and the end of the history — `anthropic_cache.py`. A message's
+images are `image` blocks with a base64 source (a tool result's inside its `tool_result` content).
 
 The client, its retries (none: `agent/retry.py` retries, visibly) and the error mapping are shared
 with openai.py (`client.py`), and so is the stream's idle timeout (`stream_watch.py`: a stalled
@@ -40,6 +41,7 @@ from ctxagent.agent.providers.client import (
     cut_events,
     sdk_client,
 )
+from ctxagent.agent.providers.images import ImageLoad, base64_of, unreadable
 from ctxagent.agent.providers.protocol import (
     CatalogueModel,
     Stop,
@@ -56,17 +58,31 @@ from ctxagent.context.request import RAW_ARGUMENTS, Message, Request, ToolCall, 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 
 
-def _user_blocks(group: list[Message]) -> list[dict[str, Any]]:
+def _image_blocks(m: Message, load: ImageLoad | None) -> list[dict[str, Any]]:
+    """A message's images as `image` blocks (base64 source); one that cannot be read, as a text."""
+    blocks: list[dict[str, Any]] = []
+    for part in m.images:
+        data = base64_of(part, load)
+        blocks.append({"type": "image", "source": {"type": "base64", "media_type": part.media_type, "data": data}}
+                      if data is not None else {"type": "text", "text": unreadable(part)})
+    return blocks
+
+
+def _user_blocks(group: list[Message], load: ImageLoad | None = None) -> list[dict[str, Any]]:
     results: list[dict[str, Any]] = []
     texts: list[dict[str, Any]] = []
     for m in group:
         if m.role == "tool":
-            block: dict[str, Any] = {"type": "tool_result", "tool_use_id": m.tool_call_id or "",
-                                     "content": m.content or "(no output)"}
+            text = m.content or "(no output)"
+            # a tool_result's content may hold image blocks beside its text
+            content: Any = [{"type": "text", "text": text}, *_image_blocks(m, load)] if m.images else text
+            block: dict[str, Any] = {"type": "tool_result", "tool_use_id": m.tool_call_id or "", "content": content}
             if m.is_error:
                 block["is_error"] = True
             results.append(block)
-        elif m.content and m.content.strip():  # the API rejects whitespace-only text blocks
+            continue
+        texts.extend(_image_blocks(m, load))  # images before their text, as Anthropic advises
+        if m.content and m.content.strip():  # the API rejects whitespace-only text blocks
             texts.append({"type": "text", "text": m.content})
     blocks = results + texts
     return blocks or [{"type": "text", "text": "(empty)"}]
@@ -84,14 +100,14 @@ def _assistant_blocks(m: Message) -> list[dict[str, Any]]:
     return blocks
 
 
-def wire_messages(messages: list[Message]) -> list[dict[str, Any]]:
-    """Neutral messages → Anthropic `messages` (alternating user / assistant)."""
+def wire_messages(messages: list[Message], load: ImageLoad | None = None) -> list[dict[str, Any]]:
+    """Neutral messages → Anthropic `messages` (alternating user / assistant); `load` reads an image's bytes."""
     out: list[dict[str, Any]] = []
     group: list[Message] = []
 
     def flush() -> None:
         if group:
-            out.append({"role": "user", "content": _user_blocks(group)})
+            out.append({"role": "user", "content": _user_blocks(group, load)})
             group.clear()
 
     for m in messages:
@@ -132,10 +148,16 @@ def list_models(api_key: str, base_url: str | None, *, timeout: float, max_bytes
         out.append(CatalogueModel(
             id=m.id, display_name=m.display_name or "", window=int(m.max_input_tokens or 0),
             max_output=int(m.max_tokens or 0), lifecycle=str(m.lifecycle or ""), retires=as_date(m.retires_at),
-            dated=False))
+            dated=False, images=_image_input(m)))
         if len(out) >= max_models:
             break
     return out
+
+
+def _image_input(m: Any) -> bool | None:
+    """`capabilities.image_input.supported` of a catalogue entry, None when it says nothing."""
+    supported = getattr(getattr(getattr(m, "capabilities", None), "image_input", None), "supported", None)
+    return supported if isinstance(supported, bool) else None
 
 
 class AnthropicProvider(SDKProvider):
@@ -154,7 +176,7 @@ class AnthropicProvider(SDKProvider):
         ttl = request.cache_ttl  # the configured TTL option, which the build carries (config `cache_ttl`)
         if request.system:
             body["system"] = [{"type": "text", "text": request.system, "cache_control": cache_marker(ttl)}]
-        body["messages"] = wire_messages(request.messages)
+        body["messages"] = wire_messages(request.messages, self.attachments)
         mark_history_end(body["messages"], request.messages, ttl)
         mark_stable_end(body["messages"], request.messages, request.stable_messages, ttl)
         if request.tools:

@@ -58,6 +58,8 @@ class SDKProvider:
     key_env: str  # named in an authentication error (the same as its ProviderSpec's)
     sdk_module: ClassVar[str]  # the SDK's module, imported on first use ("anthropic", "openai")
     client_name: ClassVar[str]  # its client class ("Anthropic", "OpenAI")
+    # reads an image's bytes by handle when the body is made (lent by the agent: agent/step.py); None: images go as stubs
+    attachments: Callable[[str], bytes | None] | None = None
 
     def __init__(self, model: str, api_key: str, base_url: str | None = None, max_tokens: int | None = None,
                  *, timeout: float = DEFAULT_TIMEOUT, streaming: bool = True,

@@ -29,6 +29,7 @@ from ctxagent.agent.providers.client import (
     cut_events,
     sdk_client,
 )
+from ctxagent.agent.providers.images import ImageLoad, base64_of, unreadable
 from ctxagent.agent.providers.protocol import (
     CatalogueModel,
     Stop,
@@ -56,25 +57,48 @@ def normalize_base_url(base_url: str | None) -> str:
     return urlunsplit(parts).rstrip("/")
 
 
-def wire_messages(system: str, messages: list[Message]) -> list[dict[str, Any]]:
+def _image_parts(m: Message, load: ImageLoad | None) -> list[dict[str, Any]]:
+    """A message's images as `image_url` parts (a base64 data URI); one that cannot be read, as a text."""
+    parts: list[dict[str, Any]] = []
+    for part in m.images:
+        data = base64_of(part, load)
+        parts.append({"type": "image_url", "image_url": {"url": f"data:{part.media_type};base64,{data}"}}
+                     if data is not None else {"type": "text", "text": unreadable(part)})
+    return parts
+
+
+def wire_messages(system: str, messages: list[Message], load: ImageLoad | None = None) -> list[dict[str, Any]]:
+    """Neutral messages → Chat Completions `messages`; `load` reads an image's bytes. A tool message
+    takes text parts only (the SDK's ChatCompletionToolMessageParam), so a tool result's images follow
+    its group of tool messages in the user message, named by their call."""
     out: list[dict[str, Any]] = []
     if system:
         out.append({"role": "system", "content": system})
     pending_text: list[str] = []
+    pending_images: list[dict[str, Any]] = []
 
     def flush_text() -> None:
-        if pending_text:
+        if pending_images:
+            text = [{"type": "text", "text": "\n\n".join(pending_text)}] if pending_text else []
+            out.append({"role": "user", "content": text + pending_images})
+        elif pending_text:
             out.append({"role": "user", "content": "\n\n".join(pending_text)})
-            pending_text.clear()
+        pending_text.clear()
+        pending_images.clear()
 
     for m in messages:
         if m.role == "tool":
             content = m.content or "(no output)"
             out.append({"role": "tool", "tool_call_id": m.tool_call_id or "",
                         "content": f"[tool error] {content}" if m.is_error else content})
+            if m.images:
+                pending_images.append({"type": "text", "text": f"[the image{'s' if len(m.images) > 1 else ''} "
+                                                               f"returned by tool call {m.tool_call_id}]"})
+                pending_images.extend(_image_parts(m, load))
         elif m.role == "user":
             if m.content:
                 pending_text.append(m.content)
+            pending_images.extend(_image_parts(m, load))
         else:
             flush_text()
             wm: dict[str, Any] = {"role": "assistant", "content": m.content or None}
@@ -119,7 +143,7 @@ class OpenAIProvider(SDKProvider):
     def body(self, request: Request) -> dict[str, Any]:
         """The kwargs of `chat.completions.create`, which is also the JSON body on the wire."""
         max_tokens = self.output_tokens(request)
-        body: dict[str, Any] = {"model": self.model, "messages": wire_messages(request.system, request.messages)}
+        body: dict[str, Any] = {"model": self.model, "messages": wire_messages(request.system, request.messages, self.attachments)}
         if request.tools:
             body["tools"] = [{"type": "function", "function": {
                 "name": t.name, "description": t.description, "parameters": t.input_schema}} for t in request.tools]

@@ -81,6 +81,7 @@ class CatalogueModel:
     retires: dt.date | None = None
     dated: bool = True  # True: past `retires` means retired (OpenAI's shutdown date); Anthropic's
     #                     lifecycle field alone decides ("a past date is overdue, not retired")
+    images: bool | None = None  # it takes image input (Anthropic's capabilities.image_input); None: not said
 
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
@@ -93,7 +94,8 @@ class CatalogueModel:
         return CatalogueModel(
             id=str(d["id"]), display_name=str(d.get("display_name") or ""), window=int(d.get("window") or 0),
             max_output=int(d.get("max_output") or 0), lifecycle=str(d.get("lifecycle") or ""),
-            retires=dt.date.fromisoformat(retires) if retires else None, dated=bool(d.get("dated", True)))
+            retires=dt.date.fromisoformat(retires) if retires else None, dated=bool(d.get("dated", True)),
+            images=d["images"] if isinstance(d.get("images"), bool) else None)
 
 
 StreamEvent = TextDelta | ToolCall | Usage | Stop | ServerCompaction | ServerEdits | Waiting

@@ -9,6 +9,7 @@ What depends on the provider (its key rule, bare model names, tokenizer family, 
     cost_usd(info, usage)                           -> dollars
     cheaper_sibling("anthropic", "claude-opus-5-5") -> "claude-haiku-5-5"
     lifecycle_problem(info, "anthropic")            -> None | ("deprecated" | "retired", message)
+    takes_images("openai", "o3-mini")               -> False
 """
 
 from __future__ import annotations
@@ -57,6 +58,7 @@ class ModelInfo:
     long_context: Prices | None = None  # the rate over `long_context.above` prompt tokens
     source: str = "registry"  # "registry" | "catalogue" (the provider's own list) | "default"
     retire_by_date: bool = True  # False when the provider's catalogue says it is still served
+    images: bool | None = None  # takes image input: the catalogue's word, else the entry's; None: neither says
 
     def lifecycle_on(self, today: dt.date | None = None) -> str:
         """The lifecycle on `today`: a model past its announced shutdown date counts as retired."""
@@ -224,12 +226,14 @@ def model_info(provider: str, model: str, default_window: int = 128000,
             retires=entry.get("retires"),
             replacement=str(entry.get("replacement", "")),
             long_context=_prices(entry["long_context"]) if entry.get("long_context") else None,
+            images=bool(entry["images"]) if "images" in entry else None,
         )
     listed = (catalogue or {}).get(model) or (catalogue or {}).get(key or "") if registered else None
     if listed is None:
         return info
     info = replace(info, known=True, source="catalogue", provider=provider,
-                   window=listed.window or info.window, max_output=listed.max_output or info.max_output)
+                   window=listed.window or info.window, max_output=listed.max_output or info.max_output,
+                   images=listed.images if listed.images is not None else info.images)
     if listed.lifecycle:  # the provider says: that is the lifecycle
         return replace(info, lifecycle=listed.lifecycle, retires=listed.retires, retire_by_date=listed.dated)
     if info.lifecycle_on() == "retired":  # listed without a word on it: still served, whatever we thought
@@ -255,6 +259,20 @@ def lifecycle_problem(info: ModelInfo, label: str, today: dt.date | None = None)
         return state, f"{label} was retired{when} and no longer answers: {instead}"
     when = f" and shuts down on {info.retires.isoformat()}" if info.retires is not None else ""
     return state, f"{label} is deprecated{when}; {instead}"
+
+
+def takes_images(provider: str, model: str, info: ModelInfo | None = None) -> bool:
+    """Whether `provider:model` takes image input: what the provider's catalogue or the registry entry
+    says (`info`, `model_info`'s answer: the catalogue wins); else its provider's rule
+    (`ProviderSpec.images`), except that a local model (Ollama, vLLM, ...) takes none unless its entry
+    says so. THE rule: read_file, the builder, MCP results and read_event all go by it."""
+    spec = specs.find(provider)
+    said = (info if info is not None else model_info(provider, model)).images
+    if said is not None:
+        return said
+    if spec is None or is_local(provider, model):
+        return False
+    return spec.images
 
 
 def cost_usd(info: ModelInfo, usage: Usage, cache_ttl: str = "5m") -> float:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ctxagent.agent.providers.protocol import Stop, StreamEvent, TextDelta, refuse_server_edits
+from ctxagent.agent.scripted.images import SeenImage, say_images
 from ctxagent.agent.scripted.script import (
     CONTEXT_LENGTH_MESSAGE,
     EXHAUSTED_MESSAGE,
@@ -38,6 +39,12 @@ from ctxagent.context.errors import (
     StreamError,
 )
 from ctxagent.context.request import Request, ToolCall, Usage
+
+
+def request_images(request: Request) -> list[SeenImage]:
+    """The images the neutral request carries (what `{images}` in a turn's text names)."""
+    return [SeenImage(p.media_type, p.width, p.height, p.size, "tool_result" if m.role == "tool" else "user")
+            for m in request.messages for p in m.images]
 
 REQUESTS_KEPT = 256
 
@@ -106,7 +113,7 @@ class ScriptedProvider:
                     yield TextDelta(piece)
             raise error
         usage = turn_usage(turn, body)
-        for piece in chunk_text(turn.text):
+        for piece in chunk_text(say_images(turn.text, request_images(request))):
             if cancel is not None and cancel.is_set():
                 yield Usage(**usage)
                 yield Stop("cancelled")

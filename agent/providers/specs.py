@@ -71,6 +71,7 @@ class ProviderSpec:
     no_server_edits_note: str = ""  # said when a server-side strategy is asked of it
     list_models: ListModels | None = None  # (key, base URL, *, timeout, max_bytes, max_models) -> its catalogue
     untrusted_reason: str = ""  # why a repository's own config may not pick it until trusted ("" : it may)
+    images: bool = False  # its models take image input (a registry entry's `images` says otherwise: registry.takes_images)
 
     def key_problem(self, model: str, api_key: str | None, base_url: str | None) -> str | None:
         """None when this provider can start with this key and base URL; else what to tell the user."""
@@ -190,7 +191,7 @@ ANTHROPIC = ProviderSpec(
     # proxy (or the scripted server) is the one case that works without one.
     key_rule="unless-loopback", keyless_hint="use --base-url for a local Anthropic-compatible server that needs none",
     start_model="claude-sonnet-5-5", bare_names=re.compile(r"^claude", re.IGNORECASE),
-    tokenizer="cl100k_base", family="claude", server_edits=True, list_models=_list_anthropic,
+    tokenizer="cl100k_base", family="claude", server_edits=True, list_models=_list_anthropic, images=True,
 )
 OPENAI = ProviderSpec(
     name="openai", title="OpenAI", make=_make_openai,
@@ -201,13 +202,14 @@ OPENAI = ProviderSpec(
     keyless_hint="use --base-url (or OPENAI_BASE_URL) for an OpenAI-compatible server such as Ollama, vLLM, "
                  "llama.cpp or LM Studio",
     start_model="gpt-6.1-sol", bare_names=re.compile(r"^(gpt-|chatgpt-|o\d)", re.IGNORECASE),
-    tokenizer="o200k_base", serves_local=True, list_models=_list_openai,
+    tokenizer="o200k_base", serves_local=True, list_models=_list_openai, images=True,
     no_server_edits_note="OpenAI's compaction exists only in its Responses API, which ctxagent's OpenAI provider "
                          "(Chat Completions) does not use: `bench replay` emulates it as openai-compact.",
 )
 SCRIPTED = ProviderSpec(
     name="scripted", title="scripted", make=_make_scripted,
     uses_registry=False, summary_sibling=False,  # the script holds only the main model's turns
+    images=True,  # the loopback server reads both wires' image blocks (agent/scripted/images.py)
     untrusted_reason="a scripted model: the repository would choose the tool calls",
 )
 BUILTIN_PROVIDERS = (ANTHROPIC, OPENAI, SCRIPTED)

@@ -40,7 +40,8 @@ task so: agent/subagents/) gets the next turn of agents[NAME]; every other reque
 format of the client that asks (Anthropic when the request carries `anthropic-version`):
 
     {"id": "claude-sonnet-5-5", "display_name"?: "...", "max_input_tokens"?: n, "max_tokens"?: n,
-     "lifecycle"?: "active" | "deprecated" | "retired", "retires_at"?: "YYYY-MM-DD"}
+     "lifecycle"?: "active" | "deprecated" | "retired", "retires_at"?: "YYYY-MM-DD",
+     "image_input"?: true | false}   (Anthropic's capabilities.image_input.supported)
 
 Anthropic lists active and deprecated models (retired ones when asked for); OpenAI lists the
 models that are not retired, a `retires_at` becoming its `shutdown_date`.
@@ -170,6 +171,7 @@ class ScriptedModel:
     max_tokens: int | None = None
     lifecycle: str = "active"
     retires_at: str | None = None  # "YYYY-MM-DD"
+    image_input: bool | None = None  # Anthropic's capabilities.image_input.supported; None: left out
 
 
 def _parse_model(index: int, raw: Any) -> ScriptedModel:
@@ -185,9 +187,12 @@ def _parse_model(index: int, raw: Any) -> ScriptedModel:
     retires = raw.get("retires_at")
     if retires is not None and not isinstance(retires, str):
         raise ConfigError(f"{where}: retires_at must be a date string YYYY-MM-DD")
+    image_input = raw.get("image_input")
+    if image_input is not None and not isinstance(image_input, bool):
+        raise ConfigError(f"{where}: image_input must be true or false")
     return ScriptedModel(id=raw["id"], display_name=str(raw.get("display_name") or ""),
                          max_input_tokens=raw.get("max_input_tokens"), max_tokens=raw.get("max_tokens"),
-                         lifecycle=lifecycle, retires_at=retires)
+                         lifecycle=lifecycle, retires_at=retires, image_input=image_input)
 
 
 def _read(script: str | Path | list[Any] | dict[str, Any]) -> Any:
@@ -260,9 +265,13 @@ def load_script(script: str | Path | list[Any] | dict[str, Any]) -> list[Turn]:
 
 
 def estimate_input_tokens(body: Any) -> int:
-    """Deterministic stand-in for the provider's prompt count: compact JSON length // 4."""
+    """Deterministic stand-in for the provider's prompt count: compact JSON length // 4, an image
+    counted by its provider's rule instead of its base64 (scripted/images.py)."""
+    from ctxagent.agent.scripted.images import without_image_data
+
+    body, image_tokens = without_image_data(body)
     text = json.dumps(body, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
-    return max(1, len(text) // 4)
+    return max(1, len(text) // 4) + image_tokens
 
 
 def turn_usage(turn: Turn, body: Any) -> dict[str, int]:

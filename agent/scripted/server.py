@@ -10,12 +10,14 @@
     GET  /v1/models[/ID]         the script's model catalogue, in the asking SDK's format
 
 Request N (counted across both POST endpoints) gets turn N of the script (format and faults:
-`script.py`). Catalogue reads consume no turn and are not recorded. The real SDKs talk to
+`script.py`). A request's image blocks are checked and recorded (`images.py`; `{images}` in a turn's
+text says what came). Catalogue reads consume no turn and are not recorded. The real SDKs talk to
 it unmodified; tests use `ScriptedServer` in a thread.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import socket
@@ -33,6 +35,7 @@ from ctxagent.agent.scripted.context_emulation import (
     apply_context_management,
     count_tokens_reply,
 )
+from ctxagent.agent.scripted.images import SeenImage, say_images, seen_images
 from ctxagent.agent.scripted.script import (
     DEFAULT_STALL,
     EXHAUSTED_MESSAGE,
@@ -79,11 +82,15 @@ class _ScriptState:
         self.lock = threading.Lock()
         self.stopping = threading.Event()  # set by stop(): a stalled stream ends its wait
 
-    def take(self, path: str, body: Any, server: ServerReply | None = None, beta: str = "") -> tuple[int, Turn | None]:
+    def take(self, path: str, body: Any, server: ServerReply | None = None, beta: str = "",
+             images: list[SeenImage] | None = None) -> tuple[int, Turn | None]:
         """Record the request and claim its turn: (1-based request number, turn or None past the end).
-        With the server's context management asked for, the entry also holds what it did (`server`)."""
+        With the server's context management asked for, the entry also holds what it did (`server`);
+        with images in the request, what they were (`images`: scripted/images.py)."""
         with self.lock:
             entry = {"path": path, "body": body}
+            if images:
+                entry["images"] = [i.record() for i in images]
             if beta:
                 entry["beta"] = beta
             if server is not None and server.asked:
@@ -218,7 +225,15 @@ class _Handler(BaseHTTPRequestHandler):
                                                   message=f"context_management: {e}")
                 self._send_json(status, err)
                 return
-        n, turn = self.state.take(path, body, server, self.headers.get("anthropic-beta") or "")
+        try:
+            images = seen_images(fmt, body)
+        except ValueError as e:  # as the real APIs do: a malformed image is the request's fault
+            status, err = wire.error_response(fmt, "bad_request", model="?", tokens=0, message=f"scripted server: {e}")
+            self._send_json(status, err)
+            return
+        n, turn = self.state.take(path, body, server, self.headers.get("anthropic-beta") or "", images)
+        if turn is not None and turn.text:
+            turn = dataclasses.replace(turn, text=say_images(turn.text, images))
         model = str(body.get("model", "scripted"))
         if turn is None:
             status, err = wire.error_response(

@@ -265,7 +265,7 @@ def _anthropic_model(m: ScriptedModel) -> dict[str, Any]:
         "max_input_tokens": m.max_input_tokens, "max_tokens": m.max_tokens,
         "deprecated_at": "2026-01-01T00:00:00Z" if m.lifecycle != "active" else None,
         "retires_at": retires,
-    }
+    } | ({"capabilities": {"image_input": {"supported": m.image_input}}} if m.image_input is not None else {})
 
 
 def _openai_model(m: ScriptedModel) -> dict[str, Any]:

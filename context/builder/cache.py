@@ -24,7 +24,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from ctxagent.context.events import ImageRef
 from ctxagent.context.history import MESSAGE_KINDS, Event, ViewItem, extend_view, view
+from ctxagent.context.images import image_tokens
 from ctxagent.context.ledger import Ledger
 from ctxagent.context.pins import live_events
 from ctxagent.context.prompt_cache import SHORTEST_TTL_S
@@ -39,10 +41,15 @@ SHARED_MAX_CHARS = 8_000_000  # the same for a cache tied to a counter (tests sh
 _ENTRY_CHARS = 64  # what a memo entry without text is charged
 
 
+def refs_tokens(refs: list[ImageRef] | None) -> int:
+    """What an event's images cost by the default rule (context/images.py)."""
+    return sum(image_tokens(r.width, r.height) for r in refs or ())
+
+
 def event_tokens(ev: Event, counter: TokenCounter) -> int:
     """What an event costs verbatim (spilled results count their full original size)."""
     if ev.kind == "user":
-        return MESSAGE_OVERHEAD + counter.count(ev.user.sent_text)
+        return MESSAGE_OVERHEAD + counter.count(ev.user.sent_text) + refs_tokens(ev.user.images)
     if ev.kind == "assistant":
         step = ev.assistant
         args = sum(counter.count(json.dumps(c.arguments, ensure_ascii=False, sort_keys=True)) for c in step.tool_calls)
@@ -51,8 +58,8 @@ def event_tokens(ev: Event, counter: TokenCounter) -> int:
         result = ev.tool_result
         spill = result.spill_ref
         if spill is not None and spill.tokens is not None:
-            return MESSAGE_OVERHEAD + spill.tokens
-        return MESSAGE_OVERHEAD + counter.count(result.content)
+            return MESSAGE_OVERHEAD + spill.tokens + refs_tokens(result.images)
+        return MESSAGE_OVERHEAD + counter.count(result.content) + refs_tokens(result.images)
     return 0
 
 
@@ -162,6 +169,8 @@ class RenderState:
     slots: list[Any]  # list[render.Slot]; slots are frozen, so they can be shared
     pending: tuple[tuple[str, str], ...]  # (call id, tool name) still awaiting a result
     turn: int
+    image_rule: str | None = None  # the image-token rule its images were rendered with (render.py)
+    has_images: bool = False  # some item has images: resumed only under the same rule
 
 
 def _is_prefix(prefix: list[Any], full: list[Any]) -> bool:
@@ -278,10 +287,13 @@ class BuildCache:
         return state
 
     # -- rendered prefixes ------------------------------------------------------------------------
-    def render_prefix(self, items: list[ViewItem]) -> RenderState | None:
-        """The longest remembered render whose items are a prefix of `items`."""
+    def render_prefix(self, items: list[ViewItem], image_rule: str | None = None) -> RenderState | None:
+        """The longest remembered render whose items are a prefix of `items` (one with images: rendered
+        under the same image-token rule, which a /model switch may change)."""
         best: RenderState | None = None
         for st in self._renders:
+            if st.has_images and st.image_rule != image_rule:
+                continue
             if (best is None or len(st.items) > len(best.items)) and _is_prefix(st.items, items):
                 best = st
         if best is None:

@@ -55,6 +55,7 @@ class BuildInputs:
     task_state_share: float = TASK_STATE_SHARE  # of the limit at most for the verbatim task state (builder/task_state.py)
     model: str = ""  # the model this request is for: a different one than the last step's has a cold prompt cache
     cache_ttl: str = "5m"  # the prompt cache's TTL option ("5m" | "1h"): with the model, its rules (prompt_cache.py)
+    images: bool = True  # the model takes images (its provider's token rule: context/images.py); False: text stubs
     # per-event work remembered across builds (the agent keeps one per session); None = the cache tied
     # to `counter`. The result is the same with or without it, warm or cold.
     cache: BuildCache | None = None

@@ -18,9 +18,11 @@ from collections.abc import Mapping
 from functools import partial
 from typing import Any
 
+from ctxagent.context.builder import image_parts
 from ctxagent.context.builder.cache import BuildCache, RenderState
 from ctxagent.context.builder.inputs import BuildInputs, Draft, Slot
 from ctxagent.context.history import Event, Summary, ViewItem
+from ctxagent.context.images import DEFAULT_RULE, rule_of
 from ctxagent.context.ledger import Ledger, files_line, quotes_block, with_quotes
 from ctxagent.context.prune import value_rank
 from ctxagent.context.request import Message, ToolCall
@@ -55,17 +57,21 @@ def _render_summary(it: Summary, quoted: str, counter: TokenCounter) -> tuple[Me
     return msg, count_message(msg, counter)
 
 
-def _render_result(it: Event, answered: bool, quotes: tuple[str, ...],
-                   counter: TokenCounter) -> tuple[Message, int, int, dict[str, Any] | None]:
+def _render_result(it: Event, answered: bool, quotes: tuple[str, ...], counter: TokenCounter,
+                   rule: str | None = DEFAULT_RULE) -> tuple[Message, int, int, dict[str, Any] | None]:
     """(message, tokens, value rank, spill meta) of a tool result; `answered`: its call is right before it.
-    A spilled result shows its preview, then the ledger's requirement lines of the part cut away."""
+    A spilled result shows its preview, then the ledger's requirement lines of the part cut away.
+    Its images go with it (`rule`: the provider's image-token rule; None: stubs, the model takes none)."""
     r = it.tool_result
     spill = _spill_meta(it)
-    content = with_quotes(r.content, quotes) if spill else r.content
+    content = image_parts.with_image_text(with_quotes(r.content, quotes) if spill else r.content, r.images, rule, it.id)
+    images = image_parts.parts_of(r.images, rule) if rule is not None else ()
     if answered:
-        msg = Message(role="tool", content=content, tool_call_id=r.call_id, name=r.name, is_error=r.is_error, event_id=it.id)
+        msg = Message(role="tool", content=content, tool_call_id=r.call_id, name=r.name, is_error=r.is_error,
+                      event_id=it.id, images=images)
     else:  # its call is not in view: keep the facts, as a user-side note
-        msg = Message(role="user", content=f"[output of an earlier {r.name or 'tool'} call {r.call_id}]\n{content}", event_id=it.id)
+        msg = Message(role="user", content=f"[output of an earlier {r.name or 'tool'} call {r.call_id}]\n{content}",
+                      event_id=it.id, images=images)
     return msg, count_message(msg, counter), value_rank(r.content, r.name, r.is_error), spill
 
 
@@ -78,8 +84,11 @@ def _render_assistant(it: Event, counter: TokenCounter) -> tuple[Message, int] |
     return msg, count_message(msg, counter)
 
 
-def _render_user(it: Event, counter: TokenCounter) -> tuple[Message, int]:
-    msg = Message(role="user", content=it.user.sent_text, event_id=it.id)
+def _render_user(it: Event, counter: TokenCounter, rule: str | None = DEFAULT_RULE) -> tuple[Message, int]:
+    u = it.user
+    images = image_parts.parts_of(u.images, rule) if rule is not None else ()
+    msg = Message(role="user", content=image_parts.with_image_text(u.sent_text, u.images, rule, it.id),
+                  event_id=it.id, images=images)
     return msg, count_message(msg, counter)
 
 
@@ -90,16 +99,18 @@ def _render_missing(call_id: str, name: str, counter: TokenCounter) -> tuple[Mes
 
 def render(items: list[ViewItem], counter: TokenCounter, cache: BuildCache | None = None,
            ledger: Ledger | None = None, summary_quotes_tokens: int = 0,
-           task_sections: Mapping[int, str] | None = None) -> list[Slot]:
+           task_sections: Mapping[int, str] | None = None, image_rule: str | None = DEFAULT_RULE) -> list[Slot]:
     """The view's messages as slots. With a cache: resumes from the longest rendered prefix of `items`
     and renders each remaining event through the per-event memo (the result is the same either way).
     `ledger`: the session ledger, whose quotes go with the results and summaries that cut them
     (a summary's within `summary_quotes_tokens`). `task_sections`: the task state a summary quotes
-    word for word, by the summary's event id (context/builder/task_state.py)."""
+    word for word, by the summary's event id (context/builder/task_state.py). `image_rule`: the
+    provider's image-token rule (context/images.py); None: the model takes no images, each is a stub."""
     cache = (cache or BuildCache()).bind(counter)
     quotes = {q.event_id: q for q in ledger.quotes} if ledger is not None else {}
     memo = cache.memo
-    start = cache.render_prefix(items)
+    start = cache.render_prefix(items, image_rule)
+    has_images = start.has_images if start else False
     slots: list[Slot] = list(start.slots) if start else []
     pending: list[tuple[str, str]] = list(start.pending) if start else []  # calls awaiting a result right after their assistant message
     turn = start.turn if start else 0
@@ -127,13 +138,15 @@ def render(items: list[ViewItem], counter: TokenCounter, cache: BuildCache | Non
         size = cache.size(it)
         if it.kind == "tool_result":
             result = it.tool_result
+            has_images = has_images or bool(result.images)
             call_id = result.call_id
             match = next((p for p in pending if p[0] == call_id), None)
             if match is not None:
                 pending.remove(match)
             lines = quotes[it.id].lines if it.id in quotes else ()
-            msg, n, rank, spill = memo(("result", it.id, match is not None), (it, lines),
-                                       partial(_render_result, it, match is not None, lines, counter),
+            key: tuple[Any, ...] = ("result", it.id, match is not None) + ((image_rule,) if result.images else ())
+            msg, n, rank, spill = memo(key, (it, lines),
+                                       partial(_render_result, it, match is not None, lines, counter, image_rule),
                                        kind="renders", chars=len(result.content))
             slots.append(Slot(msg, n, "tools", "spilled" if spill else "verbatim", turn, idx,
                               is_tool_result=True, rank=rank, source=result.content,
@@ -142,7 +155,9 @@ def render(items: list[ViewItem], counter: TokenCounter, cache: BuildCache | Non
         flush()
         if it.kind == "user":
             turn = it.user.turn or turn + 1
-            msg, n = memo(("user", it.id), it, partial(_render_user, it, counter),
+            has_images = has_images or bool(it.user.images)
+            msg, n = memo(("user", it.id) + ((image_rule,) if it.user.images else ()), it,
+                          partial(_render_user, it, counter, image_rule),
                           kind="renders", chars=len(it.user.text))
             slots.append(Slot(msg, n, "hot", "verbatim", turn, idx, event_id=it.id, full_tokens=size))
         elif it.kind == "assistant":
@@ -153,7 +168,7 @@ def render(items: list[ViewItem], counter: TokenCounter, cache: BuildCache | Non
             msg, n = rendered
             slots.append(Slot(msg, n, "hot", "verbatim", turn, idx, event_id=it.id, full_tokens=size))
             pending.extend((c.id, c.name) for c in msg.tool_calls)
-    cache.keep_render(RenderState(list(items), list(slots), tuple(pending), turn))
+    cache.keep_render(RenderState(list(items), list(slots), tuple(pending), turn, image_rule, has_images))
     flush()
     return slots
 
@@ -162,7 +177,9 @@ def assemble(items: list[ViewItem], inputs: BuildInputs, warm: str, cache: Build
              ledger: Ledger | None = None, task_sections: Mapping[int, str] | None = None) -> Draft:
     counter = inputs.counter
     cache = (cache or BuildCache()).bind(counter)
-    slots = render(items, counter, cache, ledger, inputs.budget.base("warm") // 2, task_sections)
+    rule = rule_of(inputs.model) if inputs.images else None
+    slots = render(items, counter, cache, ledger, inputs.budget.base("warm") // 2, task_sections, rule)
+    slots = _stub_old_images(slots, protect_from(slots, inputs.protect_turns), counter, cache)
     system_tokens, tool_spec_tokens = cache.fixed_tokens(inputs.system, inputs.tools)
     warm_msg = Message(role="user", content=warm, kind="warm") if warm else None
     warm_tokens = count_message(warm_msg, counter) if warm_msg else 0
@@ -188,5 +205,20 @@ def protect_from(slots: list[Slot], protect: int) -> int:
     return first if found else 0
 
 
+def _stub_old_images(slots: list[Slot], protect: int, counter: TokenCounter, cache: BuildCache) -> list[Slot]:
+    """Images older than the protected recent turns: a text stub each (their clearing point)."""
+    if not any(s.msg.images for s in slots[:protect]):
+        return slots
+    out = list(slots)
+    for i in range(protect):
+        s = out[i]
+        if s.msg.images:
+            msg, n = cache.memo(("old_images", s.event_id, s.msg.role), s.msg,
+                                partial(image_parts.stub_old, s.msg, counter), kind="prunes")
+            out[i] = dataclasses.replace(s, msg=msg, tokens=n)
+    return out
+
+
 def with_content(msg: Message, content: str) -> Message:
-    return dataclasses.replace(msg, content=content)
+    """`msg` showing `content` (a preview, a stub): its images, if any, become stubs too."""
+    return image_parts.without_images(msg, content)

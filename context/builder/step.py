@@ -67,6 +67,7 @@ class StepSetup:
     cache: BuildCache | None = None  # keep one per session: a step then costs O(new content)
     task_state_share: float = TASK_STATE_SHARE
     cache_ttl: str = "5m"  # the prompt cache's TTL option (context/prompt_cache.py)
+    images: bool = True  # the model takes images (agent/providers/registry.py takes_images); False: text stubs
 
     def params(self) -> BuildParams:
         """The scalars a step records so that it can be rebuilt (`BuildInputs.params`)."""
@@ -80,6 +81,7 @@ class StepSetup:
             summarize=self.summarize, allow_compaction=allow_compaction, protect_turns=self.protect_turns,
             thresholds=self.thresholds, model=self.model, cache=self.cache, task_state_share=self.task_state_share,
             cache_ttl=self.cache_ttl,
+            images=self.images,
         )
 
 

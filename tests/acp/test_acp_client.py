@@ -3,7 +3,10 @@ this session", and the slash commands it was told about."""
 
 from __future__ import annotations
 
+import base64
 import json
+import struct
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +21,16 @@ from acp import (
 from acp.schema import ClientCapabilities, FileSystemCapabilities, McpServerStdio
 
 from .conftest import CALC, RecordingClient, acp_agent, run, session_events
+
+
+def _png() -> bytes:
+    """A real 2 × 2 RGB PNG."""
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+
+    ihdr = struct.pack(">IIBBBBB", 2, 2, 8, 2, 0, 0, 0)
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress((b"\x00" + b"\x10\x20\x30" * 2) * 2))
+            + chunk(b"IEND", b""))
 
 
 def _session(client: RecordingClient, repo: Path, url: str, prompts: list[list[Any]], *, fs: bool = False,
@@ -73,14 +86,16 @@ def test_without_the_client_fs_the_local_disk_is_used(repo: Path, scripted_serve
 
 
 def test_resource_links_embedded_context_and_images(repo: Path, scripted_server) -> None:
-    srv = scripted_server([{"text": "Seen."}])
+    srv = scripted_server([{"text": "Seen: {images}."}])
     client = RecordingClient()
+    shot = _png()
     blocks = [
         text_block("explain these"),
         resource_link_block("calc.py", f"file://{repo}/calc.py"),
         resource_block(embedded_text_resource("untitled:scratch-1", "scratch text from the editor")),
         resource_block(embedded_text_resource(f"file://{repo}/README.md", "# calc (buffer)")),
-        image_block("aGVsbG8=", "image/png"),
+        image_block("aGVsbG8=", "image/png"),  # "hello": no image by its bytes
+        image_block(base64.b64encode(shot).decode(), "image/png"),
     ]
     mcp = [McpServerStdio(name="their-fs", command="/bin/false", args=[], env=[])]
     sid, (answer,) = _session(client, repo, srv.url, [blocks], mcp=mcp)
@@ -90,7 +105,13 @@ def test_resource_links_embedded_context_and_images(repo: Path, scripted_server)
     events = session_events(repo, sid)
     user = next(e["data"]["text"] for e in events if e["kind"] == "user")
     assert "@calc.py" in user and "@README.md" in user and "scratch text from the editor" in user
-    assert "not attached: an image" in user
+    assert "not attached: an image (prompt image is not a PNG, JPEG, GIF or WEBP image" in user
+    (ref,) = next(e["data"]["images"] for e in events if e["kind"] == "user")  # the real one goes as an attachment
+    assert ref["media_type"] == "image/png" and (ref["width"], ref["height"]) == (2, 2)
+    (seen,) = srv.requests()[0]["images"]  # ... and reaches the request as an image block
+    assert seen["where"] == "user" and seen["size"] == len(shot)
+    assert (repo / ".ctxagent" / "spill" / f"{ref['sha256']}.img").read_bytes() == shot
+    assert base64.b64encode(shot).decode() not in (repo / ".ctxagent" / "sessions" / f"{sid}.jsonl").read_text()
     attached = [e["data"]["meta"]["files"] for e in events if e["kind"] == "tool_result"]
     assert attached == [["calc.py"], ["README.md"]]  # the app's own @path attachment: read_file before the step
     body = json.dumps(srv.requests()[0]["body"])
@@ -120,3 +141,14 @@ def test_allow_for_session_then_compact_rewind_remember_over_acp(repo: Path, scr
     assert "Compacted" in text and "turn 1: write notes" in text and "rewound to before turn 1" in text
     assert "Pinned" in text and "model calls with anthropic:" in text
     assert len(srv.requests()) == 5
+
+
+def test_a_tool_results_image_goes_to_the_client_as_image_content(repo: Path, scripted_server) -> None:
+    shot = _png()
+    (repo / "shot.png").write_bytes(shot)
+    srv = scripted_server([{"tool_calls": [{"name": "read_file", "arguments": {"path": "shot.png"}}]}, {"text": "ok"}])
+    client = RecordingClient()
+    _session(client, repo, srv.url, [[text_block("look")]])
+    done = [u for u in client.of("tool_call_update") if u.status == "completed"]
+    (images,) = [[c.content for c in u.content or [] if getattr(c.content, "type", "") == "image"] for u in done]
+    assert [(i.mime_type, base64.b64decode(i.data)) for i in images] == [("image/png", shot)]

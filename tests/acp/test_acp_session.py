@@ -48,7 +48,7 @@ def test_whole_session_prompt_tools_permissions_usage_plan_commands_load(repo: P
     init, sid, (first, second, ctx), _ = run(main())
     caps = init.agent_capabilities
     assert init.protocol_version == PROTOCOL_VERSION and caps.load_session is True
-    assert caps.prompt_capabilities.embedded_context is True and caps.prompt_capabilities.image is False
+    assert caps.prompt_capabilities.embedded_context is True and caps.prompt_capabilities.image is True
     assert init.agent_info.name == "ctxagent"
     assert (first.stop_reason, second.stop_reason, ctx.stop_reason) == ("end_turn", "end_turn", "end_turn")
 

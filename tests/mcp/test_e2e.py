@@ -112,7 +112,7 @@ def test_200_tools_start_behind_search_tools_and_loading_keeps_the_prefix(repo: 
         assert check.returncode == 0 and "identical" in check.stdout, check.stdout + check.stderr
 
 
-def test_a_10_mb_result_is_spilled_and_an_image_is_a_handle(repo: Path, scripted) -> None:
+def test_a_10_mb_result_is_spilled_and_an_image_is_attached(repo: Path, scripted) -> None:
     user_config(_stdio("fx", more="sandbox = false"))
     srv = scripted([
         {"tool_calls": [{"name": "mcp__fx__blob", "arguments": {"size": 10_000_000}},
@@ -121,13 +121,19 @@ def test_a_10_mb_result_is_spilled_and_an_image_is_a_handle(repo: Path, scripted
     ])
     out = run_ctxagent(repo, "-p", "go", "--model", MODEL, "--base-url", srv.url, "--yes", "--output", "json")
     assert out.returncode == 0, out.stderr
-    big, picture = (_result_text(r) for r in _tool_results(srv.bodies()[1]))
+    blocks = _tool_results(srv.bodies()[1])
+    big, picture = (_result_text(r) for r in blocks)
     assert len(big) < 20_000 and "read_spill" in big  # a preview and a handle, never the 10 MB
     spills = list((repo / ".ctxagent" / "spill").iterdir())
     assert any(p.stat().st_size >= 10_000_000 for p in spills)
-    assert "image returned by the tool: image/png" in picture and "bytes, kept as spill" in picture
-    handle = picture.split("kept as spill ")[1].split(";")[0]
-    assert any(p.name.startswith(handle) for p in spills)
+    # the image is an attachment the model sees: an image block inside the tool_result, its bytes in the
+    # attachment store by sha256, never base64 in the text
+    assert "image returned by the tool: PNG 1×1" in picture and "iVBOR" not in picture
+    (image,) = [c for c in blocks[1]["content"] if c.get("type") == "image"]
+    assert image["source"]["media_type"] == "image/png" and image["source"]["data"].startswith("iVBOR")
+    assert any(p.name.endswith(".img") for p in spills)
+    (ref,) = [i for e in session_events(repo) if e["kind"] == "tool_result" for i in e["data"].get("images", [])]
+    assert ref["width"] == ref["height"] == 1 and ref["media_type"] == "image/png"
 
 
 def test_a_resumed_session_starts_with_the_tools_it_loaded(repo: Path, scripted, http_server) -> None:
@@ -232,3 +238,18 @@ def test_a_server_that_changes_its_tools_mid_session_keeps_the_prefix(repo: Path
     for step in (1, 2, 3):
         check = run_ctxagent(repo, "inspect", session, "--step", str(step))
         assert check.returncode == 0 and "identical" in check.stdout, check.stdout + check.stderr
+
+
+def test_an_mcp_image_reaches_openai_after_the_tool_message(repo: Path, scripted) -> None:
+    user_config(_stdio("fx", more="sandbox = false"))
+    srv = scripted([{"tool_calls": [{"name": "mcp__fx__picture", "arguments": {}}]}, {"text": "ok"}])
+    out = run_ctxagent(repo, "-p", "go", "--model", "openai:gpt-5.4-mini", "--base-url", srv.url, "--yes",
+                       "--output", "json")
+    assert out.returncode == 0, out.stderr
+    messages = srv.bodies()[1]["messages"]
+    tool = next(i for i, m in enumerate(messages) if m["role"] == "tool")
+    assert isinstance(messages[tool]["content"], str) and "image returned by the tool: PNG 1×1" in messages[tool]["content"]
+    after = messages[tool + 1]  # the chat wire's tool message takes text only: the image follows, named by its call
+    assert after["role"] == "user"
+    (url,) = [p["image_url"]["url"] for p in after["content"] if p.get("type") == "image_url"]
+    assert url.startswith("data:image/png;base64,iVBOR")
