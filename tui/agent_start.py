@@ -27,6 +27,8 @@ if TYPE_CHECKING:
     from ctxagent.tui.control import AgentFactory, SessionControl, TurnRunner
 
 
+TRUST_WAIT = "waiting for your answer: trust this repository?"
+
 class SdkWarming(Message):
     """The provider SDK's import on the warm-up worker: started (`title`: "Anthropic") or over ("")."""
 
@@ -47,6 +49,7 @@ class AgentStarter:
         self.warming = ""  # the provider whose SDK the warm-up worker is importing ("" : none, or done)
         self.waiting = True  # for an agent: from the first frame until one is built or could not be
         self.warmed = False  # the warm-up worker is done (the SDK is in, or there was none to import)
+        self.asking_trust = False  # the trust box is open: the start waits for the user, and the status says so
 
     def start(self) -> None:
         """After the first frame: the SDK's import on a worker, the trust question when there is one
@@ -86,6 +89,9 @@ class AgentStarter:
         sdk = f"loading the {self.warming} SDK" if self.warming else ""
         control = self.control
         if control.agent is None:
+            if self.asking_trust:
+                control.set_activity(TRUST_WAIT + (f" · {sdk}" if sdk else ""))
+                return
             if not self.waiting:  # no agent could be built: the status says so ("no model"), not "starting"
                 return
             control.set_activity(f"starting · {sdk}" if sdk else "starting")
@@ -102,7 +108,8 @@ class AgentStarter:
         ignored = session.config.ignored_keys
         if not ignored or not needs_prompt(session.root, ignored):
             return False
-        self.control.set_activity("waiting for your answer: trust this repository?")  # the agent starts after it
+        self.asking_trust = True
+        self.control.set_activity(TRUST_WAIT)  # the agent starts after it
         self.control.app.push_screen(TrustModal(describe_ignored(ignored)), self._after_trust)
         return True
 
@@ -110,6 +117,7 @@ class AgentStarter:
         from ctxagent.agent import decline, trust_repo
         from ctxagent.context import CtxagentError
 
+        self.asking_trust = False
         control = self.control
         session = control.session
         root = session.root

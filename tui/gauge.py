@@ -13,9 +13,7 @@ from __future__ import annotations
 from ctxagent.context import (
     DEFAULT_THRESHOLDS,
     ContextReport,
-    ReliefPrice,
     advice_for,
-    relief_label,
     usage_text,
 )
 from rich.text import Text
@@ -146,7 +144,9 @@ class UsageGauge(Widget):
     def update_report(self, report: ContextReport) -> None:
         """Show a new build; append its usage to the per-step sparkline; keep its relief's price label."""
         self.history = [*self.history, float(report.usage_pct)]
-        if report.relief_price:
+        if report.relief_price:  # imported here: the builder's modules are not needed for the first frame
+            from ctxagent.context import ReliefPrice, relief_label
+
             self.relief = relief_label(report.step, ReliefPrice.from_dict(report.relief_price))
         self.report = report
 
