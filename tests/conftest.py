@@ -1,8 +1,11 @@
-"""Test-wide guards: no network but loopback, user-level state in a temporary CTXAGENT_HOME, and
-hypothesis deterministic (the "ctxagent" profile: the same examples on every run and machine)."""
+"""Test-wide guards: no network but loopback, user-level state in a temporary CTXAGENT_HOME,
+hypothesis deterministic (the "ctxagent" profile: the same examples on every run and machine), and
+`ast.parse` with the garbage collector paused (below)."""
 
 from __future__ import annotations
 
+import ast
+import gc
 import os
 import socket
 import stat
@@ -30,6 +33,26 @@ from hypothesis import settings
 # between runs. No deadline: a loaded machine must not turn a slow example into a failure.
 settings.register_profile("ctxagent", derandomize=True, database=None, deadline=None, print_blob=True)
 settings.load_profile("ctxagent")
+
+# CPython 3.11's AST constructor fails with "SystemError: AST constructor recursion depth mismatch" when
+# anything goes wrong while it builds the tree (python/cpython#106905): here, a collection that runs an
+# earlier test's leftover finalizer (an asyncio subprocess transport's __del__ raising "Event loop is
+# closed") in the middle of it. The source tests (layout, faces, display edge) parse every module, so a
+# collection lands there sooner or later; with the collector paused for the parse, none does.
+_real_ast_parse = ast.parse
+
+
+def _parse_without_collections(*args: Any, **kwargs: Any) -> Any:
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _real_ast_parse(*args, **kwargs)
+    finally:
+        if enabled:
+            gc.enable()
+
+
+ast.parse = _parse_without_collections  # type: ignore[assignment]
 
 _real_connect = socket.socket.connect
 _real_connect_ex = socket.socket.connect_ex
