@@ -7,13 +7,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ctxagent.tui.messages import Outcome
-from ctxagent.tui.modals import MODAL_CSS
+from ctxagent.tui.modals import MODAL_CSS, EditorModal
 from ctxagent.tui.safe import plain
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.screen import ModalScreen, Screen
+from textual.screen import Screen
 from textual.widgets import Button, Footer, Static, TextArea
 
 if TYPE_CHECKING:
@@ -67,10 +67,11 @@ class DiffScreen(Screen[None]):
         yield Footer()
 
 
-class CommitModal(ModalScreen[str | None]):
+class CommitModal(EditorModal):
     """The drafted message in an editor: Ctrl+S commits (dismisses with the text), Esc cancels (None)."""
 
     DEFAULT_CSS = MODAL_CSS.format(name="CommitModal") + "CommitModal TextArea { height: 12; }\n"
+    EMPTY = "The commit message is empty."
     BINDINGS = [Binding("ctrl+s", "confirm", "Commit"), Binding("escape", "cancel", "Cancel")]
 
     def __init__(self, changes: SessionChanges, draft: str, how: str) -> None:
@@ -87,25 +88,6 @@ class CommitModal(ModalScreen[str | None]):
             with Horizontal():
                 yield Button(r"Commit \[Ctrl+S]", id="confirm", variant="primary")
                 yield Button(r"Cancel \[Esc]", id="cancel")
-
-    def on_mount(self) -> None:
-        self.query_one(TextArea).focus()
-
-    def on_button_pressed(self, event: Button.Pressed) -> None:
-        if event.button.id == "confirm":
-            self.action_confirm()
-        else:
-            self.action_cancel()
-
-    def action_confirm(self) -> None:
-        text = self.query_one(TextArea).text
-        if not text.strip():
-            self.app.notify("The commit message is empty.", severity="warning")
-            return
-        self.dismiss(text)
-
-    def action_cancel(self) -> None:
-        self.dismiss(None)
 
 
 def show_diff(control: SessionControl) -> None:

@@ -12,12 +12,11 @@ from typing import TYPE_CHECKING
 
 from ctxagent.agent import open_handoff
 from ctxagent.tui.messages import Outcome
-from ctxagent.tui.modals import MODAL_CSS
+from ctxagent.tui.modals import MODAL_CSS, EditorModal
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.screen import ModalScreen
 from textual.widgets import Button, Static, TextArea
 
 if TYPE_CHECKING:
@@ -25,10 +24,11 @@ if TYPE_CHECKING:
     from ctxagent.tui.control import SessionControl
 
 
-class HandoffModal(ModalScreen[str | None]):
+class HandoffModal(EditorModal):
     """The handoff editor: dismisses with the edited text (Confirm) or None (Cancel)."""
 
     DEFAULT_CSS = MODAL_CSS.format(name="HandoffModal") + "HandoffModal TextArea { height: 20; }\n"
+    EMPTY = "The handoff message is empty: write what the new session should do."
     BINDINGS = [
         Binding("ctrl+s", "confirm", "Start the new session"),
         Binding("escape", "cancel", "Cancel"),
@@ -48,25 +48,6 @@ class HandoffModal(ModalScreen[str | None]):
             with Horizontal():
                 yield Button(r"Start new session \[Ctrl+S]", id="confirm", variant="primary")
                 yield Button(r"Cancel \[Esc]", id="cancel")
-
-    def on_mount(self) -> None:
-        self.query_one(TextArea).focus()
-
-    def on_button_pressed(self, event: Button.Pressed) -> None:
-        if event.button.id == "confirm":
-            self.action_confirm()
-        else:
-            self.action_cancel()
-
-    def action_confirm(self) -> None:
-        text = self.query_one(TextArea).text
-        if not text.strip():
-            self.app.notify("The handoff message is empty: write what the new session should do.", severity="warning")
-            return
-        self.dismiss(text)
-
-    def action_cancel(self) -> None:
-        self.dismiss(None)
 
 
 def edit_handoff(control: SessionControl, draft: HandoffDrafted) -> None:

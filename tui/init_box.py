@@ -7,13 +7,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ctxagent.tui.modals import MODAL_CSS
+from ctxagent.tui.modals import MODAL_CSS, EditorModal
 from ctxagent.tui.safe import plain
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.screen import ModalScreen
 from textual.widgets import Button, Static, TextArea
 
 if TYPE_CHECKING:
@@ -57,10 +56,11 @@ def offer_init(control: SessionControl, ev: TurnFinished) -> bool:
     return True
 
 
-class InitModal(ModalScreen[str | None]):
+class InitModal(EditorModal):
     """The AGENTS.md draft in an editor: Ctrl+S writes it (dismisses with the text), Esc cancels (None)."""
 
     DEFAULT_CSS = MODAL_CSS.format(name="InitModal") + "InitModal TextArea { height: 18; }\n"
+    EMPTY = "The draft is empty: nothing to write."
     BINDINGS = [Binding("ctrl+s", "confirm", "Write AGENTS.md"), Binding("escape", "cancel", "Cancel")]
 
     def __init__(self, draft: InitDraft) -> None:
@@ -84,24 +84,8 @@ class InitModal(ModalScreen[str | None]):
                 yield Button(rf"{verb} AGENTS.md \[Ctrl+S]", id="confirm", variant="warning" if d.existing else "primary")
                 yield Button(r"Cancel \[Esc]", id="cancel")
 
-    def on_mount(self) -> None:
-        self.query_one(TextArea).focus()
-
-    def on_button_pressed(self, event: Button.Pressed) -> None:
-        if event.button.id == "confirm":
-            self.action_confirm()
-        else:
-            self.action_cancel()
-
-    def action_confirm(self) -> None:
-        text = self.query_one(TextArea).text
-        if not text.strip():
-            self.app.notify("The draft is empty: nothing to write.", severity="warning")
-            return
-        self.dismiss(text if text.endswith("\n") else text + "\n")
-
-    def action_cancel(self) -> None:
-        self.dismiss(None)
+    def finished(self, text: str) -> str:
+        return text if text.endswith("\n") else text + "\n"
 
 
 def _confirmed(control: SessionControl, draft: InitDraft, text: str | None) -> None:

@@ -21,7 +21,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
 from textual.screen import ModalScreen
-from textual.widgets import Button, Input, Label, Static
+from textual.widgets import Button, Input, Label, Static, TextArea
 
 if TYPE_CHECKING:
     from rich.syntax import Syntax
@@ -123,7 +123,59 @@ class GuardedModal(ModalScreen[R]):
         self.armed_key(event)
 
 
-class BreakpointModal(GuardedModal[str]):
+class ChoiceModal(GuardedModal[str]):
+    """A box of a few choices, each a button whose id is the choice and a key bound to `choose(id)`;
+    a click counts once the box is armed (`GuardedModal`), and no button takes focus (Enter answers nothing)."""
+
+    @staticmethod
+    def buttons(*choices: tuple[str, str, str]) -> list[Button]:
+        """(label, id, variant) each, unfocusable."""
+        out = []
+        for label, choice, variant in choices:
+            button = Button(label, id=choice, variant=variant)  # type: ignore[arg-type]
+            button.can_focus = False
+            out.append(button)
+        return out
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        if self.armed:
+            self.dismiss(str(event.button.id))
+
+    def action_choose(self, choice: str) -> None:
+        self.dismiss(choice)
+
+
+class EditorModal(ModalScreen[str | None]):
+    """A box that edits a draft (the handoff message, a commit message, an AGENTS.md): the subclass composes
+    a TextArea and the #confirm / #cancel buttons. Ctrl+S or Confirm dismisses with the text (`finished`),
+    Esc or Cancel with None; an empty text is refused with `EMPTY`."""
+
+    EMPTY: ClassVar[str] = "The text is empty."
+
+    def finished(self, text: str) -> str:
+        return text
+
+    def on_mount(self) -> None:
+        self.query_one(TextArea).focus()
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        if event.button.id == "confirm":
+            self.action_confirm()
+        else:
+            self.action_cancel()
+
+    def action_confirm(self) -> None:
+        text = self.query_one(TextArea).text
+        if not text.strip():
+            self.app.notify(self.EMPTY, severity="warning")
+            return
+        self.dismiss(self.finished(text))
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+class BreakpointModal(ChoiceModal):
     """Crossing the new-session breakpoint: "new_session" (with summary) | "compact" | "continue"."""
 
     DEFAULT_CSS = MODAL_CSS.format(name="BreakpointModal")
@@ -145,18 +197,8 @@ class BreakpointModal(GuardedModal[str]):
                 "summary and the warm memory, compact older turns, or continue as is."
             )
             with Horizontal():
-                for button in (Button(r"\[N]ew session with summary", id="new_session", variant="primary"),
-                               Button(r"\[C]ompact", id="compact", variant="warning"),
-                               Button(r"Continue \[x]", id="continue")):
-                    button.can_focus = False
-                    yield button
-
-    def on_button_pressed(self, event: Button.Pressed) -> None:
-        if self.armed:
-            self.dismiss(str(event.button.id))
-
-    def action_choose(self, choice: str) -> None:
-        self.dismiss(choice)
+                yield from self.buttons((r"\[N]ew session with summary", "new_session", "primary"),
+                                        (r"\[C]ompact", "compact", "warning"), (r"Continue \[x]", "continue", "default"))
 
 
 class PermissionModal(GuardedModal[PermissionDecision]):

@@ -12,13 +12,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ctxagent.agent import PLAN_MODE, next_mode
-from ctxagent.tui.modals import MODAL_CSS, GuardedModal
+from ctxagent.tui.modals import MODAL_CSS, ChoiceModal
 from ctxagent.tui.safe import plain
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.widgets import Button, Static
+from textual.widgets import Static
 
 if TYPE_CHECKING:
     from ctxagent.agent import TurnFinished
@@ -49,7 +49,7 @@ def set_mode(control: SessionControl, mode: str) -> str:
     return mode
 
 
-class PlanModal(GuardedModal[str]):
+class PlanModal(ChoiceModal):
     """The model's plan: dismisses with the mode to carry it out in ("ask" | "auto-edit"), or "keep"."""
 
     DEFAULT_CSS = MODAL_CSS.format(name="PlanModal") + "PlanModal VerticalScroll { height: auto; max-height: 24; }\n"
@@ -71,18 +71,9 @@ class PlanModal(GuardedModal[str]):
             yield Static("Accept it to leave plan mode and send the plan as your next message, or keep planning "
                          "(write what to change).")
             with Horizontal():
-                for button in (Button(r"\[A]ccept, ask each edit", id="ask", variant="primary"),
-                               Button(r"Accept, \[E]dits unasked", id="auto-edit", variant="warning"),
-                               Button(r"\[K]eep planning", id="keep")):
-                    button.can_focus = False
-                    yield button
-
-    def on_button_pressed(self, event: Button.Pressed) -> None:
-        if self.armed:
-            self.dismiss(str(event.button.id))
-
-    def action_choose(self, choice: str) -> None:
-        self.dismiss(choice)
+                yield from self.buttons((r"\[A]ccept, ask each edit", "ask", "primary"),
+                                        (r"Accept, \[E]dits unasked", "auto-edit", "warning"),
+                                        (r"\[K]eep planning", "keep", "default"))
 
 
 def after_turn(control: SessionControl, ev: TurnFinished) -> None:
