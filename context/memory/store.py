@@ -101,6 +101,14 @@ class MemoryDB(RecordLifecycle):
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def revision(self) -> tuple[int, int, int]:
+        """Changes whenever what a read could return may have changed: a row this connection wrote
+        (any table, so it is conservative), a commit by another connection to the same file, or new
+        synonyms. Equal revisions: every read gives what it gave before (the recall memo keys on it)."""
+        with self._lock:
+            version = int(self.conn.execute("PRAGMA data_version").fetchone()[0])
+            return self.conn.total_changes, version, self.synonyms.version if self.synonyms is not None else 0
+
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
         with self._lock:
