@@ -80,7 +80,8 @@ def is_tool_traffic(slot: Slot) -> bool:
 
 def tool_traffic_tokens(draft: Draft) -> int:
     """Tokens of the tool traffic shown in the draft: results, and the assistant messages calling tools."""
-    return sum(s.tokens for s in draft.slots if is_tool_traffic(s))
+    # is_tool_traffic, inline: this runs every build over every visible message
+    return sum([s.tokens for s in draft.slots if s.slice == "tools" or (s.msg.tool_calls and s.msg.role == "assistant")])
 
 
 def slice_cut(budget: Budget, shown: int, tool_spec_tokens: int) -> int:

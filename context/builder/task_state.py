@@ -63,8 +63,10 @@ EMPTY = TaskState()
 
 def task_state(items: Sequence[ViewItem], ledger: Ledger | None, counter: TokenCounter, max_tokens: int) -> TaskState:
     """The task state quotes for a view whose compactions mask the task's messages (EMPTY if none)."""
+    if ledger is None or ledger.opening is None:
+        return EMPTY
     summaries = [it for it in items if isinstance(it, Summary) and it.block is None]
-    if not summaries or ledger is None or ledger.opening is None:
+    if not summaries:
         return EMPTY
 
     def masking(event_id: int) -> Summary | None:

@@ -24,6 +24,7 @@ import threading
 import unicodedata
 from collections import OrderedDict
 from collections.abc import Sequence
+from functools import lru_cache
 
 _ASCII_TOKEN = re.compile(r"[a-z0-9]+")
 MEMO_ROWS = 8192  # rows whose token sets are remembered (a record's indexed text rarely changes)
@@ -125,10 +126,17 @@ def units_held(conn: sqlite3.Connection, units: list[list[str]], rowids: Sequenc
             held |= tokens
     out = []
     for unit in units:
-        pieces = [_ASCII_TOKEN.findall(t.lower()) if t.isascii() else None for t in unit]
-        if any(p is None for p in pieces) or all(tok in held for p in pieces for tok in p or ()):
+        pieces = _unit_pieces(tuple(unit))
+        if pieces is None or all(tok in held for p in pieces for tok in p):
             out.append(unit)
     return out
+
+
+@lru_cache(maxsize=4096)  # the warm block asks the same units at every step of a turn
+def _unit_pieces(unit: tuple[str, ...]) -> tuple[tuple[str, ...], ...] | None:
+    """A unit's terms as the ASCII tokens FTS5 holds them in; None when a term is not ASCII."""
+    pieces = [_ASCII_TOKEN.findall(t.lower()) if t.isascii() else None for t in unit]
+    return None if any(p is None for p in pieces) else tuple(tuple(p) for p in pieces if p is not None)
 
 
 def _holds(unit: list[str], tokens: frozenset[str] | None, text: str) -> bool:

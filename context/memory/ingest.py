@@ -72,23 +72,32 @@ def _turn_before(store: MemoryDB, session: str, event_id: int) -> int:
 
 def ingest_events(store: MemoryDB, events: list[Event], session: str) -> list[int]:
     """Write the records `events` imply; return the ids written or confirmed, in order."""
+    if not events:
+        return []
     ids: list[int] = []
-    turn = _turn_before(store, session, events[0].id) if events else 0
+    with store._write():  # one transaction for the batch; each event is a savepoint of it
+        failed = _ingest(store, events, session, ids)
+    if failed is not None:  # what came before the failing event is kept; it and what follows are not
+        raise failed
+    return ids
+
+
+def _ingest(store: MemoryDB, events: list[Event], session: str, ids: list[int]) -> Exception | None:
+    turn = _turn_before(store, session, events[0].id)
     for ev in events:
         if ev.kind == "user":
             turn = ev.user.turn or turn
         elif ev.turn is not None:
             turn = ev.turn
-        if not _claim(store, session, ev, turn):
-            continue
         try:
-            ids.extend(_records_for(store, ev, session, turn))
-        except Exception:
-            # the event stays unclaimed so a later ingest can retry it
-            with store._write() as conn:
-                conn.execute("DELETE FROM ingested WHERE session = ? AND event_id = ?", (session, ev.id))
-            raise
-    return ids
+            with store._write():  # an event that fails leaves nothing, so it stays unclaimed for a later ingest
+                if not _claim(store, session, ev, turn):
+                    continue
+                found = _records_for(store, ev, session, turn)
+        except Exception as exc:
+            return exc
+        ids.extend(found)
+    return None
 
 
 def _records_for(store: MemoryDB, ev: Event, session: str, turn: int) -> list[int]:

@@ -42,6 +42,13 @@ class MemoryRecall:
         self.session = session
         self.top_k = top_k
         self.age = age
+        # the last warm block and what it was made from: an unchanged question over an unchanged
+        # store costs nothing (the output is a pure function of the database state and the arguments)
+        self._memo: tuple[tuple[object, ...], TokenCounter, str] | None = None
+
+    def _revision(self) -> tuple[object, ...]:
+        user = self.user_store.revision() if self.user_store is not None else None
+        return self.store.revision(), user
 
     def records(self, query: str, files: list[str], turn: int) -> list[Record]:
         """The records of the warm block, in block order, before the token cap."""
@@ -74,6 +81,16 @@ class MemoryRecall:
         return list(chosen.values()) + extra
 
     def warm_block(self, query: str, files: list[str], turn: int, max_tokens: int, counter: TokenCounter) -> str:
+        # keyed before ageing: ageing an unchanged store at the same turn again changes nothing
+        key = (query, tuple(files or ()), turn, max_tokens, id(counter), self.session, self.top_k, self.age, self._revision())
+        if self._memo is not None and self._memo[0] == key:
+            return self._memo[2]
+        block = self._warm_block(query, files, turn, max_tokens, counter)
+        # the key holds the counter's id, and the memo the counter: the id cannot be reused meanwhile
+        self._memo = (key, counter, block)
+        return block
+
+    def _warm_block(self, query: str, files: list[str], turn: int, max_tokens: int, counter: TokenCounter) -> str:
         recs = self.records(query, files, turn)
         if not recs or max_tokens <= 0:
             return ""

@@ -54,6 +54,7 @@ class MemoryDB(RecordLifecycle):
         self.degrade_after_turns = degrade_after_turns
         self.scope = scope
         self._lock = threading.RLock()
+        self._depth = 0  # open `_write` blocks of the thread holding the lock: inner ones are savepoints
 
     # ----------------------------------------------------------------- opening
 
@@ -101,18 +102,45 @@ class MemoryDB(RecordLifecycle):
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def revision(self) -> tuple[int, int, int]:
+        """Changes whenever what a read could return may have changed: a row this connection wrote
+        (any table, so it is conservative), a commit by another connection to the same file, or new
+        synonyms. Equal revisions: every read gives what it gave before (the recall memo keys on it)."""
+        with self._lock:
+            version = int(self.conn.execute("PRAGMA data_version").fetchone()[0])
+            return self.conn.total_changes, version, self.synonyms.version if self.synonyms is not None else 0
+
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction; inside another one (a batch, such as an ingest), a savepoint of it:
+        what fails inside is undone alone, and the batch commits once."""
         with self._lock:
+            if self._depth:
+                name = f"w{self._depth}"
+                self.conn.execute(f"SAVEPOINT {name}")
+                self._depth += 1
+                try:
+                    yield self.conn
+                except BaseException:
+                    self.conn.execute(f"ROLLBACK TO {name}")
+                    self.conn.execute(f"RELEASE {name}")
+                    raise
+                finally:
+                    self._depth -= 1
+                self.conn.execute(f"RELEASE {name}")
+                return
             try:
                 self.conn.execute("BEGIN IMMEDIATE")
             except sqlite3.Error as exc:
                 raise MemoryStoreError(f"memory database is busy or unwritable: {exc}") from exc
+            self._depth = 1
             try:
                 yield self.conn
             except BaseException:
                 self.conn.execute("ROLLBACK")
                 raise
+            finally:
+                self._depth = 0
             self.conn.execute("COMMIT")
 
     # ------------------------------------------------------------------ writes

@@ -20,6 +20,7 @@ from __future__ import annotations
 import re
 import tomllib
 from collections.abc import Iterable
+from functools import lru_cache
 from pathlib import Path
 
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
@@ -108,6 +109,7 @@ _SUFFIXES = (("ational", "ate"), ("ations", "ate"), ("ation", "ate"), ("nesses",
              ("s", ""))
 
 
+@lru_cache(maxsize=1 << 16)  # a pure function of a word: every step's recall stems the same query terms
 def stem(term: str) -> str:
     """A light English stemmer, applied to index and query alike: tests/testing/tested → test, cache/caching → cach."""
     if not term.isascii() or not term.isalpha() or len(term) <= 3:
