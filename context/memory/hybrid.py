@@ -28,6 +28,7 @@ recall@10 (categories 1–4) with them: BM25 0.7005 as without them, hybrid 0.73
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -84,13 +85,17 @@ def vector_floor(query_vec: Any, unrelated: Any) -> float | None:
     return float(np.max(unrelated @ np.asarray(query_vec, dtype=np.float32))) + VECTOR_MARGIN
 
 
-_AHEAD: list[ThreadPoolExecutor] = []  # one thread scoring the vectors beside SQLite's BM25 (numpy and SQLite release the GIL)
+# one thread scoring the vectors beside SQLite's BM25 (numpy and SQLite release the GIL), per process:
+# a forked child (bench replay --jobs) inherits the executor but not its thread, and would wait forever
+_AHEAD: dict[int, ThreadPoolExecutor] = {}
 
 
 def _ahead() -> ThreadPoolExecutor:
-    if not _AHEAD:
-        _AHEAD.append(ThreadPoolExecutor(max_workers=1, thread_name_prefix="ctxagent-memory-vectors"))
-    return _AHEAD[0]
+    pid = os.getpid()
+    if pid not in _AHEAD:
+        _AHEAD.clear()
+        _AHEAD[pid] = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ctxagent-memory-vectors")
+    return _AHEAD[pid]
 
 
 def hybrid_search(conn: sqlite3.Connection, index: VectorIndex, query_vector: Callable[[str], Any], query: str, *,

@@ -192,3 +192,28 @@ def test_a_repeated_query_scores_vectors_beside_bm25_with_the_same_answer(tmp_pa
                 assert [(r.id, r.score) for r in serial] == again
         assert store.search("websocket reconnect backoff jitter", limit=3)[0].id == top
         assert store._queries.peek("never asked") is None
+
+
+def test_a_forked_child_scores_vectors_ahead_on_its_own_thread(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The vectors' thread belongs to the process that made it: a forked child (the replay's --jobs)
+    that searches again gets its own instead of waiting on its parent's."""
+    import multiprocessing
+
+    monkeypatch.delenv(embed.ENV, raising=False)
+    with MemoryStore.open(tmp_path / "m.db") as store:
+        for i in range(20):
+            store.add(f"the websocket client {i} retries with backoff", "note", session="s", turn=i + 1, merge=False)
+        assert store.embed_new() == 20
+        q = "how does the client retry a dropped connection"
+        want = [r.id for r in store.search(q)]
+        assert [r.id for r in store.search(q)] == want  # the parent's thread has run
+    ctx = multiprocessing.get_context("fork")
+    with ctx.Pool(1) as pool:
+        got = pool.apply_async(_search_twice, (str(tmp_path / "m.db"), q)).get(timeout=120)
+    assert got == want
+
+
+def _search_twice(path: str, query: str) -> list[int]:
+    with MemoryStore.open(Path(path)) as store:
+        store.search(query)
+        return [r.id for r in store.search(query)]
