@@ -18,6 +18,9 @@ The vector pass is skipped when BM25 is decisive: it found at least `limit` hits
 holds every unit of the query (the query's own, not their synonyms) and scores at least
 DECISIVE_RATIO times its hit at rank `limit`. Then the order is BM25's, and no query vector is needed
 — which is what a search costs most with the model installed.
+A query already embedded (asked before: the warm block asks at every step) has its vectors scored on
+a thread while BM25 runs, and thrown away when BM25 is decisive: the same answer, in about the time
+of the slower pass when a core is free (docs/BENCHMARKS.md §3).
 
 RRF_K, the weights and the pool were chosen on LoCoMo conv-26 and conv-30 only (RRF_K 5/10/20/30/60
 × vector weight 0.6–2.0; docs/BENCHMARKS.md §4); so were search.py's RELEVANCE_FLOOR, VECTOR_MARGIN
