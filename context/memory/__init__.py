@@ -166,7 +166,7 @@ class MemoryStore(MemoryDB):
                     assert queries is not None
                     return hybrid_search(self.conn, self._vectors, lambda text: queries.get(text, emb.query), query,
                                          unrelated=queries.unrelated(emb.passages), synonyms=self.synonyms, layer=layer, type_=type, file=file, turns=turns,
-                                         limit=limit, include_superseded=include_superseded)
+                                         limit=limit, include_superseded=include_superseded, known_vector=queries.peek)
             except Exception:  # the model failed on this query: the lexical answer is still a good one
                 pass
         found = self.lexical_search(query, layer=layer, type=type, file=file, turns=turns, limit=limit,

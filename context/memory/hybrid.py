@@ -18,6 +18,9 @@ The vector pass is skipped when BM25 is decisive: it found at least `limit` hits
 holds every unit of the query (the query's own, not their synonyms) and scores at least
 DECISIVE_RATIO times its hit at rank `limit`. Then the order is BM25's, and no query vector is needed
 — which is what a search costs most with the model installed.
+A query already embedded (asked before: the warm block asks at every step) has its vectors scored on
+a thread while BM25 runs, and thrown away when BM25 is decisive: the same answer, in about the time
+of the slower pass when a core is free (docs/BENCHMARKS.md §3).
 
 RRF_K, the weights and the pool were chosen on LoCoMo conv-26 and conv-30 only (RRF_K 5/10/20/30/60
 × vector weight 0.6–2.0; docs/BENCHMARKS.md §4); so were search.py's RELEVANCE_FLOOR, VECTOR_MARGIN
@@ -28,8 +31,10 @@ recall@10 (categories 1–4) with them: BM25 0.7005 as without them, hybrid 0.73
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from ctxagent.context.memory.fts_tokens import units_per_row
@@ -83,33 +88,64 @@ def vector_floor(query_vec: Any, unrelated: Any) -> float | None:
     return float(np.max(unrelated @ np.asarray(query_vec, dtype=np.float32))) + VECTOR_MARGIN
 
 
+# one thread scoring the vectors beside SQLite's BM25 (numpy and SQLite release the GIL), per process:
+# a forked child (bench replay --jobs) inherits the executor but not its thread, and would wait forever
+_AHEAD: dict[int, ThreadPoolExecutor] = {}
+
+
+def _ahead() -> ThreadPoolExecutor:
+    pid = os.getpid()
+    if pid not in _AHEAD:
+        _AHEAD.clear()
+        _AHEAD[pid] = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ctxagent-memory-vectors")
+    return _AHEAD[pid]
+
+
 def hybrid_search(conn: sqlite3.Connection, index: VectorIndex, query_vector: Callable[[str], Any], query: str, *,
                   unrelated: Any = None, synonyms: Synonyms | None = None, layer: str | None = None,
                   type_: str | Sequence[str] | None = None, file: str | None = None,
-                  turns: tuple[int, int] | None = None, limit: int = 8, include_superseded: bool = False) -> list[Record]:
+                  turns: tuple[int, int] | None = None, limit: int = 8, include_superseded: bool = False,
+                  known_vector: Callable[[str], Any] | None = None) -> list[Record]:
     """Records matching `query`, best first; `query_vector(text)` embeds the query (when it is needed),
-    `unrelated` holds the vectors of vectors.UNRELATED (None: no floor on the vector side)."""
+    `unrelated` holds the vectors of vectors.UNRELATED (None: no floor on the vector side).
+    `known_vector(text)`: the query's vector when it is already embedded, else None. Then the vectors
+    are scored on a thread while BM25 runs (the same scores as after it; thrown away when BM25 is
+    decisive), so a repeated question costs about the slower of the two passes, not their sum; a
+    query not yet embedded is embedded only when BM25 is not decisive."""
     pool = pool_size(limit)
-    lexical = search_records(conn, query, synonyms=synonyms, layer=layer, type_=type_, file=file, turns=turns,
-                             limit=pool, include_superseded=include_superseded)
     units = cached_query_units(query, synonyms)
-    if not units:  # nothing to search for: the lexical side lists newest first
-        return lexical[:limit]
-    own = cached_query_units(query, None)  # the query's own units, without their synonyms
-    lexical = relevant(lexical, conn, own)
-    if decisive(conn, lexical, own, limit):
-        semantic: list[tuple[int, float]] = []
-    else:
-        where, params = _filters(layer, type_, file, turns, include_superseded)
-
-        def allowed(ids: list[int]) -> set[int]:
-            sql = f"SELECT r.id FROM records r WHERE r.id IN ({','.join('?' * len(ids))})"
-            return {int(r[0]) for r in conn.execute(sql + "".join(f" AND {w}" for w in where), [*ids, *params])}
-
+    early = known_vector(query) if units and known_vector is not None else None
+    ahead: Future[tuple[Any, Any]] | None = None
+    if early is not None:
         index.refresh(conn)
-        qvec = query_vector(query)
-        floor = vector_floor(qvec, unrelated)
-        semantic = index.nearest(qvec, pool, allowed if where else None)
+        ahead = _ahead().submit(index.scores, early, pool)
+    try:
+        lexical = search_records(conn, query, synonyms=synonyms, layer=layer, type_=type_, file=file, turns=turns,
+                                 limit=pool, include_superseded=include_superseded, units=units)
+        if not units:  # nothing to search for: the lexical side lists newest first
+            return lexical[:limit]
+        own = cached_query_units(query, None)  # the query's own units, without their synonyms
+        lexical = relevant(lexical, conn, own)
+        if decisive(conn, lexical, own, limit):
+            semantic: list[tuple[int, float]] = []
+        else:
+            where, params = _filters(layer, type_, file, turns, include_superseded)
+
+            def allowed(ids: list[int]) -> set[int]:
+                sql = f"SELECT r.id FROM records r WHERE r.id IN ({','.join('?' * len(ids))})"
+                return {int(r[0]) for r in conn.execute(sql + "".join(f" AND {w}" for w in where), [*ids, *params])}
+
+            if ahead is None:
+                index.refresh(conn)
+                qvec = query_vector(query)
+            else:
+                qvec = early
+            floor = vector_floor(qvec, unrelated)
+            semantic = index.nearest(qvec, pool, allowed if where else None,
+                                     scored=ahead.result() if ahead is not None else None)
+    finally:
+        if ahead is not None:
+            ahead.result()  # the index is never touched by two threads: its scoring is done before we return
     score = fuse(lexical, semantic, floor if semantic else None)
     known = {r.id: r for r in lexical}
     missing = [rid for rid in score if rid not in known]

@@ -181,15 +181,16 @@ class VectorIndex:
         return rows[order], sims[order]
 
     def nearest(self, query_vec: Any, n: int, allowed: Callable[[list[int]], set[int]] | None = None,
-                floor: float | None = None) -> list[tuple[int, float]]:
+                floor: float | None = None, scored: tuple[Any, Any] | None = None) -> list[tuple[int, float]]:
         """(record id, similarity) of the `n` rows nearest `query_vec`, best first, among the ids
         `allowed` lets through (it is asked about candidates only, a widening batch at a time), and
-        at least `floor` similar when given."""
+        at least `floor` similar when given; `scored`: what scores(query_vec, n) returned already."""
         if not self._n or n <= 0:
             return []
         want = n
         while True:
-            rows, sims = self.scores(query_vec, want)
+            rows, sims = scored if scored is not None else self.scores(query_vec, want)
+            scored = None
             out: list[tuple[int, float]] = []
             batch = max(2 * n, 64)
             for start in range(0, len(rows), batch):
@@ -232,6 +233,11 @@ class QueryVectors:
 
             self._unrelated = np.asarray(passages(list(UNRELATED)), dtype=np.float32)
         return self._unrelated
+
+    def peek(self, text: str) -> Any:
+        """The vector of `text` when it is remembered, else None (nothing is embedded)."""
+        with self._lock:
+            return self._vecs.get(text)
 
     def get(self, text: str, embed: Callable[[str], Any]) -> Any:
         with self._lock:

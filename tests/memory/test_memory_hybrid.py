@@ -156,3 +156,64 @@ def test_a_query_is_embedded_once_and_not_at_all_when_bm25_is_decisive(tmp_path:
         first = store.search("how does the client retry a dropped connection", limit=3)
         again = store.search("how does the client retry a dropped connection", limit=3)
         assert counting.queries == 1 and [r.id for r in first] == [r.id for r in again]
+
+
+def test_a_repeated_query_scores_vectors_beside_bm25_with_the_same_answer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A query already embedded has its vectors scored on a thread while BM25 runs (hybrid.py):
+    the answer is the serial one, filters included, on the exact and the coarse path, and
+    nothing is embedded again."""
+    from ctxagent.context.memory import hybrid, vectors
+
+    monkeypatch.delenv(embed.ENV, raising=False)
+    model = embed.detect()
+    assert model is not None
+    counting = CountingModel(model)
+    with MemoryStore.open(tmp_path / "m.db", embedder=counting) as store:
+        top = store.add("the websocket reconnect uses exponential backoff with jitter", "decision", session="s", turn=1)
+        for i in range(30):
+            store.add(f"the websocket client {i} logs a line per frame", "note", session="s", turn=2 + i, merge=False)
+            store.add(f"billing invoice {i} is rounded to cents 发票", "change", session="s", turn=2 + i, merge=False,
+                      files=[f"src/billing/inv_{i % 3}.py"])
+        assert store.embed_new() == 61
+        queries = [("how does the client retry a dropped connection", {}), ("money rounding", {"type": "change"}),
+                   ("发票 金额", {"file": "src/billing/inv_1.py"}), ("websocket reconnect backoff jitter", {"limit": 3})]
+        for exact_rows in (vectors.EXACT_ROWS, 10):  # 10: the coarse pass (and its fit) runs on the thread
+            monkeypatch.setattr(vectors, "EXACT_ROWS", exact_rows)
+            for q, kw in queries:
+                first = [(r.id, r.score) for r in store.search(q, **kw)]  # not embedded yet: serial
+                seen = counting.queries
+                again = [(r.id, r.score) for r in store.search(q, **kw)]  # embedded: the vectors ahead
+                assert again == first and counting.queries == seen
+                assert store._queries is not None and store._queries.peek(q) is not None
+                assert store._vectors is not None
+                serial = hybrid.hybrid_search(store.conn, store._vectors, lambda t: store._queries.get(t, counting.query), q,
+                                              unrelated=store._queries.unrelated(counting.passages), synonyms=store.synonyms,
+                                              type_=kw.get("type"), file=kw.get("file"), limit=kw.get("limit", 8))
+                assert [(r.id, r.score) for r in serial] == again
+        assert store.search("websocket reconnect backoff jitter", limit=3)[0].id == top
+        assert store._queries.peek("never asked") is None
+
+
+def test_a_forked_child_scores_vectors_ahead_on_its_own_thread(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The vectors' thread belongs to the process that made it: a forked child (the replay's --jobs)
+    that searches again gets its own instead of waiting on its parent's."""
+    import multiprocessing
+
+    monkeypatch.delenv(embed.ENV, raising=False)
+    with MemoryStore.open(tmp_path / "m.db") as store:
+        for i in range(20):
+            store.add(f"the websocket client {i} retries with backoff", "note", session="s", turn=i + 1, merge=False)
+        assert store.embed_new() == 20
+        q = "how does the client retry a dropped connection"
+        want = [r.id for r in store.search(q)]
+        assert [r.id for r in store.search(q)] == want  # the parent's thread has run
+    ctx = multiprocessing.get_context("fork")
+    with ctx.Pool(1) as pool:
+        got = pool.apply_async(_search_twice, (str(tmp_path / "m.db"), q)).get(timeout=120)
+    assert got == want
+
+
+def _search_twice(path: str, query: str) -> list[int]:
+    with MemoryStore.open(Path(path)) as store:
+        store.search(query)
+        return [r.id for r in store.search(query)]
