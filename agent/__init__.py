@@ -96,7 +96,7 @@ _EXPORTS = {
     "Demo": "ctxagent.agent.scripted.demo",
     "prepare_demo": "ctxagent.agent.scripted.demo",
     # the repository's files, as the tools see them
-    "list_repo_files": "ctxagent.tools.confine",
+    "list_repo_files": "ctxagent.tools.listing",
 }
 __all__ = ["__version__", *sorted(_EXPORTS)]
 
@@ -224,7 +224,7 @@ if TYPE_CHECKING:
         DIRECT_CALL_PREFIX as DIRECT_CALL_PREFIX,
         pasted_image as pasted_image,
     )
-    from ctxagent.tools.confine import (
+    from ctxagent.tools.listing import (
         list_repo_files as list_repo_files,
     )
 else:

@@ -24,7 +24,8 @@ from pathlib import Path
 
 from ctxagent.context.errors import ToolError
 from ctxagent.context.floor.beneath import TEMP_MARK, Entry, file_kind, replace_file
-from ctxagent.tools.confine import list_repo_files, quote, repo_root, walk_repo
+from ctxagent.tools.confine import quote, repo_root, walk_repo
+from ctxagent.tools.listing import list_repo_files
 
 # `.<name>.ctxagent-tmp-<pid>[-<random>]`: the random part since the names stopped being
 # predictable; the older form is still swept.

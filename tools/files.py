@@ -21,17 +21,15 @@ from ctxagent.tools.atomic_write import replace_in_repo
 from ctxagent.tools.confine import (
     SKIP_DIRS,
     cap_text,
-    glob_matcher,
-    list_repo_files,
     open_in_repo,
     quote,
     read_entry,
     resolve_in_repo,
-    same_name_in_index,
     walk_repo,
 )
 from ctxagent.tools.contract import FunctionTool, ToolArgs, ToolContext, ToolResult
 from ctxagent.tools.image_file import read_image, sniff
+from ctxagent.tools.listing import glob_matcher, list_repo_files, same_name_in_index
 from ctxagent.tools.textfile import (
     SNIFF_BYTES,
     TextFormat,

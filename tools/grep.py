@@ -35,16 +35,9 @@ from typing import Any, BinaryIO
 from ctxagent.context.errors import ToolError
 from ctxagent.context.floor.beneath import open_dir
 from ctxagent.context.floor.bounded_regex import MATCH_SECONDS, BoundedPattern
-from ctxagent.tools.confine import (
-    files_in_repo,
-    glob_matcher,
-    list_repo_files,
-    open_in_repo,
-    quote,
-    resolve_in_repo,
-    walk_repo,
-)
+from ctxagent.tools.confine import files_in_repo, open_in_repo, quote, resolve_in_repo, walk_repo
 from ctxagent.tools.contract import FunctionTool, ToolArgs, ToolContext, ToolResult
+from ctxagent.tools.listing import glob_matcher, list_repo_files
 from pydantic import Field
 
 MAX_MATCHES = 200

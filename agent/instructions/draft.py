@@ -19,7 +19,7 @@ from pathlib import Path
 from ctxagent.agent.instructions.loading import instructions_file
 from ctxagent.context.errors import ToolError
 from ctxagent.tools.atomic_write import write_atomic
-from ctxagent.tools.confine import list_repo_files
+from ctxagent.tools.listing import list_repo_files
 from ctxagent.tools.tests_runner import detect_test_command
 
 TARGET = "AGENTS.md"

@@ -8,15 +8,9 @@ from pathlib import Path
 
 import pytest
 from ctxagent.context.errors import PathOutsideRepoError, ToolError
-from ctxagent.tools.confine import (
-    cap_text,
-    glob_matcher,
-    list_repo_files,
-    relative,
-    resolve_in_repo,
-    stat_regular_file,
-)
+from ctxagent.tools.confine import cap_text, relative, resolve_in_repo, stat_regular_file
 from ctxagent.tools.contract import FunctionTool, ToolArgs, ToolContext, ToolResult
+from ctxagent.tools.listing import glob_matcher, list_repo_files
 
 
 @pytest.fixture()
