@@ -11,15 +11,13 @@ from __future__ import annotations
 import codecs
 import difflib
 from dataclasses import dataclass
-from itertools import islice
 from typing import Any, BinaryIO
 
 from ctxagent.context.errors import ToolError
-from ctxagent.context.floor.beneath import Entry, MissingDirectory, scan_dir
+from ctxagent.context.floor.beneath import Entry, MissingDirectory
 from ctxagent.context.floor.bounded_regex import MATCH_SECONDS
 from ctxagent.tools.atomic_write import replace_in_repo
 from ctxagent.tools.confine import (
-    SKIP_DIRS,
     cap_text,
     open_in_repo,
     quote,
@@ -29,7 +27,7 @@ from ctxagent.tools.confine import (
 )
 from ctxagent.tools.contract import FunctionTool, ToolArgs, ToolContext, ToolResult
 from ctxagent.tools.image_file import read_image, sniff
-from ctxagent.tools.listing import glob_matcher, list_repo_files, same_name_in_index
+from ctxagent.tools.listing import glob_matcher, list_repo_files, not_found
 from ctxagent.tools.textfile import (
     SNIFF_BYTES,
     TextFormat,
@@ -50,9 +48,6 @@ CHUNK = 64 * 1024
 DIFF_SHOWN_CHARS = 20_000
 DIFF_META_CHARS = 200_000
 LIST_MAX = 500
-SUGGEST_SCAN = 5000  # names of one folder compared with a name that was not found
-SUGGESTED = 5
-SUGGEST_DIRS = 64  # folders a not-found read may look into for a file of the same name
 
 
 def _change_meta(rel: str, diff: str, ranges: list[list[int]], created: bool) -> dict[str, Any]:
@@ -142,7 +137,7 @@ def read_file(args: ReadFileArgs, ctx: ToolContext) -> ToolResult:
         fh, st, shown_name = open_in_repo(ctx.root, args.path)
     except ToolError as exc:
         if str(exc).startswith("file not found"):
-            raise ToolError(_not_found(ctx, args.path)) from None
+            raise ToolError(not_found(ctx.root, args.path)) from None
         raise
     if ctx.files.read_through:  # the editor's buffer of the file just confined on disk
         fh.close()
@@ -179,56 +174,6 @@ def read_file(args: ReadFileArgs, ctx: ToolContext) -> ToolResult:
         notes.append(f"[lines longer than {MAX_LINE_CHARS:,} characters were truncated; use grep or shell to search them]")
     content = body + ("\n" + "\n".join(notes) if notes else "")
     return ToolResult(content, meta={"files": [shown_name], "lines_shown": [first, last], "total_lines": scan.total})
-
-
-def _not_found(ctx: ToolContext, given: str) -> str:
-    """"file not found", with files of the same name from git's index and close names from the
-    nearest folder on the way that exists: one index look-up and one directory read, whatever the
-    repository's size (never a walk of the tree)."""
-    msg = f"file not found: {quote(given)}"
-    parts = [p for p in given.strip().split("/") if p not in ("", ".")]
-    name = parts[-1] if parts else ""
-    same = (same_name_in_index(ctx.root, name, SUGGESTED) or _same_name_nearby(ctx, name)) if name else []
-    if same:
-        return msg + f"; files with that name: {', '.join(same)}"
-    for depth in range(len(parts) - 1, -1, -1):
-        folder = "/".join(parts[:depth]) or "."
-        try:
-            with walk_repo(ctx.root, folder) as entry:
-                if not entry.exists:
-                    continue
-                names = list(islice((e.name for e in scan_dir(entry, folder)), SUGGEST_SCAN))
-                prefix = "" if entry.rel == "." else entry.rel + "/"
-        except (OSError, ToolError):
-            continue
-        close = difflib.get_close_matches(name, names, n=SUGGESTED, cutoff=0.6) if name else []
-        if close:
-            return msg + f"; similar names in {prefix or './'}: {', '.join(prefix + c for c in close)}"
-        break
-    return msg + "; use list_files (with path= or glob=) to see what exists"
-
-
-def _same_name_nearby(ctx: ToolContext, name: str) -> list[str]:
-    """Files called `name` in the first SUGGEST_DIRS folders, breadth first from the root (files git
-    does not track, or no git): a bounded look, never a walk of a large tree."""
-    queue: list[str] = ["."]
-    found: list[str] = []
-    read = 0
-    while queue and read < SUGGEST_DIRS and len(found) < SUGGESTED:
-        folder = queue.pop(0)
-        read += 1
-        try:
-            with walk_repo(ctx.root, folder) as entry:
-                prefix = "" if entry.rel == "." else entry.rel + "/"
-                for e in islice(scan_dir(entry, folder), SUGGEST_SCAN):
-                    if e.is_dir(follow_symlinks=False):
-                        if e.name not in SKIP_DIRS:
-                            queue.append(prefix + e.name)
-                    elif e.name == name:
-                        found.append(prefix + e.name)
-        except (OSError, ToolError):
-            continue
-    return sorted(found)[:SUGGESTED]
 
 
 # --- write_file and edit_file -------------------------------------------------------------------
@@ -314,7 +259,7 @@ def edit_file(args: EditFileArgs, ctx: ToolContext) -> ToolResult:
             after = before.replace(old, new) if replace_all else before.replace(old, new, 1)
             _replace(ctx, found, encode_text(after, fmt))
     except FileNotFoundError:
-        raise ToolError(_not_found(ctx, args.path) + " (edit_file changes existing files; use write_file to create one)") from None
+        raise ToolError(not_found(ctx.root, args.path) + " (edit_file changes existing files; use write_file to create one)") from None
     ranges = _edited_ranges(after, positions, len(old), new)
     diff, _ = unified_diff(rel, before, after, False)
     n = len(positions)
@@ -396,7 +341,7 @@ def list_files(args: ListFilesArgs, ctx: ToolContext) -> ToolResult:
     except FileNotFoundError:
         exists, base_rel = False, "."
     if not exists:
-        raise ToolError(_not_found(ctx, given))
+        raise ToolError(not_found(ctx.root, given))
     glob = args.glob
     keep = None
     if glob:

@@ -1,23 +1,30 @@
 """The repository's files as lists: git's index plus untracked files, or a walk through directory
 descriptors that follows no link (`list_repo_files`); a file of the same name elsewhere
-(`same_name_in_index`); glob patterns matched with a time bound (`glob_matcher`). Used by list_files,
-grep, a not-found read's suggestions, the rewind and /init's survey. Paths themselves are confined by
-tools/confine.py, which every name here goes through."""
+(`same_name_in_index`); glob patterns matched with a time bound (`glob_matcher`); and what a read of a
+name that does not exist suggests instead (`not_found`). Used by list_files, read_file, grep, the
+rewind and /init's survey. Paths themselves are confined by tools/confine.py, which every name here
+goes through."""
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
 import stat
 import subprocess
 from collections.abc import Callable
+from itertools import islice
 from pathlib import Path
 
 from ctxagent.context.errors import ToolError
-from ctxagent.context.floor.beneath import open_dir
+from ctxagent.context.floor.beneath import open_dir, scan_dir
 from ctxagent.context.floor.bounded_regex import MATCH_SECONDS, BoundedPattern
 from ctxagent.context.floor.gitsafe import repo_or_none, run_git
-from ctxagent.tools.confine import SKIP_DIRS, protected_part, repo_root, walk_repo
+from ctxagent.tools.confine import SKIP_DIRS, protected_part, quote, repo_root, walk_repo
+
+SUGGEST_SCAN = 5000  # names of one folder compared with a name that was not found
+SUGGESTED = 5
+SUGGEST_DIRS = 64  # folders a not-found read may look into for a file of the same name
 
 
 def list_repo_files(root: Path, base: Path | None = None, *, limit: int | None = None,
@@ -162,3 +169,56 @@ def _glob_to_regex(pat: str) -> str:
         i += 1
     out.append(")" * depth)
     return "".join(out)
+
+
+# --- a name that was not found -----------------------------------------------------------------
+
+
+def not_found(root: Path, given: str) -> str:
+    """"file not found", with files of the same name from git's index and close names from the
+    nearest folder on the way that exists: one index look-up and one directory read, whatever the
+    repository's size (never a walk of the tree)."""
+    msg = f"file not found: {quote(given)}"
+    parts = [p for p in given.strip().split("/") if p not in ("", ".")]
+    name = parts[-1] if parts else ""
+    same = (same_name_in_index(root, name, SUGGESTED) or _same_name_nearby(root, name)) if name else []
+    if same:
+        return msg + f"; files with that name: {', '.join(same)}"
+    for depth in range(len(parts) - 1, -1, -1):
+        folder = "/".join(parts[:depth]) or "."
+        try:
+            with walk_repo(root, folder) as entry:
+                if not entry.exists:
+                    continue
+                names = list(islice((e.name for e in scan_dir(entry, folder)), SUGGEST_SCAN))
+                prefix = "" if entry.rel == "." else entry.rel + "/"
+        except (OSError, ToolError):
+            continue
+        close = difflib.get_close_matches(name, names, n=SUGGESTED, cutoff=0.6) if name else []
+        if close:
+            return msg + f"; similar names in {prefix or './'}: {', '.join(prefix + c for c in close)}"
+        break
+    return msg + "; use list_files (with path= or glob=) to see what exists"
+
+
+def _same_name_nearby(root: Path, name: str) -> list[str]:
+    """Files called `name` in the first SUGGEST_DIRS folders, breadth first from the root (files git
+    does not track, or no git): a bounded look, never a walk of a large tree."""
+    queue: list[str] = ["."]
+    found: list[str] = []
+    read = 0
+    while queue and read < SUGGEST_DIRS and len(found) < SUGGESTED:
+        folder = queue.pop(0)
+        read += 1
+        try:
+            with walk_repo(root, folder) as entry:
+                prefix = "" if entry.rel == "." else entry.rel + "/"
+                for e in islice(scan_dir(entry, folder), SUGGEST_SCAN):
+                    if e.is_dir(follow_symlinks=False):
+                        if e.name not in SKIP_DIRS:
+                            queue.append(prefix + e.name)
+                    elif e.name == name:
+                        found.append(prefix + e.name)
+        except (OSError, ToolError):
+            continue
+    return sorted(found)[:SUGGESTED]
