@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from ctxagent.context.events import ImageRef
-from ctxagent.context.history import MESSAGE_KINDS, Event, ViewItem, extend_view, view
+from ctxagent.context.history import MESSAGE_KINDS, Event, Summary, ViewItem, extend_view, view
 from ctxagent.context.images import image_tokens
 from ctxagent.context.ledger import Ledger
 from ctxagent.context.pins import live_events
@@ -159,6 +159,7 @@ class LogState:
     ledger: Ledger  # the session ledger (pins, quotes, decisions, files, failures) folded over `live`
     cold: ColdTrail  # where the prompt cache was cold (time gaps, model switches), folded over `events`
     cue: RecallCue  # what memory recall is asked at this step, folded over `live`
+    summaries: tuple[Summary, ...] = ()  # the compaction summaries in `items`, in order (only a compaction adds one)
 
 
 @dataclass(frozen=True)
@@ -171,6 +172,11 @@ class RenderState:
     turn: int
     image_rule: str | None = None  # the image-token rule its images were rendered with (render.py)
     has_images: bool = False  # some item has images: resumed only under the same rule
+
+
+def summaries_in(items: list[ViewItem]) -> tuple[Summary, ...]:
+    """The compaction summaries a view shows, in order."""
+    return tuple(it for it in items if isinstance(it, Summary))
 
 
 def _is_prefix(prefix: list[Any], full: list[Any]) -> bool:
@@ -197,6 +203,7 @@ class BuildCache:
         self._memo: dict[tuple[Any, ...], tuple[Any, Any]] = {}
         self.cuts: dict[tuple[int, str], tuple[Any, Any]] = {}  # Draft.cut's memo: a slot's cuts, by identity
         self.enforced: list[Any] = []  # list[slice_relief.Enforced]: the last tools-slice enforcements
+        self.folds: list[Any] = []  # list[slot_fold.SlotFold]: the last slot lists folded
         self._chars = 0
         self._logs: list[LogState] = []
         self._renders: list[RenderState] = []
@@ -235,6 +242,7 @@ class BuildCache:
         self._chars = self._chars // 2
         self.cuts.clear()  # it holds slots, which hold rendered text: it goes with the memo it was made from
         self.enforced.clear()
+        self.folds.clear()
 
     def size(self, ev: Event) -> int:
         """event_tokens(ev), memoized."""
@@ -274,14 +282,18 @@ class BuildCache:
         tail = events[len(best.events):] if best is not None else events
         if best is None or any(e.kind == "rewind" for e in tail):
             live = live_events(events)
-            state = LogState(list(events), view(events), live,
+            items = view(events)
+            state = LogState(list(events), items, live,
                              sum(self.size(e) for e in live if e.kind in MESSAGE_KINDS), Ledger().feed(live),
-                             ColdTrail().feed(events), RecallCue().feed(live))
+                             ColdTrail().feed(events), RecallCue().feed(live), summaries_in(items))
             self.stats.log_rebuilds += 1
         else:  # a rewind hides only earlier events: the new ones are live, and extend every fold
-            state = LogState(best.events + tail, extend_view(best.items, tail), best.live + tail,
+            items = extend_view(best.items, tail)
+            compacted = any(e.kind == "compaction" for e in tail)
+            state = LogState(best.events + tail, items, best.live + tail,
                              best.live_tokens + sum(self.size(e) for e in tail if e.kind in MESSAGE_KINDS),
-                             best.ledger.copy().feed(tail), best.cold.feed(tail), best.cue.feed(tail))
+                             best.ledger.copy().feed(tail), best.cold.feed(tail), best.cue.feed(tail),
+                             summaries_in(items) if compacted else best.summaries)
             self.stats.log_extends += 1
         self._logs = [state, *(s for s in self._logs if s is not best)][:SNAPSHOTS]
         return state

@@ -15,21 +15,15 @@ identical request (inspect compares a sha256).
 from __future__ import annotations
 
 from ctxagent.context.builder.cache import BuildCache, cache_for
-from ctxagent.context.builder.inputs import (
-    CUT_STATES,
-    BuildInputs,
-    BuildResult,
-    Draft,
-    PlannedCompaction,
-    Slot,
-)
+from ctxagent.context.builder.inputs import BuildInputs, BuildResult, Draft, PlannedCompaction
 from ctxagent.context.builder.measure import make_report
 from ctxagent.context.builder.relief import relieve
 from ctxagent.context.builder.render import warm_position
+from ctxagent.context.builder.slot_fold import fold_slots
 from ctxagent.context.builder.task_state import task_state_for
 from ctxagent.context.builder.warm import warm_text_for
 from ctxagent.context.history import Summary
-from ctxagent.context.request import Message, Request
+from ctxagent.context.request import Request
 
 
 def build_ctxagent(inputs: BuildInputs) -> BuildResult:
@@ -39,49 +33,28 @@ def build_ctxagent(inputs: BuildInputs) -> BuildResult:
     events = list(inputs.events)
     notes: list[str] = []
     log = cache.log_state(events)
-    task = task_state_for(inputs, log.items, log.ledger, limit)  # the task state compactions mask (task_state.py)
-    warm, note = warm_text_for(inputs, log.live, log.ledger, log.items, log.cue, task)
+    task = task_state_for(inputs, log.items, log.ledger, limit, log.summaries)  # what compactions mask (task_state.py)
+    warm, note = warm_text_for(inputs, log.live, log.ledger, log.items, log.cue, task, log.summaries)
     if note:
         notes.append(note)
     # messages that met a cold prompt cache (past the provider's TTL, or another model): relief is free there
     cold = log.cold.with_build(inputs.model, inputs.cache_rules.ttl_s)
     draft, records, warm = relieve(inputs, events, limit, warm, notes, cache, cold)
-    return _finish(inputs, draft, warm, records, notes, cache)
-
-
-def _walk(slots: list[Slot]) -> tuple[list[Message], int, list[int], list[int]]:
-    """One pass over the slots (this runs every build over every visible message): the messages; the
-    index past the part of the history the next build shows unchanged, barring a compaction (the last
-    cleared slot, else the last pruned one); the cut events' ids; the spilled events' ids."""
-    messages: list[Message] = []
-    cleared = pruned = 0
-    cut_ids: list[int] = []
-    spilled_ids: list[int] = []
-    for i, s in enumerate(slots):
-        msg = s.msg
-        messages.append(msg)
-        state = s.state
-        if state in CUT_STATES:
-            if state == "cleared":
-                cleared = i + 1
-            else:
-                pruned = i + 1
-            if msg.event_id is not None:
-                cut_ids.append(msg.event_id)
-        if s.spill is not None and s.event_id is not None:
-            spilled_ids.append(s.event_id)
-    return messages, cleared or pruned, cut_ids, spilled_ids
+    # the view's summaries: the log's, unless the build planned compactions (then the draft's view has more)
+    shown = None if records else log.summaries
+    return _finish(inputs, draft, warm, records, notes, cache, shown)
 
 
 def _finish(inputs: BuildInputs, draft: Draft, warm: str, records: list[PlannedCompaction], notes: list[str],
-            cache: BuildCache) -> BuildResult:
+            cache: BuildCache, shown: tuple[Summary, ...] | None = None) -> BuildResult:
     compaction = records[0].data if records else None
     for extra in records[1:]:
         notes.append(f"also compacted the current turn's older steps: events {extra.data.first_id}–{extra.data.last_id}")
     # the cleared set only grows, oldest first (slice_relief.py): up to its newest member the history
     # stays as it is until the next cut, which starts after it. Previews (low-value results, the
     # fit-the-limit tiers) may still be cleared later, so they mark the end only while nothing is cleared
-    messages, stable, cut_ids, spilled_ids = _walk(draft.slots)
+    fold = fold_slots(draft.slots, cache)  # one pass over the new slots only (slot_fold.py)
+    messages, stable = list(fold.messages), fold.stable
     if draft.warm_msg is not None:
         at = warm_position(messages)
         messages.insert(at, draft.warm_msg)
@@ -89,14 +62,16 @@ def _finish(inputs: BuildInputs, draft: Draft, warm: str, records: list[PlannedC
     request = Request(system=inputs.system, messages=messages, tools=list(inputs.tools),
                       max_tokens=draft.reply_tokens or inputs.budget.max_output,
                       stable_messages=stable)
-    report = make_report(inputs, draft, request, compaction, notes, cache=cache)
-    masked = [[it.first_id, it.last_id] for it in draft.items if isinstance(it, Summary)]
+    report = make_report(inputs, draft, request, compaction, notes, cache=cache, fold=fold)
+    if shown is None:
+        shown = tuple(it for it in draft.items if isinstance(it, Summary))
+    masked = [[it.first_id, it.last_id] for it in shown]
     return BuildResult(
         request=request,
         report=report,
         warm_text=warm,
         compactions=list(records),
-        pruned_ids=cut_ids,
-        spilled_ids=spilled_ids,
+        pruned_ids=list(fold.cut_ids),
+        spilled_ids=list(fold.spilled_ids),
         masked=masked,
     )

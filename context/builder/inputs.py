@@ -158,6 +158,7 @@ class Draft:
     # cut is no smaller). Slots are shared between builds, so the same slot object is cut the same way again
     cuts: dict[tuple[int, str], tuple[Slot, Slot | None]] | None = field(default=None, repr=False)
     reply_tokens: int | None = None  # the reply's reserve yielded (relief's last tier): the request asks for this many
+    known_sum: int | None = field(default=None, repr=False)  # sum of the slots' tokens, when the caller has it
     _sum: int = field(default=0)
     _stale: set[int] | None = field(default=None)  # superseded tool results, computed once per draft
 
@@ -168,7 +169,7 @@ class Draft:
         return self._stale
 
     def __post_init__(self) -> None:
-        self._sum = sum(s.tokens for s in self.slots)
+        self._sum = sum(s.tokens for s in self.slots) if self.known_sum is None else self.known_sum
 
     def total(self) -> int:
         return self.fixed + self._sum + self.warm_tokens

@@ -5,7 +5,8 @@ from __future__ import annotations
 import math
 
 from ctxagent.context.builder.cache import BuildCache, event_tokens
-from ctxagent.context.builder.inputs import CUT_STATES, BuildInputs, Draft
+from ctxagent.context.builder.inputs import BuildInputs, Draft
+from ctxagent.context.builder.slot_fold import SlotFold, fold_slots
 from ctxagent.context.events import CompactionData
 from ctxagent.context.history import MESSAGE_KINDS, Event
 from ctxagent.context.monitor import advice_for, red_flags
@@ -47,11 +48,11 @@ def loss_pct(events: list[Event], verbatim_ids: set[int], counter: TokenCounter)
     return round(100.0 * (total - shown) / total, 2) if total else 0.0
 
 
-def _loss_from_cache(inputs: BuildInputs, draft: Draft, cache: BuildCache) -> float:
-    """loss_pct in O(visible messages): the history's verbatim total is kept by the cache's log
-    snapshot, and each verbatim slot carries its event's verbatim size."""
-    total = cache.log_state(list(inputs.events)).live_tokens
-    shown = sum(s.full_tokens for s in draft.slots if s.state == "verbatim" and s.event_id is not None)
+def _loss_from_cache(inputs: BuildInputs, fold: SlotFold, cache: BuildCache) -> float:
+    """loss_pct in O(new messages): the history's verbatim total is kept by the cache's log snapshot,
+    and the slots' fold (each verbatim slot carries its event's verbatim size) by the cache's folds."""
+    total = cache.log_state(inputs.events).live_tokens
+    shown = fold.verbatim_full
     return round(100.0 * (total - shown) / total, 2) if total else 0.0
 
 
@@ -65,22 +66,13 @@ def make_report(
     strategy: str = "ctxagent",
     system_in_window: bool = True,
     cache: BuildCache | None = None,
+    fold: SlotFold | None = None,
 ) -> ContextReport:
+    """The report of a build. `fold`: its slots' fold (slot_fold.py), when the caller has it; else it
+    is folded here, from the cache's folds if there is a cache."""
     budget = inputs.budget
-    hot = tools = largest = spilled = pruned = 0
-    oldest: int | None = None
-    for s in draft.slots:  # one pass: a build's report costs O(visible messages)
-        if s.slice == "tools":
-            tools += s.tokens
-            largest = max(largest, s.tokens)
-        elif s.slice == "hot":
-            hot += s.tokens
-        if s.spill is not None:
-            spilled += 1
-        if s.state in CUT_STATES:
-            pruned += 1
-        if oldest is None and s.msg.role == "user" and s.msg.kind == "message" and not s.is_tool_result:
-            oldest = s.turn
+    fold = fold if fold is not None else fold_slots(draft.slots, cache)
+    hot, tools, largest, spilled, pruned, oldest = fold.hot, fold.tools, fold.largest, fold.spilled, fold.cut, fold.oldest_turn
     used = {
         "system": draft.fixed - draft.tool_spec_tokens,
         "hot": hot,
@@ -96,7 +88,7 @@ def make_report(
                       messages=len(request.messages), window=budget.window,
                       used=used, shares={name: budget.base(name) for name in used}, ratio=ratio)
     if cache is not None:
-        loss = _loss_from_cache(inputs, draft, cache)
+        loss = _loss_from_cache(inputs, fold, cache)
     else:
         verbatim = {s.event_id for s in draft.slots if s.state == "verbatim" and s.event_id is not None}
         loss = loss_pct(list(inputs.events), verbatim, inputs.counter)

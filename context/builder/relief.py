@@ -29,6 +29,7 @@ from ctxagent.context.builder.cache import BuildCache
 from ctxagent.context.builder.inputs import CUT_STATES, BuildInputs, Draft, PlannedCompaction, Slot
 from ctxagent.context.builder.render import assemble, with_content
 from ctxagent.context.builder.slice_relief import enforce_tools_slice
+from ctxagent.context.builder.slot_fold import fold_slots
 from ctxagent.context.builder.task_state import EMPTY, task_state_for
 from ctxagent.context.builder.warm import warm_text_for
 from ctxagent.context.compact import compaction_record, user_positions
@@ -62,15 +63,16 @@ def relieve(inputs: BuildInputs, events: list[Event], limit: int, warm: str, not
     for _ in range(MAX_RELIEF_ROUNDS):
         log = cache.log_state([*events, *(Event(eid, CompactionData.KIND, data.to_data())
                                           for eid, data, _ in records)])
-        task = task_state_for(inputs, log.items, log.ledger, limit)
+        task = task_state_for(inputs, log.items, log.ledger, limit, log.summaries)
         if inputs.warm_override is None and records:
             # the ledger holds the summaries' open tasks; what the task state quotes is not repeated
-            warm, _ = warm_text_for(inputs, log.live, log.ledger, log.items, log.cue, task)
+            warm, _ = warm_text_for(inputs, log.live, log.ledger, log.items, log.cue, task, log.summaries)
         draft = assemble(list(log.items), inputs, warm, cache, log.ledger, task.sections)
         # a summary takes at most a quarter of the limit, and a third of the room the stable prefix leaves
         summary_cap = max(256, min(limit // 4, (limit - draft.fixed) // 3))
         enforce_tools_slice(draft, inputs.budget, lambda s: _pruned_memo(s, counter, cache),
-                            lambda s: _cleared_memo(s, counter, cache), cold, cache.enforced, cache.stats)
+                            lambda s: _cleared_memo(s, counter, cache), cold, cache.enforced, cache.stats,
+                            fold_slots(draft.slots, cache))
         _prune(draft, "old", counter, cache, limit)
         if draft.total() <= limit:
             break

@@ -21,6 +21,7 @@ from typing import Any
 from ctxagent.context.builder import image_parts
 from ctxagent.context.builder.cache import BuildCache, RenderState
 from ctxagent.context.builder.inputs import BuildInputs, Draft, Slot
+from ctxagent.context.builder.slot_fold import fold_slots
 from ctxagent.context.history import Event, Summary, ViewItem
 from ctxagent.context.images import DEFAULT_RULE, rule_of
 from ctxagent.context.ledger import Ledger, files_line, quotes_block, with_quotes
@@ -179,13 +180,16 @@ def assemble(items: list[ViewItem], inputs: BuildInputs, warm: str, cache: Build
     cache = (cache or BuildCache()).bind(counter)
     rule = rule_of(inputs.model) if inputs.images else None
     slots = render(items, counter, cache, ledger, inputs.budget.base("warm") // 2, task_sections, rule)
-    slots = _stub_old_images(slots, protect_from(slots, inputs.protect_turns), counter, cache)
+    fold = fold_slots(slots, cache)  # the slots' fold: extended with the new slots only (slot_fold.py)
+    stubbed = _stub_old_images(slots, protect_from(slots, inputs.protect_turns), counter, cache, fold.image_slots)
+    if stubbed is not slots:
+        slots, fold = stubbed, fold_slots(stubbed, cache)
     system_tokens, tool_spec_tokens = cache.fixed_tokens(inputs.system, inputs.tools)
     warm_msg = Message(role="user", content=warm, kind="warm") if warm else None
     warm_tokens = count_message(warm_msg, counter) if warm_msg else 0
     return Draft(items, slots, REQUEST_OVERHEAD + system_tokens + tool_spec_tokens, system_tokens, tool_spec_tokens,
                  warm_msg, warm_tokens, protect_from(slots, inputs.protect_turns), inputs.protect_turns,
-                 cuts=cache.cut_memo())
+                 cuts=cache.cut_memo(), known_sum=fold.tokens)
 
 
 def protect_from(slots: list[Slot], protect: int) -> int:
@@ -205,12 +209,16 @@ def protect_from(slots: list[Slot], protect: int) -> int:
     return first if found else 0
 
 
-def _stub_old_images(slots: list[Slot], protect: int, counter: TokenCounter, cache: BuildCache) -> list[Slot]:
-    """Images older than the protected recent turns: a text stub each (their clearing point)."""
-    if not any(s.msg.images for s in slots[:protect]):
+def _stub_old_images(slots: list[Slot], protect: int, counter: TokenCounter, cache: BuildCache,
+                     with_images: tuple[int, ...]) -> list[Slot]:
+    """Images older than the protected recent turns: a text stub each (their clearing point).
+    `with_images`: the indices of the slots with images, in order."""
+    if not with_images or with_images[0] >= protect:
         return slots
     out = list(slots)
-    for i in range(protect):
+    for i in with_images:
+        if i >= protect:
+            break
         s = out[i]
         if s.msg.images:
             msg, n = cache.memo(("old_images", s.event_id, s.msg.role), s.msg,

@@ -65,6 +65,7 @@ if TYPE_CHECKING:
     from ctxagent.context.budget import Budget
     from ctxagent.context.builder.cache import CacheStats
     from ctxagent.context.builder.inputs import Draft, Slot
+    from ctxagent.context.builder.slot_fold import SlotFold
     from ctxagent.context.request import Message
 
 
@@ -132,7 +133,7 @@ ENFORCED_KEPT = 4  # enforcements remembered: the log, plus a few branches (reli
 
 def enforce_tools_slice(draft: Draft, budget: Budget, prune_result: Preview, clear: Preview,
                         cold: Collection[int] = (), memo: list[Enforced] | None = None,
-                        stats: CacheStats | None = None) -> int:
+                        stats: CacheStats | None = None, fold: SlotFold | None = None) -> int:
     """Cut old tool traffic until the tools slice gave up its quantized share; returns how many
     messages were cut. `prune_result` gives a result's memoized head/tail preview (low-value results),
     `clear` a result's or a call's one-line cut; `cold`: the ids of messages that met a cold cache.
@@ -142,12 +143,14 @@ def enforce_tools_slice(draft: Draft, budget: Budget, prune_result: Preview, cle
     `cut`, of the cold starts and of the budget's numbers. So when an earlier enforcement started from
     slots that are a prefix of these (equal, which for the shared slots of a resumed render is identity)
     with the same cut, end and cold starts, its result is this one's, and the slots after its prefix
-    are left as they are."""
-    cut = slice_cut(budget, tool_traffic_tokens(draft), draft.tool_spec_tokens)
+    are left as they are. `fold`: the fold of the draft's slots (slot_fold.py), when the caller has it:
+    their tool traffic and steps without a walk."""
+    shown = tool_traffic_tokens(draft) if fold is None else fold.traffic
+    cut = slice_cut(budget, shown, draft.tool_spec_tokens)
     starts = cold_starts(draft, cold)
     if cut <= 0 and not starts:
         return 0
-    end = candidate_end(draft, budget.protect_steps)
+    end = candidate_end(draft, budget.protect_steps, steps=list(fold.steps) if fold is not None else None)
     key = (cut, end, tuple(starts), budget.tools_low, budget.base("tools"), draft.tool_spec_tokens,
            budget.protect_steps, draft.protect_turns)
     if memo is not None:

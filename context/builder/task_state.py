@@ -61,11 +61,14 @@ class TaskState:
 EMPTY = TaskState()
 
 
-def task_state(items: Sequence[ViewItem], ledger: Ledger | None, counter: TokenCounter, max_tokens: int) -> TaskState:
-    """The task state quotes for a view whose compactions mask the task's messages (EMPTY if none)."""
+def task_state(items: Sequence[ViewItem], ledger: Ledger | None, counter: TokenCounter, max_tokens: int,
+               in_view: Sequence[Summary] | None = None) -> TaskState:
+    """The task state quotes for a view whose compactions mask the task's messages (EMPTY if none).
+    `in_view`: the view's summaries, when the caller has them (BuildCache's LogState)."""
     if ledger is None or ledger.opening is None:
         return EMPTY
-    summaries = [it for it in items if isinstance(it, Summary) and it.block is None]
+    shown = in_view if in_view is not None else [it for it in items if isinstance(it, Summary)]
+    summaries = [it for it in shown if it.block is None]
     if not summaries:
         return EMPTY
 
@@ -122,6 +125,7 @@ def _sections(entries: list[_Entry], by_handle: set[int], counter: TokenCounter)
     return {sid: "\n".join(lines) for sid, lines in out.items()}
 
 
-def task_state_for(inputs: BuildInputs, items: Sequence[ViewItem], ledger: Ledger | None, limit: int) -> TaskState:
+def task_state_for(inputs: BuildInputs, items: Sequence[ViewItem], ledger: Ledger | None, limit: int,
+                   in_view: Sequence[Summary] | None = None) -> TaskState:
     """The task state of one build: within `inputs.task_state_share` of the limit."""
-    return task_state(items, ledger, inputs.counter, int(limit * inputs.task_state_share))
+    return task_state(items, ledger, inputs.counter, int(limit * inputs.task_state_share), in_view)
