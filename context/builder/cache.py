@@ -75,6 +75,7 @@ class CacheStats:
     render_restarts: int = 0  # message lists rendered from the first item
     render_resumes: int = 0  # ... resumed from a rendered prefix
     slice_walks: int = 0  # tools-slice enforcements walked afresh (not found in BuildCache.enforced)
+    slice_resumes: int = 0  # ... walked on from an earlier one's stop (a jump of the cut or of the end)
 
 
 @dataclass(frozen=True)

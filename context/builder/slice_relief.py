@@ -117,15 +117,30 @@ def candidate_end(draft: Draft, protect_steps: int, upto: int | None = None, ste
 
 
 @dataclass(frozen=True)
+class Walk:
+    """Where a walk without cold starts stopped: its candidates, the position in them its clearing pass
+    stopped at, and what that pass saved. A later walk over the same slots with a larger cut or a later
+    end goes on from there (`_resume`)."""
+
+    cut: int
+    end: int
+    candidates: tuple[int, ...]
+    stop: int
+    cleared: int  # tokens the clearing pass saved
+
+
+@dataclass(frozen=True)
 class Enforced:
     """One enforcement, remembered: what it was a function of (besides the slots), the slots it started
-    from, what it made of them, the tokens that saved, and how many messages it cut."""
+    from, what it made of them, the tokens that saved, how many messages it cut, and where its walk
+    stopped (None: it had cold starts, and is only reused as a whole)."""
 
     key: tuple[Any, ...]
     before: list[Slot]
     after: list[Slot]
     saved: int
     pruned: int
+    walk: Walk | None = None
 
 
 ENFORCED_KEPT = 4  # enforcements remembered: the log, plus a few branches (relief rounds, replayed strategies)
@@ -143,51 +158,106 @@ def enforce_tools_slice(draft: Draft, budget: Budget, prune_result: Preview, cle
     `cut`, of the cold starts and of the budget's numbers. So when an earlier enforcement started from
     slots that are a prefix of these (equal, which for the shared slots of a resumed render is identity)
     with the same cut, end and cold starts, its result is this one's, and the slots after its prefix
-    are left as they are. `fold`: the fold of the draft's slots (slot_fold.py), when the caller has it:
-    their tool traffic and steps without a walk."""
+    are left as they are. At a jump (a larger cut, or a later end) without cold starts, the walk goes on
+    from where the earlier one stopped: its candidates are a prefix of these, and the passes over them
+    decide the same until the earlier cut was reached (`_resume`). `fold`: the fold of the draft's
+    slots (slot_fold.py), when the caller has it: their tool traffic and steps without a walk."""
     shown = tool_traffic_tokens(draft) if fold is None else fold.traffic
     cut = slice_cut(budget, shown, draft.tool_spec_tokens)
     starts = cold_starts(draft, cold)
     if cut <= 0 and not starts:
         return 0
     end = candidate_end(draft, budget.protect_steps, steps=list(fold.steps) if fold is not None else None)
-    key = (cut, end, tuple(starts), budget.tools_low, budget.base("tools"), draft.tool_spec_tokens,
-           budget.protect_steps, draft.protect_turns)
+    rest = (tuple(starts), budget.tools_low, budget.base("tools"), draft.tool_spec_tokens,
+            budget.protect_steps, draft.protect_turns)
+    key = (cut, end, *rest)
+    resumable: Enforced | None = None
     if memo is not None:
         for seen in memo:
             n = len(seen.before)
-            if seen.key == key and n <= len(draft.slots) and draft.slots[:n] == seen.before:
-                draft.replace_prefix(seen.after, seen.saved)
-                return seen.pruned
+            if n > len(draft.slots) or seen.key[2:] != rest:
+                continue
+            same = seen.key == key
+            later = (not same and seen.walk is not None and seen.walk.cut <= cut and seen.walk.end <= end
+                     and (resumable is None or n > len(resumable.before)))
+            if (same or later) and draft.slots[:n] == seen.before:
+                if same:
+                    draft.replace_prefix(seen.after, seen.saved)
+                    return seen.pruned
+                resumable = seen
         before = list(draft.slots)
-    pruned = _enforce(draft, budget, prune_result, clear, cut, end, starts)
-    if stats is not None:
-        stats.slice_walks += 1
+    if resumable is not None and resumable.walk is not None:
+        draft.replace_prefix(resumable.after, resumable.saved)
+        pruned, walk = _resume(draft, prune_result, clear, cut, end, resumable.walk)
+        pruned += resumable.pruned
+        if stats is not None:
+            stats.slice_resumes += 1
+    else:
+        pruned, walk = _enforce(draft, budget, prune_result, clear, cut, end, starts)
+        if stats is not None:
+            stats.slice_walks += 1
     if memo is not None:
         after = draft.slots[:len(before)]
         saved = sum(s.tokens for s in before) - sum(s.tokens for s in after)
-        memo[:] = [Enforced(key, before, after, saved, pruned), *memo][:ENFORCED_KEPT]
+        memo[:] = [Enforced(key, before, after, saved, pruned, walk), *memo][:ENFORCED_KEPT]
     return pruned
 
 
+def _candidates(draft: Draft, lo: int, hi: int) -> list[int]:
+    """Slot indices in [lo, hi) a walk may cut: tool traffic shown whole (verbatim or spilled)."""
+    slots = draft.slots
+    return [i for i in range(lo, hi) if is_tool_traffic(slots[i]) and slots[i].state in ("verbatim", "spilled")
+            and slots[i].event_id is not None]
+
+
 def _enforce(draft: Draft, budget: Budget, prune_result: Preview, clear: Preview, cut: int, end: int,
-             starts: list[int]) -> int:
-    candidates = [i for i in range(end) if is_tool_traffic(draft.slots[i]) and draft.slots[i].state in ("verbatim", "spilled")
-                  and draft.slots[i].event_id is not None] if end else []
+             starts: list[int]) -> tuple[int, Walk | None]:
+    candidates = _candidates(draft, 0, end) if end else []
     pruned, saved = _clear_at_cold_starts(draft, budget, clear, candidates, starts)
-    for i in candidates:  # low-value results first: cheap, and their savings do not move the frontier
+    pruned += _prune_low_value(draft, prune_result, candidates)
+    n, saved, stop = _clear_oldest(draft, clear, candidates, 0, saved, cut)
+    return pruned + n, (Walk(cut, end, tuple(candidates), stop, saved) if not starts else None)
+
+
+def _resume(draft: Draft, prune_result: Preview, clear: Preview, cut: int, end: int, walk: Walk) -> tuple[int, Walk]:
+    """The walk of `_enforce` (no cold starts) for `cut` and `end`, from `walk`'s, whose slots (and
+    cuts) the draft shows already: the new candidates (from the old end on) get the low-value pass,
+    then the clearing pass goes on from where it stopped. The old candidates' passes decide what they
+    decided before: the new candidates all come after them."""
+    new = _candidates(draft, walk.end, end) if end > walk.end else []
+    pruned = _prune_low_value(draft, prune_result, new)
+    candidates = [*walk.candidates, *new]
+    n, saved, stop = _clear_oldest(draft, clear, candidates, walk.stop, walk.cleared, cut)
+    return pruned + n, Walk(cut, end, tuple(candidates), stop, saved)
+
+
+def _prune_low_value(draft: Draft, prune_result: Preview, candidates: list[int]) -> int:
+    """Low-value results first: cheap, and their savings do not move the frontier. Returns the messages cut."""
+    pruned = 0
+    for i in candidates:
         if draft.slots[i].is_tool_result and draft.slots[i].rank == LOW_VALUE and draft.slots[i].state != "cleared":
             pruned += _cut(draft, i, prune_result)[0]
-    for i in candidates:
+    return pruned
+
+
+def _clear_oldest(draft: Draft, clear: Preview, candidates: list[int], start: int, saved: int,
+                  cut: int) -> tuple[int, int, int]:
+    """Clear candidates[start:] oldest first until `saved` reaches `cut`: (messages cut, saved, the
+    position it stopped at)."""
+    pruned = 0
+    stop = len(candidates)
+    for pos in range(start, len(candidates)):
         if saved >= cut:
+            stop = pos
             break
+        i = candidates[pos]
         state = draft.slots[i].state
         if state == "cleared":  # clearing a cleared message again changes nothing: its stub is its own clear
             continue
         n, delta = _cut(draft, i, clear, "cleared")
         pruned += 0 if state == "pruned" else n
         saved += delta
-    return pruned
+    return pruned, saved, stop
 
 
 def cold_starts(draft: Draft, cold: Collection[int]) -> list[int]:

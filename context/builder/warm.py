@@ -60,13 +60,19 @@ def _without_repeats(block: str, tail: str) -> str:
     """The recalled block minus lines the ledger already shows (this session's pins are in both)."""
     if not block or not tail:
         return block
-    shown = {_bare(line) for line in tail.splitlines()}
+    shown = _shown(tail)
     lines = block.splitlines()
     kept = [ln for ln in lines if not ln.startswith("- ") or _bare(ln) not in shown]
     # a heading left with no line under it goes too (headings say whose lines follow)
     kept = [ln for i, ln in enumerate(kept)
             if ln.startswith(("- ", "<", "(")) or (i + 1 < len(kept) and kept[i + 1].startswith("- "))]
     return "" if all(not ln.startswith("- ") for ln in kept) else "\n".join(kept)
+
+
+@lru_cache(maxsize=8)  # the ledger's block is the same from one step to the next until the ledger changes
+def _shown(tail: str) -> frozenset[str]:
+    """The bare lines of the ledger's block (`_bare`)."""
+    return frozenset(_bare(line) for line in tail.splitlines())
 
 
 @lru_cache(maxsize=4096)  # the same ledger lines come back at every step

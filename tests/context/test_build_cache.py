@@ -233,23 +233,27 @@ def test_live_events_from_the_cache_match_after_rewinds() -> None:
 
 
 # -- the tools-slice walk, the recall cue ---------------------------------------------------------
-def slice_session(steps: int, cache_per_step: bool) -> tuple[list[int], list[int]]:
+def slice_session(steps: int, cache_per_step: bool, idle: bool = True,
+                  resumes: list[int] | None = None) -> tuple[list[int], list[int]]:
     """A long agentic turn in a window the history never nears, so the tools-slice rule alone cuts it,
-    with an idle gap (a cold prompt cache) every 25 steps. Returns, per build, the slice walks done
-    afresh and whether the build equals one with a cold cache (1) or not (0)."""
+    with an idle gap (a cold prompt cache) every 25 steps (`idle`). Returns, per build, the slice walks
+    done afresh and whether the build equals one with a cold cache (1) or not (0); `resumes` gets, per
+    build, the walks gone on from an earlier one's stop."""
     cache = BuildCache()
     log = Log()
     log.user("Refactor every module; keep the public API.")
     walks: list[int] = []
     same: list[int] = []
     for i in range(steps):
-        log.now += 900.0 if i % 25 == 0 else 5.0
+        log.now += 900.0 if idle and i % 25 == 0 else 5.0
         log.step("read_file", {"path": f"src/m{i}.py"}, "\n".join(f"def f{i}_{j}(): return {j}  # 第{j}行" for j in range(80)))
         if cache_per_step:
             cache = BuildCache()
-        before = cache.stats.slice_walks
+        before, resumed = cache.stats.slice_walks, cache.stats.slice_resumes
         warm = build(inputs(log, window=200_000, cache=cache, step=i + 1, model="m"))
         walks.append(cache.stats.slice_walks - before)
+        if resumes is not None:
+            resumes.append(cache.stats.slice_resumes - resumed)
         same.append(int(fingerprint(warm) == fingerprint(build(inputs(log, window=200_000, cache=BuildCache(), step=i + 1,
                                                                        model="m")))))
         log.add("context_report", step=i + 1, report={}, model="m")
@@ -263,6 +267,14 @@ def test_the_tools_slice_is_walked_again_only_when_its_cut_moves() -> None:
     assert len(cutting) >= 5  # the slice did cut, again and again, and at the cold starts
     # between the jumps of the cut (and of the protected steps' boundary) a build looks the walk up
     assert sum(walks[40:]) <= len(walks[40:]) // 3
+
+
+def test_at_a_jump_the_tools_slice_walk_goes_on_from_where_the_last_one_stopped() -> None:
+    resumes: list[int] = []
+    walks, same = slice_session(160, cache_per_step=False, idle=False, resumes=resumes)
+    assert all(same)  # each build equals one with a cold cache, whose walk starts from the first slot
+    assert sum(resumes) >= 5  # the cut and the protected steps' boundary jumped, again and again
+    assert sum(walks) <= 2  # ... and no jump walked the slots afresh (no cold start, no compaction)
 
 
 def test_without_a_warm_cache_the_tools_slice_is_walked_at_every_build() -> None:
