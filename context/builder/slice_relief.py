@@ -186,6 +186,7 @@ def enforce_tools_slice(draft: Draft, budget: Budget, prune_result: Preview, cle
                     return seen.pruned
                 resumable = seen
         before = list(draft.slots)
+    walk: Walk | None
     if resumable is not None and resumable.walk is not None:
         draft.replace_prefix(resumable.after, resumable.saved)
         pruned, walk = _resume(draft, prune_result, clear, cut, end, resumable.walk)
