@@ -103,3 +103,22 @@ def test_openai_wire_data_uri_and_tool_images_in_the_user_message_after() -> Non
     assert wire[4]["content"] == [{"type": "text", "text": "warm block"},
                                   {"type": "text", "text": "[the image returned by tool call t1]"}, url]
     assert openai_wire("", [Message(role="user", content="plain")]) == [{"role": "user", "content": "plain"}]
+
+
+def test_an_image_ages_into_its_stub_the_same_with_a_warm_cache_as_with_a_cold_one() -> None:
+    from ctxagent.context.builder.cache import BuildCache
+    from ctxagent.context.builder.dispatch import request_sha256
+
+    cache = BuildCache()
+    log = _log()
+    stubbed = []
+    for i in range(5):  # the image is sent within the last two turns, then stubbed (old-image check: slot_fold.py)
+        log.user(f"next {i} 下一步")
+        log.step("read_file", {"path": f"shot{i}.png"}, f"[image shot{i}.png]", images=[{**REF, "name": f"shot{i}.png"}])
+        log.assistant(f"ok {i}")
+        warm = build(inputs(log, protect_turns=2, cache=cache, model="anthropic:claude-sonnet-5-5"))
+        cold = build(inputs(log, protect_turns=2, cache=BuildCache(), model="anthropic:claude-sonnet-5-5"))
+        assert request_sha256(warm.request.to_dict()) == request_sha256(cold.request.to_dict())
+        assert warm.report.to_dict() == cold.report.to_dict()
+        stubbed.append(sum(1 for m in warm.request.messages if m.role == "tool" and not m.images))
+    assert stubbed[0] < stubbed[-1]  # images did age into stubs along the way
