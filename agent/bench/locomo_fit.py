@@ -7,8 +7,11 @@ does; per question the lexical hits (search.py) and the nearest vectors (vectors
 once, then recall@10 (categories 1–4) is scored for every value of the grids by the product's own
 `hybrid.fuse` and `hybrid.decisive` — the constants are the module's, set in turn. What is chosen:
 on the dev conversations, the highest floors up to which no floor costs more than TOLERANCE of the
-recall@10 without it, and the lowest decisive ratio that costs no more either, the lexical floor first (under both modes), then the other two together (the floors keep noise out; they may not cost recall). The held-out
-conversations' numbers are printed for the chosen values only.
+recall@10 without it, and the lowest decisive ratio that costs no more either, the lexical floor first (under both modes), then the other two together (the floors keep noise out; they may not cost recall).
+Then what a search costs, with those: the fewest query units (search.MAX_QUERY_UNITS) and the
+smallest pool per hit (hybrid.POOL_PER_HIT) such that neither it nor any larger one costs more than
+TOLERANCE of the largest's recall@10. The held-out conversations' numbers are printed for the chosen
+values and for the modules' own.
 """
 
 from __future__ import annotations
@@ -38,6 +41,8 @@ NEVER = float("inf")  # as a decisive ratio: the vector pass always runs
 VECTOR_MARGINS = (-1.0, -0.03, -0.02, -0.01, 0.0, 0.01, 0.02, 0.03, 0.05, 0.08)  # -1: no floor
 DECISIVE_RATIOS = (2.0, 3.0, 4.0, 6.0, 8.0, 12.0, NEVER)
 RELEVANCE_FLOORS = (0.0, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3)
+QUERY_UNIT_CAPS = (3, 4, 5, 6, 8, 10, 12, 16, 48)  # search.MAX_QUERY_UNITS; 48: as many as a query has
+POOLS_PER_HIT = (1.0, 1.5, 2.0, 2.5, 3.0, 4.0)  # hybrid.POOL_PER_HIT
 TOLERANCE = 0.001  # under the share of one question's evidence on the dev set: no question lost
 K = 10
 
@@ -45,7 +50,8 @@ K = 10
 @contextmanager
 def constants(**values: float) -> Iterator[None]:
     """The hybrid / search module constants set to `values` for the block."""
-    mods = {"VECTOR_MARGIN": hybrid, "DECISIVE_RATIO": hybrid, "RELEVANCE_FLOOR": search}
+    mods = {"VECTOR_MARGIN": hybrid, "DECISIVE_RATIO": hybrid, "POOL_PER_HIT": hybrid, "RELEVANCE_FLOOR": search,
+            "MAX_QUERY_UNITS": search}
     old = {name: getattr(mods[name], name) for name in values}
     try:
         for name, v in values.items():
@@ -74,13 +80,17 @@ def conversation_cases(conv: dict[str, Any], embedder: Any) -> list[dict[str, An
     unrelated = store._queries.unrelated(embedder.passages) if store._queries is not None else None
     cases = []
     limit = 2 * K
-    pool = hybrid.pool_size(limit)
+    with constants(POOL_PER_HIT=max(POOLS_PER_HIT)):
+        pool = hybrid.pool_size(limit)
     for qa in conv.get("qa") or []:
         good = [x for x in evidence_ids(qa) if x in known]
         if not good or str(qa.get("category")) not in ("1", "2", "3", "4"):
             continue
         q = str(qa.get("question", ""))
-        lexical = search_records(store.conn, q, synonyms=store.synonyms, limit=pool)
+        lexical = {}
+        for cap in QUERY_UNIT_CAPS:  # the lexical side per term cap; each pool is a prefix of the widest
+            with constants(MAX_QUERY_UNITS=cap):
+                lexical[cap] = search_records(store.conn, q, synonyms=store.synonyms, limit=pool)
         qvec = embedder.query(q)
         semantic = index.nearest(qvec, pool)
         cases.append({"good": good, "lexical": lexical, "semantic": semantic, "units": cached_query_units(q, None),
@@ -92,11 +102,12 @@ def conversation_cases(conv: dict[str, Any], embedder: Any) -> list[dict[str, An
 def recall(cases: list[dict[str, Any]], hybrid_on: bool) -> float:
     hits = []
     limit = 2 * K
+    pool = hybrid.pool_size(limit)
     for c in cases:
-        lexical = search.relevant(c["lexical"], c["conn"], c["units"])
+        lexical = search.relevant(c["lexical"][search.MAX_QUERY_UNITS][:pool], c["conn"], c["units"])
         skip = hybrid.DECISIVE_RATIO != NEVER and hybrid.decisive(c["conn"], lexical, c["units"], limit)
         if hybrid_on and not skip:
-            score = hybrid.fuse(lexical, c["semantic"], hybrid.vector_floor(c["qvec"], c["unrelated"]))
+            score = hybrid.fuse(lexical, c["semantic"][:pool], hybrid.vector_floor(c["qvec"], c["unrelated"]))
         else:
             score = hybrid.fuse(lexical, [])
         recs = c["records"]
@@ -146,6 +157,24 @@ def choose(dev: list[dict[str, Any]]) -> dict[str, float]:
     vf = highest_harmless(list(VECTOR_MARGINS), lambda m: grid[(m, NEVER)] >= base2 - TOLERANCE)
     dr = min(r for r in DECISIVE_RATIOS if grid[(vf, r)] >= base2 - TOLERANCE)
     chosen.update(VECTOR_MARGIN=vf, DECISIVE_RATIO=dr)
+    with constants(**chosen):  # then what a search costs: the fewest query units, the smallest pool, that cost nothing
+        caps = {}
+        for cap in QUERY_UNIT_CAPS:
+            with constants(MAX_QUERY_UNITS=cap):
+                caps[cap] = (recall(dev, False), recall(dev, True))
+        full = caps[max(QUERY_UNIT_CAPS)]
+        chosen["MAX_QUERY_UNITS"] = min(c for c in QUERY_UNIT_CAPS if all(
+            caps[x][0] >= full[0] - TOLERANCE and caps[x][1] >= full[1] - TOLERANCE for x in QUERY_UNIT_CAPS if x >= c))
+        echo(f"query unit cap (BM25 alone, hybrid): { {c: (round(r[0], 4), round(r[1], 4)) for c, r in caps.items()} }")
+        with constants(MAX_QUERY_UNITS=chosen["MAX_QUERY_UNITS"]):
+            pools = {}
+            for f in POOLS_PER_HIT:
+                with constants(POOL_PER_HIT=f):
+                    pools[f] = recall(dev, True)
+        widest = pools[max(POOLS_PER_HIT)]
+        chosen["POOL_PER_HIT"] = min(f for f in POOLS_PER_HIT if all(
+            pools[x] >= widest - TOLERANCE for x in POOLS_PER_HIT if x >= f))
+        echo(f"pool per hit (hybrid): { {f: round(r, 4) for f, r in pools.items()} }")
     return chosen
 
 
@@ -163,14 +192,17 @@ def main(argv: list[str] | None = None) -> int:
     held: list[dict[str, Any]] = []
     for conv in load_conversations(Path(args.data)):
         (dev if str(conv.get("sample_id")) in dev_ids else held).extend(conversation_cases(conv, embedder))
-    with constants(RELEVANCE_FLOOR=0.0, VECTOR_MARGIN=-1.0, DECISIVE_RATIO=NEVER):
+    with constants(RELEVANCE_FLOOR=0.0, VECTOR_MARGIN=-1.0, DECISIVE_RATIO=NEVER, MAX_QUERY_UNITS=max(QUERY_UNIT_CAPS),
+                   POOL_PER_HIT=max(POOLS_PER_HIT)):
         before = {"dev": {"bm25": recall(dev, False), "hybrid": recall(dev, True)},
                   "held": {"bm25": recall(held, False), "hybrid": recall(held, True)}}
     chosen = choose(dev)
     with constants(**chosen):
         after = {"dev": {"bm25": recall(dev, False), "hybrid": recall(dev, True)},
                  "held": {"bm25": recall(held, False), "hybrid": recall(held, True)}}
-    echo(json.dumps({"chosen": chosen, "without_floors": before, "with_chosen": after,
+    current = {"dev": {"bm25": recall(dev, False), "hybrid": recall(dev, True)},
+               "held": {"bm25": recall(held, False), "hybrid": recall(held, True)}}  # the modules' values
+    echo(json.dumps({"chosen": chosen, "without_floors": before, "with_chosen": after, "with_current": current,
                      "questions": {"dev": len(dev), "held": len(held)}}, indent=1, default=float))
     return 0
 

@@ -22,11 +22,13 @@ A query already embedded (asked before: the warm block asks at every step) has i
 a thread while BM25 runs, and thrown away when BM25 is decisive: the same answer, in about the time
 of the slower pass when a core is free (docs/BENCHMARKS.md §3).
 
-RRF_K, the weights and the pool were chosen on LoCoMo conv-26 and conv-30 only (RRF_K 5/10/20/30/60
-× vector weight 0.6–2.0; docs/BENCHMARKS.md §4); so were search.py's RELEVANCE_FLOOR, VECTOR_MARGIN
-and DECISIVE_RATIO (`python -m ctxagent.agent.bench.locomo_fit`: each floor as high as no lower one
-costs recall@10 there, the lowest ratio that costs none either). On the held-out conv-41, 42 and 43
-recall@10 (categories 1–4) with them: BM25 0.7005 as without them, hybrid 0.7324 against 0.7290.
+RRF_K and the weights were chosen on LoCoMo conv-26 and conv-30 only (RRF_K 5/10/20/30/60 × vector
+weight 0.6–2.0; docs/BENCHMARKS.md §4); so were search.py's RELEVANCE_FLOOR and MAX_QUERY_UNITS,
+VECTOR_MARGIN, DECISIVE_RATIO and POOL_PER_HIT (`python -m ctxagent.agent.bench.locomo_fit`: each
+floor as high as no lower one costs recall@10 there, the lowest ratio, term cap and pool that cost
+none either; the pool per hit asked for, 1–4: under 4 costs recall there). On the held-out conv-41,
+42 and 43 recall@10 (categories 1–4) with them: BM25 0.6967, hybrid 0.7282 (0.7005 and 0.7291 with
+no term cap; docs/BENCHMARKS.md §3).
 """
 
 from __future__ import annotations
@@ -46,13 +48,14 @@ from ctxagent.context.memory.vectors import VectorIndex
 RRF_K = 10            # small: the first few ranks of either side decide
 LEXICAL_WEIGHT = 1.0
 VECTOR_WEIGHT = 0.8
-POOL_MIN = 50  # candidates per side: enough that a record ranked low by one side can be lifted by the other
+# candidates per side, per hit asked for: enough that a record ranked low by one side can be lifted by the other
+POOL_PER_HIT = 4.0  # fitted on LoCoMo conv-26/30 (locomo_fit.py); was max(50, 4 × limit): 50 at limit 8
 VECTOR_MARGIN = 0.03  # how much more similar than unrelated text a record no query term matched must be
 DECISIVE_RATIO = 6.0  # BM25 alone when its best hit holds the whole query and outscores rank `limit` this much
 
 
 def pool_size(limit: int) -> int:
-    return max(POOL_MIN, 4 * int(limit))
+    return max(int(limit), round(POOL_PER_HIT * int(limit)))
 
 
 def decisive(conn: sqlite3.Connection, lexical: list[Record], query_terms: list[list[str]], limit: int) -> bool:

@@ -102,6 +102,10 @@ def relevant(records: list[Record], conn: sqlite3.Connection | None = None,
 # A query whose terms together match more than POSTING_BUDGET records is split (see `search_records`).
 POSTING_BUDGET = 2000
 RECENT_WINDOW = 1500
+# A query keeps at most this many of the units the store holds, the rarest (`selective`): a long one
+# (a task's 40 words and a file name, what recall asks) would OR thirty terms, and its common ones
+# cost FTS5 a posting walk and a BM25 sum on every record holding them for almost no weight.
+MAX_QUERY_UNITS = 5  # fitted on LoCoMo conv-26/30 (agent/bench/locomo_fit.py): 3 and 4 cost recall there
 
 
 @lru_cache(maxsize=512)
@@ -122,6 +126,18 @@ def term_dfs(conn: sqlite3.Connection, terms: list[str]) -> dict[str, int]:
         return {}
     rows = dict(conn.execute(f"SELECT term, df FROM term_df WHERE term IN ({','.join('?' * len(keys))})", keys).fetchall())
     return {t: int(rows.get(stem(t), 0)) for t in terms}
+
+
+def selective(units: list[list[str]], unit_df: list[int]) -> tuple[list[list[str]], list[int]]:
+    """`units` (and their document frequencies) without all but the MAX_QUERY_UNITS rarest of those the
+    store holds; in the query's order. A unit no record holds (df 0) is kept: it costs FTS5 nothing,
+    and the light stem the count is keyed on is not exactly FTS5's porter stem."""
+    held = [i for i, df in enumerate(unit_df) if df > 0]
+    if len(held) <= MAX_QUERY_UNITS:
+        return units, unit_df
+    keep = set(sorted(held, key=lambda i: (unit_df[i], i))[:MAX_QUERY_UNITS])
+    idx = [i for i in range(len(units)) if unit_df[i] == 0 or i in keep]
+    return [units[i] for i in idx], [unit_df[i] for i in idx]
 
 
 def _run(conn: sqlite3.Connection, units: list[list[str]], where: list[str], params: list[Any], limit: int,
@@ -208,7 +224,8 @@ def search_records(
     frequency exceeds POSTING_BUDGET, the query runs twice, cheaply: (1) the rarest terms that fit
     the budget over all records — rare terms carry almost all of BM25's weight — and (2) all terms
     over the RECENT_WINDOW newest records. Results merge by score. Small stores (every LoCoMo
-    conversation, most projects) never split, so their ranking is exact.
+    conversation, most projects) never split, so their ranking is exact. Before that, a query of
+    more than MAX_QUERY_UNITS units the store holds keeps its rarest ones (`selective`).
     """
     where, params = _filters(layer, type_, file, turns, include_superseded)
     if units is None:
@@ -223,6 +240,7 @@ def search_records(
     dfs = term_dfs(conn, sorted({t for u in units for t in u}))
     # what a unit costs is every posting FTS5 walks: all of a phrase's terms ("log in" walks "in")
     unit_df = [sum(dfs.get(t, 0) for t in u) for u in units]
+    units, unit_df = selective(units, unit_df)
     if sum(unit_df) <= POSTING_BUDGET:
         rows = _run(conn, units, where, params, limit, indexed=bool(type_))
     else:

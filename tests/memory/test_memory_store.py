@@ -225,3 +225,29 @@ def test_term_statistics_backfill_matches_incremental_counts(tmp_path: Path) -> 
     again = MemoryStore.open(path)
     assert dict(again.conn.execute("SELECT term, df FROM term_df WHERE df > 0").fetchall()) == before
     assert before["beta"] == 2 and before["用户"] == 1
+
+
+def test_a_long_query_keeps_its_rarest_held_terms(store: MemoryStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Over MAX_QUERY_UNITS held units a query asks FTS5 about the rarest ones only (and those no
+    record holds): the record holding the rare words is found, a record holding only a dropped
+    common word is not; English and Chinese alike."""
+    from ctxagent.context.memory import search
+    from ctxagent.context.memory.search import cached_query_units, selective, term_dfs
+
+    for i in range(6):
+        store.add(f"handler config update number {i} 处理", "note", turn=1 + i, merge=False)
+    rare = store.add("websocket reconnect 重连 handler", "note", turn=10)
+    common_only = store.add("config only", "note", turn=11)
+    query = "websocket reconnect 重连 handler config update zebraword"
+    units = cached_query_units(query, None)
+    dfs = term_dfs(store.conn, sorted({t for u in units for t in u}))
+    unit_df = [sum(dfs.get(t, 0) for t in u) for u in units]
+    monkeypatch.setattr(search, "MAX_QUERY_UNITS", 3)
+    kept, kept_df = selective(units, unit_df)
+    assert [u[0] for u in kept] == ["websocket", "reconnect", "重连", "zebraword"]  # query order, df 0 kept
+    assert kept_df == [1, 1, 1, 0]
+    found = [r.id for r in store.lexical_search(query, limit=10)]  # no relevance floor: every match
+    assert found == [rare]
+    monkeypatch.setattr(search, "MAX_QUERY_UNITS", 48)
+    assert selective(units, unit_df) == (units, unit_df)
+    assert common_only in [r.id for r in store.lexical_search(query, limit=10)]
