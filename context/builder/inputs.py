@@ -125,7 +125,7 @@ class Slot:
     msg: Message
     tokens: int
     slice: str  # "hot" | "tools"
-    state: str  # "verbatim" | "spilled" | "pruned" | "cleared" | "summary" | "synthetic"
+    state: str  # "verbatim" | "spilled" | "pruned" | "cleared" | "summary" | "shortened" (a summary cut) | "synthetic"
     turn: int
     item_index: int  # position in Draft.items (-1 for synthetic messages)
     is_tool_result: bool = False
@@ -197,6 +197,10 @@ class Draft:
         self._sum += new.tokens - slot.tokens
         self.slots[index] = new
         return slot.tokens - new.tokens
+
+    def set_warm(self, msg: Message | None, tokens: int) -> None:
+        """Show `msg` (of `tokens` tokens) as the warm block instead (None: no warm block)."""
+        self.warm_msg, self.warm_tokens = msg, tokens if msg is not None else 0
 
     def replace_prefix(self, slots: list[Slot], saved: int) -> None:
         """Show `slots` in place of the first len(slots) slots, which saves `saved` tokens."""

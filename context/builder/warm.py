@@ -27,16 +27,17 @@ RECALL_SHARE = 0.3  # of the warm slice at most, for memory recalled for this st
 
 def warm_text_for(inputs: BuildInputs, events: list[Event], ledger: Ledger | None = None,
                   items: list[ViewItem] | None = None, cue: RecallCue | None = None,
-                  task: TaskState | None = None) -> tuple[str, str | None]:
+                  task: TaskState | None = None, max_tokens: int | None = None) -> tuple[str, str | None]:
     """(warm block text, note): the session ledger's working-memory block, then what the memory hook
     recalls for this step. `events`: the live events; `ledger` and `cue`: theirs if already folded;
     `items`: the view, whose summaries say which messages are no longer shown (those still shown are
-    not repeated; nor are those `task`, the task state a summary quotes, holds). A failing memory hook
-    is left out and the note says so."""
+    not repeated; nor are those `task`, the task state a summary quotes, holds). `max_tokens`: the block's
+    size at most (default the warm slice; relief's last tier passes what the prefix leaves). A failing memory
+    hook is left out and the note says so."""
     if inputs.warm_override is not None:
         return inputs.warm_override, None
     ledger = ledger if ledger is not None else Ledger().feed(events)
-    max_tokens = inputs.budget.base("warm")
+    max_tokens = inputs.budget.base("warm") if max_tokens is None else min(max_tokens, inputs.budget.base("warm"))
     masked = None if items is None else [(it.first_id, it.last_id) for it in items if isinstance(it, Summary)]
     quoted = task.shows if task is not None and task.sections else None
     tail = ledger.tail_block(max_tokens, inputs.counter, masked, quoted)  # binding pins first: the whole share if need be
