@@ -198,10 +198,6 @@ class Draft:
         self.slots[index] = new
         return slot.tokens - new.tokens
 
-    def set_warm(self, msg: Message | None, tokens: int) -> None:
-        """Show `msg` (of `tokens` tokens) as the warm block instead (None: no warm block)."""
-        self.warm_msg, self.warm_tokens = msg, tokens if msg is not None else 0
-
     def replace_prefix(self, slots: list[Slot], saved: int) -> None:
         """Show `slots` in place of the first len(slots) slots, which saves `saved` tokens."""
         self.slots[:len(slots)] = slots

@@ -65,11 +65,12 @@ def relieve(inputs: BuildInputs, events: list[Event], limit: int, warm: str, not
     records: list[tuple[int, CompactionData, bool]] = []  # (planned event id, data, is an old-turns record)
     summary_cap = max(256, limit // 4)
     task = EMPTY
+    warm_fixed = False  # the last tier re-made the working-memory block smaller: keep it
     for _ in range(MAX_RELIEF_ROUNDS):
         log = cache.log_state([*events, *(Event(eid, CompactionData.KIND, data.to_data())
                                           for eid, data, _ in records)])
         task = task_state_for(inputs, log.items, log.ledger, limit)
-        if inputs.warm_override is None and records:
+        if inputs.warm_override is None and records and not warm_fixed:
             # the ledger holds the summaries' open tasks; what the task state quotes is not repeated
             warm, _ = warm_text_for(inputs, log.live, log.ledger, log.items, log.cue, task)
         draft = assemble(list(log.items), inputs, warm, cache, log.ledger, task.sections)
@@ -108,11 +109,13 @@ def relieve(inputs: BuildInputs, events: list[Event], limit: int, warm: str, not
         yielded = inputs.budget.yielded_limit(inputs.calibration_ratio)
         _clear_all(draft, counter, cache, yielded)
         _shorten_summaries(draft, counter, cache, yielded, summary_cap, inputs.focus)
-        if draft.total() > yielded and draft.warm_msg is not None and inputs.warm_override is None:
+        if draft.total() > yielded and draft.warm_msg is not None and inputs.warm_override is None and not warm_fixed:
+            # the working-memory block within what is left, then the round again with it: what a re-build
+            # given this block as sent (inspect's, warm_override) runs, so it reaches the same request
             room = yielded - (draft.total() - draft.warm_tokens) - MESSAGE_OVERHEAD
             warm, _ = warm_text_for(inputs, log.live, log.ledger, log.items, log.cue, task, max_tokens=max(0, room))
-            msg = Message(role="user", content=warm, kind="warm") if warm else None
-            draft.set_warm(msg, count_message(msg, counter) if msg is not None else 0)
+            warm_fixed = True
+            continue
         break
     if draft.total() > limit and draft.total() <= inputs.budget.yielded_limit(inputs.calibration_ratio):
         draft.reply_tokens = inputs.budget.reply_room(draft.total(), inputs.calibration_ratio)

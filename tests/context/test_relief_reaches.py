@@ -10,6 +10,7 @@ import pytest
 from ctxagent.context.budget import MIN_REPLY_TOKENS, Budget, default_max_output
 from ctxagent.context.builder.dispatch import build
 from ctxagent.context.errors import ContextOverflowError
+from ctxagent.context.history import Event
 from ctxagent.context.tokens import count_request
 
 from .ctx_helpers import Log, counter, inputs
@@ -116,3 +117,11 @@ def test_a_summary_written_with_more_room_is_shortened_when_the_ratio_rises() ->
     assert all(c.count(m.content) < 600 for m in shown)  # shown shorter than any was logged...
     assert [e.data["summary"] for e in log.events if e.kind == "compaction"] == whole  # ... and the log is untouched
     assert any("改用" in m.content for m in shown)  # the shortened sections still carry the decisions
+    assert "omitted for space" in res.warm_text  # the working-memory block was re-made within what was left
+    # a re-build from the log with this build's records and its warm block as sent (inspect's) is the same request
+    events = list(log.events)
+    for rec in res.compactions:
+        events.append(Event(len(events), "compaction", rec.data.to_data()))
+    again = build(inputs(events, system=system, budget=budget, step=len(AREAS) + 1, calibration_ratio=ratio,
+                         turn=log.turn, warm_override=res.warm_text))
+    assert again.request.messages == res.request.messages and again.request.max_tokens == res.request.max_tokens
