@@ -345,7 +345,7 @@ def user_positions(items: Sequence[ViewItem]) -> list[int]:
     return [i for i, it in enumerate(items) if isinstance(it, Event) and it.kind == "user"]
 
 
-def _shrink(items: Sequence[ViewItem], counter: TokenCounter, max_tokens: int, focus: str | None = None) -> str:
+def shrink_summary(items: Sequence[ViewItem], counter: TokenCounter, max_tokens: int, focus: str | None = None) -> str:
     """An extractive summary cut down (fewer, shorter bullets) until it fits max_tokens."""
     for per_section, chars in ((MAX_ITEMS_PER_SECTION, MAX_ITEM_CHARS), (15, 200), (8, 160), (4, 120), (2, 80), (1, 60)):
         text = extractive_summary(items, per_section, chars, focus)
@@ -373,7 +373,7 @@ def compaction_record(
         note = f"{note}; {reason}" if note else (
             f"the model summary was over its {max_tokens}-token cap — a shortened extractive summary was used instead"
             if method == "model" else None)
-        summary, method = _shrink(chosen, counter, max_tokens, focus), "extractive"
+        summary, method = shrink_summary(chosen, counter, max_tokens, focus), "extractive"
     return CompactionData(first_id=item_id(chosen[0]), last_id=last_id, summary=summary, method=method, focus=focus, note=note)
 
 

@@ -213,8 +213,10 @@ def _as_the_loop_logs(result: ToolResultData, lane: Lane, spill: Any, setup: Set
 
 
 def result_of(plan: Any, setup: Setup, totals: ReplayTotals, fit: Any, prefix: Prefix, ref_prefix: Prefix,
-              final_ratios: dict[str, float], skipped: dict[str, int]) -> dict[str, Any]:
-    """The JSON shape of a whole source's replay."""
+              final_ratios: dict[str, float], skipped: dict[str, int],
+              hidden: dict[str, float] | None = None) -> dict[str, Any]:
+    """The JSON shape of a whole source's replay; `hidden`: per run with some, the local tokens its requests
+    carried after its own compaction beyond its transcript (replay_setup.hidden_after_compaction)."""
     rules = setup.rules
     out_strats = {name: totals.strategies[name].to_dict() for name in setup.strategies}
     out_strats["reference"] = totals.reference.to_dict()
@@ -229,6 +231,7 @@ def result_of(plan: Any, setup: Setup, totals: ReplayTotals, fit: Any, prefix: P
         "reference_prefix": ref_prefix.to_dict(),
         "calibration_ratio": final_ratios.get(main, next(iter(final_ratios.values()), 1.0)),
         "calibration_ratios": final_ratios,
+        "hidden_after_compaction": dict(hidden or {}),
         "cache_rules": {"name": rules.name, "read": rules.read, "write": rules.write, "write_1h": rules.write_1h,
                         "min_tokens": rules.min_tokens, "ttl_s": rules.ttl_s, "runs_with_1h_ttl": totals.ttl_1h_runs},
         "pricing": setup.pricing.describe(sorted(totals.models)),

@@ -38,6 +38,7 @@ from ctxagent.agent.bench.replay_setup import (
     ReplayTotals,
     Setup,
     calibrated_ratios,
+    hidden_after_compaction,
     make_prefix,
     reference_pass,
     source_fit,
@@ -238,7 +239,8 @@ def run_plan(plan: ReplayPlan, trajectories: list[Trajectory], jobs: int = 1, pr
         ordered = [passes[i] for i in range(len(trajectories))]
         fit = source_fit(trajectories, engine, ordered)
         setup = build_setup(plan, fit, engine)
-        ratios, final = calibrated_ratios(trajectories, ordered, setup.ref_prefix, engine)
+        hidden = hidden_after_compaction(trajectories, ordered, fit, engine)
+        ratios, final = calibrated_ratios(trajectories, ordered, setup.ref_prefix, engine, hidden)
         if progress is not None and hasattr(progress, "phase"):
             progress.phase("replay", sum(n_calls), run_cost)
         results: dict[int, dict[str, Any]] = dict(store.runs)
@@ -278,7 +280,8 @@ def run_plan(plan: ReplayPlan, trajectories: list[Trajectory], jobs: int = 1, pr
     for t in trajectories:
         for k, v in t.skipped.items():
             skipped[k] = skipped.get(k, 0) + v
-    result = result_of(plan, setup, totals, fit, setup.prefix, setup.ref_prefix, final, skipped)
+    result = result_of(plan, setup, totals, fit, setup.prefix, setup.ref_prefix, final, skipped,
+                       {t.run_id: h for t, h in zip(trajectories, hidden, strict=True) if h})
     if partial is not None:
         result["partial"] = {"path": str(partial), "resumed_fit_rows": len(store.fit), "resumed_runs": len(store.runs)}
     return result

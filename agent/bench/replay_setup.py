@@ -6,10 +6,17 @@ the intercept of the fit `reported = a + b · local` over the reference's calls 
 compaction, a/b local tokens, stands in as filler text (`--overhead auto`, the default). `none` adds
 nothing (history and the transcript's own system prompt, the old measure), `product` uses ctxagent's
 own system prompt and tool schemas, a number adds that many tokens.
+
+After its own compaction a source's request holds more than its transcript shows: Claude Code
+re-attaches context to the summary (recently read files and the like) that no record holds. The
+calibrator's pairs count it (`hidden_after_compaction`: per run, the median of what the provider
+reported beyond the fit over those calls), so that its ratio stays provider tokens per local token of
+the same text, and a strategy's request is not charged for content only the source's carried.
 """
 
 from __future__ import annotations
 
+import statistics
 import tempfile
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
@@ -250,23 +257,41 @@ def call_model(call: Call, source: str) -> str:
     return call.model or MODELS.get(source, "model")
 
 
+def hidden_after_compaction(trajectories: Sequence[Trajectory], passes: Sequence[list[tuple[float, bool]]],
+                            fit: Fit | None, engine: Engine) -> list[float]:
+    """Per run, the local tokens its requests carried after its own compaction that its transcript lacks: the
+    median, over those calls, of the reported tokens beyond the fit (reported − a − b · local), over b; 0 for a
+    run without such calls, without a fit, or whose requests carried no more than the fit says."""
+    out: list[float] = []
+    for traj, rows in zip(trajectories, passes, strict=True):
+        beyond = [call.reported - fit.predict(request_local(local, traj.system, (), engine))
+                  for call, (local, after) in zip(traj.calls, rows, strict=True)
+                  if after and call.reported] if fit is not None and fit.b > 0 else []
+        out.append(round(max(0.0, statistics.median(beyond) / fit.b), 1) if beyond and fit is not None else 0.0)
+    return out
+
+
 def calibrated_ratios(trajectories: Sequence[Trajectory], passes: Sequence[list[tuple[float, bool]]],
-                      ref_prefix: Prefix, engine: Engine) -> tuple[list[list[float]], dict[str, float]]:
+                      ref_prefix: Prefix, engine: Engine,
+                      hidden: Sequence[float] | None = None) -> tuple[list[list[float]], dict[str, float]]:
     """The ratio the product's Calibrator has at every call, in call order over the runs: one calibrator per
-    model (as the product keeps them), fed each earlier call's (reference local count, reported usage). The
-    replay of each run then needs only its own list, so runs can be replayed apart. Also the final ratios."""
+    model (as the product keeps them), fed each earlier call's (reference local count, reported usage), the
+    count with the run's `hidden` tokens after its own compaction (hidden_after_compaction). The replay of each
+    run then needs only its own list, so runs can be replayed apart. Also the final ratios."""
     from ctxagent.context.calibrator import Calibrator
 
     cals: dict[str, Any] = {}
     out: list[list[float]] = []
-    for traj, rows in zip(trajectories, passes, strict=True):
+    for i, (traj, rows) in enumerate(zip(trajectories, passes, strict=True)):
         system = ref_prefix.system(traj.system)
+        extra = float(hidden[i]) if hidden is not None else 0.0
         ratios = []
-        for call, (local, _after) in zip(traj.calls, rows, strict=True):
+        for call, (local, after) in zip(traj.calls, rows, strict=True):
             model = call_model(call, traj.source)
             cal = cals.setdefault(model, Calibrator(model))  # no path: never persisted over the user's
             ratios.append(float(cal.ratio))
-            cal.update(int(request_local(local, system, ref_prefix.tools, engine)), call.reported)
+            sent = request_local(local, system, ref_prefix.tools, engine) + (extra if after else 0.0)
+            cal.update(int(sent), call.reported)
         out.append(ratios)
     return out, {m: round(float(c.ratio), 4) for m, c in sorted(cals.items())}
 

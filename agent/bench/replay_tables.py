@@ -186,6 +186,11 @@ def head_line(result: dict[str, Any]) -> str:
     prefix = result.get("prefix") or {}
     pre_s = (f"every request +{prefix['tokens']:,} local tokens of stable prefix ({prefix.get('how')})"
              if prefix.get("tokens") else "no prefix added")
+    hidden = result.get("hidden_after_compaction") or {}
+    if hidden:
+        pre_s += ("; after its own compaction the source's requests held more than its transcript ("
+                  + ", ".join(f"{run[:8]} +{tokens:,.0f}" for run, tokens in hidden.items())
+                  + " local tokens: re-attached context, the median residual of the fit; in the calibrator's pairs)")
     rules = result.get("cache_rules") or {}
     cache_s = (f"cache rules {rules.get('name')} (read {rules.get('read')}×, write {rules.get('write')}×, "
                f"≥ {rules.get('min_tokens'):,} tokens, TTL {rules.get('ttl_s'):.0f} s)") if rules else ""

@@ -37,6 +37,7 @@ from ctxagent.agent.bench.replay_setup import (
     Setup,
     calibrated_ratios,
     call_model,
+    hidden_after_compaction,
     make_prefix,
     reference_pass,
     source_fit,
@@ -230,7 +231,8 @@ def replay_sessions(sessions: Sequence[Session], options: Options, jobs: int = 1
         ordered = [passes[i] for i in range(len(trajs))]
         fit = source_fit(trajs, engine, ordered)
         setup = make_setup(options, fit, engine)
-        ratios, final = calibrated_ratios(trajs, ordered, setup.ref_prefix, engine)
+        hidden = hidden_after_compaction(trajs, ordered, fit, engine)
+        ratios, final = calibrated_ratios(trajs, ordered, setup.ref_prefix, engine, hidden)
         if progress is not None and hasattr(progress, "phase"):
             progress.phase("replay", sum(n_calls), REPLAY_COST * len(options.strategies))
         if pool is None:
@@ -254,5 +256,6 @@ def replay_sessions(sessions: Sequence[Session], options: Options, jobs: int = 1
     for t in trajs:
         for k, v in t.skipped.items():
             skipped[k] = skipped.get(k, 0) + v
-    summary = result_of(options.plan(), setup, merged, fit, setup.prefix, setup.ref_prefix, final, skipped)
+    summary = result_of(options.plan(), setup, merged, fit, setup.prefix, setup.ref_prefix, final, skipped,
+                        {t.run_id: h for t, h in zip(trajs, hidden, strict=True) if h})
     return Replay(options, results, summary, fit)

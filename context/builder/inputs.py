@@ -125,7 +125,7 @@ class Slot:
     msg: Message
     tokens: int
     slice: str  # "hot" | "tools"
-    state: str  # "verbatim" | "spilled" | "pruned" | "cleared" | "summary" | "synthetic"
+    state: str  # "verbatim" | "spilled" | "pruned" | "cleared" | "summary" | "shortened" (a summary cut) | "synthetic"
     turn: int
     item_index: int  # position in Draft.items (-1 for synthetic messages)
     is_tool_result: bool = False

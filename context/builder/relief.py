@@ -14,6 +14,11 @@ after each cut and stopping as soon as the draft fits the limit:
   6. the reply's reserve yields: the request asks for a shorter reply, down to Budget.reply_floor;
      when even that is not enough (a stable prefix that leaves little room), every tool result and
      every call's long arguments are cleared to one line, oldest first, until the draft fits it;
+     then a summary larger than the cap the prefix now leaves is shown shortened to it, oldest first
+     (view only: fewer, shorter bullets of its own sections; its range stays readable by read_event) —
+     a summary written when the ratio or the prefix left more room is not a fixed cost; last, the
+     working-memory block is re-made within what is left (its oldest items go first, and it says how
+     many: search_memory and read_event find them);
   7. a clear ContextOverflowError: one message alone cannot fit.
 
 A pruned result shows a preview (context/prune.py), a cleared one a one-line stub; both keep the
@@ -24,22 +29,23 @@ what it is a function of, so the next build repeats it for free.
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 from ctxagent.context.builder.cache import BuildCache
 from ctxagent.context.builder.inputs import CUT_STATES, BuildInputs, Draft, PlannedCompaction, Slot
-from ctxagent.context.builder.render import assemble, with_content
+from ctxagent.context.builder.render import SUMMARY_HEADER, assemble, with_content
 from ctxagent.context.builder.slice_relief import enforce_tools_slice
 from ctxagent.context.builder.slot_fold import fold_slots
 from ctxagent.context.builder.task_state import EMPTY, task_state_for
 from ctxagent.context.builder.warm import warm_text_for
-from ctxagent.context.compact import compaction_record, user_positions
+from ctxagent.context.compact import compaction_record, shrink_summary, user_positions
 from ctxagent.context.errors import ContextOverflowError
 from ctxagent.context.events import CompactionData
 from ctxagent.context.history import Event, Summary, ViewItem
 from ctxagent.context.ledger import with_quotes
 from ctxagent.context.prune import LOW_VALUE, cleared_arguments, cleared_text, pruned_text
 from ctxagent.context.request import Message, ToolCall
-from ctxagent.context.tokens import TokenCounter, count_message
+from ctxagent.context.tokens import MESSAGE_OVERHEAD, TokenCounter, count_message
 
 MAX_RELIEF_ROUNDS = 64  # a safety bound: each round compacts strictly more, so few are ever needed
 KEEP_RECENT_STEPS = 2  # an in-turn compaction keeps the current turn's last steps verbatim
@@ -60,11 +66,12 @@ def relieve(inputs: BuildInputs, events: list[Event], limit: int, warm: str, not
     records: list[tuple[int, CompactionData, bool]] = []  # (planned event id, data, is an old-turns record)
     summary_cap = max(256, limit // 4)
     task = EMPTY
+    warm_fixed = False  # the last tier re-made the working-memory block smaller: keep it
     for _ in range(MAX_RELIEF_ROUNDS):
         log = cache.log_state([*events, *(Event(eid, CompactionData.KIND, data.to_data())
                                           for eid, data, _ in records)])
         task = task_state_for(inputs, log.items, log.ledger, limit, log.summaries)
-        if inputs.warm_override is None and records:
+        if inputs.warm_override is None and records and not warm_fixed:
             # the ledger holds the summaries' open tasks; what the task state quotes is not repeated
             warm, _ = warm_text_for(inputs, log.live, log.ledger, log.items, log.cue, task, log.summaries)
         draft = assemble(list(log.items), inputs, warm, cache, log.ledger, task.sections)
@@ -101,7 +108,17 @@ def relieve(inputs: BuildInputs, events: list[Event], limit: int, warm: str, not
                 records.append((next_id + len(records), record, False))
                 continue
         _prune(draft, "all", counter, cache, limit)
-        _clear_all(draft, counter, cache, inputs.budget.yielded_limit(inputs.calibration_ratio))
+        yielded = inputs.budget.yielded_limit(inputs.calibration_ratio)
+        _clear_all(draft, counter, cache, yielded)
+        _shorten_summaries(draft, counter, cache, yielded, summary_cap, inputs.focus)
+        if draft.total() > yielded and draft.warm_msg is not None and inputs.warm_override is None and not warm_fixed:
+            # the working-memory block within what is left, then the round again with it: what a re-build
+            # given this block as sent (inspect's, warm_override) runs, so it reaches the same request
+            room = yielded - (draft.total() - draft.warm_tokens) - MESSAGE_OVERHEAD
+            warm, _ = warm_text_for(inputs, log.live, log.ledger, log.items, log.cue, task, log.summaries,
+                                    max_tokens=max(0, room))
+            warm_fixed = True
+            continue
         break
     if draft.total() > limit and draft.total() <= inputs.budget.yielded_limit(inputs.calibration_ratio):
         draft.reply_tokens = inputs.budget.reply_room(draft.total(), inputs.calibration_ratio)
@@ -170,6 +187,33 @@ def _clear_all(draft: Draft, counter: TokenCounter, cache: BuildCache, limit: in
             continue
         if slot.is_tool_result or slot.msg.tool_calls:
             draft.cut(index, lambda s: _cleared_memo(s, counter, cache), "cleared")
+
+
+def _shorten_summaries(draft: Draft, counter: TokenCounter, cache: BuildCache, limit: int, cap: int,
+                       focus: str | None) -> None:
+    """Oldest first until the draft fits `limit`: a summary over `cap` tokens shown as its own sections cut
+    down to the cap (compact.shrink_summary), under the same header, without what render quoted beside it."""
+    for index, slot in enumerate(draft.slots):
+        if draft.total() <= limit:
+            return
+        if slot.state != "summary" or slot.tokens <= cap or not 0 <= slot.item_index < len(draft.items):
+            continue
+        item = draft.items[slot.item_index]
+        if not isinstance(item, Summary) or item.method == "server":  # a provider's block goes back verbatim
+            continue
+        draft.cut(index, functools.partial(_shortened_memo, item=item, counter=counter, cache=cache, cap=cap, focus=focus),
+                  "shortened")
+
+
+def _shortened_memo(slot: Slot, item: Summary, counter: TokenCounter, cache: BuildCache, cap: int,
+                    focus: str | None) -> tuple[Message, int]:
+    def compute() -> tuple[Message, int]:
+        header = SUMMARY_HEADER.format(first=item.first_id, last=item.last_id)
+        room = max(1, cap - counter.count(header) - MESSAGE_OVERHEAD - 1)  # the newline after the header
+        msg = with_content(slot.msg, header + "\n" + shrink_summary([item], counter, room, focus))
+        return msg, count_message(msg, counter)
+
+    return cache.memo(("shortened", slot.event_id, cap), slot.msg, compute, kind="prunes", chars=PRUNED_CHARS)
 
 
 def _tool_candidates(draft: Draft, *, tier: str) -> list[tuple[int, int, int]]:

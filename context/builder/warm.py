@@ -28,16 +28,19 @@ RECALL_SHARE = 0.3  # of the warm slice at most, for memory recalled for this st
 
 def warm_text_for(inputs: BuildInputs, events: list[Event], ledger: Ledger | None = None,
                   items: list[ViewItem] | None = None, cue: RecallCue | None = None,
-                  task: TaskState | None = None, in_view: Sequence[Summary] | None = None) -> tuple[str, str | None]:
+                  task: TaskState | None = None, in_view: Sequence[Summary] | None = None,
+                  max_tokens: int | None = None) -> tuple[str, str | None]:
     """(warm block text, note): the session ledger's working-memory block, then what the memory hook
     recalls for this step. `events`: the live events; `ledger` and `cue`: theirs if already folded;
     `items`: the view, whose summaries say which messages are no longer shown (those still shown are
     not repeated; nor are those `task`, the task state a summary quotes, holds). A failing memory hook
-    is left out and the note says so. `in_view`: the view's summaries, when the caller has them."""
+    is left out and the note says so. `in_view`: the view's summaries, when the caller has them.
+    `max_tokens`: the block's size at most (default the warm slice; relief's last tier passes what the
+    prefix leaves)."""
     if inputs.warm_override is not None:
         return inputs.warm_override, None
     ledger = ledger if ledger is not None else Ledger().feed(events)
-    max_tokens = inputs.budget.base("warm")
+    max_tokens = inputs.budget.base("warm") if max_tokens is None else min(max_tokens, inputs.budget.base("warm"))
     if in_view is None and items is not None:
         in_view = [it for it in items if isinstance(it, Summary)]
     masked = None if in_view is None else [(it.first_id, it.last_id) for it in in_view]

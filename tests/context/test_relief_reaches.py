@@ -10,6 +10,7 @@ import pytest
 from ctxagent.context.budget import MIN_REPLY_TOKENS, Budget, default_max_output
 from ctxagent.context.builder.dispatch import build
 from ctxagent.context.errors import ContextOverflowError
+from ctxagent.context.history import Event
 from ctxagent.context.tokens import count_request
 
 from .ctx_helpers import Log, counter, inputs
@@ -80,3 +81,47 @@ def test_a_calibration_ratio_that_shifts_mid_session_never_exceeds_the_window(sh
         log.step("read_file", {"path": f"lib/part_{step}.py"}, "\n".join(f"line {step}.{k}: value = {k * step}" for k in range(150)))
         if step % 5 == 0:
             log.user(f"Also handle case {step}.")
+
+
+AREAS = ["parser", "lexer", "cache", "router", "store", "codec", "queue", "auth", "metrics", "logger", "pool", "index",
+         "shard", "replica", "backup", "scheduler", "mailer", "billing", "search", "export"]
+
+
+def test_a_summary_written_with_more_room_is_shortened_when_the_ratio_rises() -> None:
+    """Summaries made while the prefix left room (ratio 1.0) are larger than what it leaves once the ratio climbs
+    (1.45: the prefix alone is over W − reserve): they are shown shortened, under their read_event header, and the
+    request fits instead of failing; the log keeps the summaries whole."""
+    c = counter()
+    system = _prefix(9_000)
+    budget = Budget(16_000, max_output=4000)
+    log = Log()
+    for step, area in enumerate(AREAS, start=1):
+        log.user(f"For the {area}, let's use the {area}_v{step} design with a bounded buffer of {step * 64} entries, "
+                 f"and never change the {area} wire format in lib/{area}/wire.py. 我们决定 {area} 改用 v{step}。")
+        log.step("read_file", {"path": f"lib/{area}/core.py"},
+                 "\n".join(f"def {area}_handler_{k}(request): return route_{k}(request)" for k in range(160)),
+                 text=f"I will switch the {area} to {area}_v{step}; TODO: add tests for the {area} buffer limit.")
+        res = build(inputs(log, system=system, budget=budget, step=step, calibration_ratio=1.0))
+        _fits(res.request, budget, 1.0)
+        for rec in res.compactions:  # as the agent appends them
+            log.add("compaction", **rec.data.to_data())
+    whole = [e.data["summary"] for e in log.events if e.kind == "compaction"]
+    assert max(c.count(s) for s in whole) > 600  # written with room to spare
+    ratio = 1.45
+    assert math.ceil(c.count(system) * ratio) > budget.limit  # the prefix alone is over W − reserve now
+    log.user("Keep going with the next module.")
+    res = build(inputs(log, system=system, budget=budget, step=len(AREAS) + 1, calibration_ratio=ratio))
+    _fits(res.request, budget, ratio)
+    shown = [m for m in res.request.messages if m.kind == "summary"]
+    assert shown and all("read_event id=N" in m.content for m in shown)
+    assert all(c.count(m.content) < 600 for m in shown)  # shown shorter than any was logged...
+    assert [e.data["summary"] for e in log.events if e.kind == "compaction"] == whole  # ... and the log is untouched
+    assert any("改用" in m.content for m in shown)  # the shortened sections still carry the decisions
+    assert "omitted for space" in res.warm_text  # the working-memory block was re-made within what was left
+    # a re-build from the log with this build's records and its warm block as sent (inspect's) is the same request
+    events = list(log.events)
+    for rec in res.compactions:
+        events.append(Event(len(events), "compaction", rec.data.to_data()))
+    again = build(inputs(events, system=system, budget=budget, step=len(AREAS) + 1, calibration_ratio=ratio,
+                         turn=log.turn, warm_override=res.warm_text))
+    assert again.request.messages == res.request.messages and again.request.max_tokens == res.request.max_tokens
