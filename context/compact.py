@@ -27,6 +27,7 @@ from collections.abc import Callable, Sequence
 
 from ctxagent.context.events import CompactionData
 from ctxagent.context.history import Event, Summary, ViewItem, item_id, view
+from ctxagent.context.ledger import replaces_decision
 from ctxagent.context.memory.detect import detect_constraints, detect_decisions, sentences
 from ctxagent.context.memory.provenance import Author
 from ctxagent.context.memory.rules import same_subject
@@ -168,6 +169,13 @@ def _untagged(line: str) -> str:
     return line.split("] ", 1)[1] if line.startswith("[turn ") and "] " in line else line
 
 
+def _tag_author(line: str) -> Author:
+    """Who a summary line's "[turn N, by X]" tag names: the user, or anyone else (the model's, a summary's
+    untagged line)."""
+    tag = line.split("] ", 1)[0] if line.startswith("[turn ") else ""
+    return Author.USER if tag.endswith(f"by {Author.USER.label}") else Author.MODEL
+
+
 def extractive_summary(items: Sequence[ViewItem], max_items: int = MAX_ITEMS_PER_SECTION, max_chars: int = MAX_ITEM_CHARS,
                        focus: str | None = None) -> str:
     """The no-model summary: detectors for decisions and constraints, edit facts for changes, TODOs for
@@ -180,8 +188,9 @@ def extractive_summary(items: Sequence[ViewItem], max_items: int = MAX_ITEMS_PER
         if text and key not in seen:
             seen.add(key)
             if section == "Decisions":  # a later decision on the same subject supersedes, as in the ledger
-                said = _untagged(text)
-                sections[section] = [d for d in sections[section] if not same_subject("decision", said, _untagged(d))]
+                said, by = _untagged(text), _tag_author(text)
+                sections[section] = [d for d in sections[section] if not (
+                    replaces_decision(by, _tag_author(d)) and same_subject("decision", said, _untagged(d)))]
             sections[section].append(text)
 
     calls: dict[str, ToolCall] = {}

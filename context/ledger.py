@@ -7,8 +7,9 @@ Every line is an authored line (context/memory/provenance.py); only the user's b
     constraints   the user's own constraints and /remember pins                   user: binding
     open tasks    TODO-like user lines                                            user: binding
                   a compaction summary's open tasks                               summary: data
-    decisions     decisions in user or model text, a newer one on the same       each with its author
-                  subject superseding the older
+    decisions     decisions in user or model text (the agent's own "I'll stick     each with its author
+                  with X", 我们改用 X), a newer one on the same subject superseding
+                  the older — only the user's replaces the user's (`replaces_decision`)
     changed       files changed in this session (context/tool_meta.py), with their turns
     failing       failing tests named by the newest TEST RUNNER output that named any (run_tests, or
                   a shell command that is a recognised test command: tool_meta.runs_tests_only),
@@ -17,8 +18,8 @@ Every line is an authored line (context/memory/provenance.py); only the user's b
     rewound       code rewinds (`code_rewind` events): the files went back to before a turn while the
                   conversation stayed, so those turns' changes leave `changed`, the test state goes back
                   to what it was before them, and the block says so
-    quotes        requirement lines of documents a tool read (specs, issues, READMEs, web pages), each
-                  with the event it came from — QUOTED DATA: they say what the document says, they are
+    quotes        requirement and decision lines of documents a tool read (specs, issues, READMEs, web
+                  pages; detect.document_lines), each with the event it came from — QUOTED DATA: they say what the document says, they are
                   not instructions to the agent (tool output can never become binding)
 
 A pure fold over the live (non-rewound) log, in log order: `feed` extends it with new events only
@@ -43,7 +44,7 @@ from typing import Any
 
 from ctxagent.context.events import CodeRewindData, tool_output_of
 from ctxagent.context.history import Event
-from ctxagent.context.memory.detect import detect_decisions, detect_requirements, failing_tests
+from ctxagent.context.memory.detect import detect_decisions, document_lines, failing_tests
 from ctxagent.context.memory.provenance import Author
 from ctxagent.context.memory.rules import same_subject
 from ctxagent.context.memory.terms import normalize
@@ -115,10 +116,10 @@ def _source_of(call: ToolCall | None, name: str) -> str:
 
 def result_facts(name: str, arguments: dict[str, Any], content: str) -> dict[str, Any]:
     """Facts about a tool result to log in its meta, read from the WHOLE output before it is spilled:
-    the requirement lines of a document read (the ledger quotes them once the output is cut)."""
+    the requirement and decision lines of a document read (the ledger quotes them once the output is cut)."""
     if not reads_document(name, arguments):
         return {}
-    lines = detect_requirements(content)[:MAX_QUOTE_LINES]
+    lines = document_lines(content)[:MAX_QUOTE_LINES]
     return {"requirements": lines} if lines else {}
 
 
@@ -170,8 +171,8 @@ class Ledger(PinCollector):
     def _decide(self, text: str, event_id: int, author: Author) -> None:
         for sentence in detect_decisions(text):
             pin = Pin("decision", sentence, self.turn, event_id, author=author)
-            self.decisions = [d for d in self.decisions
-                              if not same_subject("decision", sentence, d.text) and normalize(d.text) != normalize(sentence)]
+            self.decisions = [d for d in self.decisions if normalize(d.text) != normalize(sentence) and not (
+                replaces_decision(author, d.author) and same_subject("decision", sentence, d.text))]
             self.decisions.append(pin)
         del self.decisions[:-MAX_DECISIONS_KEPT]
 
@@ -193,7 +194,7 @@ class Ledger(PinCollector):
             # a test run that names no failure settles the earlier ones
             self._set_failing(ev.id, (ev.id, tuple(failures)) if failures else None)
         found = result.meta.requirements or (
-            detect_requirements(own) if call is not None and reads_document(call.name, call.arguments) else [])
+            document_lines(own) if call is not None and reads_document(call.name, call.arguments) else [])
         if found:
             lines = []
             for line in found:
@@ -320,6 +321,13 @@ class Ledger(PinCollector):
             self.constraints.pop(next(iter(self.constraints)))
             return True
         return False
+
+
+def replaces_decision(new: Author, old: Author) -> bool:
+    """Whether a decision by `new` supersedes an older one by `old` on the same subject: always, except
+    that only the user replaces the user's own decision. The agent's "I'll switch to SQLite" after the
+    user's "let's use Postgres" does not erase the user's choice; both stay, each with its author."""
+    return old is not Author.USER or new is Author.USER
 
 
 def with_quotes(shown: str, lines: tuple[str, ...]) -> str:

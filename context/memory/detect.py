@@ -2,12 +2,15 @@
 
 No model call. A constraint is a sentence the user wants honoured from now on ("never touch
 config files", "不要修改配置文件"); a decision is a sentence that settles a choice ("we'll use
-PostgreSQL", "决定用 PostgreSQL"). Each returns the matching sentences, trimmed.
+PostgreSQL", "决定用 PostgreSQL"), the speaker's own included ("I'll stick with the v1 schema",
+"我们就用 SQLite": the agent's decisions, read off its replies; never the means of its next step,
+"I'll use `sed` to patch it"). Each returns the matching sentences, trimmed.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
 # A sentence ends at . ! ? only before whitespace or the end, so "config.py" and "v2.0" stay whole.
 _SENTENCE = re.compile(r"(?:[^.!?。！？\n]|[.!?](?=[^\s.!?]))+[.!?。！？]*")
@@ -30,6 +33,29 @@ DECISION_IMPERATIVE_EN = re.compile(
     r"(?:use|switch to|go with|stick with|stick to|prefer|pick|adopt|migrate to|move to)\b",
     re.IGNORECASE,
 )
+# A choice the speaker states for their own work ("I'll stick with the v1 schema", "we're going to go with
+# option B", "我们就用 SQLite", "我改用 JSON Lines"): the agent's own decisions, read off its replies. The
+# object must not be the means of the next step ("I'll use `sed` to patch it", "我用 grep 查找"): that is a
+# plan for one call, not a choice the session has to remember (`_STEP_PLAN`).
+OWN_DECISION_EN = re.compile(
+    r"\b(?:i|we)(?:\s*['’]ll|\s*['’]d rather|\s+will|\s+shall|\s*['’](?:m|re)\s+going\s+to|\s+am\s+going\s+to|"
+    r"\s+are\s+going\s+to|\s+(?:have\s+)?decided\s+to)\s+(?:now\s+|instead\s+|just\s+|then\s+|still\s+|rather\s+)?"
+    r"(?:use|go\s+with|stick\s+(?:with|to)|switch\s+(?:over\s+)?to|move\s+to|keep\s+using|settle\s+on|rely\s+on|adopt)\b",
+    re.IGNORECASE,
+)
+OWN_DECISION_ZH = re.compile(r"(?:我们|我)(?:就|会|将|还是|打算|准备|先|统一|继续)?(?:改用|换用|选用|采用|使用|用)(?!户|途|法|来|于|了)")
+# the means of one step: a command, a tool, a script ("use `sed` to …", "use a python script", "用 grep 查找")
+_STEP_MEANS = re.compile(
+    r"`?\b(?:sed|ed|awk|grep|rg|cat|curl|wget|python3?|bash|sh|shell|perl|echo|printf|find|ls|head|tail|git|jq|"
+    r"scripts?|commands?|tools?|heredoc|editor|one-liner|temp(?:orary)?|subagents?|agents?|task|str_replace\w*|view|"
+    r"read|edit|write|search|the \w+ tool)\b`?",
+    re.IGNORECASE,
+)
+_STEP_GOAL = re.compile(r"\bto\s+(?:check|see|find|look|verify|inspect|confirm|debug|print|view|read|search|locate|"
+                        r"list|explore|reproduce|run|show|examine|test|investigate|understand)\b", re.IGNORECASE)
+_STEP_MEANS_ZH = re.compile(r"(?:sed|awk|grep|rg|cat|curl|python3?|bash|shell|脚本|命令|工具)|(?:查看|查找|搜索|读取|检查|看看|运行)")
+MAX_MEANS_WORDS = 6  # how far after the verb the means of a step is looked for
+
 # Questions settle nothing ("should we use MySQL?").
 _QUESTION = re.compile(r"[?？]\s*$|^(?:should|shall|could|can|would|do|does|is|are|what|which|why|how)\b", re.IGNORECASE)
 
@@ -45,11 +71,25 @@ def detect_constraints(text: str) -> list[str]:
     return [s for s in sentences(text) if CONSTRAINT_MARKERS_EN.search(s) or CONSTRAINT_MARKERS_ZH.search(s)]
 
 
-def detect_decisions(text: str) -> list[str]:
+def _own_decision(s: str) -> bool:
+    """A choice the speaker states for their own work, not the means of their next step."""
+    m = OWN_DECISION_EN.search(s)
+    if m:
+        after = " ".join(s[m.end():].split()[:MAX_MEANS_WORDS])
+        return not (_STEP_MEANS.search(after) or _STEP_GOAL.search(s[m.end():]))
+    z = OWN_DECISION_ZH.search(s)
+    return z is not None and not _STEP_MEANS_ZH.search(s[z.end():])
+
+
+def detect_decisions(text: str, documents: bool = False) -> list[str]:
+    """Sentences that settle a choice. `documents`: the text is a document a tool read (a spec, an issue),
+    whose imperatives say how to use a thing ("Use --verbose to see more"), not a choice: only its
+    stated decisions count."""
     return [
         s for s in sentences(text)
         if not _QUESTION.search(s)
-        and (DECISION_MARKERS_EN.search(s) or DECISION_MARKERS_ZH.search(s) or DECISION_IMPERATIVE_EN.search(s))
+        and (DECISION_MARKERS_EN.search(s) or DECISION_MARKERS_ZH.search(s) or _own_decision(s)
+             or (not documents and DECISION_IMPERATIVE_EN.search(s)))
     ]
 
 
@@ -101,10 +141,9 @@ def _prose(line: str) -> bool:
     return len(line) <= MAX_REQUIREMENT_CHARS and len(_WORD.findall(line)) >= 3 and not _CODE_SHAPED.search(line)
 
 
-def detect_requirements(text: str) -> list[str]:
-    """Requirement sentences of a document, in order, once each: sentences with a requirement marker,
-    and every item under a rules-like heading. Code (fenced blocks, code-shaped lines) is skipped."""
-    out: dict[str, None] = {}
+def _document_items(text: str) -> Iterator[tuple[str, bool]]:
+    """(a prose line of a document without its bullet, whether it is an item under a rules-like heading),
+    in order. Code (fenced blocks, code-shaped lines), headings and blank lines are skipped."""
     fenced = rules = False
     for raw in (text or "").splitlines():
         line = _LINE_PREFIX.sub("", raw, count=1)
@@ -119,13 +158,32 @@ def detect_requirements(text: str) -> list[str]:
             rules = bool(RULE_HEADING.search(next(g for g in heading.groups() if g)))
             continue
         item = _DOC_BULLET.sub("", line, count=1).strip().strip("*").strip()
-        if not _prose(item):
-            continue
-        if rules and bullet:
+        if _prose(item):
+            yield item, rules and bullet
+
+
+def detect_requirements(text: str) -> list[str]:
+    """Requirement sentences of a document, in order, once each: sentences with a requirement marker,
+    and every item under a rules-like heading. Code (fenced blocks, code-shaped lines) is skipped."""
+    out: dict[str, None] = {}
+    for item, ruled in _document_items(text):
+        if ruled:
             out.setdefault(item, None)
             continue
         for s in sentences(item):
             if _prose(s) and (REQUIREMENT_MARKERS_EN.search(s) or REQUIREMENT_MARKERS_ZH.search(s)):
+                out.setdefault(s, None)
+    return list(out)
+
+
+def document_lines(text: str) -> list[str]:
+    """What the session ledger quotes of a document a tool read (a spec, an issue): its requirement
+    sentences, then the decisions it states ("we decided to …", "改用 …"; not its how-to imperatives),
+    in order, once each. Data about the document, never instructions."""
+    out = dict.fromkeys(detect_requirements(text))
+    for item, _ in _document_items(text):
+        for s in detect_decisions(item, documents=True):
+            if _prose(s):
                 out.setdefault(s, None)
     return list(out)
 
