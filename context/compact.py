@@ -27,9 +27,8 @@ from collections.abc import Callable, Sequence
 
 from ctxagent.context.events import CompactionData
 from ctxagent.context.history import Event, Summary, ViewItem, item_id, view
-from ctxagent.context.ledger import replaces_decision
 from ctxagent.context.memory.detect import detect_constraints, detect_decisions, sentences
-from ctxagent.context.memory.provenance import Author
+from ctxagent.context.memory.provenance import Author, may_replace
 from ctxagent.context.memory.rules import same_subject
 from ctxagent.context.memory.terms import key_terms
 from ctxagent.context.pins import summary_sections
@@ -190,7 +189,7 @@ def extractive_summary(items: Sequence[ViewItem], max_items: int = MAX_ITEMS_PER
             if section == "Decisions":  # a later decision on the same subject supersedes, as in the ledger
                 said, by = _untagged(text), _tag_author(text)
                 sections[section] = [d for d in sections[section] if not (
-                    replaces_decision(by, _tag_author(d)) and same_subject("decision", said, _untagged(d)))]
+                    may_replace(by, _tag_author(d)) and same_subject("decision", said, _untagged(d)))]
             sections[section].append(text)
 
     calls: dict[str, ToolCall] = {}

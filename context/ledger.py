@@ -9,7 +9,7 @@ Every line is an authored line (context/memory/provenance.py); only the user's b
                   a compaction summary's open tasks                               summary: data
     decisions     decisions in user or model text (the agent's own "I'll stick     each with its author
                   with X", 我们改用 X), a newer one on the same subject superseding
-                  the older — only the user's replaces the user's (`replaces_decision`)
+                  the older — only the user's replaces the user's (`provenance.may_replace`)
     changed       files changed in this session (context/tool_meta.py), with their turns
     failing       failing tests named by the newest TEST RUNNER output that named any (run_tests, or
                   a shell command that is a recognised test command: tool_meta.runs_tests_only),
@@ -45,7 +45,7 @@ from typing import Any
 from ctxagent.context.events import CodeRewindData, tool_output_of
 from ctxagent.context.history import Event
 from ctxagent.context.memory.detect import detect_decisions, document_lines, failing_tests
-from ctxagent.context.memory.provenance import Author
+from ctxagent.context.memory.provenance import Author, may_replace
 from ctxagent.context.memory.rules import same_subject
 from ctxagent.context.memory.terms import normalize
 from ctxagent.context.pins import ITEM_TAG, WARM_CLOSE, WARM_NOTE, WARM_OPEN, Pin, PinCollector
@@ -172,7 +172,7 @@ class Ledger(PinCollector):
         for sentence in detect_decisions(text):
             pin = Pin("decision", sentence, self.turn, event_id, author=author)
             self.decisions = [d for d in self.decisions if normalize(d.text) != normalize(sentence) and not (
-                replaces_decision(author, d.author) and same_subject("decision", sentence, d.text))]
+                may_replace(author, d.author) and same_subject("decision", sentence, d.text))]
             self.decisions.append(pin)
         del self.decisions[:-MAX_DECISIONS_KEPT]
 
@@ -321,13 +321,6 @@ class Ledger(PinCollector):
             self.constraints.pop(next(iter(self.constraints)))
             return True
         return False
-
-
-def replaces_decision(new: Author, old: Author) -> bool:
-    """Whether a decision by `new` supersedes an older one by `old` on the same subject: always, except
-    that only the user replaces the user's own decision. The agent's "I'll switch to SQLite" after the
-    user's "let's use Postgres" does not erase the user's choice; both stay, each with its author."""
-    return old is not Author.USER or new is Author.USER
 
 
 def with_quotes(shown: str, lines: tuple[str, ...]) -> str:

@@ -98,6 +98,14 @@ class AuthoredLine:
         return binds(self)
 
 
+def may_replace(new: Author, old: Author) -> bool:
+    """THE supersession rule: a newer line replaces an older one on the same subject always, except that
+    only the user replaces what the user wrote (a constraint, a decision). The agent's "I'll switch to
+    SQLite" after the user's "let's use Postgres", or injected text after "never touch config/", leaves
+    the user's line standing beside it. The ledger, the extractive summary and the store all ask this."""
+    return old is not Author.USER or new is Author.USER
+
+
 def binds(line: AuthoredLine) -> bool:
     """THE rule: a line binds only when it is a constraint or an open task in the user's words."""
     return line.kind in BINDING_KINDS and (line.author is Author.USER or line.restates_user)

@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from ctxagent.context.memory.provenance import Author, polarity
+from ctxagent.context.memory.provenance import Author, may_replace, polarity
 from ctxagent.context.memory.terms import key_terms, normalize
 
 if TYPE_CHECKING:
@@ -80,6 +80,6 @@ def same_subject(
 
 
 def may_supersede(new: Record, old: Record) -> bool:
-    """Injected text must not lift the user's constraints: only the user replaces what the user bound."""
-    return not (old.type == "constraint" and Author.of(old.provenance) is Author.USER
-                and Author.of(new.provenance) is not Author.USER)
+    """Injected text must not lift the user's constraints, nor the model replace the user's decisions:
+    only the user replaces what the user wrote (`provenance.may_replace`, the ledger's rule too)."""
+    return may_replace(Author.of(new.provenance), Author.of(old.provenance))

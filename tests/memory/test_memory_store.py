@@ -251,3 +251,17 @@ def test_a_long_query_keeps_its_rarest_held_terms(store: MemoryStore, monkeypatc
     monkeypatch.setattr(search, "MAX_QUERY_UNITS", 48)
     assert selective(units, unit_df) == (units, unit_df)
     assert common_only in [r.id for r in store.lexical_search(query, limit=10)]
+
+
+@pytest.mark.parametrize(("user_said", "model_said"), [
+    ("Use PostgreSQL for the database.", "Use SQLite for the database instead."),
+    ("数据库我们用 PostgreSQL。", "数据库改用 SQLite。"),
+])
+def test_the_models_decision_never_replaces_the_users(store: MemoryStore, user_said: str, model_said: str) -> None:
+    # the one supersession rule (provenance.may_replace): only the user replaces what the user wrote
+    users = store.add(user_said, "decision", session="s", turn=1, provenance="user")
+    models = store.add(model_said, "decision", session="s", turn=5, provenance="model")
+    assert store.get(users).current and store.get(models).current  # type: ignore[union-attr]
+    again = store.add(model_said.replace("SQLite", "MySQL"), "decision", session="s", turn=6, provenance="user")
+    assert store.get(models).superseded_by == again  # type: ignore[union-attr]
+    assert store.get(users).superseded_by == again  # type: ignore[union-attr]
