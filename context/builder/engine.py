@@ -26,6 +26,7 @@ from ctxagent.context.builder.inputs import (
 from ctxagent.context.builder.measure import make_report
 from ctxagent.context.builder.relief import relieve
 from ctxagent.context.builder.render import warm_position
+from ctxagent.context.builder.slice_relief import STEP_CHUNK, candidate_end
 from ctxagent.context.builder.task_state import task_state_for
 from ctxagent.context.builder.warm import warm_text_for
 from ctxagent.context.history import Summary
@@ -73,6 +74,35 @@ def _walk(slots: list[Slot]) -> tuple[list[Message], int, list[int], list[int]]:
     return messages, cleared or pruned, cut_ids, spilled_ids
 
 
+def previous_cut_end(draft: Draft, protect_steps: int, stable: int) -> int:
+    """Where the cut part of the history ended at the previous cut (a slot index, 0 < it < `stable`; else 0).
+
+    In a long turn the slice is relieved a chunk of steps at a time (slice_relief.candidate_end): each
+    cut clears the traffic that aged past the protected steps since the last one, oldest first, so the
+    cut part's end jumps by a chunk — more blocks than a cache breakpoint looks back (20). What was cut
+    before the previous chunk boundary is what the previous cut left, and it has not changed since (the
+    cut set only grows, oldest first): the provider marks its end too, so the request after a cut finds
+    the entry the requests before it wrote there. A function of the draft alone, as the request is."""
+    if protect_steps <= 0 or stable <= 0:
+        return 0
+    slots = draft.slots
+    steps = [i for i, s in enumerate(slots) if s.msg.role == "assistant"]
+    chunk = max(1, round(protect_steps * STEP_CHUNK))
+    if len(steps) <= chunk:
+        return 0
+    # the candidates' end as it was one chunk of steps ago: the previous cut's end, in steady state
+    before = candidate_end(draft, protect_steps, steps[len(steps) - chunk], steps)
+    cleared = pruned = 0
+    for i in range(min(before, len(slots))):
+        state = slots[i].state
+        if state == "cleared":
+            cleared = i + 1
+        elif state in CUT_STATES:
+            pruned = i + 1
+    end = cleared or pruned
+    return end if 0 < end < stable else 0
+
+
 def _finish(inputs: BuildInputs, draft: Draft, warm: str, records: list[PlannedCompaction], notes: list[str],
             cache: BuildCache) -> BuildResult:
     compaction = records[0].data if records else None
@@ -82,13 +112,15 @@ def _finish(inputs: BuildInputs, draft: Draft, warm: str, records: list[PlannedC
     # stays as it is until the next cut, which starts after it. Previews (low-value results, the
     # fit-the-limit tiers) may still be cleared later, so they mark the end only while nothing is cleared
     messages, stable, cut_ids, spilled_ids = _walk(draft.slots)
+    anchor = previous_cut_end(draft, inputs.budget.protect_steps, stable)
     if draft.warm_msg is not None:
         at = warm_position(messages)
         messages.insert(at, draft.warm_msg)
         stable += at < stable
+        anchor += 0 < anchor and at < anchor
     request = Request(system=inputs.system, messages=messages, tools=list(inputs.tools),
                       max_tokens=draft.reply_tokens or inputs.budget.max_output,
-                      stable_messages=stable)
+                      stable_messages=stable, anchor_messages=anchor)
     report = make_report(inputs, draft, request, compaction, notes, cache=cache)
     masked = [[it.first_id, it.last_id] for it in draft.items if isinstance(it, Summary)]
     return BuildResult(

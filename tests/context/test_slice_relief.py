@@ -129,6 +129,23 @@ def test_hysteresis_prunes_in_jumps_and_keeps_the_prefix_stable_between_them() -
     assert last.stable_messages > 0 and last.messages[last.stable_messages - 1].event_id in builds[-1].pruned_ids
 
 
+def test_after_a_cut_the_request_names_where_the_previous_cut_ended() -> None:
+    # a slice that stays over its watermark: every candidate is cleared, and steps age into the cut a chunk at a time
+    builds = grow(Budget(WINDOW, max_output=4096, tools_low=0.05, tools_high=0.1), 80)
+    found = 0
+    for before, after in zip(builds, builds[1:], strict=False):
+        anchor, stable = after.request.anchor_messages, after.request.stable_messages
+        assert anchor == 0 or 0 < anchor < stable
+        if anchor:  # the part before it is the same as in the request before (the cut set only grows, oldest first)
+            assert [m.to_dict() for m in after.request.messages[:anchor]] == [m.to_dict() for m in before.request.messages[:anchor]]
+        if set(after.pruned_ids) != set(before.pruned_ids) and before.request.stable_messages:
+            # a jump of a chunk of steps: the anchor is the cut part's end in the request before it
+            assert anchor == before.request.stable_messages < stable
+            found += 1
+    assert found >= 3
+    assert run(Log(), budget=Budget(WINDOW, max_output=4096)).request.anchor_messages == 0
+
+
 def test_slice_cut_is_quantized() -> None:
     budget = Budget(WINDOW, max_output=4096, tools_high=1.0, tools_low=0.6)  # tools slice 60,000: high 60,000, low 36,000
     assert slice_cut(budget, 60_000, 0) == 0
