@@ -14,6 +14,7 @@ identical request (inspect compares a sha256).
 
 from __future__ import annotations
 
+from ctxagent.context.budget import Budget
 from ctxagent.context.builder.cache import BuildCache, cache_for
 from ctxagent.context.builder.inputs import (
     CUT_STATES,
@@ -26,7 +27,7 @@ from ctxagent.context.builder.inputs import (
 from ctxagent.context.builder.measure import make_report
 from ctxagent.context.builder.relief import relieve
 from ctxagent.context.builder.render import warm_position
-from ctxagent.context.builder.slice_relief import STEP_CHUNK, candidate_end
+from ctxagent.context.builder.slice_relief import candidate_end, chunk_steps
 from ctxagent.context.builder.task_state import task_state_for
 from ctxagent.context.builder.warm import warm_text_for
 from ctxagent.context.history import Summary
@@ -74,7 +75,7 @@ def _walk(slots: list[Slot]) -> tuple[list[Message], int, list[int], list[int]]:
     return messages, cleared or pruned, cut_ids, spilled_ids
 
 
-def previous_cut_end(draft: Draft, protect_steps: int, stable: int) -> int:
+def previous_cut_end(draft: Draft, budget: Budget, stable: int) -> int:
     """Where the cut part of the history ended at the previous cut (a slot index, 0 < it < `stable`; else 0).
 
     In a long turn the slice is relieved a chunk of steps at a time (slice_relief.candidate_end): each
@@ -83,15 +84,16 @@ def previous_cut_end(draft: Draft, protect_steps: int, stable: int) -> int:
     before the previous chunk boundary is what the previous cut left, and it has not changed since (the
     cut set only grows, oldest first): the provider marks its end too, so the request after a cut finds
     the entry the requests before it wrote there. A function of the draft alone, as the request is."""
+    protect_steps = budget.protect_steps
     if protect_steps <= 0 or stable <= 0:
         return 0
     slots = draft.slots
     steps = [i for i, s in enumerate(slots) if s.msg.role == "assistant"]
-    chunk = max(1, round(protect_steps * STEP_CHUNK))
+    chunk = chunk_steps(protect_steps, budget.step_chunk)
     if len(steps) <= chunk:
         return 0
     # the candidates' end as it was one chunk of steps ago: the previous cut's end, in steady state
-    before = candidate_end(draft, protect_steps, steps[len(steps) - chunk], steps)
+    before = candidate_end(draft, protect_steps, budget.step_chunk, steps[len(steps) - chunk], steps)
     cleared = pruned = 0
     for i in range(min(before, len(slots))):
         state = slots[i].state
@@ -112,7 +114,7 @@ def _finish(inputs: BuildInputs, draft: Draft, warm: str, records: list[PlannedC
     # stays as it is until the next cut, which starts after it. Previews (low-value results, the
     # fit-the-limit tiers) may still be cleared later, so they mark the end only while nothing is cleared
     messages, stable, cut_ids, spilled_ids = _walk(draft.slots)
-    anchor = previous_cut_end(draft, inputs.budget.protect_steps, stable)
+    anchor = previous_cut_end(draft, inputs.budget, stable)
     if draft.warm_msg is not None:
         at = warm_position(messages)
         messages.insert(at, draft.warm_msg)

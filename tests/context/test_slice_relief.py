@@ -11,7 +11,7 @@ from ctx_helpers import Log, numbered_lines, run
 from ctxagent.context.budget import Budget
 from ctxagent.context.builder.dispatch import request_sha256
 from ctxagent.context.builder.inputs import BuildResult
-from ctxagent.context.builder.slice_relief import STEP_CHUNK, slice_cut
+from ctxagent.context.builder.slice_relief import chunk_steps, slice_cut
 from ctxagent.context.errors import ConfigError
 from ctxagent.context.prune import cleared_arguments, cleared_text, files_named, pruned_text
 from ctxagent.context.request import Message
@@ -66,7 +66,7 @@ def test_the_last_protected_steps_are_untouched_in_a_long_turn() -> None:
     assert not set(ids[-budget.protect_steps:]) & set(res.pruned_ids)
     tight = run(log, budget=Budget(WINDOW, max_output=4096, tools_low=0.05, tools_high=0.1))
     # everything older may go; the boundary moves in chunks of steps, so 8 to 15 steps stay verbatim
-    chunk = max(1, round(budget.protect_steps * STEP_CHUNK))
+    chunk = chunk_steps(budget.protect_steps, budget.step_chunk)
     aged = (len(ids) - budget.protect_steps) // chunk * chunk
     assert set(tight.pruned_ids) == set(ids[:aged]) and len(ids) - aged < budget.protect_steps + chunk
 
@@ -201,6 +201,24 @@ def test_budget_validates_the_watermarks() -> None:
         Budget(WINDOW, tools_low=0.8, tools_high=0.5)
     with pytest.raises(ConfigError):
         Budget(WINDOW, protect_steps=-1)
+    with pytest.raises(ConfigError):
+        Budget(WINDOW, step_chunk=0)
+
+
+def test_a_longer_step_chunk_cuts_more_rarely_and_keeps_more_steps() -> None:
+    budget = Budget(WINDOW, max_output=4096, tools_low=0.05, tools_high=0.1)
+    longer = Budget(WINDOW, max_output=4096, tools_low=0.05, tools_high=0.1, step_chunk=3.0)
+    short, long = grow(budget, 80), grow(longer, 80)
+
+    def jumps(builds: list[BuildResult]) -> int:
+        return sum(set(a.pruned_ids) != set(b.pruned_ids) for b, a in zip(builds, builds[1:], strict=False))
+
+    assert 0 < jumps(long) < jumps(short)
+    # verbatim: the last protect_steps steps and up to chunk − 1 more
+    steps = len([m for m in long[-1].request.messages if m.role == "assistant"])
+    kept = steps - len(long[-1].pruned_ids)
+    assert longer.protect_steps <= kept < longer.protect_steps + chunk_steps(longer.protect_steps, longer.step_chunk)
+    assert sum(len(b.pruned_ids) for b in short) > sum(len(b.pruned_ids) for b in long)  # more verbatim on the way
 
 
 def timed_session(gap_at: int | None, steps: int = 40) -> tuple[Log, list[BuildResult]]:
@@ -226,7 +244,7 @@ def test_a_cold_cache_is_where_relief_happens_and_later_builds_keep_it() -> None
     at = cold[21]  # built right after the 10-minute gap: the whole request is written to the cache anyway
     assert cold[20].pruned_ids == [] and at.pruned_ids
     reads = [e.id for e in log.events if e.kind == "tool_result"]
-    chunk = max(1, round(budget.protect_steps * STEP_CHUNK))
+    chunk = chunk_steps(budget.protect_steps, budget.step_chunk)
     aged = (21 - budget.protect_steps) // chunk * chunk  # the low watermark is under the protected steps alone:
     assert at.pruned_ids == reads[:aged]  # every read before the protected steps goes, oldest first, and no other
     assert all(m.content.startswith("[cleared: ") for m in at.request.messages if m.event_id in at.pruned_ids)
@@ -254,10 +272,21 @@ def test_a_model_switch_is_a_cold_cache_too() -> None:
     assert all(b.pruned_ids == [] for b in builds[:20])
     switched = builds[20]
     reads = [e.id for e in log.events if e.kind == "tool_result"]
-    chunk = max(1, round(budget.protect_steps * STEP_CHUNK))
+    chunk = chunk_steps(budget.protect_steps, budget.step_chunk)
     assert switched.pruned_ids == reads[: (21 - budget.protect_steps) // chunk * chunk]
     for before, after in zip(builds[20:], builds[21:], strict=False):  # the same model again: the cut stays
         assert set(before.pruned_ids) <= set(after.pruned_ids)
     same = Log()
     same.events = [e for e in log.events if e.kind != "context_report"]  # no records of the switch: no cut
     assert run(same, budget=budget).pruned_ids == []
+
+
+def test_a_log_written_before_the_step_chunk_was_recorded_rebuilds_with_the_one_it_had() -> None:
+    from ctxagent.context.builder.inputs import BuildInputs
+    from ctxagent.context.events import BuildParams
+
+    def rebuilt(params: BuildParams) -> Budget:
+        return BuildInputs.from_params(params, events=[], system="s", tools=[], counter=C, step=1, turn=1).budget
+
+    assert rebuilt(BuildParams(window=WINDOW, max_output=4096)).step_chunk == 1.0
+    assert rebuilt(BuildParams(window=WINDOW, max_output=4096, step_chunk=3.0)).step_chunk == 3.0
