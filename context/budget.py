@@ -12,8 +12,8 @@ recent conversation gets whatever the stable parts did not need.
 The tools slice is also enforced, not only reported (context/builder/slice_relief.py): once the tool results
 shown exceed `tools_high` × its share (default 0.6), old tool traffic is cleared in the view to one
 line each, oldest first, down to about `tools_low` × it (default 0.1), keeping that of the last
-`protect_turns` user turns that is also in the last `protect_steps` model steps (default 8; up to 15,
-the boundary moves in chunks). Tool results never borrow unused warm/system share.
+`protect_turns` user turns that is also in the last `protect_steps` model steps (default 8; up to 31:
+the boundary moves in chunks of `step_chunk` × protect_steps steps, default 3 × 8). Tool results never borrow unused warm/system share.
 """
 
 from __future__ import annotations
@@ -45,8 +45,10 @@ DEFAULT_MAX_OUTPUT = 8192
 DEFAULT_TOOLS_HIGH = 0.6
 DEFAULT_TOOLS_LOW = 0.1
 DEFAULT_PROTECT_STEPS = 8  # within one long turn, the last 8 (to 15) steps' tool traffic stays verbatim
-# ... and the boundary advances DEFAULT_STEP_CHUNK × protect_steps steps at a time (slice_relief.candidate_end)
-DEFAULT_STEP_CHUNK = 1.0
+# ... and the boundary advances DEFAULT_STEP_CHUNK × protect_steps steps at a time (slice_relief.candidate_end):
+# each advance is a cut that re-writes the history after it, so a longer chunk re-writes less and keeps more
+# verbatim. Fitted held apart (`bench fit --sweep step_chunk`): every split but two picks 3 (docs/BENCHMARKS.md §1)
+DEFAULT_STEP_CHUNK = 3.0
 STEP_CHUNK_BEFORE_RECORDED = 1.0  # what a log written before the step chunk was recorded was built with
 # the last relief tier (context/builder/relief.py): when nothing else is left to cut, the reply's reserve
 # yields down to this floor and the request asks for a shorter reply (enough for a tool call or a short answer)

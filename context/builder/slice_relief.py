@@ -16,7 +16,7 @@ The rule (no model call, view only; the log is untouched):
 Candidates are the tool traffic older than the last `protect_turns` user turns, and — because one
 agentic turn can hold a hundred steps — also older than the last `Budget.protect_steps` model steps
 (default 8; 0 turns that off; the boundary advances in chunks of `Budget.step_chunk` × that many steps,
-see candidate_end).
+default 3 × 8: 8 to 31 steps stay verbatim, see candidate_end).
 Low-value results (errors, failed searches, acknowledgements) are cut first once relief is on; then
 the rest OLDEST FIRST until the savings reach `cut`. A cut CLEARS (prune.py): a result becomes one
 line — what it was, read_event / read_spill, the files it named — plus the failing tests it reported

@@ -131,7 +131,7 @@ def test_hysteresis_prunes_in_jumps_and_keeps_the_prefix_stable_between_them() -
 
 def test_after_a_cut_the_request_names_where_the_previous_cut_ended() -> None:
     # a slice that stays over its watermark: every candidate is cleared, and steps age into the cut a chunk at a time
-    builds = grow(Budget(WINDOW, max_output=4096, tools_low=0.05, tools_high=0.1), 80)
+    builds = grow(Budget(WINDOW, max_output=4096, tools_low=0.05, tools_high=0.1, step_chunk=1.0), 80)
     found = 0
     for before, after in zip(builds, builds[1:], strict=False):
         anchor, stable = after.request.anchor_messages, after.request.stable_messages
@@ -168,7 +168,7 @@ def test_long_call_arguments_are_cut_and_paths_and_short_ones_kept() -> None:
     for i in range(30):
         (cid,) = log.assistant("Writing.", [("write_file", {"path": f"src/w{i}.py", "content": content})])
         log.tool(cid, "write_file", "ok")
-    res = run(log, budget=Budget(WINDOW, max_output=4096))
+    res = run(log, budget=Budget(WINDOW, max_output=4096, step_chunk=1.0))
     cut = [m for m in res.request.messages if m.event_id in res.pruned_ids and m.role == "assistant"]
     assert cut and all(m.tool_calls[0].arguments["path"].startswith("src/w") for m in cut)
     assert all("[cleared — read_event id=" in m.tool_calls[0].arguments["content"] for m in cut)
@@ -206,7 +206,7 @@ def test_budget_validates_the_watermarks() -> None:
 
 
 def test_a_longer_step_chunk_cuts_more_rarely_and_keeps_more_steps() -> None:
-    budget = Budget(WINDOW, max_output=4096, tools_low=0.05, tools_high=0.1)
+    budget = Budget(WINDOW, max_output=4096, tools_low=0.05, tools_high=0.1, step_chunk=1.0)
     longer = Budget(WINDOW, max_output=4096, tools_low=0.05, tools_high=0.1, step_chunk=3.0)
     short, long = grow(budget, 80), grow(longer, 80)
 
@@ -227,7 +227,7 @@ def timed_session(gap_at: int | None, steps: int = 40) -> tuple[Log, list[BuildR
     log = Log()
     log.now = 1_000_000.0
     log.user("Read the modules one by one.")
-    budget = Budget(WINDOW, max_output=4096)
+    budget = Budget(WINDOW, max_output=4096, step_chunk=1.0)  # short chunks: a 40-step session ages steps into cuts
     builds = [run(log, budget=budget)]
     for i in range(steps):
         log.now += 600.0 if i == gap_at else 30.0
@@ -239,7 +239,7 @@ def timed_session(gap_at: int | None, steps: int = 40) -> tuple[Log, list[BuildR
 def test_a_cold_cache_is_where_relief_happens_and_later_builds_keep_it() -> None:
     _, warm = timed_session(None)
     log, cold = timed_session(20)
-    budget = Budget(WINDOW, max_output=4096)
+    budget = Budget(WINDOW, max_output=4096, step_chunk=1.0)
     assert all(b.pruned_ids == [] for b in warm)  # 40 reads never reach the slice's high watermark
     at = cold[21]  # built right after the 10-minute gap: the whole request is written to the cache anyway
     assert cold[20].pruned_ids == [] and at.pruned_ids
@@ -260,7 +260,7 @@ def test_a_cold_cache_is_where_relief_happens_and_later_builds_keep_it() -> None
 
 
 def test_a_model_switch_is_a_cold_cache_too() -> None:
-    budget = Budget(WINDOW, max_output=4096)
+    budget = Budget(WINDOW, max_output=4096, step_chunk=1.0)
     log = Log()
     log.user("Read the modules one by one.")
     builds: list[BuildResult] = []
