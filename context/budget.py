@@ -12,8 +12,8 @@ recent conversation gets whatever the stable parts did not need.
 The tools slice is also enforced, not only reported (context/builder/slice_relief.py): once the tool results
 shown exceed `tools_high` × its share (default 0.6), old tool traffic is cleared in the view to one
 line each, oldest first, down to about `tools_low` × it (default 0.1), keeping that of the last
-`protect_turns` user turns that is also in the last `protect_steps` model steps (default 8; up to 15,
-the boundary moves in chunks). Tool results never borrow unused warm/system share.
+`protect_turns` user turns that is also in the last `protect_steps` model steps (default 8; up to 31:
+the boundary moves in chunks of `step_chunk` × protect_steps steps, default 3 × 8). Tool results never borrow unused warm/system share.
 """
 
 from __future__ import annotations
@@ -45,6 +45,11 @@ DEFAULT_MAX_OUTPUT = 8192
 DEFAULT_TOOLS_HIGH = 0.6
 DEFAULT_TOOLS_LOW = 0.1
 DEFAULT_PROTECT_STEPS = 8  # within one long turn, the last 8 (to 15) steps' tool traffic stays verbatim
+# ... and the boundary advances DEFAULT_STEP_CHUNK × protect_steps steps at a time (slice_relief.candidate_end):
+# each advance is a cut that re-writes the history after it, so a longer chunk re-writes less and keeps more
+# verbatim. Fitted held apart (`bench fit --sweep step_chunk`): every split but two picks 3 (docs/BENCHMARKS.md §1)
+DEFAULT_STEP_CHUNK = 3.0
+STEP_CHUNK_BEFORE_RECORDED = 1.0  # what a log written before the step chunk was recorded was built with
 # the last relief tier (context/builder/relief.py): when nothing else is left to cut, the reply's reserve
 # yields down to this floor and the request asks for a shorter reply (enough for a tool call or a short answer)
 MIN_REPLY_TOKENS = 1024
@@ -67,6 +72,7 @@ class Budget:
     tools_high: float = DEFAULT_TOOLS_HIGH
     tools_low: float = DEFAULT_TOOLS_LOW
     protect_steps: int = DEFAULT_PROTECT_STEPS
+    step_chunk: float = DEFAULT_STEP_CHUNK
 
     def __post_init__(self) -> None:
         if self.window <= 0:
@@ -90,6 +96,8 @@ class Budget:
             raise ConfigError(f"need 0 <= tools_low < tools_high, got {self.tools_low} and {self.tools_high}")
         if self.protect_steps < 0:
             raise ConfigError(f"protect_steps must be >= 0, got {self.protect_steps}")
+        if not self.step_chunk > 0:
+            raise ConfigError(f"step_chunk must be > 0, got {self.step_chunk}")
         if self.max_output < 1:
             raise ConfigError(f"max_output must be >= 1, got {self.max_output}")
         if self.limit < 1:

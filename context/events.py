@@ -285,6 +285,7 @@ class BuildParams(_Model):
     tools_high: float | None = None
     tools_low: float | None = None
     protect_steps: int | None = None
+    step_chunk: float | None = None  # None: a log written before it was recorded (built with 1.0)
     strategy: str = "ctxagent"
     protect_turns: int = 2
     thresholds: tuple[float, float] = (0.75, 0.90)

@@ -139,6 +139,10 @@ class Request:
     # leading messages the engine keeps unchanged until its next cut (the pruned part of the history):
     # a provider with explicit cache breakpoints marks there, so a cut further on re-reads this prefix
     stable_messages: int = 0
+    # ... and where that part ended at the engine's previous cut (0 < anchor < stable_messages, else 0): a cut
+    # moves the end further than a breakpoint looks back (20 blocks), so a breakpoint here finds the entry the
+    # previous cut's requests wrote, and the cut re-writes only what follows it
+    anchor_messages: int = 0
     cache_ttl: str = "5m"  # the prompt cache's TTL option (context/prompt_cache.py); "1h": Anthropic's 1-hour entries
 
     def to_dict(self) -> dict[str, Any]:
@@ -148,6 +152,8 @@ class Request:
             d["server_edits"] = [e.to_wire() for e in self.server_edits]
         if self.stable_messages:
             d["stable_messages"] = self.stable_messages
+        if self.anchor_messages:
+            d["anchor_messages"] = self.anchor_messages
         if self.cache_ttl != "5m":
             d["cache_ttl"] = self.cache_ttl
         return d

@@ -35,9 +35,13 @@ def test_body_has_cache_control_on_the_stable_prefix() -> None:
     assert list(body) == ["model", "max_tokens", "system", "messages", "tools", "stream"]
     assert body["model"] == "claude-sonnet-5-5" and body["max_tokens"] == 4000 and body["stream"] is True
     assert body["system"] == [{"type": "text", "text": "You are ctxagent.", "cache_control": {"type": "ephemeral"}}]
-    assert "cache_control" not in body["tools"][0]
-    assert body["tools"][1]["cache_control"] == {"type": "ephemeral"}
+    # the API caches the tools, then the system: the system block's breakpoint covers both
+    assert all("cache_control" not in t for t in body["tools"])
     assert body["tools"][0]["input_schema"] == TOOLS[0].input_schema
+    # without a system prompt, the last tool schema takes the stable prefix's breakpoint
+    bare = p.body(Request(system="", messages=conversation(), tools=TOOLS))
+    assert "system" not in bare and "cache_control" not in bare["tools"][0]
+    assert bare["tools"][1]["cache_control"] == {"type": "ephemeral"}
     # the end of the history is cached too: the last tool result, just before the per-step warm block
     last_user = body["messages"][-1]["content"]
     assert last_user[1] == {"type": "tool_result", "tool_use_id": "t2", "content": "no matches", "is_error": True,
@@ -63,8 +67,22 @@ def test_the_part_already_cut_gets_the_fourth_breakpoint() -> None:
     assert marked == [(2, 0), (5, 0)] and body["messages"][2]["content"][0]["tool_use_id"] == "t1"
     assert Request("s", msgs, TOOLS, stable_messages=3).to_dict()["stable_messages"] == 3
     assert "stable_messages" not in Request("s", msgs, TOOLS).to_dict()  # older logs' requests hash as before
-    # with the system and the last tool schema: four breakpoints, the API's maximum
-    assert sum("cache_control" in b for m in body["messages"] for b in m["content"]) + 2 == 4
+    # ... and where the cut part ended at the previous cut: with the system's, four breakpoints, the API's maximum
+    anchored = p.body(Request(system="s", messages=msgs, tools=TOOLS, stable_messages=3, anchor_messages=1))
+    marked = [(wi, bi) for wi, m in enumerate(anchored["messages"]) for bi, b in enumerate(m["content"]) if "cache_control" in b]
+    assert marked == [(0, 0), (2, 0), (5, 0)]
+    assert sum("cache_control" in t for t in anchored["tools"]) + len(marked) + len(anchored["system"]) == 4
+    assert Request("s", msgs, TOOLS, stable_messages=3, anchor_messages=1).to_dict()["anchor_messages"] == 1
+    assert "anchor_messages" not in Request("s", msgs, TOOLS, stable_messages=3).to_dict()
+
+
+def test_the_cut_part_is_not_marked_in_the_wire_message_of_the_working_memory_block() -> None:
+    p = AnthropicProvider("claude-sonnet-5-5", api_key="k")
+    # everything before the warm block is cut: its wire message also holds the warm block, whose end changes
+    # every step; the history's end (the block before it) marks there instead
+    body = p.body(Request(system="s", messages=conversation(), tools=TOOLS, stable_messages=3))
+    marked = [(wi, bi) for wi, m in enumerate(body["messages"]) for bi, b in enumerate(m["content"]) if "cache_control" in b]
+    assert marked == [(2, 1)] and body["messages"][2]["content"][2]["text"] == "Constraints: never use MySQL."
 
 
 def test_tool_results_and_injected_blocks_merge_into_one_user_message() -> None:

@@ -14,8 +14,9 @@ builder reads too); what we assumed, and why:
   `cache_control` breakpoints, and only for prefixes of ≥ 1,024 tokens (Opus and Sonnet; 2,048 for
   Haiku). A request reads the longest earlier entry that is a prefix of it, found from each of its
   breakpoints looking back at most 20 blocks. The breakpoints are the ones the product sets:
-  `Breakpoints.product` reads them off `AnthropicProvider.body()`, so the measure follows the
-  provider code. The `+last-message` variant adds one breakpoint on the final message, as Claude
+  `Breakpoints.product` reads them off `AnthropicProvider.body()` (each marked block: the end of its
+  wire message's neutral messages, or of the history when it precedes the working-memory block), so
+  the measure follows the provider code. The `+last-message` variant adds one breakpoint on the final message, as Claude
   Code does (and as the reference, a Claude Code run, is simulated).
 - **openai** — automatic prefix caching for prompts of ≥ 1,024 tokens, hits in 128-token steps, no
   write surcharge. Cached input is priced at 0.1 × as for the GPT-5 family (GPT-4.1: 0.25 ×, GPT-4o:
@@ -38,7 +39,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ctxagent.agent.providers.anthropic_cache import stable_end_group, wire_group_ends
+from ctxagent.agent.providers.anthropic_cache import wire_group_ends
 from ctxagent.context.prompt_cache import RULES, CacheRules
 from ctxagent.context.request import Request
 
@@ -199,17 +200,17 @@ class Breakpoints:
                 "cache_control" in t for t in body.get("tools") or []):
             marks.append(stable)
         wire = body.get("messages") or []
-        marked = [wi for wi, wm in enumerate(wire) if any(isinstance(b, dict) and "cache_control" in b for b in wm.get("content") or [])]
-        if marked:
-            # the provider marks the end of the history: the block just before the working-memory block
-            warm = next((i for i, m in enumerate(request.messages) if m.kind == "warm"), len(request.messages))
-            marks.append(stable + warm)
-        if request.stable_messages and marked:
-            # ... and the end of the wire message holding the last pruned message (stable_end_group)
-            ends = wire_group_ends(request.messages)
-            wi = stable_end_group(ends, request.stable_messages)
-            if wi is not None and wi in marked:
-                marks.append(stable + ends[wi])
+        ends = wire_group_ends(request.messages)
+        warm = next((i for i, m in enumerate(request.messages) if m.kind == "warm"), len(request.messages))
+        for wi, wm in enumerate(wire):
+            blocks = wm.get("content") or []
+            for bi, b in enumerate(blocks):
+                if not (isinstance(b, dict) and "cache_control" in b):
+                    continue
+                # a wire message's last block ends its neutral messages (the cut part's end, where it ended at
+                # the previous cut); a block before the working-memory block ends the history there
+                end = ends[wi] if bi == len(blocks) - 1 and wi < len(ends) else warm
+                marks.append(stable + min(end, warm))
         return sorted(set(marks))
 
     def with_last_message(self, request: Request, product: Sequence[int] | None = None) -> list[int]:

@@ -2,7 +2,8 @@
 
 The constants (`--sweep`): `Budget.tools_high` / `tools_low` (context/budget.py), where slice relief starts
 and how far it cuts — the two a prompt cache's price depends on — or `Budget.protect_steps`, how many of
-the newest steps' tool traffic stays verbatim. Each point of a small grid is replayed once (the
+the newest steps' tool traffic stays verbatim, or `Budget.step_chunk`, how many steps (× protect_steps)
+age into a cut at a time (each cut re-writes the history after it). Each point of a small grid is replayed once (the
 ctxagent strategy and the reference, every run of the source), and the runs' results are split:
 
 - **Claude Code**: leave one session out. For each session, the grid point with the lowest cached cost
@@ -27,13 +28,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ctxagent.context.budget import DEFAULT_PROTECT_STEPS, DEFAULT_TOOLS_HIGH, DEFAULT_TOOLS_LOW
+from ctxagent.context.budget import (
+    DEFAULT_PROTECT_STEPS,
+    DEFAULT_STEP_CHUNK,
+    DEFAULT_TOOLS_HIGH,
+    DEFAULT_TOOLS_LOW,
+)
 
 GRID: tuple[tuple[float, ...], ...] = ((1.0, 0.4), (0.8, 0.2), (0.6, 0.1), (0.45, 0.0))
 # what `--sweep` fits: the Budget fields, their grid, and the product's defaults
 SWEEPS: dict[str, tuple[tuple[str, ...], tuple[tuple[float, ...], ...], tuple[float, ...]]] = {
     "watermarks": (("tools_high", "tools_low"), GRID, (DEFAULT_TOOLS_HIGH, DEFAULT_TOOLS_LOW)),
     "protect_steps": (("protect_steps",), ((4,), (8,), (12,)), (DEFAULT_PROTECT_STEPS,)),
+    "step_chunk": (("step_chunk",), ((1.0,), (2.0,), (3.0,), (4.0,), (6.0,)), (DEFAULT_STEP_CHUNK,)),
 }
 STRATEGY = "ctxagent"
 
@@ -199,7 +206,8 @@ def add_parser(sub: Any) -> None:
                                                          "source (hashed halves)")
     q.add_argument("--limit", type=int, help="a stable sample of K runs (chosen by hash)")
     q.add_argument("--sweep", default="watermarks", choices=sorted(SWEEPS),
-                   help="the constants to fit: the relief watermarks (tools_high/tools_low) or protect_steps")
+                   help="the constants to fit: the relief watermarks (tools_high/tools_low), protect_steps or "
+                        "step_chunk")
     q.add_argument("--window", type=lambda t: _csv_ints(t)[0], help="window W (default: the source's)")
     q.add_argument("--data", help="bench data root or a source's folder/file")
     q.add_argument("--json", action="store_true", help="print JSON instead of tables")

@@ -3,8 +3,9 @@
 Neutral → wire: role "tool" messages become `tool_result` blocks in a user message; consecutive
 user-side messages (user text, tool results, injected warm/summary blocks) merge into one user
 message, tool_result blocks first; assistant tool calls become `tool_use` blocks. Cache breakpoints
-(`cache_control: {"type": "ephemeral"}`): the stable prefix (system block and the last tool schema),
-the end of the part already pruned and the end of the history — `anthropic_cache.py`. A message's
+(`cache_control: {"type": "ephemeral"}`): the stable prefix (the system block, which covers the tool
+schemas before it; the last tool schema when there is no system prompt), the end of the part already
+cut, where that part ended at the previous cut, and the end of the history — `anthropic_cache.py`. A message's
 images are `image` blocks with a base64 source (a tool result's inside its `tool_result` content).
 
 The client, its retries (none: `agent/retry.py` retries, visibly) and the error mapping are shared
@@ -182,8 +183,11 @@ class AnthropicProvider(SDKProvider):
         if request.tools:
             tools = [{"name": t.name, "description": t.description, "input_schema": t.input_schema}
                      for t in request.tools]
-            tools[-1]["cache_control"] = cache_marker(ttl)
+            if not request.system:  # else the system block's breakpoint covers them (tools come first)
+                tools[-1]["cache_control"] = cache_marker(ttl)
             body["tools"] = tools
+        # the fourth breakpoint: where the cut part ended at the previous cut (anthropic_cache.py)
+        mark_stable_end(body["messages"], request.messages, request.anchor_messages, ttl)
         add_context_management(body, request)
         body["stream"] = self.streaming
         return body

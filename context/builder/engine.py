@@ -14,11 +14,13 @@ identical request (inspect compares a sha256).
 
 from __future__ import annotations
 
+from ctxagent.context.budget import Budget
 from ctxagent.context.builder.cache import BuildCache, cache_for
-from ctxagent.context.builder.inputs import BuildInputs, BuildResult, Draft, PlannedCompaction
+from ctxagent.context.builder.inputs import CUT_STATES, BuildInputs, BuildResult, Draft, PlannedCompaction
 from ctxagent.context.builder.measure import make_report
 from ctxagent.context.builder.relief import relieve
 from ctxagent.context.builder.render import warm_position
+from ctxagent.context.builder.slice_relief import candidate_end, chunk_steps
 from ctxagent.context.builder.slot_fold import fold_slots
 from ctxagent.context.builder.task_state import task_state_for
 from ctxagent.context.builder.warm import warm_text_for
@@ -45,6 +47,37 @@ def build_ctxagent(inputs: BuildInputs) -> BuildResult:
     return _finish(inputs, draft, warm, records, notes, cache, shown)
 
 
+def previous_cut_end(draft: Draft, budget: Budget, stable: int, steps: tuple[int, ...] | None = None) -> int:
+    """Where the cut part of the history ended at the previous cut (a slot index, 0 < it < `stable`; else 0).
+
+    In a long turn the slice is relieved a chunk of steps at a time (slice_relief.candidate_end): each
+    cut clears the traffic that aged past the protected steps since the last one, oldest first, so the
+    cut part's end jumps by a chunk — more blocks than a cache breakpoint looks back (20). What was cut
+    before the previous chunk boundary is what the previous cut left, and it has not changed since (the
+    cut set only grows, oldest first): the provider marks its end too, so the request after a cut finds
+    the entry the requests before it wrote there. A function of the draft alone, as the request is."""
+    protect_steps = budget.protect_steps
+    if protect_steps <= 0 or stable <= 0:
+        return 0
+    slots = draft.slots
+    if steps is None:  # the assistant slots' indices (the slots' fold keeps them)
+        steps = tuple(i for i, s in enumerate(slots) if s.msg.role == "assistant")
+    chunk = chunk_steps(protect_steps, budget.step_chunk)
+    if len(steps) <= chunk:
+        return 0
+    # the candidates' end as it was one chunk of steps ago: the previous cut's end, in steady state
+    before = candidate_end(draft, protect_steps, budget.step_chunk, steps[len(steps) - chunk], list(steps))
+    cleared = pruned = 0
+    for i in range(min(before, len(slots))):
+        state = slots[i].state
+        if state == "cleared":
+            cleared = i + 1
+        elif state in CUT_STATES:
+            pruned = i + 1
+    end = cleared or pruned
+    return end if 0 < end < stable else 0
+
+
 def _finish(inputs: BuildInputs, draft: Draft, warm: str, records: list[PlannedCompaction], notes: list[str],
             cache: BuildCache, shown: tuple[Summary, ...] | None = None) -> BuildResult:
     compaction = records[0].data if records else None
@@ -55,13 +88,15 @@ def _finish(inputs: BuildInputs, draft: Draft, warm: str, records: list[PlannedC
     # fit-the-limit tiers) may still be cleared later, so they mark the end only while nothing is cleared
     fold = fold_slots(draft.slots, cache)  # one pass over the new slots only (slot_fold.py)
     messages, stable = list(fold.messages), fold.stable
+    anchor = previous_cut_end(draft, inputs.budget, stable, fold.steps)
     if draft.warm_msg is not None:
         at = warm_position(messages)
         messages.insert(at, draft.warm_msg)
         stable += at < stable
+        anchor += 0 < anchor and at < anchor
     request = Request(system=inputs.system, messages=messages, tools=list(inputs.tools),
                       max_tokens=draft.reply_tokens or inputs.budget.max_output,
-                      stable_messages=stable)
+                      stable_messages=stable, anchor_messages=anchor)
     report = make_report(inputs, draft, request, compaction, notes, cache=cache, fold=fold)
     if shown is None:
         shown = tuple(it for it in draft.items if isinstance(it, Summary))

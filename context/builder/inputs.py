@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from ctxagent.context.budget import TASK_STATE_SHARE, Budget
+from ctxagent.context.budget import STEP_CHUNK_BEFORE_RECORDED, TASK_STATE_SHARE, Budget
 from ctxagent.context.builder.cache import BuildCache
 from ctxagent.context.events import BuildParams, CompactionData
 from ctxagent.context.history import Event, ViewItem
@@ -66,7 +66,7 @@ class BuildInputs:
         b = self.budget
         return BuildParams(
             window=b.window, fractions=b.fractions, max_output=b.max_output, profile=b.profile,
-            tools_high=b.tools_high, tools_low=b.tools_low, protect_steps=b.protect_steps,
+            tools_high=b.tools_high, tools_low=b.tools_low, protect_steps=b.protect_steps, step_chunk=b.step_chunk,
             strategy=self.strategy, protect_turns=self.protect_turns, thresholds=self.thresholds,
             tokenizer=tokenizer or self.counter.name, task_state_share=self.task_state_share,
             cache_ttl=self.cache_ttl,
@@ -84,6 +84,7 @@ class BuildInputs:
         """The inputs a recorded build used, from its `BuildParams` and the log around it (`inspect`).
         A log written before the slice rule was recorded rebuilds with the defaults it had then."""
         slice_rule = {k: v for k in ("tools_high", "tools_low", "protect_steps") if (v := getattr(params, k)) is not None}
+        slice_rule["step_chunk"] = STEP_CHUNK_BEFORE_RECORDED if params.step_chunk is None else params.step_chunk
         budget = Budget(params.window, fractions=params.fractions, max_output=params.max_output, profile=params.profile,
                         **slice_rule)
         return cls(events=events, system=system, tools=tools, budget=budget, counter=counter, step=step, turn=turn,

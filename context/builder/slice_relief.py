@@ -15,7 +15,8 @@ The rule (no model call, view only; the log is untouched):
 
 Candidates are the tool traffic older than the last `protect_turns` user turns, and — because one
 agentic turn can hold a hundred steps — also older than the last `Budget.protect_steps` model steps
-(default 8; 0 turns that off; the boundary advances in chunks of steps, see candidate_end).
+(default 8; 0 turns that off; the boundary advances in chunks of `Budget.step_chunk` × that many steps,
+default 3 × 8: 8 to 31 steps stay verbatim, see candidate_end).
 Low-value results (errors, failed searches, acknowledgements) are cut first once relief is on; then
 the rest OLDEST FIRST until the savings reach `cut`. A cut CLEARS (prune.py): a result becomes one
 line — what it was, read_event / read_spill, the files it named — plus the failing tests it reported
@@ -69,8 +70,6 @@ if TYPE_CHECKING:
     from ctxagent.context.request import Message
 
 
-STEP_CHUNK = 1.0  # the protected-steps boundary advances this many × protect_steps steps at a time
-
 Preview = Callable[["Slot"], "tuple[Message, int]"]
 
 
@@ -95,12 +94,20 @@ def slice_cut(budget: Budget, shown: int, tool_spec_tokens: int) -> int:
     return math.ceil((shown - high) / step) * step
 
 
-def candidate_end(draft: Draft, protect_steps: int, upto: int | None = None, steps: list[int] | None = None) -> int:
+def chunk_steps(protect_steps: int, step_chunk: float) -> int:
+    """Steps the protected-steps boundary advances at a time: `Budget.step_chunk` × protect_steps, ≥ 1."""
+    return max(1, round(protect_steps * step_chunk))
+
+
+def candidate_end(draft: Draft, protect_steps: int, step_chunk: float, upto: int | None = None,
+                  steps: list[int] | None = None) -> int:
     """Slot index before which tool traffic may be cut: the later of the protected turns' start and the
     step boundary. The step boundary keeps the last `protect_steps` model steps and up to
-    STEP_CHUNK × protect_steps − 1 more: it advances a chunk of steps at a time, so that when the slice
-    cannot get under its watermark (every candidate already cut) steps age into pruning a chunk at a
-    time, not one per step, and the prefix changes once per chunk (0 steps: the turns alone decide).
+    `chunk_steps` − 1 more: it advances a chunk of steps at a time, so that when the slice cannot get
+    under its watermark (every candidate already cut) steps age into pruning a chunk at a time, not one
+    per step, and the prefix changes once per chunk (0 steps: the turns alone decide). A cut re-writes
+    the history after it, the protected steps included, so a longer chunk means fewer re-writes and more
+    steps kept verbatim between them (`Budget.step_chunk`, fitted held apart: docs/BENCHMARKS.md §1).
     `upto`: the same for the history as it was when it had only its first `upto` slots (`steps`: the
     indices of every assistant slot, when the caller has them)."""
     slots = draft.slots if upto is None else draft.slots[:upto]
@@ -111,7 +118,7 @@ def candidate_end(draft: Draft, protect_steps: int, upto: int | None = None, ste
         steps = [i for i, s in enumerate(slots) if s.msg.role == "assistant"]
     elif upto is not None:
         steps = steps[:bisect.bisect_left(steps, upto)]
-    chunk = max(1, round(protect_steps * STEP_CHUNK))
+    chunk = chunk_steps(protect_steps, step_chunk)
     aged = (len(steps) - protect_steps) // chunk * chunk
     return max(end, steps[aged]) if aged > 0 else end
 
@@ -167,9 +174,9 @@ def enforce_tools_slice(draft: Draft, budget: Budget, prune_result: Preview, cle
     starts = cold_starts(draft, cold)
     if cut <= 0 and not starts:
         return 0
-    end = candidate_end(draft, budget.protect_steps, steps=list(fold.steps) if fold is not None else None)
+    end = candidate_end(draft, budget.protect_steps, budget.step_chunk, steps=list(fold.steps) if fold is not None else None)
     rest = (tuple(starts), budget.tools_low, budget.base("tools"), draft.tool_spec_tokens,
-            budget.protect_steps, draft.protect_turns)
+            budget.protect_steps, budget.step_chunk, draft.protect_turns)
     key = (cut, end, *rest)
     resumable: Enforced | None = None
     if memo is not None:
@@ -286,7 +293,7 @@ def _clear_at_cold_starts(draft: Draft, budget: Budget, clear: Preview, candidat
     pruned = saved = k = 0  # the cuts are a prefix of `candidates`: each cold start goes on from the last
     for item in starts:
         upto = bisect.bisect_right(item_at, item)
-        end = candidate_end(draft, budget.protect_steps, upto, steps)
+        end = candidate_end(draft, budget.protect_steps, budget.step_chunk, upto, steps)
         need = traffic[upto] - low - saved
         while need > 0 and k < len(candidates) and candidates[k] < end:
             n, delta = _cut(draft, candidates[k], clear, "cleared")

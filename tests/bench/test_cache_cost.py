@@ -109,6 +109,16 @@ def test_breakpoints_follow_the_product_provider() -> None:
     # the part the engine already cut ends in the wire message holding the tool result (msgs[2], with "more")
     cut = Request("You are an agent.", [*msgs, Message("assistant", "ok"), Message("user", "again")], tools, stable_messages=3)
     assert bp.product(cut) == [4, 8, 10]
+    # ... and where it ended at the previous cut (the first message's wire message): the fourth breakpoint
+    anchored = dataclasses.replace(cut, anchor_messages=1)
+    assert bp.product(anchored) == [4, 5, 8, 10]
+    # the bill after a cut that moved the cut part's end more than 20 blocks: the anchor finds the old entry
+    old = [("sys", 2000), *[(f"m{i}", 100) for i in range(30)]]
+    new = [("sys", 2000), *[(f"m{i}", 100) for i in range(5)], *[(f"c{i}", 10) for i in range(25)], ("n", 100)]
+    for anchors, read in (([], 2000.0), ([6], 2500.0)):
+        sim = CacheSim(ANTHROPIC)
+        sim.step(old, [1, 6, 31])
+        assert sim.step(new, [1, *anchors, 30, 32]).read == read
 
 
 def test_wire_groups_mirror_the_anthropic_wire_format() -> None:

@@ -63,4 +63,4 @@ def test_build_next_records_nothing(tmp_path: Path) -> None:
         assert recorded.report.context_report.build == ctx.BuildParams(
             window=8_000, fractions=setup.budget.fractions, max_output=512, profile="default",
             tools_high=setup.budget.tools_high, tools_low=setup.budget.tools_low,
-            protect_steps=setup.budget.protect_steps, tokenizer="o200k_base")
+            protect_steps=setup.budget.protect_steps, step_chunk=setup.budget.step_chunk, tokenizer="o200k_base")

@@ -11,7 +11,7 @@ from ctx_helpers import Log, numbered_lines, run
 from ctxagent.context.budget import Budget
 from ctxagent.context.builder.dispatch import request_sha256
 from ctxagent.context.builder.inputs import BuildResult
-from ctxagent.context.builder.slice_relief import STEP_CHUNK, slice_cut
+from ctxagent.context.builder.slice_relief import chunk_steps, slice_cut
 from ctxagent.context.errors import ConfigError
 from ctxagent.context.prune import cleared_arguments, cleared_text, files_named, pruned_text
 from ctxagent.context.request import Message
@@ -66,7 +66,7 @@ def test_the_last_protected_steps_are_untouched_in_a_long_turn() -> None:
     assert not set(ids[-budget.protect_steps:]) & set(res.pruned_ids)
     tight = run(log, budget=Budget(WINDOW, max_output=4096, tools_low=0.05, tools_high=0.1))
     # everything older may go; the boundary moves in chunks of steps, so 8 to 15 steps stay verbatim
-    chunk = max(1, round(budget.protect_steps * STEP_CHUNK))
+    chunk = chunk_steps(budget.protect_steps, budget.step_chunk)
     aged = (len(ids) - budget.protect_steps) // chunk * chunk
     assert set(tight.pruned_ids) == set(ids[:aged]) and len(ids) - aged < budget.protect_steps + chunk
 
@@ -129,6 +129,23 @@ def test_hysteresis_prunes_in_jumps_and_keeps_the_prefix_stable_between_them() -
     assert last.stable_messages > 0 and last.messages[last.stable_messages - 1].event_id in builds[-1].pruned_ids
 
 
+def test_after_a_cut_the_request_names_where_the_previous_cut_ended() -> None:
+    # a slice that stays over its watermark: every candidate is cleared, and steps age into the cut a chunk at a time
+    builds = grow(Budget(WINDOW, max_output=4096, tools_low=0.05, tools_high=0.1, step_chunk=1.0), 80)
+    found = 0
+    for before, after in zip(builds, builds[1:], strict=False):
+        anchor, stable = after.request.anchor_messages, after.request.stable_messages
+        assert anchor == 0 or 0 < anchor < stable
+        if anchor:  # the part before it is the same as in the request before (the cut set only grows, oldest first)
+            assert [m.to_dict() for m in after.request.messages[:anchor]] == [m.to_dict() for m in before.request.messages[:anchor]]
+        if set(after.pruned_ids) != set(before.pruned_ids) and before.request.stable_messages:
+            # a jump of a chunk of steps: the anchor is the cut part's end in the request before it
+            assert anchor == before.request.stable_messages < stable
+            found += 1
+    assert found >= 3
+    assert run(Log(), budget=Budget(WINDOW, max_output=4096)).request.anchor_messages == 0
+
+
 def test_slice_cut_is_quantized() -> None:
     budget = Budget(WINDOW, max_output=4096, tools_high=1.0, tools_low=0.6)  # tools slice 60,000: high 60,000, low 36,000
     assert slice_cut(budget, 60_000, 0) == 0
@@ -151,7 +168,7 @@ def test_long_call_arguments_are_cut_and_paths_and_short_ones_kept() -> None:
     for i in range(30):
         (cid,) = log.assistant("Writing.", [("write_file", {"path": f"src/w{i}.py", "content": content})])
         log.tool(cid, "write_file", "ok")
-    res = run(log, budget=Budget(WINDOW, max_output=4096))
+    res = run(log, budget=Budget(WINDOW, max_output=4096, step_chunk=1.0))
     cut = [m for m in res.request.messages if m.event_id in res.pruned_ids and m.role == "assistant"]
     assert cut and all(m.tool_calls[0].arguments["path"].startswith("src/w") for m in cut)
     assert all("[cleared — read_event id=" in m.tool_calls[0].arguments["content"] for m in cut)
@@ -184,6 +201,24 @@ def test_budget_validates_the_watermarks() -> None:
         Budget(WINDOW, tools_low=0.8, tools_high=0.5)
     with pytest.raises(ConfigError):
         Budget(WINDOW, protect_steps=-1)
+    with pytest.raises(ConfigError):
+        Budget(WINDOW, step_chunk=0)
+
+
+def test_a_longer_step_chunk_cuts_more_rarely_and_keeps_more_steps() -> None:
+    budget = Budget(WINDOW, max_output=4096, tools_low=0.05, tools_high=0.1, step_chunk=1.0)
+    longer = Budget(WINDOW, max_output=4096, tools_low=0.05, tools_high=0.1, step_chunk=3.0)
+    short, long = grow(budget, 80), grow(longer, 80)
+
+    def jumps(builds: list[BuildResult]) -> int:
+        return sum(set(a.pruned_ids) != set(b.pruned_ids) for b, a in zip(builds, builds[1:], strict=False))
+
+    assert 0 < jumps(long) < jumps(short)
+    # verbatim: the last protect_steps steps and up to chunk − 1 more
+    steps = len([m for m in long[-1].request.messages if m.role == "assistant"])
+    kept = steps - len(long[-1].pruned_ids)
+    assert longer.protect_steps <= kept < longer.protect_steps + chunk_steps(longer.protect_steps, longer.step_chunk)
+    assert sum(len(b.pruned_ids) for b in short) > sum(len(b.pruned_ids) for b in long)  # more verbatim on the way
 
 
 def timed_session(gap_at: int | None, steps: int = 40) -> tuple[Log, list[BuildResult]]:
@@ -192,7 +227,7 @@ def timed_session(gap_at: int | None, steps: int = 40) -> tuple[Log, list[BuildR
     log = Log()
     log.now = 1_000_000.0
     log.user("Read the modules one by one.")
-    budget = Budget(WINDOW, max_output=4096)
+    budget = Budget(WINDOW, max_output=4096, step_chunk=1.0)  # short chunks: a 40-step session ages steps into cuts
     builds = [run(log, budget=budget)]
     for i in range(steps):
         log.now += 600.0 if i == gap_at else 30.0
@@ -204,12 +239,12 @@ def timed_session(gap_at: int | None, steps: int = 40) -> tuple[Log, list[BuildR
 def test_a_cold_cache_is_where_relief_happens_and_later_builds_keep_it() -> None:
     _, warm = timed_session(None)
     log, cold = timed_session(20)
-    budget = Budget(WINDOW, max_output=4096)
+    budget = Budget(WINDOW, max_output=4096, step_chunk=1.0)
     assert all(b.pruned_ids == [] for b in warm)  # 40 reads never reach the slice's high watermark
     at = cold[21]  # built right after the 10-minute gap: the whole request is written to the cache anyway
     assert cold[20].pruned_ids == [] and at.pruned_ids
     reads = [e.id for e in log.events if e.kind == "tool_result"]
-    chunk = max(1, round(budget.protect_steps * STEP_CHUNK))
+    chunk = chunk_steps(budget.protect_steps, budget.step_chunk)
     aged = (21 - budget.protect_steps) // chunk * chunk  # the low watermark is under the protected steps alone:
     assert at.pruned_ids == reads[:aged]  # every read before the protected steps goes, oldest first, and no other
     assert all(m.content.startswith("[cleared: ") for m in at.request.messages if m.event_id in at.pruned_ids)
@@ -225,7 +260,7 @@ def test_a_cold_cache_is_where_relief_happens_and_later_builds_keep_it() -> None
 
 
 def test_a_model_switch_is_a_cold_cache_too() -> None:
-    budget = Budget(WINDOW, max_output=4096)
+    budget = Budget(WINDOW, max_output=4096, step_chunk=1.0)
     log = Log()
     log.user("Read the modules one by one.")
     builds: list[BuildResult] = []
@@ -237,10 +272,21 @@ def test_a_model_switch_is_a_cold_cache_too() -> None:
     assert all(b.pruned_ids == [] for b in builds[:20])
     switched = builds[20]
     reads = [e.id for e in log.events if e.kind == "tool_result"]
-    chunk = max(1, round(budget.protect_steps * STEP_CHUNK))
+    chunk = chunk_steps(budget.protect_steps, budget.step_chunk)
     assert switched.pruned_ids == reads[: (21 - budget.protect_steps) // chunk * chunk]
     for before, after in zip(builds[20:], builds[21:], strict=False):  # the same model again: the cut stays
         assert set(before.pruned_ids) <= set(after.pruned_ids)
     same = Log()
     same.events = [e for e in log.events if e.kind != "context_report"]  # no records of the switch: no cut
     assert run(same, budget=budget).pruned_ids == []
+
+
+def test_a_log_written_before_the_step_chunk_was_recorded_rebuilds_with_the_one_it_had() -> None:
+    from ctxagent.context.builder.inputs import BuildInputs
+    from ctxagent.context.events import BuildParams
+
+    def rebuilt(params: BuildParams) -> Budget:
+        return BuildInputs.from_params(params, events=[], system="s", tools=[], counter=C, step=1, turn=1).budget
+
+    assert rebuilt(BuildParams(window=WINDOW, max_output=4096)).step_chunk == 1.0
+    assert rebuilt(BuildParams(window=WINDOW, max_output=4096, step_chunk=3.0)).step_chunk == 3.0
