@@ -1,12 +1,16 @@
 """A session: the repository, its `.ctxagent/` state folder, the effective config and the log — and the
-endpoint its requests go to, as the log records it (`session_endpoint`, `record_endpoint`, `use_endpoint`)."""
+endpoint its requests go to, as the log records it (`session_endpoint`, `record_endpoint`, `use_endpoint`).
+
+The log lives in the repository (untrusted input): a resume takes the session's model from it, never its
+base URL — a log must not send the config's key elsewhere. When the two differ, the resumed session's
+`notices` say so (`base_url_change`), and the app and headless runs show that line."""
 
 from __future__ import annotations
 
 import secrets
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
@@ -110,6 +114,7 @@ class Session:
     state_dir: Path
     config: Config
     log: SessionLog
+    notices: list[str] = field(default_factory=list)  # lines to show the user as it opens (a resume's)
 
     @property
     def id(self) -> str:
@@ -156,9 +161,11 @@ def open_session(root: Path, config: Config, resume: str | None = None, *, paren
                                         base_url=endpoint.base_url or "" if endpoint else "", cwd=str(root), parent=parent))
     except OSError as exc:  # a read-only `.ctxagent/`, a full disk
         raise StateDirError(f"cannot write the session log in {state / 'sessions'}: {describe_os_error(exc)}") from exc
+    notices: list[str] = []
     if resume is not None and keep_model:
         config = with_session_model(config, log)
-    return Session(root=root, state_dir=state, config=config, log=log)
+        notices = [line] if (line := base_url_change(log, config)) else []
+    return Session(root=root, state_dir=state, config=config, log=log, notices=notices)
 
 
 # -- the endpoint a session's requests go to ------------------------------------------------------
@@ -256,6 +263,24 @@ def record_endpoint(log: SessionLog, endpoint: Endpoint) -> Event | None:
     start = _start_data(log)
     return log.append(SessionStartData(session=log.session_id, model=endpoint.label, provider=endpoint.provider,
                                        base_url=endpoint.base_url or "", cwd=start.cwd if start else ""))
+
+
+def base_url_change(log: SessionLog, config: Config) -> str | None:
+    """One line when the base URL the log recorded for the session's endpoint is not the one `config`
+    sends that endpoint to now (the config's wins: the log never chooses where a key goes). None when
+    they agree, or when the log recorded no base URL (an older ctxagent)."""
+    recorded = session_endpoint(log)
+    if recorded is None or recorded.base_url is None:
+        return None
+    now = endpoint_for(config, recorded.label).base_url or ""
+    if now == recorded.base_url:
+        return None
+
+    def where(url: str) -> str:
+        return url or f"{recorded.provider or 'the provider'}'s own URL"
+
+    return (f"this session ran against {where(recorded.base_url)}, now {where(now)} from your config "
+            "(the session log never chooses where requests go)")
 
 
 def use_endpoint(config: Config, endpoint: Endpoint) -> None:
