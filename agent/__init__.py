@@ -66,6 +66,8 @@ _EXPORTS = {
     "list_sessions": "ctxagent.agent.session",
     "open_session": "ctxagent.agent.session",
     "with_session_model": "ctxagent.agent.session",
+    "with_session_mode": "ctxagent.agent.session",
+    "record_mode": "ctxagent.agent.session",
     "describe_rewind": "ctxagent.agent.checkpoints.rewind",
     "find_user_turn": "ctxagent.agent.checkpoints.rewind",
     "REWIND_MODES": "ctxagent.agent.checkpoints.rewind",
@@ -184,6 +186,8 @@ if TYPE_CHECKING:
         find_repo_root as find_repo_root,
         list_sessions as list_sessions,
         open_session as open_session,
+        record_mode as record_mode,
+        with_session_mode as with_session_mode,
         with_session_model as with_session_model,
     )
     from ctxagent.agent.session_ops import (

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ctxagent.agent.cli.setup_help import no_model_message
@@ -175,6 +176,12 @@ def task_tool(session: Session, parts: AgentParts, on_event: Callable[[AgentEven
     return make_task_tool(side)
 
 
+def calibration_path(label: str) -> Path:
+    """Where the agent for `label` ("provider:model") keeps its token-count calibration (user-level)."""
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", label)
+    return user_state_dir() / "calibration" / f"{safe}.json"
+
+
 def create_agent(
     session: Session,
     *,
@@ -195,8 +202,7 @@ def create_agent(
     if config.budget:
         budget = Budget(window, fractions={**budget.fractions, **config.budget}, max_output=max_output, profile=config.budget_profile)
     counter = CachedCounter(get_counter(info.tokenizer))
-    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", label)
-    calibrator = Calibrator(label, path=user_state_dir() / "calibration" / f"{safe}.json")
+    calibrator = Calibrator(label, path=calibration_path(label))
     memory, warm, memory_problem = _memory_parts(session)
     told: list[str] = []  # an instruction file the agent wrote: said at the start (system_prompt)
     system = system_prompt(session.root, memory=memory is not None, log=session.log, notices=told,

@@ -77,13 +77,9 @@ class AgentParts:
         """Whether the session's model takes image input (agent/providers/registry.py `takes_images`)."""
         if self.images is not None:
             return self.images
-        from ctxagent.agent.providers.registry import parse_model_name, takes_images
-        from ctxagent.context.errors import ConfigError
+        from ctxagent.agent.providers.registry import label_takes_images
 
-        try:
-            return takes_images(*parse_model_name(self.model_label))
-        except ConfigError:
-            return False
+        return label_takes_images(self.model_label)
 
     @functools.cached_property
     def image_reader(self) -> ImageReader:

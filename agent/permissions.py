@@ -132,6 +132,14 @@ def plan_refusal(mode: str, tool: str, kind: str) -> str | None:
             f"and you carry it out then.")
 
 
+def more_permissive(mode: str, than: str) -> bool:
+    """Whether `mode` lets more run unasked than `than` (plan < ask < auto-edit < yolo); an unknown mode
+    counts as the most permissive (it is never taken from a log)."""
+    order = (PLAN_MODE, "ask", "auto-edit", "yolo")
+    rank = {m: i for i, m in enumerate(order)}
+    return rank.get(mode, len(order)) > rank.get(than, len(order))
+
+
 def next_mode(mode: str, started: str = "ask") -> str:
     """The mode Shift+Tab switches to from `mode`; `started`: the session's mode at its start."""
     cycle = CYCLE_MODES + (("yolo",) if started == "yolo" else ())

@@ -1,18 +1,22 @@
 """A session: the repository, its `.ctxagent/` state folder, the effective config and the log — and the
-endpoint its requests go to, as the log records it (`session_endpoint`, `record_endpoint`, `use_endpoint`)."""
+endpoint its requests go to, as the log records it (`session_endpoint`, `record_endpoint`, `use_endpoint`).
+
+The log lives in the repository (untrusted input): a resume takes the session's model from it, never its
+base URL — a log must not send the config's key elsewhere. When the two differ, the resumed session's
+`notices` say so (`base_url_change`), and the app and headless runs show that line."""
 
 from __future__ import annotations
 
 import secrets
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 from ctxagent.agent.config import Config
 from ctxagent.context.errors import CtxagentError, HistoryError, StateDirError
-from ctxagent.context.events import SessionStartData, UserData
+from ctxagent.context.events import PermissionModeData, SessionStartData, UserData
 from ctxagent.context.floor.gitsafe import GitConfigRefused, nearest_git_root, open_git
 from ctxagent.context.floor.sanitize import Sanitizer
 from ctxagent.context.floor.state_paths import (
@@ -110,6 +114,7 @@ class Session:
     state_dir: Path
     config: Config
     log: SessionLog
+    notices: list[str] = field(default_factory=list)  # lines to show the user as it opens (a resume's)
 
     @property
     def id(self) -> str:
@@ -117,13 +122,14 @@ class Session:
 
 
 def open_session(root: Path, config: Config, resume: str | None = None, *, parent: str | None = None,
-                 keep_model: bool = False) -> Session:
+                 keep_model: bool = False, keep_mode: bool = False) -> Session:
     """A new session, or the one `resume` names ("" = the latest).
 
     `keep_model`: a resumed session keeps its own model (`session_model`: the one it last ran with, a
     /model switch included) — what `--resume` / `--continue` and the app's /resume ask for unless the
     command line names a model. The config is copied for it, never changed: the caller's config may
-    be another session's.
+    be another session's. `keep_mode`: it also keeps the permission mode it last ran under, unless that
+    is more permissive than the config's (`with_session_mode`) — when the command line names no mode.
 
     A new session's log is pending until its first user message creates the file (SessionLog's
     `pending_until`): a start that fails (a config error, the set-up screen, a quit before typing)
@@ -153,12 +159,54 @@ def open_session(root: Path, config: Config, resume: str | None = None, *, paren
             endpoint = _config_endpoint(config)
             log.append(SessionStartData(session=log.session_id, model=endpoint.label if endpoint else config.model or "",
                                         provider=endpoint.provider if endpoint else "",
-                                        base_url=endpoint.base_url or "" if endpoint else "", cwd=str(root), parent=parent))
+                                        base_url=endpoint.base_url or "" if endpoint else "", cwd=str(root), parent=parent,
+                                        permission_mode=config.permission_mode))
     except OSError as exc:  # a read-only `.ctxagent/`, a full disk
         raise StateDirError(f"cannot write the session log in {state / 'sessions'}: {describe_os_error(exc)}") from exc
+    notices: list[str] = []
     if resume is not None and keep_model:
         config = with_session_model(config, log)
-    return Session(root=root, state_dir=state, config=config, log=log)
+        notices = [line] if (line := base_url_change(log, config)) else []
+    if resume is not None and keep_mode:
+        config, line = with_session_mode(config, log)
+        notices += [line] if line else []
+    return Session(root=root, state_dir=state, config=config, log=log, notices=notices)
+
+
+# -- the permission mode a session's steps run under ----------------------------------------------
+# Logged when it changes (`record_mode`: Shift+Tab when idle, else at the next step), so that a resume,
+# `inspect` and `report` know the mode each step ran under. A log never raises permissions.
+
+def session_mode(log: SessionLog) -> str | None:
+    """The mode the session last ran under: its last `permission_mode` event's, else the one its start
+    names; None when neither does (a log of an older ctxagent)."""
+    for e in reversed(log.events):
+        if e.kind == PermissionModeData.KIND:
+            return e.as_(PermissionModeData).mode
+        if e.kind == SessionStartData.KIND and (mode := e.as_(SessionStartData).permission_mode):
+            return mode
+    return None
+
+
+def record_mode(log: SessionLog, mode: str) -> Event | None:
+    """Log `mode` as the session's when it is not already (the event, or None when unchanged)."""
+    return None if session_mode(log) == mode else log.append(PermissionModeData(mode=mode))
+
+
+def with_session_mode(config: Config, log: SessionLog) -> tuple[Config, str | None]:
+    """`config` (a copy when changed) on the mode the session last ran under, unless that is more
+    permissive than the config's: a log in the repository can lower what runs unasked, never raise it.
+    The line says what was kept (None when the modes agree or the log names none)."""
+    from ctxagent.agent.permissions import PERMISSION_MODES, more_permissive
+
+    logged, configured = session_mode(log), config.permission_mode
+    if logged is None or logged == configured:
+        return config, None
+    if logged not in PERMISSION_MODES or more_permissive(logged, configured):
+        return config, (f"this session last ran in {logged} mode; your config allows {configured}, so it stays "
+                        f"{configured} (a session log never raises permissions)")
+    return (config.model_copy(update={"permission_mode": logged}, deep=True),
+            f"permission mode: {logged}, as this session last ran (Shift+Tab: next mode)")
 
 
 # -- the endpoint a session's requests go to ------------------------------------------------------
@@ -256,6 +304,24 @@ def record_endpoint(log: SessionLog, endpoint: Endpoint) -> Event | None:
     start = _start_data(log)
     return log.append(SessionStartData(session=log.session_id, model=endpoint.label, provider=endpoint.provider,
                                        base_url=endpoint.base_url or "", cwd=start.cwd if start else ""))
+
+
+def base_url_change(log: SessionLog, config: Config) -> str | None:
+    """One line when the base URL the log recorded for the session's endpoint is not the one `config`
+    sends that endpoint to now (the config's wins: the log never chooses where a key goes). None when
+    they agree, or when the log recorded no base URL (an older ctxagent)."""
+    recorded = session_endpoint(log)
+    if recorded is None or recorded.base_url is None:
+        return None
+    now = endpoint_for(config, recorded.label).base_url or ""
+    if now == recorded.base_url:
+        return None
+
+    def where(url: str) -> str:
+        return url or f"{recorded.provider or 'the provider'}'s own URL"
+
+    return (f"this session ran against {where(recorded.base_url)}, now {where(now)} from your config "
+            "(the session log never chooses where requests go)")
 
 
 def use_endpoint(config: Config, endpoint: Endpoint) -> None:

@@ -23,6 +23,7 @@ from ctxagent.agent.parts import AgentParts, Journal
 from ctxagent.agent.providers.protocol import ServerCompaction, ServerEdits, Stop, TextDelta, Waiting
 from ctxagent.agent.retry import stream_with_retry
 from ctxagent.agent.server_context import Seen, ServerContext, report_as_seen
+from ctxagent.agent.session import record_mode
 from ctxagent.agent.session_ops import compaction_done
 from ctxagent.agent.updates import AssistantDelta, AssistantDone, ContextBuilt, ModelWaiting, StepStarted
 from ctxagent.context.builder.cache import BuildCache
@@ -112,6 +113,7 @@ class StepRunner:
         step = self.step + 1
         if self.parts.registry.refresh():  # tools that arrived (MCP): logged before the step that sends them
             record_system_prompt(self.session.log, self.parts.system, self.parts.registry.specs())
+        record_mode(self.session.log, self.session.config.permission_mode)  # a Shift+Tab during the turn
         self.journal.emit(StepStarted(step, turn))
         ratio = self.parts.calibrator.ratio
         try:

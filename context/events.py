@@ -58,6 +58,7 @@ __all__ = [
     "PAYLOADS",
     "Payload",
     "PermissionData",
+    "PermissionModeData",
     "RewindData",
     "ServerContextData",
     "SessionStartData",
@@ -178,6 +179,7 @@ class SessionStartData(Payload):
     parent_call: str | None = None  # a sub-agent's: the parent's `task` call that started it
     provider: str = ""  # the provider's name ("anthropic", "openai", "scripted")
     base_url: str = ""  # the base URL requests went to ("": the provider's own); never a key or a password
+    permission_mode: str = ""  # the mode the session started in ("": not recorded)
 
 
 class SystemPromptData(Payload):
@@ -334,6 +336,13 @@ class PermissionData(Payload):
     reason: str | None = None
 
 
+class PermissionModeData(Payload):
+    """The permission mode changed (Shift+Tab, a plan accepted): the steps after it ran under `mode`."""
+
+    KIND = "permission_mode"
+    mode: str
+
+
 class HookData(Payload):
     """A hook (agent/hooks.py) that failed (exit code, timeout, output that is not a JSON object), or
     that denied a tool call or blocked a prompt: what the user is told, kept in the log."""
@@ -381,7 +390,7 @@ PAYLOADS: dict[str, type[Payload]] = {
     cls.KIND: cls
     for cls in (SessionStartData, SystemPromptData, UserData, AssistantData, ToolResultData, CompactionData,
                 RewindData, CodeRewindData, ContextReportData, ErrorData, CheckpointData, MemoryData, PermissionData,
-                HookData, InvalidData, HandoffData)
+                PermissionModeData, HookData, InvalidData, HandoffData)
 }
 
 

@@ -38,7 +38,8 @@ def temp_pid(name: str) -> int | None:
     return int(m.group(1)) if m else None
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """Whether process `pid` still runs (ours always does; someone else's live one counts)."""
     if pid == os.getpid():
         return True
     try:
@@ -53,7 +54,7 @@ def _pid_alive(pid: int) -> bool:
 def is_stale_temp(path: Path) -> bool:
     """A temp file name of ours whose writer is gone."""
     pid = temp_pid(path.name)
-    return pid is not None and not _pid_alive(pid)
+    return pid is not None and not pid_alive(pid)
 
 
 def sweep_temp_files(dir_fd: int) -> list[str]:
@@ -67,7 +68,7 @@ def sweep_temp_files(dir_fd: int) -> list[str]:
     removed = []
     for name in names:
         pid = temp_pid(name)
-        if pid is None or _pid_alive(pid):
+        if pid is None or pid_alive(pid):
             continue
         try:
             if stat.S_ISREG(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode):

@@ -241,18 +241,21 @@ def open_from_args(args: argparse.Namespace) -> Session:
     root = find_repo_root(Path(getattr(args, "cwd", None) or ".").resolve())
     flags = flags_from_args(args)
     config = load_config(root, flags)
-    return open_session(root, config, resume=_resume_ref(args), keep_model=flags.get("model") is None)
+    return open_session(root, config, resume=_resume_ref(args), keep_model=flags.get("model") is None,
+                        keep_mode=flags.get("permission_mode") is None)
 
 
 def config_from_args(args: argparse.Namespace, session: Session) -> Config:
     """The config again, from the same sources (after the user trusts the repository): a resumed
-    `session` stays on its own model, as `open_from_args` opened it."""
-    from ctxagent.agent import flags_from_args, load_config, with_session_model
+    `session` stays on its own model and mode, as `open_from_args` opened it."""
+    from ctxagent.agent import flags_from_args, load_config, with_session_mode, with_session_model
 
     flags = flags_from_args(args)
     config = load_config(session.root, flags)
     if _resume_ref(args) is not None and flags.get("model") is None:
         config = with_session_model(config, session.log)
+    if _resume_ref(args) is not None and flags.get("permission_mode") is None:
+        config = with_session_mode(config, session.log)[0]  # never above the reloaded config's
     return config
 
 

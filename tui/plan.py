@@ -43,7 +43,13 @@ def cycle_mode(control: SessionControl) -> str:
 
 
 def set_mode(control: SessionControl, mode: str) -> str:
+    """Switch the session to `mode`; logged now when idle, else by the turn's next step (the agent's
+    thread is the one writing the log then)."""
+    from ctxagent.agent import record_mode
+
     control.session.config.permission_mode = mode  # one of PERMISSION_MODES (the Literal is not checked by mypy)
+    if not control.busy:
+        record_mode(control.session.log, mode)
     control.show_session_facts()
     control.notice(f"permission mode: {mode} — {MODE_WORDS[mode]} (Shift+Tab: next mode)")
     return mode

@@ -122,6 +122,7 @@ class SessionScreen(Screen[None]):
     def _after_first_frame(self) -> None:
         self.show_session_facts()
         self.chat.mount_all(transcript_widgets(self.session.log.events))
+        self.chat.mount_all([NoticeLine(line, "warning") for line in self.session.notices])  # a resume's
         from ctxagent.tui.slash import refresh_custom_commands
 
         refresh_custom_commands(self)  # the session's templates: completion and /help list them
@@ -439,6 +440,7 @@ class SessionScreen(Screen[None]):
         self.session = session
         self.chat.remove_children()
         self.chat.mount_all(transcript_widgets(session.log.events))
+        self.chat.mount_all([NoticeLine(line, "warning") for line in self.session.notices])  # a resume's
         self.show_agent(agent)
         if old is not session:
             old.log.close()

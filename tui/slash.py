@@ -333,7 +333,8 @@ def _resume_picked(control: SessionControl, session_id: str | None) -> None:
     root, config = control.session.root, control.session.config
 
     def work() -> Outcome:
-        new = opener(root, config, resume=session_id, keep_model=True)  # the session's own model, not this one's
+        new = opener(root, config, resume=session_id, keep_model=True,  # the session's own model, not this one's
+                     keep_mode=True)
         agent = control.new_agent(new)
         return Outcome(True, f"resumed session {session_id}", session=new, agent=agent)
 

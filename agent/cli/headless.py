@@ -244,7 +244,10 @@ def run_headless(args: Any, out: TextIO | None = None, err: TextIO | None = None
         if config.ignored_keys:  # headless never asks: say what was left out and how to allow it
             _write(err, f"ctxagent: {describe_ignored(config.ignored_keys)}\n")
         resume = args.resume if args.resume is not None else ("" if args.continue_ else None)
-        session = open_session(root, config, resume, keep_model=flags.get("model") is None)  # --model wins
+        session = open_session(root, config, resume, keep_model=flags.get("model") is None,  # --model wins
+                               keep_mode=flags.get("permission_mode") is None)
+        for line in session.notices:  # a resume on another base URL than the log recorded
+            _write(err, f"ctxagent: {line}\n")
         refresh_for_start(session.config)  # the provider's model list, when a day old (short timeout, never fatal)
         printer: Any = None
         if args.output == "text":

@@ -138,7 +138,11 @@ def cmd_inspect(args: argparse.Namespace) -> int:
             raise CtxagentError(f"session {log.session_id} has no steps yet: nothing was sent to a model")
         number = int(ContextReport.from_dict(reports[-1].context_report.report).step)
     root = _root(args)
-    step = rebuild_step(log.events, number, lambda model, request: wire_body(model, request, root))
+    from ctxagent.agent.providers.registry import label_takes_images
+
+    # the request's own rule for images (a model that takes none was sent stubs): registry.takes_images
+    step = rebuild_step(log.events, number, lambda model, request: wire_body(model, request, root),
+                        images=label_takes_images)
     if args.json:
         out: dict[str, Any] = {
             "request": step.body,

@@ -275,6 +275,15 @@ def takes_images(provider: str, model: str, info: ModelInfo | None = None) -> bo
     return spec.images
 
 
+def label_takes_images(label: str) -> bool:
+    """`takes_images` for a "provider:model" label, by the registry alone (no catalogue: what an agent
+    without one and `inspect` go by); False for a name no provider owns."""
+    try:
+        return takes_images(*parse_model_name(label))
+    except ConfigError:
+        return False
+
+
 def cost_usd(info: ModelInfo, usage: Usage, cache_ttl: str = "5m") -> float:
     """Dollars for one response's usage.
 

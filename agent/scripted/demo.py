@@ -5,6 +5,12 @@ the scripted server with the script that ships in the package (agent/data/demo_s
 test, edit, test, read the big log — spilled — grep it, summarize), and opens the app on a small
 window so usage crosses 75 % and the breakpoint prompt appears. Everything is labelled
 "scripted demo"; nothing leaves 127.0.0.1.
+
+It leaves nothing behind: the repository's folder (`ctxagent-demo-*`) goes when it stops, with the
+repository's trust entry, its state folder's record and the demo model's calibration file. Each folder
+names the process that owns it (`OWNER_FILE`); a demo that was killed cannot clean up, so every demo
+starts by removing the folders whose owner is gone (`remove_stale_demos`). --keep keeps the folder and
+drops its owner, so no later demo takes it for stale.
 """
 
 from __future__ import annotations
@@ -12,6 +18,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import os
 import shlex
 import shutil
 import subprocess
@@ -30,6 +37,8 @@ from ctxagent.context.floor.state_paths import ensure_state_dir, forget_state_di
 DEMO_LABEL = "scripted demo"
 DEMO_MODEL = "anthropic:scripted-demo"
 DEMO_WINDOW = 6500  # (room for the budget tools' schemas) small on purpose: the big log and its grep push usage past 75 %
+DEMO_PREFIX = "ctxagent-demo-"  # the throwaway folder's name (tempfile.mkdtemp's prefix)
+OWNER_FILE = "owner.pid"  # in that folder: the pid of the demo that made it
 DEMO_PROMPT = "The add test fails — fix calc.py, run the tests, then check logs/server.log for errors."
 
 CALC = '''"""A tiny calculator (the demo's bug lives here)."""
@@ -89,7 +98,8 @@ def _git(repo: Path, *args: str) -> None:
 
 def create_demo_repo(parent: Path | None = None) -> Path:
     """A fresh git repository with the demo's files, committed; returns its path."""
-    base = Path(tempfile.mkdtemp(prefix="ctxagent-demo-", dir=str(parent) if parent else None))
+    base = Path(tempfile.mkdtemp(prefix=DEMO_PREFIX, dir=str(parent) if parent else None))
+    (base / OWNER_FILE).write_text(f"{os.getpid()}\n", encoding="ascii")
     repo = base / "demo-repo"
     (repo / "logs").mkdir(parents=True)
     (repo / "calc.py").write_text(CALC, encoding="utf-8")
@@ -126,15 +136,19 @@ class Demo:
         """Stop the server and, unless kept, remove what the demo made: the throwaway repository (its
         folder from `create_demo_repo`), its trust entry and the record of its state folder."""
         self.server.stop()
-        if not self.keep:
+        if self.keep:
+            (self.repo.parent / OWNER_FILE).unlink(missing_ok=True)  # the user's now: never stale
+        else:
             remove_demo_repo(self.repo)
 
 
 def remove_demo_repo(repo: Path) -> None:
     """Undo `create_demo_repo`: the trust entry, the state folder's record, then the folder itself
-    (only a folder made by it: `ctxagent-demo-*` holding `demo-repo`)."""
+    (only a folder made by it: `ctxagent-demo-*` holding `demo-repo`), and the demo model's calibration."""
+    from ctxagent.agent.factory import calibration_path
+
     base = repo.parent
-    if repo.name != "demo-repo" or not base.name.startswith("ctxagent-demo-"):
+    if repo.name != "demo-repo" or not base.name.startswith(DEMO_PREFIX):
         return  # not one of ours: never delete it
     try:
         revoke(repo)
@@ -142,12 +156,37 @@ def remove_demo_repo(repo: Path) -> None:
     except Exception as exc:  # a trust list we cannot write: the folder goes anyway, and we say so
         echo(f"ctxagent demo: could not drop the demo's trust entry: {exc}", err=True)
     shutil.rmtree(base, ignore_errors=True)
+    try:
+        calibration_path(DEMO_MODEL).unlink(missing_ok=True)  # learnt from the scripted model: no one else's
+    except OSError as exc:
+        echo(f"ctxagent demo: could not remove the demo's calibration file: {exc}", err=True)
+
+
+def remove_stale_demos(parent: Path | None = None) -> list[Path]:
+    """Remove the demo folders in `parent` (the temporary folder by default) whose owning process is
+    gone — a demo that was killed. Only this user's folders that name an owner: one without (an older
+    ctxagent, or kept with --keep) is left alone. Returns the folders removed."""
+    from ctxagent.tools.atomic_write import pid_alive
+
+    removed = []
+    for base in sorted(Path(parent or tempfile.gettempdir()).glob(f"{DEMO_PREFIX}*")):
+        try:
+            if base.is_symlink() or not base.is_dir() or (hasattr(os, "getuid") and base.stat().st_uid != os.getuid()):
+                continue
+            pid = int((base / OWNER_FILE).read_text(encoding="ascii").strip())
+        except (OSError, ValueError):
+            continue
+        if pid > 0 and not pid_alive(pid):
+            remove_demo_repo(base / "demo-repo")
+            removed.append(base)
+    return removed
 
 
 def prepare_demo(parent: Path | None = None, window: int = DEMO_WINDOW, *, keep: bool = False) -> Demo:
     """The repository, the running server, and the config flags that point the app at it."""
     from ctxagent.agent.scripted.server import ScriptedServer
 
+    remove_stale_demos(parent)  # what killed demos left
     repo = create_demo_repo(parent)
     server = ScriptedServer(demo_script())
     base_url = server.start()

@@ -80,7 +80,8 @@ class BuildInputs:
     @classmethod
     def from_params(cls, params: BuildParams, *, events: list[Event], system: str, tools: list[ToolSpec],
                     counter: TokenCounter, step: int, turn: int, calibration_ratio: float = 1.0,
-                    warm_override: str | None = None, model: str = "", allow_compaction: bool = False) -> BuildInputs:
+                    warm_override: str | None = None, model: str = "", allow_compaction: bool = False,
+                    images: bool = True) -> BuildInputs:
         """The inputs a recorded build used, from its `BuildParams` and the log around it (`inspect`).
         A log written before the slice rule was recorded rebuilds with the defaults it had then."""
         slice_rule = {k: v for k in ("tools_high", "tools_low", "protect_steps") if (v := getattr(params, k)) is not None}
@@ -91,7 +92,7 @@ class BuildInputs:
                    strategy=params.strategy, calibration_ratio=calibration_ratio, warm_override=warm_override,
                    summarize=None, allow_compaction=allow_compaction, protect_turns=params.protect_turns,
                    thresholds=params.thresholds, model=model, task_state_share=params.task_state_share,
-                   cache_ttl=params.cache_ttl)
+                   cache_ttl=params.cache_ttl, images=images)
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,9 @@ Each step's `context_report` event records the build parameters, the warm block 
 calibration ratio (context/builder/step.py writes it); the `system_prompt` event before it records the
 stable prefix. The builder is a pure function, so re-running it on the log prefix gives the same
 request; the stored sha256 of the body that was sent proves it (`verified`). The body is the
-provider's wire body when the step was recorded with one: pass the same function as `body`.
+provider's wire body when the step was recorded with one: pass the same function as `body`; and whether
+the step's model takes images (a model that takes none was sent stubs) by the rule the agent used: pass
+it as `images` (the agent's is agent/providers/registry.py `takes_images`; this layer has no registry).
 """
 
 from __future__ import annotations
@@ -51,7 +53,9 @@ def step_event(events: list[Event], step: int) -> Event:
     raise HistoryError(f"no step {step} in this session (steps 1–{max(steps, default=0)})")
 
 
-def rebuild_step(events: list[Event], step: int, body: BodyFor = neutral_body) -> RebuiltStep:
+def rebuild_step(events: list[Event], step: int, body: BodyFor = neutral_body,
+                 images: Callable[[str], bool] | None = None) -> RebuiltStep:
+    """`step` rebuilt from the log; `images(model label)`: whether that model takes images (None: it does)."""
     rep_ev = step_event(events, step)
     rep = rep_ev.context_report
     prefix = events[: rep_ev.id]
@@ -66,6 +70,7 @@ def rebuild_step(events: list[Event], step: int, body: BodyFor = neutral_body) -
         tools=[ToolSpec(t["name"], t["description"], t["input_schema"]) for t in system.tools],
         counter=CachedCounter(get_counter(rep.build.tokenizer)), step=step, turn=int(rep.report.get("turn", 0)),
         calibration_ratio=rep.calibration_ratio, warm_override=rep.warm, model=rep.model,
+        images=images(rep.model) if images is not None else True,
     )
     result = build(inputs)
     sent = body(rep.model, result.request)

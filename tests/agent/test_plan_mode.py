@@ -93,3 +93,26 @@ def test_in_plan_mode_the_model_is_refused_and_the_users_own_command_runs(make_a
     agent.run_command("touch by_user")
     assert asked == [] and (root / "by_user").exists()
     assert [u.user.plan for u in agent.session.log.of_kind("user")] == [True, None]  # a !command calls no model
+
+
+def test_a_mode_changed_during_a_session_is_logged_before_the_step_that_runs_under_it(make_agent) -> None:
+    """The mode may change while a turn runs (Shift+Tab from the app's thread); the agent's step logs it
+    before its request (`record_mode`), once, so `inspect` and a resume know the mode of each step."""
+    from ctxagent.agent.permissions import more_permissive
+    from ctxagent.agent.session import session_mode
+
+    agent, _, _ = make_agent([{"text": "one"}, {"text": "two"}, {"text": "three"}], mode="ask")
+    log = agent.session.log
+    assert session_mode(log) == "ask"  # the start names it: no event needed
+    agent.run_turn("first")
+    assert [e for e in log.events if e.kind == "permission_mode"] == []
+    agent.session.config.permission_mode = "plan"
+    agent.run_turn("second")
+    agent.run_turn("third")
+    modes = [e for e in log.events if e.kind == "permission_mode"]
+    assert [e.data["mode"] for e in modes] == ["plan"]
+    second_report = [e for e in log.events if e.kind == "context_report"][1]
+    assert [e.id for e in log.events if e.kind == "user"][1] < modes[0].id < second_report.id
+    assert session_mode(log) == "plan"
+    assert [more_permissive(a, b) for a, b in (("auto-edit", "ask"), ("plan", "ask"), ("yolo", "auto-edit"),
+                                                ("ask", "ask"), ("bogus", "yolo"))] == [True, False, True, False, True]

@@ -71,3 +71,27 @@ def test_a_resume_naming_a_model_uses_that_model(repo: Path, scripted_server, ct
     assert again.returncode == 0, again.stderr
     assert [e["data"]["model"] for e in read_session(repo, session) if e["kind"] == "context_report"] == [MINI, SONNET]
     assert re.search(r"/messages$", srv.requests()[-1]["path"])
+
+
+def test_a_resume_sends_where_the_config_says_and_says_the_log_named_another_url(
+        repo: Path, scripted_server, ctxagent_run, read_session) -> None:
+    """The log is in the repository (anyone may have written it): it keeps the session's model, never
+    its base URL. A resume on another URL than the log recorded goes to the config's, and says both."""
+    before, now = (scripted_server([{"text": "first answer"}]),
+                   scripted_server([{"text": "second answer"}, {"text": "third answer"}]))
+    first = ctxagent_run(repo, "-p", "hello", "--model", MINI, "--base-url", before.url, "--output", "json")
+    assert first.returncode == 0, first.stderr
+    session = json.loads(first.stdout)["session"]
+    again = ctxagent_run(repo, "-p", "again", "--resume", session, "--base-url", now.url, "--output", "json")
+    assert again.returncode == 0, again.stderr
+    assert json.loads(again.stdout)["result"] == "second answer"
+    assert len(before.requests()) == 1 and len(now.requests()) == 1
+    lines = [ln for ln in again.stderr.splitlines() if "this session ran against" in ln]
+    assert lines == [f"ctxagent: this session ran against {before.url}, now {now.url} from your config "
+                     "(the session log never chooses where requests go)"]
+    # the log now records where the session went: the next resume on that URL says nothing
+    starts = [e["data"] for e in read_session(repo, session) if e["kind"] == "session_start"]
+    assert starts[-1]["base_url"] == now.url
+    third = ctxagent_run(repo, "-p", "once more", "--resume", session, "--base-url", now.url, "--output", "json")
+    assert third.returncode == 0, third.stderr
+    assert "this session ran against" not in third.stderr

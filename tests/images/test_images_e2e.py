@@ -122,3 +122,26 @@ def test_the_catalogue_says_a_model_takes_no_images(shot_repo: Path, scripted_se
     (req,) = srv.requests()
     assert _images_of(req["body"]) == []
     assert "its contents are not shown (this model takes no images)" in json.dumps(req["body"])
+
+
+def test_inspect_rebuilds_a_step_of_a_model_without_images_with_the_stubs_it_sent(
+        shot_repo: Path, scripted_server) -> None:
+    """A session switched to a model that takes no images (a local model's, by the registry's rule) sends
+    the earlier image as a stub; `inspect` rebuilds that step by the same rule (registry.takes_images), so
+    the rebuilt request is the one sent — not one with the image in it."""
+    srv = scripted_server([{"text": "saw {images}"}, {"text": "now {images}"}])
+    first = run_ctxagent(shot_repo, "-p", "what is in @shot.png ?", "--model", "openai:gpt-5.4-mini",
+                         "--base-url", srv.url, "--output", "json")
+    assert first.returncode == 0, first.stderr
+    again = run_ctxagent(shot_repo, "-p", "and without it?", "--continue", "--model", "openai:local-coder-7b",
+                         "--base-url", srv.url, "--output", "json")
+    assert again.returncode == 0, again.stderr
+    bodies = [r["body"] for r in srv.requests()]
+    assert [len(_images_of(b)) for b in bodies] == [1, 0]
+    assert "this model takes no images" in json.dumps(bodies[1], ensure_ascii=False)
+    session = _session(again.stdout)
+    for step in ("1", "2"):  # the image model's step with its image, the other's with the stub
+        check = run_ctxagent(shot_repo, "inspect", session, "--step", step)
+        assert check.returncode == 0 and "identical to what was sent" in check.stdout, check.stdout + check.stderr
+    rebuilt = json.loads(run_ctxagent(shot_repo, "inspect", session, "--step", "2", "--json").stdout)["request"]
+    assert _images_of(rebuilt) == [] and "this model takes no images" in json.dumps(rebuilt, ensure_ascii=False)

@@ -3,14 +3,23 @@ scripted server, and the app — spill, permission prompts and the 75 % breakpoi
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 from ctxagent.agent.config import load_config
-from ctxagent.agent.factory import create_agent
-from ctxagent.agent.scripted.demo import DEMO_LABEL, DEMO_PROMPT, create_demo_repo, demo_script, prepare_demo
+from ctxagent.agent.factory import calibration_path, create_agent
+from ctxagent.agent.scripted.demo import (
+    DEMO_LABEL,
+    DEMO_MODEL,
+    DEMO_PROMPT,
+    OWNER_FILE,
+    create_demo_repo,
+    demo_script,
+    prepare_demo,
+)
 from ctxagent.agent.session import open_session
 from ctxagent.context import usage_text
 from ctxagent.tui.app import CtxApp
@@ -65,8 +74,11 @@ async def test_demo_session_end_to_end(tmp_path: Path) -> None:
             assert screen.gauge.level == screen.level == "compress"  # the bar and the gauge say the same
             # ... and the same figure: the bar shows the last step's usage, not the one where it first crossed
             assert f"Context {usage_text(screen.gauge.report.usage_pct)} full" in screen_text(app)
+        session.log.close()
+        assert calibration_path(DEMO_MODEL).is_file()  # what the run learnt of the scripted model's counts …
     finally:
         demo.stop()
+    assert not calibration_path(DEMO_MODEL).exists()  # … goes with the demo
 
 
 def test_the_demo_removes_its_repository_and_trust_entry_when_it_stops(tmp_path: Path) -> None:
@@ -86,3 +98,32 @@ def test_the_demo_removes_its_repository_and_trust_entry_when_it_stops(tmp_path:
     kept = prepare_demo(tmp_path, keep=True)
     kept.stop()
     assert kept.repo.is_dir() and is_trusted(kept.repo)
+
+
+def test_a_demo_removes_what_killed_demos_left_and_nothing_else(tmp_path: Path) -> None:
+    """Each demo folder names its owner's pid; a demo starts by removing the folders whose owner is gone
+    (a killed demo cannot clean up), with their trust entries. A live owner's folder, a kept one and one
+    without an owner stay."""
+    from ctxagent.agent.scripted.demo import remove_stale_demos
+    from ctxagent.agent.trust import is_trusted
+
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True,
+                          check=True)
+    dead_pid = int(gone.stdout)  # a real process that has ended
+    stale = create_demo_repo(tmp_path)
+    (stale.parent / OWNER_FILE).write_text(f"{dead_pid}\n", encoding="ascii")
+    live = create_demo_repo(tmp_path)  # owned by this process, which runs
+    unowned = create_demo_repo(tmp_path)
+    (unowned.parent / OWNER_FILE).unlink()  # an older ctxagent's
+    assert is_trusted(stale)
+    demo = prepare_demo(tmp_path)
+    try:
+        assert not stale.parent.exists() and not is_trusted(stale)
+        assert live.is_dir() and unowned.is_dir() and demo.repo.is_dir()
+        assert int((demo.repo.parent / OWNER_FILE).read_text(encoding="ascii")) == os.getpid()
+    finally:
+        demo.stop()
+    kept = prepare_demo(tmp_path, keep=True)
+    kept.stop()  # the user's folder now: it names no owner, so no later demo takes it for stale
+    assert not (kept.repo.parent / OWNER_FILE).exists()
+    assert remove_stale_demos(tmp_path) == [] and kept.repo.is_dir() and live.is_dir() and unowned.is_dir()

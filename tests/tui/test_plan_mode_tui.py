@@ -68,3 +68,73 @@ async def test_keep_planning_changes_nothing(tmp_path: Path) -> None:
         assert screen.session.config.permission_mode == "plan"
         assert len(screen.session.log.of_kind("user")) == 1
         assert "still planning" in screen_text(app)
+
+
+def _modes(log_path: Path) -> list[tuple[int, str]]:
+    """(event id, mode) of each permission_mode event, read from the file by hand."""
+    import json
+
+    lines = [json.loads(ln) for ln in log_path.read_text(encoding="utf-8").splitlines() if ln.strip()]
+    return [(e["id"], e["data"]["mode"]) for e in lines if e["kind"] == "permission_mode"]
+
+
+async def test_a_mode_switched_with_shift_tab_is_logged_and_a_resume_keeps_it_only_below_the_config(
+        tmp_path: Path) -> None:
+    """Shift+Tab's mode is in the log, before the steps that ran under it; a resume returns to it when
+    it lets no more run than the config does (plan under ask), and stays on the config's otherwise
+    (auto-edit under ask): a log in the repository never raises permissions."""
+    import argparse
+
+    from ctxagent.tui.app import config_from_args, open_from_args
+    from ctxagent.tui.chat import NoticeLine
+
+    session = make_session(tmp_path, [{"text": "a plan"}] * 3, permission_mode="ask")
+    app = CtxApp(session, create_agent)
+    async with app.run_test(size=(110, 30)) as pilot:
+        await ready(pilot, app)
+        await send(pilot, app, "hello")
+        for _ in range(2):
+            await pilot.press("shift+tab")  # ask → auto-edit → plan
+            await pilot.pause()
+        await send(pilot, app, "what would you do?")
+        if isinstance(app.screen, PlanModal):
+            await answer(pilot, "k")  # keep planning: the mode stays plan
+    session.log.close()
+    modes = _modes(session.log.path)
+    assert [m for _, m in modes] == ["auto-edit", "plan"]
+    events = session.log.events
+    second_user = [e.id for e in events if e.kind == "user"][1]
+    assert modes[-1][0] < second_user  # logged when switched, ahead of the turn that ran under it
+
+    # resumed with the config's mode (ask) and no --permission-mode: plan asks less of nobody — kept
+    args = argparse.Namespace(resume=session.id, cwd=str(session.root), permission_mode=None)
+    resumed = open_from_args(args)
+    assert resumed.config.permission_mode == "plan"
+    assert config_from_args(args, resumed).permission_mode == "plan"  # the same after a trust reload
+    app = CtxApp(resumed, create_agent, probe=False)
+    async with app.run_test(size=(110, 30)) as pilot:
+        screen = await ready(pilot, app)
+        assert any(n.message.startswith("permission mode: plan, as this session last ran") for n in screen.query(NoticeLine))
+        await pilot.press("shift+tab")  # plan → ask
+        await pilot.pause()
+        await pilot.press("shift+tab")  # ask → auto-edit, then leave
+        await pilot.pause()
+    resumed.log.close()
+    assert [m for _, m in _modes(session.log.path)][-1] == "auto-edit"
+
+    # the log now says auto-edit, the config ask: it stays ask, and says so
+    again = open_from_args(args)
+    assert again.config.permission_mode == "ask"
+    assert again.notices == ["this session last ran in auto-edit mode; your config allows ask, so it stays ask "
+                             "(a session log never raises permissions)"]
+    assert config_from_args(args, again).permission_mode == "ask"
+    app = CtxApp(again, create_agent, probe=False)
+    async with app.run_test(size=(110, 30)) as pilot:
+        screen = await ready(pilot, app)
+        assert any("never raises permissions" in n.message for n in screen.query(NoticeLine))
+        assert screen.session.config.permission_mode == "ask"
+    again.log.close()
+    # --permission-mode on the command line wins, as --model does
+    named = open_from_args(argparse.Namespace(resume=session.id, cwd=str(session.root), permission_mode="plan"))
+    assert named.config.permission_mode == "plan" and named.notices == []
+    named.log.close()

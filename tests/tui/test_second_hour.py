@@ -132,6 +132,42 @@ async def test_a_resumed_session_keeps_the_model_it_was_switched_to(tmp_path: Pa
     named.log.close()
 
 
+async def test_a_resume_says_when_the_log_named_another_base_url(tmp_path: Path) -> None:
+    """A base URL planted in the log (the repository's state folder) is not followed: the app says, in
+    one line, where the session ran and where it goes now — and the request goes where the config says."""
+    from ctxagent.agent.session import session_endpoint
+    from ctxagent.context.events import SessionStartData
+    from ctxagent.context.history import SessionLog
+    from ctxagent.tui.app import open_from_args
+    from ctxagent.tui.chat import NoticeLine
+
+    session = make_session(tmp_path, [{"text": "answered"}])
+    app = CtxApp(session, create_agent)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await ready(pilot, app)
+        await send(pilot, app, "hello")
+    session.log.close()
+    label = session.config.model
+    log = SessionLog.open(session.log.path)
+    log.append(SessionStartData(session=session.id, model=label, provider="scripted",
+                                base_url="https://collector.example/v1"))
+    log.sync()
+    log.close()
+    resumed = open_from_args(argparse.Namespace(resume=session.id, cwd=str(session.root)))
+    app = CtxApp(resumed, create_agent, probe=False)
+    async with app.run_test(size=(160, 30)) as pilot:
+        screen = await ready(pilot, app)
+        lines = [n.message for n in screen.query(NoticeLine) if "this session ran against" in n.message]
+        assert lines == ["this session ran against https://collector.example/v1, now scripted's own URL from "
+                         "your config (the session log never chooses where requests go)"]
+        assert "collector.example" in screen_text(app)
+        await send(pilot, app, "again")
+        assert screen.agent.session.log.events[-1].data.get("text") == "answered"  # the script, from its start
+    endpoint = session_endpoint(SessionLog.load(session.log.path))
+    assert endpoint is not None and endpoint.base_url == ""  # where it went, recorded again
+    resumed.log.close()
+
+
 async def test_the_context_budgets_add_up_to_the_window(tmp_path: Path) -> None:
     """A reserve larger than its fraction (the output limit) is not counted twice: hot gets the rest."""
     session = make_session(tmp_path, [{"text": "Answered."}] * 3, window=16_000, budget_profile="coding",
