@@ -1,5 +1,5 @@
 """A session: the repository, its `.ctxagent/` state folder, the effective config and the log — and the
-endpoint its requests go to, as the log records it (`session_endpoint`, `record_endpoint`, `use_endpoint`).
+endpoint its requests go to, as the log records it (`session_endpoint`, `record_endpoint`, `base_url_change`).
 
 The log lives in the repository (untrusted input): a resume takes the session's model from it, never its
 base URL — a log must not send the config's key elsewhere. When the two differ, the resumed session's
@@ -323,18 +323,3 @@ def base_url_change(log: SessionLog, config: Config) -> str | None:
     return (f"this session ran against {where(recorded.base_url)}, now {where(now)} from your config "
             "(the session log never chooses where requests go)")
 
-
-def use_endpoint(config: Config, endpoint: Endpoint) -> None:
-    """Point `config` at `endpoint`: its model, and its base URL when recorded (the configured URL is
-    kept when it is the same one, with the password it may carry; the key is the config's own)."""
-    from ctxagent.agent.providers import specs
-
-    config.model = endpoint.label
-    spec = specs.find(endpoint.provider)
-    if endpoint.base_url is None or spec is None or spec.base_url_field is None:
-        return
-    if public_url(spec.credentials(config)[1]) == endpoint.base_url:
-        return
-    config.base_url = endpoint.base_url or None
-    if not endpoint.base_url:
-        setattr(config, spec.base_url_field, None)  # the provider's own, not a URL from the environment

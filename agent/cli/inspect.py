@@ -10,12 +10,12 @@ from typing import Any
 from ctxagent.agent.cli.commands import add_command
 from ctxagent.agent.config import SANDBOX_KEYS, Config, flags_from_args, load_config, origin_of
 from ctxagent.agent.session import (
+    base_url_change,
     find_repo_root,
     list_sessions,
     open_session,
     resolve_session,
     session_endpoint,
-    use_endpoint,
 )
 from ctxagent.context.errors import CtxagentError
 from ctxagent.context.events import CompactionData
@@ -170,9 +170,11 @@ def cmd_compact(args: argparse.Namespace) -> int:
     """Summarize the session's older turns now. Compaction needs no main model, only a summarizer: the
     summary model (`summary_model`, else the session model's cheaper sibling) — or none, and then the
     extractive summary: `summary_model = "none"` asks for no key and imports no provider SDK. Every
-    fallback is said, on stderr and in the compaction record's note. The summary model is called at the
-    session's own endpoint (its model and base URL, as the log records them): the conversation never
-    goes to a provider the session did not use; `--model` names the summary model."""
+    fallback is said, on stderr and in the compaction record's note. The summary model is the
+    session's model, at the base URL the config (or `--base-url`) names: the log never chooses where a
+    key goes (it lives in the repository). When the log recorded another base URL, the conversation would
+    go to a provider the session did not use, so the summary is the extractive one (said) unless the
+    user names the URL with `--base-url`; `--model` names the summary model."""
     from ctxagent.agent.parts import Journal
     from ctxagent.agent.updates import Notice
     from ctxagent.context.compact import compact_now
@@ -180,13 +182,21 @@ def cmd_compact(args: argparse.Namespace) -> int:
     root = _root(args)
     path = resolve_session(root, args.session)
     config = load_config(root, {})
-    endpoint = session_endpoint(SessionLog.load(path))
+    log = SessionLog.load(path)
+    endpoint = session_endpoint(log)
+    if args.base_url:
+        config.base_url = args.base_url  # the user's own choice, typed on the command line
     if endpoint is not None:
-        use_endpoint(config, endpoint)
+        config.model = endpoint.label  # the model only: never the log's base URL
         if endpoint.base_url is None:
             echo("ctxagent: this session's log does not record its base URL (an older ctxagent): the "
                  "configured one is used", err=True)
-    if args.model:
+    change = base_url_change(log, config)
+    if change is not None and not args.base_url:
+        echo(f"ctxagent: {change}; the summary is the extractive one — pass --base-url to choose where "
+             "a model summary goes", err=True)
+        config.summary_model = "none"
+    elif args.model:
         config.summary_model = args.model
     summarize, fallback = _summarizer(config)
     session = open_session(root, config, str(path))
@@ -333,6 +343,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("session", nargs="?", help="session id or id prefix (default: the latest)")
     p.add_argument("--focus", help="what the summary should keep in particular")
     p.add_argument("--model", help="model for the summary (default: the summary model of the session's endpoint)")
+    p.add_argument("--base-url", help="where the summary model is called (default: the config's; a session log never chooses)")
     p.add_argument("--cwd", help="repository whose sessions to read (default: the current directory)")
     p.set_defaults(func=cmd_compact)
 
