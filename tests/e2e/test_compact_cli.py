@@ -13,8 +13,8 @@ from pathlib import Path
 MODEL = "openai:gpt-5.4-mini"
 
 
-def _session(repo: Path, scripted_server, run_ctxagent, then: list[dict] | None = None) -> str:  # noqa: ANN001
-    # `then`: what the session's own endpoint answers next — `ctxagent compact` summarizes there
+def _session(repo: Path, scripted_server, run_ctxagent, then: list[dict] | None = None) -> tuple[str, str]:  # noqa: ANN001
+    # `then`: what the session's own endpoint answers next — `ctxagent compact --base-url` summarizes there
     srv = scripted_server([*({"text": f"answer {i}. We decided to use SQLite."} for i in range(3)), *(then or [])])
     session = None
     for t, prompt in enumerate(["The pricing bug: 3 seats are billed as 30.", "rename the helpers", "and the docs"]):
@@ -23,7 +23,7 @@ def _session(repo: Path, scripted_server, run_ctxagent, then: list[dict] | None 
         assert out.returncode == 0, (t, out.stderr)
         session = json.loads(out.stdout)["session"]
     assert session
-    return session
+    return session, srv.url
 
 
 def _user_config(text: str) -> None:
@@ -33,7 +33,7 @@ def _user_config(text: str) -> None:
 
 
 def test_compact_with_summary_model_none_needs_no_key_and_no_sdk(repo: Path, scripted_server, ctxagent_run, read_session) -> None:  # noqa: ANN001
-    session = _session(repo, scripted_server, ctxagent_run)
+    session, _ = _session(repo, scripted_server, ctxagent_run)
     _user_config('summary_model = "none"\n')
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
     code = ("import json, sys\nfrom ctxagent.agent.cli.main import main\n"
@@ -50,9 +50,10 @@ def test_compact_with_summary_model_none_needs_no_key_and_no_sdk(repo: Path, scr
 
 
 def _fallback(repo: Path, scripted_server, ctxagent_run, read_session, answer: dict) -> tuple[subprocess.CompletedProcess[str], dict, str]:  # noqa: ANN001, E501
-    session = _session(repo, scripted_server, ctxagent_run, then=[answer])
+    session, url = _session(repo, scripted_server, ctxagent_run, then=[answer])
     _user_config(f'summary_model = "{MODEL}"\n')
-    out = ctxagent_run(repo, "compact", session)
+    # the URL the session ran against, named by the user (a session log never chooses where a key goes)
+    out = ctxagent_run(repo, "compact", session, "--base-url", url)
     assert out.returncode == 0, out.stderr
     compaction = [e for e in read_session(repo, session) if e["kind"] == "compaction"][-1]["data"]
     report = ctxagent_run(repo, "report", session)
