@@ -177,20 +177,37 @@ def open_session(root: Path, config: Config, resume: str | None = None, *, paren
 # Logged when it changes (`record_mode`: Shift+Tab when idle, else at the next step), so that a resume,
 # `inspect` and `report` know the mode each step ran under. A log never raises permissions.
 
-def session_mode(log: SessionLog) -> str | None:
+@dataclass
+class ModeTrail:
+    """The mode a log's steps run under, folded over its events as they arrive: the step asks at every
+    step, and a walk back over a long log each time would cost O(history) per step."""
+
+    seen: int = 0  # events folded
+    mode: str | None = None
+    log: SessionLog | None = None  # the log folded (another one starts the fold again)
+
+    def of(self, log: SessionLog) -> str | None:
+        events = log.events
+        if log is not self.log or len(events) < self.seen:
+            self.log, self.seen, self.mode = log, 0, None
+        for e in events[self.seen:]:
+            if e.kind == PermissionModeData.KIND:
+                self.mode = e.as_(PermissionModeData).mode
+            elif e.kind == SessionStartData.KIND and (mode := e.as_(SessionStartData).permission_mode):
+                self.mode = mode
+        self.seen = len(events)
+        return self.mode
+
+
+def session_mode(log: SessionLog, trail: ModeTrail | None = None) -> str | None:
     """The mode the session last ran under: its last `permission_mode` event's, else the one its start
-    names; None when neither does (a log of an older ctxagent)."""
-    for e in reversed(log.events):
-        if e.kind == PermissionModeData.KIND:
-            return e.as_(PermissionModeData).mode
-        if e.kind == SessionStartData.KIND and (mode := e.as_(SessionStartData).permission_mode):
-            return mode
-    return None
+    names; None when neither does (a log of an older ctxagent). `trail`: the caller's fold of this log."""
+    return (trail or ModeTrail()).of(log)
 
 
-def record_mode(log: SessionLog, mode: str) -> Event | None:
+def record_mode(log: SessionLog, mode: str, trail: ModeTrail | None = None) -> Event | None:
     """Log `mode` as the session's when it is not already (the event, or None when unchanged)."""
-    return None if session_mode(log) == mode else log.append(PermissionModeData(mode=mode))
+    return None if session_mode(log, trail) == mode else log.append(PermissionModeData(mode=mode))
 
 
 def with_session_mode(config: Config, log: SessionLog) -> tuple[Config, str | None]:

@@ -23,7 +23,7 @@ from ctxagent.agent.parts import AgentParts, Journal
 from ctxagent.agent.providers.protocol import ServerCompaction, ServerEdits, Stop, TextDelta, Waiting
 from ctxagent.agent.retry import stream_with_retry
 from ctxagent.agent.server_context import Seen, ServerContext, report_as_seen
-from ctxagent.agent.session import record_mode
+from ctxagent.agent.session import ModeTrail, record_mode
 from ctxagent.agent.session_ops import compaction_done
 from ctxagent.agent.updates import AssistantDelta, AssistantDone, ContextBuilt, ModelWaiting, StepStarted
 from ctxagent.context.builder.cache import BuildCache
@@ -73,6 +73,7 @@ class StepRunner:
         self.last_build: BuildResult | None = None
         self.last_build_sent = False
         self.last_sent: Request | None = None  # the last request recorded as sent: a relief since is priced against it
+        self.modes = ModeTrail()  # the mode the log records, folded as it grows (asked at every step)
 
     @property
     def step(self) -> int:
@@ -113,7 +114,7 @@ class StepRunner:
         step = self.step + 1
         if self.parts.registry.refresh():  # tools that arrived (MCP): logged before the step that sends them
             record_system_prompt(self.session.log, self.parts.system, self.parts.registry.specs())
-        record_mode(self.session.log, self.session.config.permission_mode)  # a Shift+Tab during the turn
+        record_mode(self.session.log, self.session.config.permission_mode, self.modes)  # a Shift+Tab during the turn
         self.journal.emit(StepStarted(step, turn))
         ratio = self.parts.calibrator.ratio
         try:
