@@ -66,15 +66,18 @@ def previous_cut_end(draft: Draft, budget: Budget, stable: int, steps: tuple[int
     if len(steps) <= chunk:
         return 0
     # the candidates' end as it was one chunk of steps ago: the previous cut's end, in steady state
-    before = candidate_end(draft, protect_steps, budget.step_chunk, steps[len(steps) - chunk], list(steps))
-    cleared = pruned = 0
-    for i in range(min(before, len(slots))):
+    before = candidate_end(draft, protect_steps, budget.step_chunk, steps[len(steps) - chunk], steps)
+    # the last cleared slot before it, else the last pruned one: walked back from `before`, where the
+    # cleared part ends in steady state (this runs at every build)
+    end = pruned = 0
+    for i in range(min(before, len(slots)) - 1, -1, -1):
         state = slots[i].state
         if state == "cleared":
-            cleared = i + 1
-        elif state in CUT_STATES:
+            end = i + 1
+            break
+        if not pruned and state in CUT_STATES:
             pruned = i + 1
-    end = cleared or pruned
+    end = end or pruned
     return end if 0 < end < stable else 0
 
 

@@ -54,7 +54,7 @@ from __future__ import annotations
 
 import bisect
 import math
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -100,7 +100,7 @@ def chunk_steps(protect_steps: int, step_chunk: float) -> int:
 
 
 def candidate_end(draft: Draft, protect_steps: int, step_chunk: float, upto: int | None = None,
-                  steps: list[int] | None = None) -> int:
+                  steps: Sequence[int] | None = None) -> int:
     """Slot index before which tool traffic may be cut: the later of the protected turns' start and the
     step boundary. The step boundary keeps the last `protect_steps` model steps and up to
     `chunk_steps` − 1 more: it advances a chunk of steps at a time, so that when the slice cannot get
@@ -174,7 +174,7 @@ def enforce_tools_slice(draft: Draft, budget: Budget, prune_result: Preview, cle
     starts = cold_starts(draft, cold)
     if cut <= 0 and not starts:
         return 0
-    end = candidate_end(draft, budget.protect_steps, budget.step_chunk, steps=list(fold.steps) if fold is not None else None)
+    end = candidate_end(draft, budget.protect_steps, budget.step_chunk, steps=fold.steps if fold is not None else None)
     rest = (tuple(starts), budget.tools_low, budget.base("tools"), draft.tool_spec_tokens,
             budget.protect_steps, budget.step_chunk, draft.protect_turns)
     key = (cut, end, *rest)
