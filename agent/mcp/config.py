@@ -17,6 +17,11 @@ A server the repository defines (its `.ctxagent/config.toml` or `.mcp.json`) run
 the conversation's tool calls somewhere: the key is security-relevant and applies only once the
 repository is trusted (agent/trust.py). What lifts the questions or the sandbox (`ask`,
 `allow_tools`, `sandbox`) comes only from the user's own config (`USER_ONLY_SERVER_KEYS`).
+
+A server's `env` may not hold a variable that runs code its command line does not show (LD_PRELOAD,
+BASH_ENV, NODE_OPTIONS, PYTHONPATH, GIT_CONFIG_*, …: context/floor/program_env.py), from any config,
+the user's own included and whatever `sandbox` says: the error names the server, the key and the
+variable, and how to set one on purpose (in the command line, where it is seen).
 """
 
 from __future__ import annotations
@@ -28,7 +33,8 @@ from typing import Annotated, Any
 
 from ctxagent.context.errors import ConfigError, ToolError
 from ctxagent.context.floor.beneath import read_small
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, model_validator
+from ctxagent.context.floor.program_env import program_env_problem
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 MCP_JSON = ".mcp.json"
 MAX_MCP_JSON_BYTES = 1_000_000
@@ -67,6 +73,14 @@ class McpServerConfig(BaseModel):
     ask: bool = True
     allow_tools: list[str] = Field(default_factory=list)  # tools of this server that never ask
     sandbox: bool = True  # a local server runs in the commands' sandbox
+
+    @field_validator("env")
+    @classmethod
+    def _env_runs_no_code(cls, env: dict[str, str]) -> dict[str, str]:
+        problem = program_env_problem(env)
+        if problem is not None:
+            raise ValueError(problem)
+        return env
 
     @model_validator(mode="after")
     def _one_transport(self) -> McpServerConfig:
