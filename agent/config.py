@@ -30,6 +30,7 @@ from ctxagent.agent.trust import IgnoredKey, split_untrusted, user_only_server_k
 from ctxagent.context.budget import PROFILES, SLICE_NAMES, TASK_STATE_SHARE
 from ctxagent.context.errors import ConfigError, ToolError
 from ctxagent.context.floor.beneath import read_small
+from ctxagent.context.floor.program_env import passthrough_problem
 from ctxagent.context.floor.state_paths import check_state_dir, project_state_dir, user_config_dir
 from ctxagent.context.monitor import DEFAULT_THRESHOLDS
 from ctxagent.context.prompt_cache import CACHE_TTLS
@@ -125,6 +126,14 @@ class Config(BaseModel):
     origins: dict[str, str] = Field(default_factory=dict)  # key -> the layer that set it (absent: the default)
     ignored_keys: list[IgnoredKey] = Field(default_factory=list)  # repository keys not applied (untrusted)
 
+    @field_validator("sandbox_env")
+    @classmethod
+    def _passes_no_code(cls, value: list[str]) -> list[str]:
+        problem = passthrough_problem(value)  # LD_PRELOAD, BASH_ENV, …: context/floor/program_env.py
+        if problem is not None:
+            raise ValueError(problem)
+        return value
+
     @field_validator("hooks", mode="before")
     @classmethod
     def _one_or_many(cls, value: Any) -> Any:
@@ -190,7 +199,8 @@ def _describe(exc: ValidationError, where: str) -> str:
         loc = ".".join(str(p) for p in err["loc"] if p != "[key]")
         got = err.get("input")
         shown = repr(got) if not isinstance(got, (dict, list)) else type(got).__name__
-        problems.append(f"{loc}: {err['msg'].lower()} (got {shown})")
+        msg = err["msg"]  # lower-cased at its start only: a variable it names keeps its case
+        problems.append(f"{loc}: {msg[:1].lower()}{msg[1:]} (got {shown})")
     return f"invalid config in {where}: " + "; ".join(problems)
 
 
@@ -245,6 +255,8 @@ def load_config(root: Path | None = None, flags: dict[str, Any] | None = None, e
         from_json, json_ignored = split_untrusted(json_layer, root, mcp_json)
         values, ignored = split_untrusted(toml_layer, root, str(repo_file))
         ignored += json_ignored + json_dropped + toml_dropped
+        if from_json.get("mcp_servers"):  # checked alone first: its errors name .mcp.json, not config.toml
+            _apply(Config(), {"mcp_servers": from_json["mcp_servers"]}, mcp_json)
         if "mcp_servers" in from_json:  # the repository's config.toml wins over its .mcp.json, name by name
             values["mcp_servers"] = {**from_json["mcp_servers"], **values.get("mcp_servers", {})}
         repo_layer = str(repo_file)

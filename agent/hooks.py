@@ -1,7 +1,8 @@
 """Hooks: programs the user's config (or a trusted repository's: agent/trust.py) names for an event.
 
 Each runs through the sandbox's one hook runner (`tools.sandbox.run_hook`: bwrap with the session's
-policy, the repository root as cwd, JSON on stdin, a deadline) — never a second runner. The shapes
+policy, the repository root as cwd, JSON on stdin, a deadline) — never a second runner. A hook has no
+variables of its own (`HookSpec` has no `env`): its command line is all it runs. The shapes
 follow Claude Code's hooks, in ctxagent's names:
 
 | event | when | stdin (besides `event`, `session_id`, `cwd`, `turn`) | may it stop something? |

@@ -68,7 +68,8 @@ def run_servers(args: argparse.Namespace) -> int:
         echo(f"{row.name:<20} {row.transport:<9} {row.state:<8} {len(row.tools):>5} {row.tokens:>13,}  {row.error}")
         if args.action == "test":
             for name, tokens in row.tools:
-                echo(f"  {name:<58} {tokens:>6,}")
+                renamed = f"  (renamed: the server's {row.renamed[name][:120]!r})" if name in row.renamed else ""
+                echo(f"  {name:<58} {tokens:>6,}{renamed}")
     skipped = [n for n, c in config.mcp_servers.items() if not c.enabled and args.action == "list"]
     if skipped:
         echo(f"disabled (enabled = false): {', '.join(skipped)}")

@@ -29,7 +29,7 @@ from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 from ctxagent.agent.mcp.client import ServerState
-from ctxagent.agent.mcp.config import McpServerConfig, safe_part, server_of
+from ctxagent.agent.mcp.config import McpServerConfig, server_of, server_part
 from ctxagent.agent.mcp.tools import McpTool, spec_of
 from ctxagent.context.memory.terms import terms
 from ctxagent.context.request import ToolSpec
@@ -89,7 +89,7 @@ class McpCatalog:
     def preload(self, logged: list[dict[str, Any]]) -> None:
         """The MCP tools of the log's last tool list, offered now in their order (a resume sends the
         same tools it sent before; each answers with the server's state until the server is ready)."""
-        by_safe = {safe_part(name): name for name in self.servers}
+        by_safe = {server_part(name): name for name in self.servers}  # one part per server, never shared
         tools: list[Tool] = []
         for entry in logged:
             name = str(entry.get("name", ""))

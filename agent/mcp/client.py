@@ -171,7 +171,7 @@ class McpHub:
         try:
             if cfg.transport == "stdio":
                 policy = self.policy if cfg.sandbox else replace(self.policy, mode="off")
-                streams = stdio_streams(cfg, self.root, policy)
+                streams = stdio_streams(cfg, self.root, policy, name=link.name)
             else:
                 streams = http_streams(cfg)
             async with streams as (read, write, process):

@@ -17,10 +17,22 @@ A server the repository defines (its `.ctxagent/config.toml` or `.mcp.json`) run
 the conversation's tool calls somewhere: the key is security-relevant and applies only once the
 repository is trusted (agent/trust.py). What lifts the questions or the sandbox (`ask`,
 `allow_tools`, `sandbox`) comes only from the user's own config (`USER_ONLY_SERVER_KEYS`).
+
+A server's `env` may not hold a variable that runs code its command line does not show (LD_PRELOAD,
+BASH_ENV, NODE_OPTIONS, PYTHONPATH, GIT_CONFIG_*, …: context/floor/program_env.py), from any config,
+the user's own included and whatever `sandbox` says: the error names the server, the key and the
+variable, and how to set one on purpose (in the command line, where it is seen).
+
+A tool's name as the model sees it is `mcp__<server>__<tool>` (`tool_name`) in the characters and
+the length every provider takes. A server or tool name already in those characters is used as it is;
+any other is cleaned and given a digest of the original (`a.b` → `a_b_3f2c1e`), so two names never
+meet after cleaning (`a.b` and `a_b` stay two tools) whatever else the server lists, in any order,
+in this session and the next; such a tool's description and `/mcp` say the server's own name.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from pathlib import Path
@@ -28,7 +40,8 @@ from typing import Annotated, Any
 
 from ctxagent.context.errors import ConfigError, ToolError
 from ctxagent.context.floor.beneath import read_small
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, model_validator
+from ctxagent.context.floor.program_env import program_env_problem
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 MCP_JSON = ".mcp.json"
 MAX_MCP_JSON_BYTES = 1_000_000
@@ -37,11 +50,17 @@ USER_ONLY_SERVER_KEYS = ("ask", "allow_tools", "sandbox")
 TOOL_PREFIX = "mcp__"
 
 
+NAME_LIMIT = 64  # the providers' tool-name limit (OpenAI: 64 characters of [A-Za-z0-9_-])
+_NAME_SAFE = re.compile(r"[^A-Za-z0-9_-]+")
+_CLEAN_TOOL = re.compile(r"[A-Za-z0-9_-]+")
+_CLEAN_SERVER = re.compile(r"[A-Za-z0-9-]+(?:_[A-Za-z0-9-]+)*")  # no `__`: it separates the parts
+MAX_NAME_SHOWN = 120  # characters of a server's own tool name quoted in a description
+
+
 def is_mcp_tool(name: str) -> bool:
     """An outside server's tool (`mcp__<server>__<tool>`)."""
     return name.startswith(TOOL_PREFIX)
-NAME_LIMIT = 64  # the providers' tool-name limit (OpenAI: 64 characters of [A-Za-z0-9_-])
-_NAME_SAFE = re.compile(r"[^A-Za-z0-9_-]+")
+
 
 Seconds = Annotated[float, Field(gt=0, le=3600)]
 
@@ -67,6 +86,14 @@ class McpServerConfig(BaseModel):
     ask: bool = True
     allow_tools: list[str] = Field(default_factory=list)  # tools of this server that never ask
     sandbox: bool = True  # a local server runs in the commands' sandbox
+
+    @field_validator("env")
+    @classmethod
+    def _env_runs_no_code(cls, env: dict[str, str]) -> dict[str, str]:
+        problem = program_env_problem(env)
+        if problem is not None:
+            raise ValueError(problem)
+        return env
 
     @model_validator(mode="after")
     def _one_transport(self) -> McpServerConfig:
@@ -119,19 +146,43 @@ def safe_part(name: str) -> str:
     return _NAME_SAFE.sub("_", name).strip("_") or "x"
 
 
+def _digest(*parts: str) -> str:
+    return hashlib.sha256("\0".join(parts).encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def server_part(server: str) -> str:
+    """A server's part of its tools' names: its name when already clean, else cleaned (no `__`) and
+    suffixed with a digest of the name."""
+    if _CLEAN_SERVER.fullmatch(server):
+        return server
+    return f"{re.sub('_{2,}', '_', safe_part(server))}_{_digest(server)[:6]}"
+
+
+def tool_part(tool: str) -> str:
+    """A tool's part of its name: the server's name for it when already clean, else cleaned and
+    suffixed with a digest of the server's name for it."""
+    return tool if _CLEAN_TOOL.fullmatch(tool) else f"{safe_part(tool)}_{_digest(tool)[:6]}"
+
+
 def tool_name(server: str, tool: str) -> str:
-    """`mcp__<server>__<tool>`, in the characters and the length every provider takes."""
-    full = f"{TOOL_PREFIX}{safe_part(server)}__{safe_part(tool)}"
+    """`mcp__<server>__<tool>`, in the characters and the length every provider takes, and unique:
+    two different (server, tool) pairs never get one name (see the module doc)."""
+    full = f"{TOOL_PREFIX}{server_part(server)}__{tool_part(tool)}"
     if len(full) <= NAME_LIMIT:
         return full
-    import hashlib
+    return full[:NAME_LIMIT - 9] + "_" + _digest(server, tool)[:8]
 
-    digest = hashlib.sha256(f"{server}\0{tool}".encode()).hexdigest()[:8]
-    return full[:NAME_LIMIT - 9] + "_" + digest
+
+def renamed_note(server: str, tool: str) -> str:
+    """A note for the tool's description naming the server's own name for it; empty when the model
+    sees it under that name."""
+    if tool_name(server, tool) == f"{TOOL_PREFIX}{server_part(server)}__{tool}":
+        return ""
+    return f"(renamed: the server calls this tool {tool[:MAX_NAME_SHOWN]!r}) "  # repr: controls escaped
 
 
 def server_of(name: str) -> str | None:
-    """The (safe) server part of an `mcp__server__tool` name; None for any other tool."""
+    """The server part (`server_part`) of an `mcp__server__tool` name; None for any other tool."""
     if not name.startswith(TOOL_PREFIX):
         return None
     rest = name[len(TOOL_PREFIX):]

@@ -4,13 +4,13 @@ model sees) and the front end's view of both (`McpRuntime`)."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ctxagent.agent.mcp.catalog import McpCatalog
 from ctxagent.agent.mcp.client import McpHub, ServerState
-from ctxagent.agent.mcp.config import McpServerConfig, is_mcp_tool
+from ctxagent.agent.mcp.config import MAX_NAME_SHOWN, McpServerConfig, is_mcp_tool, renamed_note, tool_name
 from ctxagent.context.tokens import TokenCounter, count_tool_spec
 from ctxagent.tools.contract import ToolRegistry
 from ctxagent.tools.sandbox import SandboxPolicy
@@ -31,6 +31,7 @@ class ServerRow:
     tools: list[tuple[str, int]]  # (tool name as the model sees it, schema tokens)
     deferred: bool
     tokens: int
+    renamed: dict[str, str] = field(default_factory=dict)  # name as the model sees it → the server's own
 
 
 @dataclass
@@ -56,7 +57,9 @@ class McpRuntime:
             lines.append(f"| {r.name} | {r.transport} | {r.state} | {len(r.tools)} | {r.tokens:,} | {note} |")
         for r in rows:
             if r.tools:
-                lines += ["", f"**{r.name}**: " + ", ".join(f"`{n}` {t:,}" for n, t in r.tools)]
+                lines += ["", f"**{r.name}**: " + ", ".join(f"`{n}` {t:,}" + (
+                    f" (renamed: the server's {r.renamed[n][:MAX_NAME_SHOWN]!r})" if n in r.renamed else "")
+                    for n, t in r.tools)]
         budget = self.catalog.budget
         lines += ["", f"MCP schemas past {budget:,} tokens (mcp_defer_share of the window) wait behind "
                   "`search_tools`; a tool it loads stays for the session."]
@@ -69,8 +72,9 @@ def server_rows(hub: McpHub, counter: TokenCounter, deferred: list[str] | None =
     out = []
     for state in hub.states():
         tools = [(s.name, count_tool_spec(s, counter)) for s in (spec_of(state.name, t) for t in state.tools)]
+        renamed = {tool_name(state.name, t.name): t.name for t in state.tools if renamed_note(state.name, t.name)}
         out.append(ServerRow(state.name, state.transport, state.state, state.error, tools,
-                             state.name in (deferred or []), sum(n for _, n in tools)))
+                             state.name in (deferred or []), sum(n for _, n in tools), renamed))
     return out
 
 

@@ -1,9 +1,10 @@
 """An MCP server's tool as one of ctxagent's tools (`McpTool`), and its answer as a `ToolResult`.
 
-A tool is named `mcp__<server>__<tool>` (agent/mcp/config.py `tool_name`). It asks like `shell`
-(permission "command": an outside tool can do anything) unless the user's own config lifts it for
-the server (`ask = false`) or the tool (`allow_tools`). Its description and schema are the server's
-words — untrusted input, shown as data and capped. The answer's content blocks become text:
+A tool is named `mcp__<server>__<tool>` (agent/mcp/config.py `tool_name`: unique; a name cleaned for
+the providers carries a digest of the server's, and its description then says the server's own name).
+It asks like `shell` (permission "command": an outside tool can do anything) unless the user's own
+config lifts it for the server (`ask = false`) or the tool (`allow_tools`). Its description and schema
+are the server's words — untrusted input, shown as data and capped. The answer's content blocks become text:
 text as is, a resource's text under its URI, a resource link as one line, `structuredContent` as
 JSON when no text block carries it. An image is attached for the model to see (`ToolResult.images`,
 context/images.py) when the model takes images and the bytes are a PNG, JPEG, GIF or WEBP within the
@@ -20,7 +21,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 import mcp_types as types
-from ctxagent.agent.mcp.config import tool_name
+from ctxagent.agent.mcp.config import renamed_note, tool_name
 from ctxagent.context.images import Image, ImageError, describe, load_image
 from ctxagent.context.request import ToolSpec
 from ctxagent.tools.contract import Permission, ToolContext, ToolResult
@@ -41,7 +42,8 @@ def spec_of(server: str, tool: types.Tool) -> ToolSpec:
     if schema.get("type") != "object":
         schema = {"type": "object", "properties": {}}
     schema.setdefault("properties", {})
-    return ToolSpec(tool_name(server, tool.name), f"[{server}] {description}", schema)
+    note = clean_result(renamed_note(server, tool.name))
+    return ToolSpec(tool_name(server, tool.name), f"[{server}] {note}{description}", schema)
 
 
 class McpTool:

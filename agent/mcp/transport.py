@@ -2,7 +2,10 @@
 
 - stdio: the server's command starts through the commands' launcher (tools/sandbox/launch.py): the
   allowlisted environment plus the server's own `env`, and bubblewrap unless the user's own config
-  says `sandbox = false` for the server. The SDK's `stdio_client` cannot take the launcher and reads
+  says `sandbox = false` for the server. The server's `env` goes inside the sandbox (bwrap
+  `--setenv`), never into the environment bwrap itself starts with, and a variable that would run
+  code its command line does not show (LD_PRELOAD, BASH_ENV, NODE_OPTIONS, …) is refused in every
+  mode (context/floor/program_env.py; the config refuses it first, agent/mcp/config.py). The SDK's `stdio_client` cannot take the launcher and reads
   a line of any length into memory; this reader caps each message (`MAX_MESSAGE_BYTES`): a longer
   one is skipped as it streams by, never held, and the request it answered gets an error instead.
 - Streamable HTTP: the SDK's `streamable_http_client` over an httpx client with the configured
@@ -51,15 +54,15 @@ def too_large(size: int) -> str:
 
 @asynccontextmanager
 async def stdio_streams(cfg: McpServerConfig, root: Path, policy: SandboxPolicy,
-                        errlog: Any = None) -> AsyncIterator[tuple[Any, Any, Process | None]]:
+                        errlog: Any = None, name: str = "") -> AsyncIterator[tuple[Any, Any, Process | None]]:
     assert cfg.command
     command = shlex.join([cfg.command, *cfg.args])
     # `exec`: the server is the shell's process, so closing its stdin and killing its group end it
     line = f"cd {shlex.quote(str((root / cfg.cwd).resolve()))} && exec {command}" if cfg.cwd else f"exec {command}"
-    launch = prepare_launch(line, root, policy)
     # the server's own `env` as written (a token the server needs is the point of it, so it is not
-    # filtered like the variables inherited from ctxagent's environment)
-    launch.env.update(cfg.env)
+    # filtered like the variables inherited from ctxagent's environment), for the server alone
+    launch = prepare_launch(line, root, policy, program_env=cfg.env,
+                            owner=f"mcp_servers.{name}.env" if name else "the MCP server's env")
     process = await anyio.open_process(launch.argv, env=launch.env, cwd=str(root), pass_fds=launch.pass_fds,
                                        stderr=errlog if errlog is not None else anyio_devnull(),
                                        start_new_session=True)

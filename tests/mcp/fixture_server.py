@@ -2,7 +2,10 @@
 
     python fixture_server.py stdio [--tools N] [--evolve] 3 tools (+ N generated ones), over stdio; --evolve adds
                                                           `evolve`, which adds and removes tools mid-session
-                                                          and sends notifications/tools/list_changed
+                                                          and sends notifications/tools/list_changed;
+                                                          --colliding adds `a.b`, `a_b`, `a b` and `数据.读`
+                                                          (one name once cleaned), each answering its own
+                                                          name; --getenv adds `getenv` (a variable's value)
     python fixture_server.py http PORT_FILE [--tools N]   the same over Streamable HTTP on 127.0.0.1
     python fixture_server.py silent                       reads stdin, never answers `initialize`
     python fixture_server.py garbage                      answers initialize and tools/list, then writes garbage
@@ -30,7 +33,10 @@ TOPICS = [
 ]
 
 
-def build(extra: int, evolve: bool = False):
+COLLIDING = ("a.b", "a_b", "a b", "数据.读")
+
+
+def build(extra: int, evolve: bool = False, colliding: bool = False, getenv: bool = False):
     global Context  # the annotations are strings (__future__), read in this module's globals
     import mcp_types as types
     from mcp.server.mcpserver import Context, MCPServer
@@ -89,6 +95,20 @@ def build(extra: int, evolve: bool = False):
                     fh.write("cancelled")
             raise
         return "slept"
+
+    if colliding:
+        def named(own: str):
+            def tool(text: str = "") -> str:
+                return f"I am {own!r}: {text}"
+            return tool
+
+        for own in COLLIDING:
+            server.tool(name=own, description="Answers with its own name. 回答自己的名字。")(named(own))
+
+    if getenv:
+        @server.tool(description="The value of an environment variable of the server's process.")
+        def getenv(name: str) -> str:
+            return repr(os.environ.get(name))
 
     for i in range(extra):
         name, what, zh = TOPICS[i % len(TOPICS)]
@@ -220,7 +240,7 @@ def main() -> None:
         return garbage()
     if mode == "chunked":
         return chunked(sys.argv[2])
-    server = build(extra, "--evolve" in sys.argv)
+    server = build(extra, "--evolve" in sys.argv, "--colliding" in sys.argv, "--getenv" in sys.argv)
     if mode == "stdio":
         server.run("stdio")
         return

@@ -4,6 +4,7 @@ servers apply once trusted; what lifts a question or the sandbox comes only from
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -84,7 +85,9 @@ def test_only_the_user_lifts_questions_or_the_sandbox(project: Path) -> None:
 
 
 def test_tool_names_fit_every_provider() -> None:
-    assert tool_name("git hub", "create.issue") == "mcp__git_hub__create_issue"
+    assert tool_name("github", "create_issue") == "mcp__github__create_issue"  # clean names as they are
+    cleaned = tool_name("git hub", "create.issue")  # cleaned ones carry a digest of the original
+    assert re.fullmatch(r"mcp__git_hub_[0-9a-f]{6}__create_issue_[0-9a-f]{6}", cleaned), cleaned
     long = tool_name("s" * 40, "t" * 40)
     assert len(long) == 64 and long.startswith("mcp__") and long != tool_name("s" * 40, "t" * 41)
     assert server_of("mcp__docs__search") == "docs" and server_of("read_file") is None

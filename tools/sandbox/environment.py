@@ -11,7 +11,16 @@ added it: the rule is `context/floor/secret_shapes.py`'s `credential_shaped` (a 
 MYSQL_PWD, NPM_CONFIG__AUTH, SENTRY_DSN —, a value the log would redact, alone or as `NAME=value` —
 GitLab `glpat-` tokens, Azure `AccountKey=`, `Basic <base64>` —, or a URL with a user part). Not
 passed on purpose: BASH_ENV and ENV (bash would source them), LD_PRELOAD, GIT_* (GIT_DIR,
-GIT_CONFIG_* redirect git), XDG_RUNTIME_DIR (its sockets are hidden in the sandbox anyway).
+GIT_CONFIG_* redirect git), XDG_RUNTIME_DIR (its sockets are hidden in the sandbox anyway). A name the
+user adds (`sandbox_env`) that would run code the command line does not show (context/floor/
+program_env.py: LD_PRELOAD, BASH_ENV, PYTHONSTARTUP, …) never passes: the config refuses it.
+
+LD_LIBRARY_PATH keeps only its absolute entries: an empty or relative one names the current
+directory — the repository — for every program's loader.
+
+The launcher (bwrap) is started with `launcher_env`: this environment without any name that rule
+refuses (LD_LIBRARY_PATH, HOME, GIT_PAGER, …), which reach the command inside the sandbox instead
+(tools/sandbox/launch.py).
 """
 
 from __future__ import annotations
@@ -19,6 +28,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 
+from ctxagent.context.floor.program_env import why_refused
 from ctxagent.context.floor.secret_shapes import credential_shaped
 
 BASICS = ("PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TERM", "TZ", "TMPDIR", "CI")
@@ -54,13 +64,26 @@ def command_env(source: Mapping[str, str], additions: Iterable[str] = (),
                 extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """The allowlisted part of `source`, the fixed non-interactive settings, then `extra` (the
     runner's own settings; they are checked like everything else)."""
-    adds = {a for a in additions if _VALID_NAME.fullmatch(a)}
+    adds = {a for a in additions if _VALID_NAME.fullmatch(a) and why_refused(a) is None}
     env = {k: v for k, v in source.items() if allowed_name(k, adds) and "\x00" not in v and not secret_shaped(k, v)}
+    if "LD_LIBRARY_PATH" in env:
+        kept = ":".join(p for p in env["LD_LIBRARY_PATH"].split(":") if p.startswith("/"))
+        if kept:
+            env["LD_LIBRARY_PATH"] = kept
+        else:
+            del env["LD_LIBRARY_PATH"]
     env.update(FIXED)
     for k, v in (extra or {}).items():
         if not secret_shaped(k, v):
             env[k] = v
     return env
+
+
+def launcher_env(env: Mapping[str, str]) -> tuple[dict[str, str], dict[str, str]]:
+    """`env` split in two: what a launcher (bwrap) may be started with, and the names the config rule
+    refuses (loader, shell, git and start-up variables), which only the command inside may get."""
+    launcher = {k: v for k, v in env.items() if why_refused(k) is None}
+    return launcher, {k: v for k, v in env.items() if k not in launcher}
 
 
 def dropped(source: Mapping[str, str], additions: Iterable[str] = ()) -> list[str]:

@@ -1,8 +1,10 @@
 """Running a program the user's config names (a hook) with JSON on stdin, under the sandbox.
 
 `run_hook(command, payload, cwd=root, policy=...)` starts `bash -c command` in `cwd` the way every
-command starts (prepare_launch: bwrap with the policy, the allowlisted environment), writes the
-payload as UTF-8 JSON to its stdin, and returns (exit code, stdout, stderr). It never raises:
+command starts (prepare_launch: bwrap with the policy, the allowlisted environment; no variable a
+config names reaches the launcher, and a `sandbox_env` naming LD_PRELOAD or the like is refused, so
+the hook is not run), writes the payload as UTF-8 JSON to its stdin, and returns (exit code, stdout,
+stderr). It never raises:
 
 - the sandbox cannot run, or the program cannot start: exit code NOT_RUN (126), stderr says why
   (the sandbox's refusal names the setting that turns it off);
