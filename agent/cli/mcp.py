@@ -16,7 +16,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         subparsers, "mcp",
         description="Serve this project's memory and spilled output to other agents over MCP (stdio).",
     )
-    p.add_argument("--project", default=None, help="repository whose .ctxagent/ to serve (default: the current directory's repository)")
+    p.add_argument("--project", default=None,
+                   help="repository whose .ctxagent/ to serve (default: the current directory's)")
     p.set_defaults(func=run)
     s = add_command(subparsers, "mcp-servers",
                     description="Start the MCP servers of the configuration ([mcp_servers.NAME] in config.toml, a "

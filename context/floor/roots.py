@@ -28,10 +28,12 @@ anywhere, the home folder included; such a repository is refused (GitLocationErr
 
 from __future__ import annotations
 
+import functools
 import os
 import pwd
 import stat
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 from ctxagent.context.errors import RootRefusedError
@@ -49,6 +51,8 @@ SYSTEM_FOLDERS = (
 SHARED_FOLDERS = ("/tmp", "/var/tmp", "/dev/shm", "/run/user", "/run/lock", "/var/lock", "/private/tmp")
 HOW_TO_GO_ON = ("Start ctxagent in a project's folder (cd into it, or --cwd PATH; from an editor, open the "
                 "project's folder), or make one: mkdir NAME && cd NAME && git init.")
+# What `ctxagent models` and `ctxagent config` say when they run without a project (`root_or_none`).
+NO_PROJECT_NOTE = "not in a project folder (the home folder, /, a system or shared folder): your own settings only"
 
 
 def _real(path: str | os.PathLike[str]) -> Path:
@@ -86,22 +90,41 @@ def _sticky_and_open(folder: Path) -> bool:
     return bool(mode & stat.S_ISVTX) and bool(mode & stat.S_IWOTH)
 
 
+@functools.cache
+def _system_folders() -> frozenset[Path]:
+    return frozenset(_real(p) for p in SYSTEM_FOLDERS)
+
+
+@dataclass(frozen=True)
+class _Refused:
+    """The folders that are never a root, as the environment names them now (HOME, TMPDIR, …)."""
+
+    homes: tuple[Path, ...]
+    shared: frozenset[Path]
+
+    @classmethod
+    def now(cls) -> _Refused:
+        return cls(tuple(home_folders()), frozenset(_shared_folders()))
+
+    def why(self, folder: Path) -> str | None:
+        if folder == Path(folder.anchor):
+            return "it is the top of the file system, which holds your home folder, not a project."
+        for home in self.homes:
+            if folder == home:
+                return ("it is your home folder, not a project: every file in it (.ssh, .pgpass, shell history, "
+                        ".bashrc) would be the repository's, read without asking and written by approved commands.")
+            if home.is_relative_to(folder):
+                return f"it holds your home folder ({home}), not a project."
+        if folder in self.shared or _sticky_and_open(folder):
+            return "it is a folder shared with other users and programs (their files and sockets), not a project."
+        if folder in _system_folders():
+            return "it is a system folder, not a project."
+        return None
+
+
 def refusal(folder: Path) -> str | None:
-    """Why `folder` (resolved) can never be a repository root, or None when it can."""
-    folder = _real(folder)
-    if folder == Path(folder.anchor):
-        return "it is the top of the file system, which holds your home folder, not a project."
-    for home in home_folders():
-        if folder == home:
-            return ("it is your home folder, not a project: every file in it (.ssh, .pgpass, shell history, .bashrc) "
-                    "would be the repository's, read without asking and written by approved commands.")
-        if home.is_relative_to(folder):
-            return f"it holds your home folder ({home}), not a project."
-    if folder in _shared_folders() or _sticky_and_open(folder):
-        return "it is a folder shared with other users and programs (their files and sockets), not a project."
-    if folder in {_real(p) for p in SYSTEM_FOLDERS}:
-        return "it is a system folder, not a project."
-    return None
+    """Why `folder` can never be a repository root, or None when it can."""
+    return _Refused.now().why(_real(folder))
 
 
 def refused_message(folder: Path, why: str) -> str:
@@ -129,9 +152,9 @@ def repository_above(start: Path) -> Path | None:
 
     Raises GitLocationError (a StateDirError) for a repository whose own idea of its work tree is
     another folder (`core.worktree`, a `.git` file pointing elsewhere)."""
-    start = _real(start)
+    start, refused = _real(start), _Refused.now()
     for folder in (start, *start.parents):
-        if refusal(folder) is not None:
+        if refused.why(folder) is not None:
             return None  # a ceiling: neither its .git nor anything above it
         if not os.path.lexists(folder / ".git"):
             continue
@@ -166,5 +189,3 @@ def root_or_none(cwd: Path) -> Path | None:
     except RootRefusedError:
         return None
 
-
-NO_PROJECT_NOTE = "not in a project folder (the home folder, /, a system or shared folder): your own settings only"
