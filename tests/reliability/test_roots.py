@@ -102,9 +102,17 @@ def test_every_command_that_takes_a_repository_refuses_the_home_folder(home: Pat
         out = run_cli(home, *argv, timeout=60)
         _refused(out, home)
     _untouched(home)
-    assert run_cli(home.parent, "trust", str(home)).returncode == 2  # named, not only started in
-    assert run_cli(home.parent, "--cwd", str(home), "doctor").returncode == 2  # the top-level --cwd counts
-    assert run_cli(home.parent / "..", "memory", "--project", str(home), "stats").returncode == 2
+
+
+def test_a_home_folder_named_by_a_flag_is_refused_too(home: Path, tmp_path: Path) -> None:
+    """Started in a fine folder, with the home folder named: `trust PATH`, `--project`, and the top-level
+    `--cwd` before any subcommand (a subcommand's own --cwd used to reset it to the current folder)."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    named = [["trust", str(home)], ["memory", "--project", str(home), "stats"], ["--cwd", str(home), "doctor"],
+             ["--cwd", str(home), "sessions"], ["--cwd", str(home), "report"], ["--cwd", str(home), "mcp-servers", "list"]]
+    for argv in named:
+        _refused(run_cli(elsewhere, *argv), home)
     _untouched(home)
 
 
