@@ -17,7 +17,7 @@ from urllib.parse import urlsplit, urlunsplit
 from ctxagent.agent.config import Config
 from ctxagent.context.errors import CtxagentError, HistoryError, StateDirError
 from ctxagent.context.events import PermissionModeData, SessionStartData, UserData
-from ctxagent.context.floor.gitsafe import GitConfigRefused, nearest_git_root, open_git
+from ctxagent.context.floor.roots import find_repo_root as find_repo_root  # the one rule for the root
 from ctxagent.context.floor.sanitize import Sanitizer
 from ctxagent.context.floor.state_paths import (
     SUBAGENTS_FOLDER,
@@ -27,24 +27,6 @@ from ctxagent.context.floor.state_paths import (
     project_state_dir,
 )
 from ctxagent.context.history import Event, SessionLog
-
-
-def find_repo_root(cwd: Path) -> Path:
-    """The nearest directory at or above `cwd` that holds `.git` (a directory or a file), or `cwd` itself.
-
-    Never git's `--show-toplevel`: a repository's config (`core.worktree = ../..`, which survives a
-    tar or zip, or a `.git` file pointing at a repository whose config says so) would move the root
-    anywhere, the user's home included. When the repository's own idea of its work tree differs
-    from this directory, GitLocationError (a StateDirError) names both. A repository whose git
-    config ctxagent will not run (GitConfigRefused) keeps its root; its git views say why they are off.
-    """
-    cwd = cwd.resolve()
-    root = nearest_git_root(cwd) or cwd
-    try:
-        open_git(root)
-    except GitConfigRefused:
-        pass
-    return root
 
 
 def sessions_dir(root: Path) -> Path:

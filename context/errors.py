@@ -2,8 +2,11 @@
 
     CtxagentError                      base of everything we raise on purpose
     ├── ConfigError                    bad or missing configuration (unknown model, no key, bad TOML)
-    │   └── StateDirError              `.ctxagent/` is unusable: shipped by the repository (tracked or a
-    │                                  symlink), or cannot be created (read-only, disk full)
+    │   ├── StateDirError              `.ctxagent/` is unusable: shipped by the repository (tracked or a
+    │   │                              symlink), or cannot be created (read-only, disk full)
+    │   └── RootRefusedError           the folder would be the repository root but never is one: the home
+    │                                  folder, `/`, a folder above home, a system or shared folder
+    │                                  (context/floor/roots.py); the message says how to go on
     ├── ContextError                   the context engine could not build a request
     │   └── ContextOverflowError       one message alone cannot fit W − reserve
     ├── HistoryError                   a session log that cannot be read or found
@@ -39,6 +42,10 @@ class ConfigError(CtxagentError):
 
 
 class StateDirError(ConfigError):
+    pass
+
+
+class RootRefusedError(ConfigError):
     pass
 
 

@@ -9,7 +9,10 @@ worker thread (`Agent.run_turn`), streaming back through agent/acp/stream.py.
   agent/acp/prompt.py). No audio: the providers' requests carry none, so advertising it would drop
   it silently.
 - session/new: `cwd` → the repository root by ctxagent's rule (`find_repo_root`), the config
-  (`load_config`, the repository's settings only when trusted), a new session log.
+  (`load_config`, the repository's settings only when trusted), a new session log. A `cwd` that can
+  never be a root (the home folder, `/`, /tmp: context/floor/roots.py) or whose repository moves its
+  work tree is a JSON-RPC error (invalid params) whose message says why and how to go on; so is
+  session/load's.
 - session/load: resume a ctxagent session by id and replay its visible history (agent/acp/replay.py)
   before answering, as the protocol asks.
 - session/prompt: a turn, or one of the slash commands (agent/acp/commands.py), or `!command`.
@@ -204,12 +207,21 @@ class AcpServer:
         from ctxagent.agent.factory import create_agent
         from ctxagent.agent.session import find_repo_root, open_session
         from ctxagent.agent.trust import describe_ignored
-        from ctxagent.context.errors import ConfigError, CtxagentError, HistoryError
+        from ctxagent.context.errors import (
+            ConfigError,
+            CtxagentError,
+            HistoryError,
+            RootRefusedError,
+            StateDirError,
+        )
 
         where = Path(cwd)
         if not where.is_absolute() or not where.is_dir():
             raise RequestError.invalid_params({"cwd": f"must be an absolute path to a directory: {cwd!r}"})
-        root = find_repo_root(where)
+        try:  # the client's cwd is untrusted: the home folder, `/` or /tmp never become the repository
+            root = find_repo_root(where)
+        except (RootRefusedError, StateDirError) as exc:
+            raise RequestError(-32602, f"ctxagent: {exc}", {"cwd": cwd, "type": type(exc).__name__}) from exc
         try:
             config = load_config(root, flags_from_args(self.args))
             refresh_for_start(config)

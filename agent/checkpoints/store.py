@@ -37,6 +37,7 @@ from ctxagent.agent.checkpoints.turns import FileStat, TurnInfo, list_turns
 from ctxagent.agent.checkpoints.worktree import prune_empty_dirs, remove_path, write_entry
 from ctxagent.context.errors import CtxagentError
 from ctxagent.context.events import CheckpointData, SessionStartData
+from ctxagent.context.floor.roots import check_root
 from ctxagent.context.floor.state_paths import describe_os_error, ensure_parent
 from ctxagent.context.history import SessionLog
 
@@ -319,13 +320,14 @@ def checkpoints_for_log(log: SessionLog, default_root: Path | None = None) -> Ch
     """The Checkpoints of the repository a session log belongs to.
 
     `<repo>/.ctxagent/sessions/<id>.jsonl` names its repository; otherwise the session_start
-    event's cwd, else `default_root` (or the current directory).
+    event's cwd, else `default_root` (or the current directory). A folder that can never be a root
+    (the home folder, `/`: context/floor/roots.py) is refused (RootRefusedError), whatever the log says.
     """
     folder = log.path.resolve().parent
     if folder.name == "sessions" and folder.parent.name == ".ctxagent":
-        return Checkpoints(folder.parent.parent, folder.parent)
+        return Checkpoints(check_root(folder.parent.parent), folder.parent)
     for e in log.events:
         cwd = e.as_(SessionStartData).cwd if e.kind == "session_start" else ""
         if cwd and Path(cwd).is_dir():
-            return Checkpoints(Path(cwd))
-    return Checkpoints(default_root or Path.cwd())
+            return Checkpoints(check_root(Path(cwd)))
+    return Checkpoints(check_root(default_root or Path.cwd()))

@@ -20,6 +20,7 @@ from ctxagent.agent.session import (
 from ctxagent.context.errors import CtxagentError
 from ctxagent.context.events import CompactionData
 from ctxagent.context.floor.display import echo, echo_json, plural
+from ctxagent.context.floor.roots import NO_PROJECT_NOTE, root_or_none
 from ctxagent.context.history import Event, SessionLog
 from ctxagent.context.monitor import format_report_table, usage_text
 from ctxagent.context.report import ContextReport
@@ -264,7 +265,10 @@ def cmd_config(args: argparse.Namespace) -> int:
     alone starts with (agent/factory.py `default_model`), and `origins.model` says which key implies it."""
     from ctxagent.agent.trust import describe_ignored
 
-    cfg = load_config(_root(args), flags_from_args(args))
+    root = root_or_none(Path(args.cwd).resolve() if getattr(args, "cwd", None) else Path.cwd())
+    if root is None:
+        echo(f"ctxagent: {NO_PROJECT_NOTE}", err=True)
+    cfg = load_config(root, flags_from_args(args))
     shown = {**cfg.redacted(), "effective_sandbox": effective_sandbox(cfg)}
     implied = implied_model(cfg)
     if implied is not None:

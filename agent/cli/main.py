@@ -93,18 +93,22 @@ def _model_help(argv: list[str]) -> str:
             "(default: the one your API key's provider starts with; `ctxagent models` lists them)")
 
 
-def _complete_help(parser: argparse.ArgumentParser) -> None:
+def _complete_help(parser: argparse.ArgumentParser, nested: bool = False) -> None:
     """Every subcommand gets a description (its one-line help when it has none), the shared flags
     their standard help, and a value's placeholder is named after its flag (`--cwd CWD`, never the
-    internal dest `REWIND_CWD`), so `--help` says something for everything, in the user's words."""
+    internal dest `REWIND_CWD`), so `--help` says something for everything, in the user's words.
+    A subcommand's own `--cwd`, when not given, leaves the top-level one alone (`ctxagent --cwd X
+    doctor` checks X, not the folder it was started in)."""
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
             helps = {c.dest: c.help for c in action._choices_actions}
             for name, child in action.choices.items():
                 if not child.description and helps.get(name):
                     child.description = str(helps[name])[:1].upper() + str(helps[name])[1:] + "."
-                _complete_help(child)
+                _complete_help(child, nested=True)
         else:
+            if nested and action.dest == "cwd":
+                action.default = argparse.SUPPRESS
             if not action.help:
                 for opt in action.option_strings:
                     if opt in STANDARD_HELP:

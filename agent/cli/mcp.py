@@ -16,7 +16,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         subparsers, "mcp",
         description="Serve this project's memory and spilled output to other agents over MCP (stdio).",
     )
-    p.add_argument("--project", default=None, help="repository whose .ctxagent/ to serve (default: current directory)")
+    p.add_argument("--project", default=None,
+                   help="repository whose .ctxagent/ to serve (default: the current directory's)")
     p.set_defaults(func=run)
     s = add_command(subparsers, "mcp-servers",
                     description="Start the MCP servers of the configuration ([mcp_servers.NAME] in config.toml, a "
@@ -31,7 +32,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 def run(args: argparse.Namespace) -> int:
     from ctxagent.agent.mcp.memory_server import serve
 
-    return serve(Path(args.project or ".").resolve())
+    return serve(Path(args.project or getattr(args, "cwd", None) or "."))  # the repository it is in (never ~)
 
 
 def run_servers(args: argparse.Namespace) -> int:
@@ -43,7 +44,7 @@ def run_servers(args: argparse.Namespace) -> int:
     from ctxagent.context.tokens import CachedCounter, get_counter
     from ctxagent.tools.sandbox import SandboxPolicy
 
-    root = find_repo_root(Path(args.cwd or ".").resolve())
+    root = find_repo_root(Path(args.cwd or "."))
     try:
         config = load_config(root)
     except ConfigError as exc:

@@ -1,6 +1,7 @@
 """`ctxagent memory …`: search, list, add, forget and count the project's memory records.
 
-Operates on `<--project or cwd>/.ctxagent/memory.db` (created on first use). `--json` prints
+Operates on `<root>/.ctxagent/memory.db` (created on first use), the root of `--project` or the current
+folder by the one rule (context/floor/roots.py: never the home folder). `--json` prints
 machine-readable records; text output is the same compact line the model sees, with control
 characters stripped (a record may hold any text a repository or a model put there).
 """
@@ -25,7 +26,7 @@ def _say(text: str, file: Any = None) -> None:
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p = add_command(subparsers, "memory",
                     description="Search and manage the project's memory (.ctxagent/memory.db).")
-    p.add_argument("--project", default=None, help="repository root (default: current directory)")
+    p.add_argument("--project", default=None, help="the repository (default: the current directory's)")
     p.add_argument("--user", action="store_true",
                    help="the user-level store (preferences across all projects) instead of the project's")
     sub = p.add_subparsers(dest="memory_command", metavar="ACTION", required=True)
@@ -85,7 +86,9 @@ def _open(args: argparse.Namespace) -> Any:
 
     if getattr(args, "user", False):
         return MemoryStore.open_user()
-    return MemoryStore.open_project(Path(args.project or ".").resolve())
+    from ctxagent.agent.session import find_repo_root
+
+    return MemoryStore.open_project(find_repo_root(Path(args.project or getattr(args, "cwd", None) or ".")))
 
 
 def _print_records(records: list[Any], as_json: bool) -> None:

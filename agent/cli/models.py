@@ -125,10 +125,12 @@ def _table(rows: list[dict[str, Any]]) -> str:
 
 def cmd_models(args: argparse.Namespace) -> int:
     from ctxagent.agent.config import flags_from_args, load_config
-    from ctxagent.agent.session import find_repo_root
+    from ctxagent.context.floor.roots import NO_PROJECT_NOTE, root_or_none
 
     try:
-        root = find_repo_root(Path(args.cwd).resolve()) if args.cwd else find_repo_root(Path.cwd())
+        root = root_or_none(Path(args.cwd).resolve() if args.cwd else Path.cwd())
+        if root is None:  # `ctxagent models` in the home folder: the list, on the user's own settings
+            echo(f"ctxagent: {NO_PROJECT_NOTE}", err=True)
         config = load_config(root, flags_from_args(args))
     except CtxagentError as exc:
         echo(f"ctxagent: {exc}", err=True)

@@ -6,9 +6,12 @@ same `<project>/.ctxagent/memory.db` the agent writes; SQLite WAL + IMMEDIATE tr
 concurrent writers safe. Nothing may be printed to stdout but protocol messages; the text a tool
 returns is stripped of control characters, since the client may show it in a terminal.
 
-The state folder is checked like every entry point checks it (context/floor/state_paths.py): a
-`.ctxagent/` ctxagent did not make, or one git tracks, is refused with the reason as the tool's
-error, and the spill store opens its files without following a link.
+The repository is the one the `--project` folder (or the current one) is in, by the one rule
+(context/floor/roots.py); a folder that can never be a root (the home folder, `/`, /tmp) is every
+tool's error, said once on stderr too, so the client shows why. The state folder is checked like
+every entry point checks it (context/floor/state_paths.py): a `.ctxagent/` ctxagent did not make,
+or one git tracks, is refused with the reason as the tool's error, and the spill store opens its
+files without following a link.
 """
 
 from __future__ import annotations
@@ -18,7 +21,8 @@ from typing import Any
 
 from ctxagent.agent import __version__
 from ctxagent.context.errors import CtxagentError
-from ctxagent.context.floor.display import strip_controls
+from ctxagent.context.floor.display import echo, strip_controls
+from ctxagent.context.floor.roots import find_repo_root
 from ctxagent.context.floor.state_paths import check_state_dir, spill_dir
 from ctxagent.context.memory import MemoryStore
 from ctxagent.context.memory.provenance import MCP
@@ -33,13 +37,20 @@ that was spilled to disk; its handle appears in the truncated output."""
 
 
 def build_server(project: Path, *, session: str = "mcp", summarize: Any = None) -> MCPServer:
-    """An MCPServer bound to `project`'s memory database and spill folder (opened lazily)."""
-    project = Path(project).resolve()
+    """An MCPServer bound to the memory database and spill folder of the repository `project` is in
+    (context/floor/roots.py: never the home folder, `/` or /tmp; a refusal is every tool's error)."""
+    start = Path(project)
+    roots: dict[str, Path] = {}
     state: dict[str, MemoryStore] = {}
+
+    def root() -> Path:
+        if "root" not in roots:
+            roots["root"] = find_repo_root(start)
+        return roots["root"]
 
     def store() -> MemoryStore:
         if "store" not in state:
-            state["store"] = MemoryStore.open_project(project)  # checks (or makes) the state folder
+            state["store"] = MemoryStore.open_project(root())  # checks (or makes) the state folder
         return state["store"]
 
     server: MCPServer = MCPServer("ctxagent-memory", instructions=INSTRUCTIONS, version=__version__)
@@ -69,8 +80,8 @@ def build_server(project: Path, *, session: str = "mcp", summarize: Any = None) 
         from ctxagent.context.spill import SpillStore
 
         try:
-            check_state_dir(project)
-            return strip_controls(SpillStore(spill_dir(project)).read(handle, offset=offset, limit=limit, grep=grep))
+            check_state_dir(root())
+            return strip_controls(SpillStore(spill_dir(root())).read(handle, offset=offset, limit=limit, grep=grep))
         except CtxagentError as exc:
             raise MCPToolError(str(exc)) from exc
 
@@ -78,5 +89,9 @@ def build_server(project: Path, *, session: str = "mcp", summarize: Any = None) 
 
 
 def serve(project: Path) -> int:
+    try:
+        find_repo_root(project)
+    except CtxagentError as exc:  # said once on stderr (the client's log); each tool answers with it
+        echo(f"ctxagent mcp: {exc}", err=True)
     build_server(project).run("stdio")
     return 0

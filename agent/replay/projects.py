@@ -21,6 +21,9 @@ import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
+from ctxagent.context.errors import StateDirError
+from ctxagent.context.floor.roots import repository_above
+
 NAME_CAP = 200  # Claude Code's cap on an encoded project folder name, before the hash suffix
 COMPACTION_CALLS = "agent-acompact-"
 
@@ -66,13 +69,6 @@ def encode_cwd(cwd: str | Path) -> str:
     return f"{name[:NAME_CAP]}-{_hash36(text)}"
 
 
-def _repo_root(start: Path) -> Path | None:
-    for folder in (start, *start.parents):
-        if (folder / ".git").exists():
-            return folder
-    return None
-
-
 def _recorded_cwd(folder: Path) -> str | None:
     """The `cwd` the first transcript in `folder` records (its first few lines)."""
     for f in sorted(folder.glob("*.jsonl"))[:3]:
@@ -95,7 +91,10 @@ def project_folder(cwd: Path, root: Path | None = None) -> tuple[Path | None, li
     root = root or projects_dir()
     looked: list[Path] = []
     starts = [cwd]
-    top = _repo_root(cwd)
+    try:
+        top = repository_above(cwd)  # ctxagent's own rule: never the home folder's dotfiles .git
+    except StateDirError:  # a repository that moves its work tree: only the folder itself is looked up
+        top = None
     if top is not None and top != cwd:
         starts.append(top)
     for start in starts:

@@ -10,7 +10,7 @@ commit is signed or a signature shown, `core.sshCommand` and credential helpers 
 `git_env` drops inherited variables that would point git at another repository.
 
 Which repository, and which work tree, is never git's choice. `open_git(root)` takes the root
-ctxagent chose (the directory holding `.git`, agent/session.py) and the repository database that
+ctxagent chose (the directory holding `.git`, context/floor/roots.py) and the repository database that
 `.git` is or points at (`gitdir:` in a `.git` file), and every command on the user's repository
 names both (`--git-dir`, `--work-tree`), so `core.worktree` decides nothing. `open_git` refuses
 (GitLocationError) a repository whose own idea of its work tree is another directory —
@@ -98,6 +98,10 @@ class GitConfigRefused(StateDirError):
     """ctxagent runs no git command in this repository (its config cannot be made inert)."""
 
 
+class GitOwnershipRefused(GitConfigRefused):
+    """git itself refuses the repository (`safe.directory`: it belongs to another user)."""
+
+
 @dataclass(frozen=True)
 class GitRepo:
     """A repository as ctxagent runs git on it: the work tree it chose and the database `.git` names."""
@@ -181,15 +185,6 @@ def run_git(
 
 
 # --- which repository ----------------------------------------------------------------------------
-
-
-def nearest_git_root(start: Path) -> Path | None:
-    """The nearest directory at or above `start` that holds a `.git` (a directory or a file)."""
-    start = Path(start)
-    for d in (start, *start.parents):
-        if os.path.lexists(d / ".git"):
-            return d
-    return None
 
 
 def _gitdir_from_file(dot_git: Path) -> Path:
@@ -355,7 +350,7 @@ def _git_toplevel(root: Path) -> Path | None:
         return None
     err = out.stderr.decode("utf-8", "replace")
     if "dubious ownership" in err or "safe.directory" in err:
-        raise GitConfigRefused(f"ctxagent runs no git command in {root}: git itself refuses it ({err.strip()[:400]})")
+        raise GitOwnershipRefused(f"ctxagent runs no git command in {root}: git itself refuses it ({err.strip()[:400]})")
     top = out.stdout.decode("utf-8", "surrogateescape").strip()
     return Path(os.path.realpath(top)) if out.returncode == 0 and top else None
 
