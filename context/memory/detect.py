@@ -295,47 +295,38 @@ def clauses(sentence: str) -> list[Clause]:
     return out
 
 
-def _alone(parts: list[Clause], i: int, lead: Clause | None) -> bool:
-    """Whether clause `i` carries its sentence's polarity by itself: no condition or exception
-    elsewhere in the sentence (or its lead-in), and no negation that reaches it — a bare one
-    anywhere, or one in an earlier clause with no contrast between — unless it opens with its own."""
-    me = parts[i]
-    if (lead is not None and lead.scoped) or any(p.scoped for j, p in enumerate(parts) if j != i):
-        return False
-    if me.leads_negated:
-        return True
-    if (lead is not None and lead.negated) or any(p.bare for j, p in enumerate(parts) if j != i):
-        return False
-    if me.contrast:
-        return True
-    for p in reversed(parts[:i]):
-        if p.negated:
-            return False
-        if p.contrast:
-            return True
-    return True
-
-
-def _composed(parts: list[Clause], i: int, lead: Clause | None) -> str | None:
-    """Clause `i` with the one bare negation that governs it, as the user meant it: "Never, under any
-    circumstances, push to main." → "Never push to main". None unless exactly that governs it."""
-    me = parts[i]
-    if not me.content or me.leads_negated or me.scoped or (lead is not None and lead.scoped):
-        return None
-    governors = [p for j, p in enumerate(parts) if j != i and (p.negated or p.scoped)]
-    if lead is not None and (lead.negated or lead.scoped):
-        governors.append(lead)
-    if len(governors) != 1 or not governors[0].composable:
-        return None
-    negation = EMPHASIS.sub(" ", governors[0].text)
-    if len(NEGATION.findall(negation)) != 1:
-        return None
-    return f"{negation.strip(' ,.!:：，')} {me.text}"
+def _clause_pieces(parts: list[Clause], lead: Clause | None) -> list[str]:
+    """The clauses of one sentence that carry its polarity by themselves: no condition or exception
+    elsewhere in the sentence or its lead-in, and no negation that reaches them — a bare one anywhere,
+    the lead-in's, or one in an earlier clause with no contrast between — unless they open with their
+    own. A clause that only the one bare negation reaches is joined to it, as the user meant it
+    ("Never, under any circumstances, push to main." → "Never push to main"). Linear in the clauses."""
+    lead_negated, lead_scoped = lead is not None and lead.negated, lead is not None and lead.scoped
+    scoped, bare = sum(p.scoped for p in parts), sum(p.bare for p in parts)
+    marked = [j for j, p in enumerate(parts) if p.negated or p.scoped] + ([-1] if lead_negated or lead_scoped else [])
+    out: list[str] = []
+    force = False  # a negation since the last contrast: it reaches the next clause
+    for i, me in enumerate(parts):
+        reached = force and not me.contrast
+        force = me.negated if me.contrast else force or me.negated
+        if not me.content or lead_scoped or scoped - me.scoped:
+            continue
+        if me.leads_negated or not (lead_negated or bare - me.bare or reached):
+            out.append(me.text)
+            continue
+        if me.scoped or len(marked) - me.negated != 1:  # one governor, and it is not this clause
+            continue
+        j = next(j for j in marked if j != i)  # `marked` holds two entries at most here
+        governor = lead if j == -1 else parts[j]
+        negation = EMPHASIS.sub(" ", governor.text) if governor is not None and governor.composable else ""
+        if len(NEGATION.findall(negation)) == 1:
+            out.append(f"{negation.strip(' ,.!:：，')} {me.text}")
+    return out
 
 
 def restatable_pieces(text: str) -> list[str]:
     """The sentences and clauses of a user's text a line may restate on its own, each only with its
-    sentence's polarity and scope (see `_alone`), plus a clause joined to the bare negation that
+    sentence's polarity and scope (see `_clause_pieces`), plus a clause joined to the bare negation that
     governs it ("Never push to main"). A sentence after a lead-in that ends with a colon ("Never do
     these:", "禁止：") is governed by it until the paragraph ends. A question is no piece."""
     out: list[str] = []
@@ -344,21 +335,12 @@ def restatable_pieces(text: str) -> list[str]:
         for sentence in sentences(paragraph):
             if sentence.rstrip().endswith(_QUESTION_END):
                 continue  # a question asks; it sets no rule, nor does any clause of it
-            parts = clauses(sentence)
-            whole = read_clause(sentence)
-            governed = lead is not None and (lead.scoped or (lead.negated and not whole.leads_negated))
-            if not governed:
+            if lead is None or not (lead.negated or lead.scoped):
                 out.append(sentence)
-            elif lead is not None and (joined := _composed([whole], 0, lead)) is not None:
-                out.append(joined)
-            if len(parts) > 1:
-                for i, part in enumerate(parts):
-                    if not part.content:
-                        continue
-                    if _alone(parts, i, lead):
-                        out.append(part.text)
-                    elif (joined := _composed(parts, i, lead)) is not None:
-                        out.append(joined)
+            else:  # under a lead-in that governs it: only with its own negation, or joined to the lead-in's
+                out += _clause_pieces([read_clause(sentence)], lead)
+            if CLAUSE_BREAK.search(sentence):
+                out += _clause_pieces(clauses(sentence), lead)
             if sentence.rstrip().endswith(_LEAD_IN_END):
                 head = read_clause(sentence.rstrip()[:-1])
                 lead = head if lead is None else Clause(head.text, False, head.negated or lead.negated,

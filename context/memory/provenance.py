@@ -43,6 +43,7 @@ import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
+from functools import lru_cache
 
 from ctxagent.context.memory.detect import restatable_pieces
 from ctxagent.context.memory.terms import stem
@@ -152,6 +153,7 @@ POLARITY_WORDS = frozenset(
 )
 _POLARITY_TOKENS = POLARITY_WORDS | frozenset(stem(w) for w in POLARITY_WORDS)  # as identity_tokens spells them
 MAX_WHOLE_TEXT = 2000  # a longer user turn is compared by its sentences and clauses only
+USER_TEXTS_CACHED = 1024  # user texts whose pieces are kept: more than the store matches against (USER_TEXTS_KEPT)
 
 
 def identity_tokens(text: str) -> tuple[str, ...]:
@@ -182,10 +184,17 @@ def _pieces(text: str) -> list[str]:
     return ([text] if whole else []) + restatable_pieces(text)
 
 
+@lru_cache(maxsize=USER_TEXTS_CACHED)
+def _said(text: str) -> frozenset[tuple[str, ...]]:
+    """The pieces of one user text as near-identity compares them (the same turns are asked again at
+    every store: kept for the most recent ones)."""
+    return frozenset(identity_tokens(piece) for piece in _pieces(text))
+
+
 def said_by_user(content: str, user_texts: Iterable[str]) -> bool:
     """Whether `content` is the user's own words: near-identical to some piece (the turn, a
-    sentence, a clause) of something the user typed."""
+    sentence, a clause, each with its sentence's polarity and scope) of something the user typed."""
     mine = identity_tokens(content)
     if not mine:
         return False
-    return any(identity_tokens(piece) == mine for text in user_texts for piece in _pieces(text))
+    return any(mine in _said(text) for text in user_texts)
