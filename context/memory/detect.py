@@ -245,7 +245,7 @@ _INTERJECTION = re.compile(r"^\s*(?:no|nope|nah|not|不|不是|没有|没)\s*$",
 CLAUSE_BREAK = re.compile(r"([,;:，；：、]|\band\b|\bbut\b|然后|并且|但是)")
 _CONTRAST_BREAKS = frozenset({"but", "但是"})
 _LEAD_IN_END = (":", "：")
-_QUESTION_END = ("?", "？")
+QUESTION_END = ("?", "？")  # a sentence ending so asks: it sets no rule
 
 
 @dataclass(frozen=True)
@@ -333,7 +333,7 @@ def restatable_pieces(text: str) -> list[str]:
     for paragraph in re.split(r"\n\s*\n", text or ""):
         lead: Clause | None = None
         for sentence in sentences(paragraph):
-            if sentence.rstrip().endswith(_QUESTION_END):
+            if sentence.rstrip().endswith(QUESTION_END):
                 continue  # a question asks; it sets no rule, nor does any clause of it
             if lead is None or not (lead.negated or lead.scoped):
                 out.append(sentence)

@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from functools import lru_cache
 
-from ctxagent.context.memory.detect import restatable_pieces
+from ctxagent.context.memory.detect import QUESTION_END, restatable_pieces
 from ctxagent.context.memory.terms import stem
 
 
@@ -180,7 +180,7 @@ def near_identical(a: str, b: str) -> bool:
 def _pieces(text: str) -> list[str]:
     """The user's text (unless it is a question), and each sentence and clause of it that carries its
     sentence's polarity and scope (detect.restatable_pieces): a line may restate any of them."""
-    whole = len(text) < MAX_WHOLE_TEXT and not text.rstrip().endswith(("?", "？"))
+    whole = len(text) < MAX_WHOLE_TEXT and not text.rstrip().endswith(QUESTION_END)
     return ([text] if whole else []) + restatable_pieces(text)
 
 

@@ -49,7 +49,7 @@ NOT_THE_USERS = [
     # double negation is not a positive: two negations still govern, and no parity game
     ("Never, not even once, push to main.", "Push to main."),
     ("Don't, never, push to main.", "Push to main."),
-    ("Never, not even once, push to main.", "Never push to main, not even once? Never push."),
+    ("Never, not even once, push to main.", "Never not push to main."),  # two negations joined: never composed
     # conditions and exceptions: a clause outside them is not what the user said
     ("Never edit generated files, except the lockfile.", "Never edit generated files."),
     ("Do not deploy, unless the tests pass.", "Do not deploy."),
