@@ -9,7 +9,8 @@ works in their folder.
   (the cached part before it stays valid).
 - Every repository instruction file is read confined (`instructions_file`: no link out, no FIFO, capped)
   and is untrusted content: it is text in the prompt, never a permission (editing one is always asked:
-  agent/permissions.py). A file the agent itself wrote last is said to be so (`agent_written`).
+  agent/permissions.py). A file that last changed while the agent ran — however it was written — is
+  said to be the agent's (`agent_written`, agent/instructions/authorship.py).
 - `instruction_sections`: the files a system prompt holds, by name (for /context's rows).
 """
 
@@ -17,15 +18,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from ctxagent.agent.instructions.authorship import agent_written
 from ctxagent.agent.permissions import INSTRUCTION_FILES
-from ctxagent.context.errors import CtxagentError, ToolError
-from ctxagent.context.floor.state_paths import project_state_dir, user_config_dir
-from ctxagent.context.history import Event, SessionLog
-from ctxagent.tools.atomic_write import write_atomic
+from ctxagent.context.errors import ToolError
+from ctxagent.context.floor.state_paths import user_config_dir
+from ctxagent.context.history import SessionLog
 from ctxagent.tools.confine import open_in_repo
 
 BASE_PROMPT = """You are ctxagent, a coding agent working in the repository at {root}.
@@ -184,106 +184,6 @@ class NestedInstructions:
                     self.seen.add(folder)
                     out.append(folder)
         return out
-
-
-# -- instruction files the agent wrote ------------------------------------------------------------
-# Who last wrote AGENTS.md / CLAUDE.md is read off the session logs: the newest model tool call (not
-# the user's own !command) whose result changed the file (context/tool_meta.py), logged no earlier
-# than the file's modification time — a later hand edit, checkout or rewind makes the file newer than
-# any such call, so it is no longer the agent's. A `write_file` says what it wrote, so there the file
-# must still hold exactly that. Only logs modified since the file are read, and only when its content
-# differs from the last load's: `.ctxagent/instructions.json` keeps, per file, the sha256 last loaded,
-# who wrote it and the session that was told (the note stays in that session's prompt; later sessions
-# load the file as they would any other). A repository can ship that record, but a record only
-# matches the file it was made for, and a file the agent changes no longer matches it.
-INSTRUCTIONS_RECORD = "instructions.json"
-# A result is logged right after its write, and the kernel's file clock lags the wall clock by a
-# tick at most: a file modified more than this after the call's result was changed by someone else.
-WRITE_SLACK_S = 0.05
-
-
-@dataclass(frozen=True)
-class AgentWritten:
-    session: str
-    turn: int
-    first_load: bool  # the first load since that edit: the user is told now
-
-
-def agent_written(root: Path, name: str, text: str, log: SessionLog) -> AgentWritten | None:
-    """Whether `name` (whose loaded text is `text`) was last written by the agent, and by which session;
-    None when not (or when that cannot be read: a start never fails on this)."""
-    import hashlib
-    import json
-
-    state = project_state_dir(root)
-    record_path = state / INSTRUCTIONS_RECORD
-    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
-    try:
-        record = json.loads(record_path.read_text(encoding="utf-8")) if record_path.is_file() else {}
-    except (OSError, ValueError):
-        record = {}
-    files: dict[str, Any] = record["files"] if isinstance(record, dict) and isinstance(record.get("files"), dict) else {}
-    entry = files.get(name) if isinstance(files.get(name), dict) else None
-    if entry is not None and entry.get("sha256") == digest:
-        writer = entry.get("writer")
-        if isinstance(writer, dict) and entry.get("told") == log.session_id:
-            return AgentWritten(str(writer.get("session", "")), int(writer.get("turn") or 0), first_load=False)
-        return None
-    found = _last_agent_write(root, name, log)
-    files[name] = {"sha256": digest, "writer": {"session": found[0], "turn": found[1]} if found else None,
-                   "told": log.session_id if found else None}
-    try:
-        write_atomic(record_path, json.dumps({"version": 1, "files": files}, indent=1).encode())
-    except OSError:
-        pass  # not remembered: the next start says it again
-    return AgentWritten(found[0], found[1], first_load=True) if found else None
-
-
-def _last_agent_write(root: Path, name: str, log: SessionLog) -> tuple[str, int] | None:
-    """(session, turn) of the newest model tool call that changed `name` no earlier than its mtime."""
-    from ctxagent.agent.session import sessions_dir
-    from ctxagent.context.tool_meta import changed_files_of
-
-    try:  # confined like instructions_file: a FIFO, a device or a link out is never read (nor waited on)
-        fh, st, _rel = open_in_repo(root, name)
-        with fh:
-            now = fh.read(MAX_INSTRUCTIONS_CHARS * 16)
-        since = st.st_mtime - WRITE_SLACK_S
-        others = [p for p in sessions_dir(root).glob("*.jsonl")
-                  if p != log.path and p.stat().st_mtime >= since and name.encode() in p.read_bytes()]
-    except (ToolError, OSError):
-        return None
-    target = os.path.normpath(name)
-    best: tuple[float, str, int, Any] | None = None
-    for events, session in [(log.events, log.session_id), *_logs(others)]:
-        calls: dict[str, tuple[bool, Any]] = {}
-        for ev in events:
-            if ev.kind == "assistant":
-                calls.update((c.id, (ev.assistant.direct, c)) for c in ev.assistant.tool_calls)
-            elif ev.kind == "tool_result" and ev.ts >= since and (best is None or ev.ts > best[0]):
-                direct, call = calls.get(ev.tool_result.call_id, (True, None))
-                if direct or call is None:
-                    continue  # the user's own @file / !command, or a call not in the log
-                changed = changed_files_of(call, ev.tool_result)
-                if any(os.path.normpath(os.path.relpath(f, root) if os.path.isabs(f) else f) == target for f in changed):
-                    best = (ev.ts, session, ev.tool_result.turn or 0, call)
-    if best is None:
-        return None
-    content = best[3].arguments.get("content") if best[3].name == "write_file" else None
-    if isinstance(content, str) and content.encode("utf-8", "surrogatepass") != now:
-        return None  # the file no longer holds what the agent wrote: someone changed it since
-    return best[1], best[2]
-
-
-def _logs(paths: list[Path]) -> list[tuple[list[Event], str]]:
-    out = []
-    for path in paths:
-        try:
-            other = SessionLog.load(path)
-        except (CtxagentError, OSError):
-            continue
-        out.append((list(other.events), other.session_id))
-    return out
 
 
 def instructions_file(root: Path, name: str) -> str | None:

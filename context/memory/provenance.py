@@ -13,7 +13,8 @@ says: **only the user's words bind**.
   compaction summary, tool output, an imported file, a sub-agent): stored, searchable, shown as
   quoted data *with its author* — never binding, never under a heading that says "the user's" —
   unless its words are the user's own (`said_by_user`: near-identical to a sentence or clause the
-  user typed). A constraint the model stores in the user's exact words binds like the user's.
+  user typed, with that sentence's polarity and scope). A constraint the model stores in the user's
+  exact words binds like the user's.
 
 `said_by_user` is order-aware near-identity, not a bag of words: both sides are reduced to token
 sequences (case, punctuation, contractions, articles and politeness words, light inflection are
@@ -21,6 +22,14 @@ normalised away; negations, modals and every other word are kept, in order) and 
 "Do not enable TLS verification" is not "Do not disable TLS verification", "要…" is not "不要…".
 A paraphrase that changes a word does not match; that costs little: the user's own sentence is
 pinned from the user's turn anyway, and the other line is still stored and found by search.
+
+A clause restates the user only with the polarity and scope of its sentence
+(detect.restatable_pieces): "Push to main." is a clause of "Never, under any circumstances, push to
+main." but not the user's words — "Never push to main." is. A negation reaches the clauses after it
+("Never push to main, and force-push": not "Force-push", but "…, and never force-push" is the user's
+"Never force-push"), a lead-in reaches the lines under it ("Never do the following:"), a condition or
+an exception the whole sentence ("except …", "unless …", "if …", 除非, 除了, 只有, 如果), a contrast
+ends a negation's reach ("but archive them"), and a question sets no rule.
 
 The ledger (context/ledger.py), the warm block (context/builder/warm.py), memory recall
 (recall.py), the store (store.py: `pinned`), the model's memory tools and the MCP server all read
@@ -34,8 +43,9 @@ import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
+from functools import lru_cache
 
-from ctxagent.context.memory.detect import sentences
+from ctxagent.context.memory.detect import QUESTION_END, restatable_pieces
 from ctxagent.context.memory.terms import stem
 
 
@@ -130,7 +140,7 @@ _CONTRACTIONS = ((re.compile(r"\bcan'?t\b"), "can not"), (re.compile(r"\bcannot\
                  (re.compile(r"\b(\w+)n't\b"), r"\1 not"),
                  (re.compile(r"\b(do|does|did|is|are|was|were|must|should|could|would|need|have|has)nt\b"), r"\1 not"))
 # Words whose presence or absence changes nothing a rule says: articles, politeness, fillers.
-FILLERS = frozenset("a an the please kindly just really also so ok okay then me us 的 了 请 吧 啊 呢 哦 呀 嘛".split())
+FILLERS = frozenset("a an the please kindly just really also so ok okay then me us 也 的 了 请 吧 啊 呢 哦 呀 嘛".split())
 # Words that set or flip what a rule says. Near-identity keeps every word anyway; these are what the
 # merge rule (rules.near_duplicate) must find the same on both sides, in order.
 POLARITY_WORDS = frozenset(
@@ -142,9 +152,8 @@ POLARITY_WORDS = frozenset(
     不 别 勿 没 无 非 未 禁 莫 免 要 必 须 可 允 许 总 始 终 永 从 只 仅 开 关 启 停 增 减 加 删 前 后""".split()
 )
 _POLARITY_TOKENS = POLARITY_WORDS | frozenset(stem(w) for w in POLARITY_WORDS)  # as identity_tokens spells them
-# Where a user's message may be cut into the piece a rule restates: clauses of a sentence.
-_CLAUSE = re.compile(r"[,;:，；：、]|\band\b|\bbut\b|然后|并且|但是")
 MAX_WHOLE_TEXT = 2000  # a longer user turn is compared by its sentences and clauses only
+USER_TEXTS_CACHED = 1024  # user texts whose pieces are kept: more than the store matches against (USER_TEXTS_KEPT)
 
 
 def identity_tokens(text: str) -> tuple[str, ...]:
@@ -169,20 +178,23 @@ def near_identical(a: str, b: str) -> bool:
 
 
 def _pieces(text: str) -> list[str]:
-    """The user's text, each sentence, and each clause of a sentence: a line may restate any."""
-    out = [text] if len(text) < MAX_WHOLE_TEXT else []
-    for sentence in sentences(text):
-        out.append(sentence)
-        clauses = [c for c in _CLAUSE.split(sentence) if c.strip()]
-        if len(clauses) > 1:
-            out.extend(clauses)
-    return out
+    """The user's text (unless it is a question), and each sentence and clause of it that carries its
+    sentence's polarity and scope (detect.restatable_pieces): a line may restate any of them."""
+    whole = len(text) < MAX_WHOLE_TEXT and not text.rstrip().endswith(QUESTION_END)
+    return ([text] if whole else []) + restatable_pieces(text)
+
+
+@lru_cache(maxsize=USER_TEXTS_CACHED)
+def _said(text: str) -> frozenset[tuple[str, ...]]:
+    """The pieces of one user text as near-identity compares them (the same turns are asked again at
+    every store: kept for the most recent ones)."""
+    return frozenset(identity_tokens(piece) for piece in _pieces(text))
 
 
 def said_by_user(content: str, user_texts: Iterable[str]) -> bool:
     """Whether `content` is the user's own words: near-identical to some piece (the turn, a
-    sentence, a clause) of something the user typed."""
+    sentence, a clause, each with its sentence's polarity and scope) of something the user typed."""
     mine = identity_tokens(content)
     if not mine:
         return False
-    return any(identity_tokens(piece) == mine for text in user_texts for piece in _pieces(text))
+    return any(mine in _said(text) for text in user_texts)
