@@ -24,7 +24,7 @@ from ctxagent.tui.memory_screen import MemoryScreen
 from ctxagent.tui.reply import AssistantMessage
 from ctxagent.tui.rewind_screen import RewindChoice, RewindScreen
 from ctxagent.tui.setup_screen import SetupChoice, SetupScreen, probe_local_server, setup_instructions
-from tui_helpers import HostApp, ScreenHost, make_report, screen_text
+from tui_helpers import HostApp, ScreenHost, answer, make_report, screen_text
 
 pytestmark = pytest.mark.anyio
 
@@ -95,8 +95,7 @@ async def test_rewind_picker_lists_turns_and_returns_choice(tmp_path: Path) -> N
         await pilot.pause()
         text = screen_text(app)
         assert "fix the add function" in text and "now run the tests" in text and "calc.py" in text
-        await pilot.press("up")  # the cursor starts on the newest turn
-        await pilot.press("c")
+        await answer(pilot, "up", "2")  # the cursor starts on the newest turn; 2: the conversation
         await pilot.pause()
     assert app.results == [RewindChoice(1, "conversation")]
 
@@ -106,10 +105,10 @@ async def test_rewind_picker_without_code_checkpoints_refuses_code_modes(tmp_pat
     app = ScreenHost(lambda: RewindScreen(turns, has_code=False))
     async with app.run_test(size=(100, 24)) as pilot:
         await pilot.pause()
-        await pilot.press("b")
+        await answer(pilot, "1")  # both: there is no code to restore
         await pilot.pause()
         assert app.results == []
-        await pilot.press("o")
+        await pilot.press("3")
         await pilot.press("escape")
         await pilot.pause()
     assert app.results == [None]
