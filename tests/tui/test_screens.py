@@ -24,6 +24,7 @@ from ctxagent.tui.memory_screen import MemoryScreen
 from ctxagent.tui.reply import AssistantMessage
 from ctxagent.tui.rewind_screen import RewindChoice, RewindScreen
 from ctxagent.tui.setup_screen import SetupChoice, SetupScreen, probe_local_server, setup_instructions
+from textual.widgets import Input
 from tui_helpers import HostApp, ScreenHost, answer, make_report, screen_text
 
 pytestmark = pytest.mark.anyio
@@ -63,10 +64,16 @@ async def test_memory_screen_search_and_forget_with_the_real_store(tmp_path: Pat
         table = app.screen.query_one("DataTable")
         row = [i for i in range(table.row_count) if table.get_row_at(i)[0] == str(gone)][0]
         table.move_cursor(row=row)
-        await pilot.press("d")
+        await pilot.press(*"add", "d", "d")  # typing is text: it goes to the search, it forgets nothing
         await pilot.pause()
-        assert "press d again" in screen_text(app)
-        await pilot.press("d")
+        assert store.get(gone) is not None and app.screen.query_one("#memory-query", Input).value == "adddd"
+        await pilot.press(*["backspace"] * 5, "enter")
+        await pilot.pause()
+        table.move_cursor(row=[i for i in range(table.row_count) if table.get_row_at(i)[0] == str(gone)][0])
+        await pilot.press("delete")
+        await pilot.pause()
+        assert "press Delete again" in screen_text(app)
+        await pilot.press("delete")
         await pilot.pause()
         assert store.get(gone) is None and store.get(keep) is not None
         assert "不要修改配置文件" not in screen_text(app)
