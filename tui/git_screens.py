@@ -7,14 +7,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ctxagent.tui.messages import Outcome
-from ctxagent.tui.modals import MODAL_CSS, EditorModal
+from ctxagent.tui.modals import EDITOR_CSS, EditorModal
 from ctxagent.tui.safe import plain
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.containers import Vertical, VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Button, Footer, Static, TextArea
+from textual.widgets import Footer, Static, TextArea
 
 if TYPE_CHECKING:
     from ctxagent.agent import SessionChanges
@@ -70,9 +70,9 @@ class DiffScreen(Screen[None]):
 class CommitModal(EditorModal):
     """The drafted message in an editor: Ctrl+S commits (dismisses with the text), Esc cancels (None)."""
 
-    DEFAULT_CSS = MODAL_CSS.format(name="CommitModal") + "CommitModal TextArea { height: 12; }\n"
+    DEFAULT_CSS = EDITOR_CSS.format(name="CommitModal")
     EMPTY = "The commit message is empty."
-    BINDINGS = [Binding("ctrl+s", "confirm", "Commit"), Binding("escape", "cancel", "Cancel")]
+    CONFIRM = "Commit"
 
     def __init__(self, changes: SessionChanges, draft: str, how: str) -> None:
         super().__init__()
@@ -85,9 +85,7 @@ class CommitModal(EditorModal):
             yield Static(files_text(self.changes))
             yield Static(plain(f"The message ({source}): edit it, then commit. {HOOKS_NOTE}"))
             yield TextArea(self.text, id="commit-text", soft_wrap=True)
-            with Horizontal():
-                yield Button(r"Commit \[Ctrl+S]", id="confirm", variant="primary")
-                yield Button(r"Cancel \[Esc]", id="cancel")
+            yield from self.answer_widgets()
 
 
 def show_diff(control: SessionControl) -> None:

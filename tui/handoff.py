@@ -12,12 +12,11 @@ from typing import TYPE_CHECKING
 
 from ctxagent.agent import open_handoff
 from ctxagent.tui.messages import Outcome
-from ctxagent.tui.modals import MODAL_CSS, EditorModal
+from ctxagent.tui.modals import EDITOR_CSS, EditorModal
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
-from textual.containers import Horizontal, Vertical
-from textual.widgets import Button, Static, TextArea
+from textual.containers import Vertical
+from textual.widgets import Static, TextArea
 
 if TYPE_CHECKING:
     from ctxagent.agent import HandoffDrafted
@@ -27,12 +26,9 @@ if TYPE_CHECKING:
 class HandoffModal(EditorModal):
     """The handoff editor: dismisses with the edited text (Confirm) or None (Cancel)."""
 
-    DEFAULT_CSS = MODAL_CSS.format(name="HandoffModal") + "HandoffModal TextArea { height: 20; }\n"
+    DEFAULT_CSS = EDITOR_CSS.format(name="HandoffModal")
     EMPTY = "The handoff message is empty: write what the new session should do."
-    BINDINGS = [
-        Binding("ctrl+s", "confirm", "Start the new session"),
-        Binding("escape", "cancel", "Cancel"),
-    ]
+    CONFIRM = "Start new session"
 
     def __init__(self, draft: HandoffDrafted) -> None:
         super().__init__()
@@ -45,9 +41,7 @@ class HandoffModal(EditorModal):
             yield Static(f"{by} the new session's first message from this one. Edit it, then start the new "
                          "session with it; this session stays as it is.")
             yield TextArea(self.draft.text, id="handoff-text", soft_wrap=True)
-            with Horizontal():
-                yield Button(r"Start new session \[Ctrl+S]", id="confirm", variant="primary")
-                yield Button(r"Cancel \[Esc]", id="cancel")
+            yield from self.answer_widgets()
 
 
 def edit_handoff(control: SessionControl, draft: HandoffDrafted) -> None:

@@ -5,15 +5,16 @@ the draft was shown is not written."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from ctxagent.tui.modals import MODAL_CSS, EditorModal
+from ctxagent.tui.modals import EDITOR_CSS, EditorModal
+from ctxagent.tui.question import Answer
 from ctxagent.tui.safe import plain
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
-from textual.containers import Horizontal, Vertical
-from textual.widgets import Button, Static, TextArea
+from textual.containers import Vertical
+from textual.widgets import Static, TextArea
 
 if TYPE_CHECKING:
     import threading
@@ -59,18 +60,21 @@ def offer_init(control: SessionControl, ev: TurnFinished) -> bool:
 class InitModal(EditorModal):
     """The AGENTS.md draft in an editor: Ctrl+S writes it (dismisses with the text), Esc cancels (None)."""
 
-    DEFAULT_CSS = MODAL_CSS.format(name="InitModal") + "InitModal TextArea { height: 18; }\n"
+    DEFAULT_CSS = EDITOR_CSS.format(name="InitModal")
     EMPTY = "The draft is empty: nothing to write."
-    BINDINGS = [Binding("ctrl+s", "confirm", "Write AGENTS.md"), Binding("escape", "cancel", "Cancel")]
 
     def __init__(self, draft: InitDraft) -> None:
         super().__init__()
         self.draft = draft
 
+    def answers(self) -> Sequence[Answer]:
+        existing = self.draft.existing is not None
+        return (Answer("confirm", f"{'Overwrite' if existing else 'Write'} AGENTS.md", "ctrl+s",
+                       "warning" if existing else "primary"), Answer("cancel", "Cancel", "escape"))
+
     def compose(self) -> ComposeResult:
         d = self.draft
         source = "drafted by the model" if d.how == "model" else f"a {d.how}"
-        verb = "Overwrite" if d.existing is not None else "Write"
         with Vertical():
             yield Static(Text("■ A new AGENTS.md for this repository", style="bold"))
             if d.existing is not None:
@@ -80,9 +84,7 @@ class InitModal(EditorModal):
             yield Static(plain(f"The draft ({source}). Edit it, then write it; it is part of the system prompt "
                                "from the next session on."))
             yield TextArea(d.text, id="init-text", soft_wrap=True)
-            with Horizontal():
-                yield Button(rf"{verb} AGENTS.md \[Ctrl+S]", id="confirm", variant="warning" if d.existing else "primary")
-                yield Button(r"Cancel \[Esc]", id="cancel")
+            yield from self.answer_widgets()
 
     def finished(self, text: str) -> str:
         return text if text.endswith("\n") else text + "\n"

@@ -1,8 +1,9 @@
 """`/memory [query]`: browse and search the project's memory records, and forget one.
 
 Works with any store that has `search(query, ...)`, `list(...)` and `forget(id)` returning records
-with `id`, `type`, `content`, `turn` (the SQLite `MemoryStore`). Forgetting asks once (press `d`
-twice) because it is the one destructive thing the UI offers.
+with `id`, `type`, `content`, `turn` (the SQLite `MemoryStore`). Forgetting asks once (press Delete
+twice) because it is the one destructive thing the UI offers — Delete, not a letter: typing is text, and
+what is typed at the list goes to the search (tui/question.py).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from ctxagent.context import RETIRED
 from ctxagent.tui.safe import plain
 from rich.text import Text
+from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
@@ -46,7 +48,7 @@ class MemoryScreen(ModalScreen[None]):
     """
     BINDINGS = [
         Binding("escape", "app.pop_screen", "Back"),
-        Binding("d,delete", "forget", "Forget (twice)"),
+        Binding("delete", "forget", "Forget (twice)"),
         Binding("slash", "focus_search", "Search", show=False),
     ]
 
@@ -55,12 +57,13 @@ class MemoryScreen(ModalScreen[None]):
         self.store = store
         self.query_text = query
         self.limit = limit
-        self._armed: str | None = None  # record id awaiting a second `d`
+        self._armed: str | None = None  # record id awaiting a second Delete
 
     def compose(self) -> ComposeResult:
         with Vertical():
             yield Static(Text("Memory — decisions, constraints, changes, todos, notes", style="bold"))
-            yield Input(value=self.query_text, placeholder="search (English, 中文, code) — Enter", id="memory-query")
+            yield Input(value=self.query_text, placeholder="search (English, 中文, code) — Enter", id="memory-query",
+                        select_on_focus=False)  # a focus that selected would let the next key typed replace the rest
             yield DataTable(id="memory-table", cursor_type="row", zebra_stripes=True)
             yield Static("", id="memory-status")
         yield Footer()
@@ -96,7 +99,7 @@ class MemoryScreen(ModalScreen[None]):
         for rec in records:
             table.add_row(*record_row(rec), key=str(getattr(rec, "id", "")))
         what = f"matching “{self.query_text}”" if self.query_text.strip() else "latest"
-        status.update(plain(f"{len(records)} records {what} · d twice: forget · / search · Esc back"))
+        status.update(plain(f"{len(records)} records {what} · Delete twice: forget · / search · Esc back"))
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         event.stop()
@@ -105,7 +108,18 @@ class MemoryScreen(ModalScreen[None]):
         self.query_one(DataTable).focus()
 
     def action_focus_search(self) -> None:
-        self.query_one("#memory-query", Input).focus()
+        search = self.query_one("#memory-query", Input)
+        search.select_all()  # `/`: a new search replaces the query
+        search.focus()
+
+    def on_key(self, event: events.Key) -> None:
+        """A character typed at the list is the search's (typing is text), never a command."""
+        if event.is_printable and event.character and not isinstance(self.focused, Input) and event.key != "slash":
+            event.stop()
+            event.prevent_default()
+            search = self.query_one("#memory-query", Input)
+            self.set_focus(search)  # at once: the keys queued after this one go to the search too
+            search.insert_text_at_cursor(event.character)
 
     def action_forget(self) -> None:
         if self.store is None or isinstance(self.focused, Input):
@@ -119,7 +133,7 @@ class MemoryScreen(ModalScreen[None]):
         status = self.query_one("#memory-status", Static)
         if self._armed != key:
             self._armed = key
-            status.update(Text(f"press d again to forget record {key}", style="bold yellow"))
+            status.update(Text(f"press Delete again to forget record {key}", style="bold yellow"))
             return
         self._armed = None
         self.store.forget(int(key))

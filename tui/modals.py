@@ -1,35 +1,30 @@
 """Breakpoint prompts (compress: a non-blocking bar; new session: a modal), the permission and trust boxes.
 
-All keyboard-driven: every button has a one-key shortcut shown on it. The bar's keys (Ctrl+O,
-Ctrl+G) are ones the input box does not use, so it never takes a key from what is being typed. A
-modal question is a `GuardedModal`: keys typed ahead for the prompt never answer it. The permission
-box shows all of what the agent wants to do, with every control and invisible character made visible.
+The bar's keys (Ctrl+O, Ctrl+G) are ones the input box does not use, so it never takes a key from what
+is being typed. Every box that asks is a `GuardedModal` (tui/question.py: typing is text — a key typed
+into a field never answers, an answer is a digit or a chord shown on its button, keys typed ahead for
+the prompt answer nothing). The permission box shows all of what the agent wants to do, with every
+control and invisible character made visible.
 """
 
 from __future__ import annotations
 
-import time
-from typing import TYPE_CHECKING, ClassVar, TypeVar
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, ClassVar
 
 from ctxagent.agent import PermissionDecision, PermissionRequest
 from ctxagent.context import show_controls, usage_text
+from ctxagent.tui.question import Answer, GuardedModal
 from ctxagent.tui.safe import judged, plain
 from rich.text import Text
-from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
-from textual.screen import ModalScreen
-from textual.widgets import Button, Input, Label, Static, TextArea
+from textual.widgets import Button, Input, Label, Static
 
 if TYPE_CHECKING:
     from rich.syntax import Syntax
-
-R = TypeVar("R")
-# How long a question must have been on screen, with no key pressed, before a key answers it: keys
-# typed for the prompt come faster than this; a person who stops to read the question answers after it.
-ARM_SECONDS = 0.5
 
 MODAL_CSS = """
 {name} {{ align: center middle; }}
@@ -39,6 +34,12 @@ MODAL_CSS = """
 }}
 {name} Horizontal {{ height: auto; margin-top: 1; }}
 {name} Button {{ margin-right: 1; min-width: 10; }}
+"""
+# An editor's box takes most of the screen and its TextArea what is left: the buttons stay in view at any
+# terminal size.
+EDITOR_CSS = MODAL_CSS + """
+{name} > Vertical {{ height: 90%; }}
+{name} TextArea {{ height: 1fr; min-height: 3; }}
 """
 
 
@@ -84,110 +85,57 @@ class BreakpointBar(Horizontal):
         self.post_message(self.Chosen(choice))
 
 
-class GuardedModal(ModalScreen[R]):
-    """A question that keys typed ahead — meant for the prompt — never answer: nothing is focused when
-    it opens, and until it has been on screen for `ARM_SECONDS` with no key pressed, every key but
-    Escape (which only ever says no) and every click on a button is ignored. A key in that time starts
-    the wait again, so someone still typing their message never answers it, however long they type.
-    The one rule for every modal question (permission, trust, overwrite, the full window)."""
-
-    AUTO_FOCUS = ""  # not the app's "*": a focused button would take an Enter typed ahead
-    ARM_SECONDS: ClassVar[float] = ARM_SECONDS
-    _shown_at: float | None = None
-
-    def on_mount(self) -> None:
-        self.call_after_refresh(self._mark_shown)  # from the first frame that shows it, not from the push
-
-    def _mark_shown(self) -> None:
-        self._shown_at = time.monotonic()
-
-    @property
-    def armed(self) -> bool:
-        """True once the box has been shown long enough for a key to be an answer to it."""
-        return self._shown_at is not None and time.monotonic() - self._shown_at >= self.ARM_SECONDS
-
-    def ignores(self, event: events.Key) -> bool:
-        """Keys this box never takes, armed or not (the trust box: every printable key)."""
-        return False
-
-    def armed_key(self, event: events.Key) -> None:
-        """A key the box may take, after the guard (the permission box routes letters to its reason)."""
-
-    def on_key(self, event: events.Key) -> None:
-        if event.key != "escape" and (not self.armed or self.ignores(event)):
-            if not self.armed and self._shown_at is not None:
-                self._shown_at = time.monotonic()  # still typing: the quiet moment starts again
-            event.stop()
-            event.prevent_default()
-            return
-        self.armed_key(event)
-
-
 class ChoiceModal(GuardedModal[str]):
-    """A box of a few choices, each a button whose id is the choice and a key bound to `choose(id)`;
-    a click counts once the box is armed (`GuardedModal`), and no button takes focus (Enter answers nothing)."""
+    """A box of a few choices (`answers()`), dismissed with the chosen answer's value."""
 
-    @staticmethod
-    def buttons(*choices: tuple[str, str, str]) -> list[Button]:
-        """(label, id, variant) each, unfocusable."""
-        out = []
-        for label, choice, variant in choices:
-            button = Button(label, id=choice, variant=variant)  # type: ignore[arg-type]
-            button.can_focus = False
-            out.append(button)
-        return out
-
-    def on_button_pressed(self, event: Button.Pressed) -> None:
-        if self.armed:
-            self.dismiss(str(event.button.id))
-
-    def action_choose(self, choice: str) -> None:
-        self.dismiss(choice)
+    def result(self, value: str) -> str:
+        return value
 
 
-class EditorModal(ModalScreen[str | None]):
+class EditorModal(GuardedModal[str | None]):
     """A box that edits a draft (the handoff message, a commit message, an AGENTS.md): the subclass composes
-    a TextArea and the #confirm / #cancel buttons. Ctrl+S or Confirm dismisses with the text (`finished`),
-    Esc or Cancel with None; an empty text is refused with `EMPTY`."""
+    a TextArea and `answer_widgets()`. Ctrl+S dismisses with the text (`finished`), Esc with None; an empty
+    text is refused with `EMPTY`. The editor takes the focus once the box is armed (`GuardedModal`): what
+    was being typed for the prompt when it opened never lands in the draft."""
 
     EMPTY: ClassVar[str] = "The text is empty."
+    CONFIRM: ClassVar[str] = "Confirm"
+    FIELD = HOME = "TextArea"
+
+    def answers(self) -> Sequence[Answer]:
+        return (Answer("confirm", self.CONFIRM, "ctrl+s", "primary"), Answer("cancel", "Cancel", "escape"))
+
+    def keys_line(self) -> str:
+        confirm = next(a for a in self.answers() if a.value == "confirm")
+        return f"Ctrl+S: {confirm.label[:1].lower()}{confirm.label[1:]} · Esc: cancel · Tab: the buttons"
 
     def finished(self, text: str) -> str:
         return text
 
-    def on_mount(self) -> None:
-        self.query_one(TextArea).focus()
-
-    def on_button_pressed(self, event: Button.Pressed) -> None:
-        if event.button.id == "confirm":
-            self.action_confirm()
-        else:
-            self.action_cancel()
-
-    def action_confirm(self) -> None:
-        text = self.query_one(TextArea).text
-        if not text.strip():
+    def answer(self, value: str) -> None:
+        if value == "confirm" and not self.typed().strip():
             self.app.notify(self.EMPTY, severity="warning")
             return
-        self.dismiss(self.finished(text))
+        super().answer(value)
 
-    def action_cancel(self) -> None:
-        self.dismiss(None)
+    def result(self, value: str) -> str | None:
+        return self.finished(self.typed()) if value == "confirm" else None
 
 
 class BreakpointModal(ChoiceModal):
     """Crossing the new-session breakpoint: "new_session" (with summary) | "compact" | "continue"."""
 
     DEFAULT_CSS = MODAL_CSS.format(name="BreakpointModal")
-    BINDINGS = [
-        Binding("n", "choose('new_session')", "New session"),
-        Binding("c", "choose('compact')", "Compact"),
-        Binding("escape,x", "choose('continue')", "Continue"),
-    ]
+    SAFE = "continue"
+    SAFE_SAYS = "continue"
 
     def __init__(self, pct: float) -> None:
         super().__init__()
         self.pct = pct
+
+    def answers(self) -> Sequence[Answer]:
+        return (Answer("new_session", "New session with summary", "1", "primary"),
+                Answer("compact", "Compact", "2", "warning"), Answer("continue", "Continue", "3"))
 
     def compose(self) -> ComposeResult:
         with Vertical():
@@ -196,17 +144,16 @@ class BreakpointModal(ChoiceModal):
                 "Answers degrade and the next step may not fit. Start a new session seeded with a "
                 "summary and the warm memory, compact older turns, or continue as is."
             )
-            with Horizontal():
-                yield from self.buttons((r"\[N]ew session with summary", "new_session", "primary"),
-                                        (r"\[C]ompact", "compact", "warning"), (r"Continue \[x]", "continue", "default"))
+            yield from self.answer_widgets()
 
 
 class PermissionModal(GuardedModal[PermissionDecision]):
     """Allow once / allow for this session / deny (with an optional reason for the model).
 
-    Y, A and N answer once the box is armed (`GuardedModal`); Enter and Escape deny; any other letter
-    starts the reason, and from then on every key goes to it. The preview shows all of what is asked
-    (agent/permissions.py) and scrolls with the arrow and page keys."""
+    1, 2 and 3 answer once the box is armed, while the focus is not in the reason (`GuardedModal`);
+    Enter and Escape deny. A letter starts the reason, and from then on every key is the reason's,
+    digits too: "actually no, put it in README" is a reason, never an answer. The preview shows all of
+    what is asked (agent/permissions.py) and scrolls with the arrow and page keys."""
 
     DEFAULT_CSS = MODAL_CSS.format(name="PermissionModal") + """
     PermissionModal #perm-preview { height: auto; max-height: 20; border: round $panel-lighten-2; }
@@ -216,12 +163,11 @@ class PermissionModal(GuardedModal[PermissionDecision]):
     PermissionModal #perm-note { color: $warning; margin-bottom: 1; }
     PermissionModal Input { margin-top: 1; }
     """
+    SAFE = "deny"
+    SAFE_SAYS = "deny"
+    FIELD = "#perm-reason"
+    FIELD_SAYS = "the reason"
     BINDINGS = [
-        Binding("y", "allow_once", "Allow once"),
-        Binding("a", "allow_session", "Allow for session"),
-        Binding("n", "deny", "Deny"),
-        Binding("enter", "deny", "Deny", show=False),
-        Binding("escape", "deny", "Deny", show=False),
         Binding("up", "scroll_preview('up')", show=False),
         Binding("down", "scroll_preview('down')", show=False),
         Binding("pageup", "scroll_preview('page_up')", show=False),
@@ -229,10 +175,10 @@ class PermissionModal(GuardedModal[PermissionDecision]):
         Binding("home", "scroll_preview('home')", show=False),
         Binding("end", "scroll_preview('end')", show=False),
     ]
-    SHORTCUTS = frozenset("yan")
-    # A preview longer than this takes the room left, not its own height: one as tall as the terminal
-    # would push the reason field and the buttons out of the box, out of sight.
-    TALL_LINES = 7
+    # Rows the box takes besides the preview's lines (borders, padding, title, note, reason, buttons): a
+    # preview that would push the box past 90% of the screen takes the room left instead, and scrolls — its
+    # own height would push the reason field and the buttons out of sight.
+    CHROME_ROWS = 19
 
     def __init__(self, request: PermissionRequest) -> None:
         super().__init__()
@@ -246,21 +192,25 @@ class PermissionModal(GuardedModal[PermissionDecision]):
             if req.note:
                 yield Static(plain(req.note), id="perm-note")
             lines = (req.preview or "").count("\n") + 1
-            self.set_class(lines > self.TALL_LINES, "-tall")
+            self.set_class(self._tall(), "-tall")
             yield Static(plain(f"{lines:,} lines — scroll with ↑ ↓ PgUp PgDn Home End to read them all",
                                style="dim"), id="perm-scroll-hint")
             with VerticalScroll(id="perm-preview"):
                 yield Static(self._preview(), id="perm-preview-body")
-            yield Input(placeholder="deny reason (optional, sent to the model) — Enter denies", id="perm-reason",
+            yield Input(placeholder="reason to deny (optional, sent to the model) — Enter denies", id="perm-reason",
                         select_on_focus=False)
-            with Horizontal():
-                buttons = [Button(r"\[Y] Allow once", id="allow_once", variant="success")]
-                if req.can_remember:
-                    buttons.append(Button(r"\[A]llow for session", id="allow_session", variant="primary"))
-                buttons.append(Button(r"\[N] Deny", id="deny", variant="error"))
-                for button in buttons:
-                    button.can_focus = False  # an Enter typed ahead must not press one
-                    yield button
+            yield from self.answer_widgets()
+
+    def answers(self) -> Sequence[Answer]:
+        remember = [Answer("allow_session", "Allow for session", "2", "primary")] if self.request.can_remember else []
+        return (Answer("allow_once", "Allow once", "1", "success"), *remember, Answer("deny", "Deny", "3", "error"))
+
+    def result(self, value: str) -> PermissionDecision:
+        if value == "allow_once":
+            return PermissionDecision(allow=True)
+        if value == "allow_session" and self.request.can_remember:
+            return PermissionDecision(allow=True, remember=True)
+        return PermissionDecision(allow=False, reason=self.typed())
 
     def _preview(self) -> Syntax | Text:
         """What is asked, every control and invisible character visible (an ESC in a command could
@@ -275,22 +225,16 @@ class PermissionModal(GuardedModal[PermissionDecision]):
             return Syntax(command, "bash", theme="ansi_dark", word_wrap=True)
         return judged(text or str(self.request.arguments))
 
-    def _reason(self) -> str:
-        return self.query_one("#perm-reason", Input).value.strip()
-
-    def armed_key(self, event: events.Key) -> None:
-        if event.is_printable and event.character and event.key not in self.SHORTCUTS:
-            reason = self.query_one("#perm-reason", Input)  # not focused yet: it would have taken the key
-            reason.focus()
-            reason.insert_text_at_cursor(event.character)
-            event.stop()
-            event.prevent_default()
-
     def on_mount(self) -> None:  # Textual calls GuardedModal's on_mount too (every class's handler)
         self.call_after_refresh(self._fit)
 
     def on_resize(self) -> None:
+        self.set_class(self._tall(), "-tall")
         self.call_after_refresh(self._fit)
+
+    def _tall(self) -> bool:
+        lines = (self.request.preview or "").count("\n") + 1
+        return lines + self.CHROME_ROWS > self.app.size.height * 0.9
 
     def _fit(self) -> None:
         """Say that the preview scrolls whenever some of it is out of view (at this terminal's size)."""
@@ -299,44 +243,28 @@ class PermissionModal(GuardedModal[PermissionDecision]):
     def action_scroll_preview(self, how: str) -> None:
         getattr(self.query_one("#perm-preview", VerticalScroll), f"scroll_{how}")(animate=False)
 
-    def on_button_pressed(self, event: Button.Pressed) -> None:
-        if not self.armed:
-            return
-        {"allow_once": self.action_allow_once, "allow_session": self.action_allow_session}.get(
-            str(event.button.id), self.action_deny
-        )()
-
-    def on_input_submitted(self, event: Input.Submitted) -> None:
-        event.stop()
-        self.action_deny()
-
-    def action_allow_once(self) -> None:
-        self.dismiss(PermissionDecision(allow=True))
-
-    def action_allow_session(self) -> None:
-        if self.request.can_remember:
-            self.dismiss(PermissionDecision(allow=True, remember=True))
-
-    def action_deny(self) -> None:
-        self.dismiss(PermissionDecision(allow=False, reason=self._reason()))
-
 
 class TrustModal(GuardedModal[bool]):
     """Asked once per repository whose own config sets security-relevant keys (agent/trust.py):
-    True to trust it (those keys apply from now on), False to keep them ignored. Only Ctrl+T trusts —
-    letters typed ahead, meant for the prompt, must never answer this (`GuardedModal`)."""
+    True to trust it (those keys apply from now on), False to keep them ignored. Only Ctrl+T trusts — a
+    chord no typing contains; Escape or Enter keep them ignored, and letters answer nothing (`GuardedModal`)."""
 
     DEFAULT_CSS = MODAL_CSS.format(name="TrustModal") + """
     TrustModal #trust-text { height: auto; max-height: 20; }
     """
-    BINDINGS = [
-        Binding("ctrl+t", "answer(True)", "Trust this repository"),
-        Binding("escape", "answer(False)", "Keep them ignored"),
-    ]
+    SAFE = "ignore"
+    SAFE_SAYS = "keep them ignored"
 
     def __init__(self, description: str) -> None:
         super().__init__()
         self.description = description
+
+    def answers(self) -> Sequence[Answer]:
+        return (Answer("trust", "Trust this repository", "ctrl+t", "warning"),
+                Answer("ignore", "Keep them ignored", "escape", "primary"))
+
+    def result(self, value: str) -> bool:
+        return value == "trust"
 
     def compose(self) -> ComposeResult:
         with Vertical():
@@ -346,18 +274,4 @@ class TrustModal(GuardedModal[bool]):
                 yield Static(plain(self.description))
             yield Static(Text("Trust it only if you wrote these settings or checked them. You are asked once; "
                               "`ctxagent trust` / `ctxagent trust --revoke` change it later.", style="dim"))
-            with Horizontal():
-                for button in (Button(Text("Trust this repository ^T"), id="trust", variant="warning"),
-                               Button(Text("Keep them ignored (Esc)"), id="ignore", variant="primary")):
-                    button.can_focus = False  # an Enter typed ahead for the prompt must not press one
-                    yield button
-
-    def ignores(self, event: events.Key) -> bool:
-        return event.is_printable  # only Ctrl+T trusts, only Escape declines
-
-    def on_button_pressed(self, event: Button.Pressed) -> None:
-        if self.armed:
-            self.dismiss(event.button.id == "trust")
-
-    def action_answer(self, trust: bool) -> None:
-        self.dismiss(trust)
+            yield from self.answer_widgets()

@@ -4,48 +4,47 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
-from ctxagent.tui.modals import MODAL_CSS, GuardedModal
+from ctxagent.tui.modals import MODAL_CSS
+from ctxagent.tui.question import Answer, GuardedModal
 from ctxagent.tui.safe import flat, one_line, plain
 from ctxagent.tui.status import short_model
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Button, Footer, Markdown, OptionList, Static
+from textual.widgets import Footer, Markdown, OptionList, Static
 from textual.widgets.option_list import Option
 
 
 class ConfirmModal(GuardedModal[bool]):
-    """A yes/no question (overwrite files changed outside the agent?): a `GuardedModal`, so a `y`
-    typed ahead for the prompt never says yes."""
+    """A yes/no question (overwrite files changed outside the agent? send a project's command?): 1 says
+    yes, 2, Enter or Escape say no — a `GuardedModal`, so nothing typed, ahead or not, ever says yes."""
 
     DEFAULT_CSS = MODAL_CSS.format(name="ConfirmModal")
-    BINDINGS = [Binding("y", "answer(True)", "Yes"), Binding("n,escape", "answer(False)", "No")]
+    SAFE = "no"
+    SAFE_SAYS = "no"
 
     def __init__(self, question: str, detail: str = "") -> None:
         super().__init__()
         self.question = question
         self.detail = detail
 
+    def answers(self) -> Sequence[Answer]:
+        return (Answer("yes", "Yes", "1", "warning"), Answer("no", "No", "2"))
+
+    def result(self, value: str) -> bool:
+        return value == "yes"
+
     def compose(self) -> ComposeResult:
         with Vertical():
             yield Static(plain(self.question, style="bold"))
             if self.detail:
                 yield Static(plain(self.detail))
-            with Horizontal():
-                for button in (Button(r"\[Y]es", id="yes", variant="warning"), Button(r"\[N]o", id="no")):
-                    button.can_focus = False
-                    yield button
-
-    def on_button_pressed(self, event: Button.Pressed) -> None:
-        if self.armed:
-            self.dismiss(event.button.id == "yes")
-
-    def action_answer(self, yes: bool) -> None:
-        self.dismiss(yes)
+            yield from self.answer_widgets()
 
 
 class InfoModal(ModalScreen[None]):
@@ -97,15 +96,16 @@ def describe_session(path: Path) -> str:
     return f"{path.stem} · {when} · {count} · {short_model(model) if model else 'model ?'} · {first or '(no messages)'}"
 
 
-class SessionPicker(ModalScreen[str | None]):
-    """Pick a session to resume; dismisses with its id, or None."""
+class SessionPicker(GuardedModal[str | None]):
+    """Pick a session to resume: ↑ ↓ and Enter dismiss with its id, Esc with None. A `GuardedModal`: the
+    list takes the focus once the box is armed, so an Enter typed ahead picks nothing."""
 
     DEFAULT_CSS = """
     SessionPicker { align: center middle; background: $background 60%; }
     SessionPicker > Vertical { width: 96%; height: 80%; border: round $accent; background: $surface; padding: 0 1; }
     SessionPicker OptionList { height: 1fr; }
     """
-    BINDINGS = [Binding("escape", "cancel", "Cancel")]
+    HOME = "#session-list"
 
     def __init__(self, sessions: list[Path], current: str = "") -> None:
         super().__init__()
@@ -120,10 +120,14 @@ class SessionPicker(ModalScreen[str | None]):
                 for p in self.sessions
             ]
             yield OptionList(*options, id="session-list")
-        yield Footer()
+
+    def keys_line(self) -> str:
+        return "↑↓: a session · Enter: resume it · Esc: cancel"
+
+    def result(self, value: str) -> str | None:
+        return value if value != self.SAFE else None
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
-        self.dismiss(event.option.id)
-
-    def action_cancel(self) -> None:
-        self.dismiss(None)
+        event.stop()
+        if self.armed and event.option.id:
+            self.answer(event.option.id)

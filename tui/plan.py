@@ -4,21 +4,24 @@ The mode is the session's `permission_mode` (agent/permissions.py has its rules:
 read-only tools run). Shift+Tab goes ask → auto-edit → plan → ask (yolo joins the cycle only in a session
 started in it: a key never turns it on). A turn that ends in plan mode with an answer is the model's plan:
 the box shows it whole, and the user accepts it — the mode switches to ask (each edit asked) or auto-edit,
-and the plan is sent as the next message — or keeps planning (Esc: the mode stays, the input is theirs).
+and the plan is sent as the next message — or keeps planning (Esc: the mode stays, the input is theirs;
+a note typed in the box on what to change is sent as the next message, still in plan mode).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ctxagent.agent import PLAN_MODE, next_mode
-from ctxagent.tui.modals import MODAL_CSS, ChoiceModal
+from ctxagent.tui.modals import MODAL_CSS
+from ctxagent.tui.question import Answer, GuardedModal
 from ctxagent.tui.safe import plain
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
-from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.widgets import Static
+from textual.containers import Vertical, VerticalScroll
+from textual.widgets import Input, Static
 
 if TYPE_CHECKING:
     from ctxagent.agent import TurnFinished
@@ -55,31 +58,50 @@ def set_mode(control: SessionControl, mode: str) -> str:
     return mode
 
 
-class PlanModal(ChoiceModal):
-    """The model's plan: dismisses with the mode to carry it out in ("ask" | "auto-edit"), or "keep"."""
+@dataclass(frozen=True)
+class PlanAnswer:
+    """The plan box's answer: the mode to carry the plan out in ("ask" | "auto-edit"), or "keep"
+    planning; `note` is what the user wrote in the box (what to change), sent with it."""
 
-    DEFAULT_CSS = MODAL_CSS.format(name="PlanModal") + "PlanModal VerticalScroll { height: auto; max-height: 24; }\n"
-    BINDINGS = [
-        Binding("a", "choose('ask')", "Accept, ask each edit"),
-        Binding("e", "choose('auto-edit')", "Accept, edits unasked"),
-        Binding("k,escape", "choose('keep')", "Keep planning"),
-    ]
+    mode: str
+    note: str = ""
+
+
+class PlanModal(GuardedModal[PlanAnswer]):
+    """The model's plan: 1 accepts it with each edit asked, 2 with edits unasked, 3 (or Enter, Esc) keeps
+    planning. A letter starts a note on what to change — text, never an answer (`GuardedModal`)."""
+
+    DEFAULT_CSS = MODAL_CSS.format(name="PlanModal") + """
+    PlanModal VerticalScroll { height: auto; max-height: 24; }
+    PlanModal Input { margin-top: 1; }
+    """
+    SAFE = "keep"
+    SAFE_SAYS = "keep planning"
+    FIELD = "#plan-note"
+    FIELD_SAYS = "what to change"
 
     def __init__(self, plan: str) -> None:
         super().__init__()
         self.plan = plan
+
+    def answers(self) -> Sequence[Answer]:
+        return (Answer("ask", "Accept, ask", "1", "primary"), Answer("auto-edit", "Accept, auto-edit", "2", "warning"),
+                Answer("keep", "Keep planning", "3"))
+
+    def result(self, value: str) -> PlanAnswer:
+        return PlanAnswer(value, self.typed())
 
     def compose(self) -> ComposeResult:
         with Vertical():
             yield Static(Text("■ The model proposes this plan", style="bold"))
             with VerticalScroll():
                 yield Static(plain(self.plan), id="plan-text")
-            yield Static("Accept it to leave plan mode and send the plan as your next message, or keep planning "
-                         "(write what to change).")
-            with Horizontal():
-                yield from self.buttons((r"\[A]ccept, ask each edit", "ask", "primary"),
-                                        (r"Accept, \[E]dits unasked", "auto-edit", "warning"),
-                                        (r"\[K]eep planning", "keep", "default"))
+            yield Static("Accept it — in ask mode (each edit asked) or auto-edit (edits unasked) — to leave plan mode "
+                         "and send the plan as your next message, or keep planning: write what to change, and Enter "
+                         "sends it.")
+            yield Input(placeholder="what to change (optional) — Enter: keep planning and send it", id="plan-note",
+                        select_on_focus=False)
+            yield from self.answer_widgets()
 
 
 def after_turn(control: SessionControl, ev: TurnFinished) -> None:
@@ -99,10 +121,14 @@ def offer_plan(control: SessionControl, ev: TurnFinished) -> bool:
     return True
 
 
-def _answered(control: SessionControl, plan: str, choice: str | None) -> None:
-    if choice not in ("ask", "auto-edit"):
-        control.notice("still planning — say what to change in the plan (Shift+Tab leaves plan mode)")
-        return
-    set_mode(control, choice)
-    text = ACCEPTED.format(plan=plan)
+def _answered(control: SessionControl, plan: str, answer: PlanAnswer | None) -> None:
+    note = answer.note if answer is not None else ""
+    if answer is None or answer.mode not in ("ask", "auto-edit"):
+        if not note:
+            control.notice("still planning — say what to change in the plan (Shift+Tab leaves plan mode)")
+            return
+        text = note  # what to change: the next message, still in plan mode
+    else:
+        set_mode(control, answer.mode)
+        text = ACCEPTED.format(plan=plan) + (f"\n\n{note}" if note else "")
     control.start_turn(text, lambda agent, cancel: agent.run_turn(text, cancel))

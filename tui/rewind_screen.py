@@ -6,20 +6,20 @@ The picker only chooses; the session screen runs the rewind (agent/session_ops.p
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ctxagent.agent import REWIND_MODES, RewindMode, TurnInfo
+from ctxagent.tui.question import Answer, GuardedModal
 from ctxagent.tui.safe import one_line, plain
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
-from textual.containers import Horizontal, Vertical
-from textual.screen import ModalScreen
-from textual.widgets import Button, DataTable, Footer, Static
+from textual.containers import Vertical
+from textual.widgets import Button, DataTable, Static
 
 MODES = ("both", "conversation", "code")
-MODE_LABEL = {"both": r"\[B]oth: code and conversation", "conversation": r"\[C]onversation only", "code": r"Code \[o]nly"}  # \[ : a literal bracket, not markup
+MODE_LABEL = {"both": "Both: code and conversation", "conversation": "Conversation only", "code": "Code only"}
 
 
 @dataclass(frozen=True)
@@ -45,25 +45,30 @@ def turn_row(info: TurnInfo) -> tuple[str, str, Text, Text, str]:
             info.diffstat_summary())
 
 
-class RewindScreen(ModalScreen[RewindChoice | None]):
+class RewindScreen(GuardedModal[RewindChoice | None]):
+    """Pick a turn (↑ ↓), then what to restore: 1 both, 2 the conversation, 3 the code (or Enter on the
+    turn, then Enter on a button); Esc cancels. A `GuardedModal`: nothing typed ahead rewinds anything,
+    and the list takes the focus once the box is armed."""
+
     DEFAULT_CSS = """
     RewindScreen { align: center middle; background: $background 60%; }
     RewindScreen > Vertical { width: 96%; height: 90%; border: round $accent; background: $surface; padding: 0 1; }
     RewindScreen DataTable { height: 1fr; }
-    RewindScreen Horizontal { height: auto; }
-    RewindScreen Button { margin-right: 1; }
+    RewindScreen .question-answers { margin-top: 0; }
     """
-    BINDINGS = [
-        Binding("escape", "cancel", "Cancel"),
-        Binding("b", "choose('both')", "Both"),
-        Binding("c", "choose('conversation')", "Conversation"),
-        Binding("o", "choose('code')", "Code only"),
-    ]
+    HOME = "#rewind-table"
 
     def __init__(self, turns: list[TurnInfo], has_code: bool = True) -> None:
         super().__init__()
         self.turns = list(turns)
         self.has_code = has_code
+
+    def answers(self) -> Sequence[Answer]:
+        return tuple(Answer(mode, MODE_LABEL[mode], str(i), disabled=mode != "conversation" and not self.has_code)
+                     for i, mode in enumerate(MODES, 1))
+
+    def keys_line(self) -> str:
+        return "↑↓: a turn · 1/2/3: rewind to it · Enter: choose · Esc: cancel"
 
     def compose(self) -> ComposeResult:
         with Vertical():
@@ -74,12 +79,9 @@ class RewindScreen(ModalScreen[RewindChoice | None]):
                 "files as they were before that turn.",
                 id="rewind-help",
             )
-            with Horizontal():
-                for mode in MODES:
-                    yield Button(MODE_LABEL[mode], id=f"mode-{mode}", disabled=mode != "conversation" and not self.has_code)
-        yield Footer()
+            yield from self.answer_widgets()
 
-    def on_mount(self) -> None:
+    def on_mount(self) -> None:  # Textual calls GuardedModal's on_mount too
         table = self.query_one(DataTable)
         table.add_columns("turn", "time", "message", "files", "diff")
         for info in self.turns:
@@ -88,7 +90,6 @@ class RewindScreen(ModalScreen[RewindChoice | None]):
             table.move_cursor(row=len(self.turns) - 1)
         else:
             self.query_one("#rewind-help", Static).update("No user turns to rewind to yet.")
-        table.focus()
 
     def selected_turn(self) -> int | None:
         table = self.query_one(DataTable)
@@ -97,22 +98,18 @@ class RewindScreen(ModalScreen[RewindChoice | None]):
         key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
         return int(key) if key is not None else None
 
-    def action_choose(self, choice: str) -> None:
-        mode = next((m for m in REWIND_MODES if m == choice), None)  # the binding's string, as the agent's type
-        if mode is None:
-            return
-        if mode != "conversation" and not self.has_code:
+    def answer(self, value: str) -> None:
+        if value in MODES and value != "conversation" and not self.has_code:
             self.notify("No code checkpoints in this session; conversation only.", severity="warning")
             return
+        if value in MODES and self.selected_turn() is None:
+            return
+        super().answer(value)
+
+    def result(self, value: str) -> RewindChoice | None:
+        mode = next((m for m in REWIND_MODES if m == value), None)  # the answer's string, as the agent's type
         turn = self.selected_turn()
-        if turn is not None:
-            self.dismiss(RewindChoice(turn, mode))
-
-    def action_cancel(self) -> None:
-        self.dismiss(None)
-
-    def on_button_pressed(self, event: Button.Pressed) -> None:
-        self.action_choose(str(event.button.id).removeprefix("mode-"))
+        return RewindChoice(turn, mode) if mode is not None and turn is not None else None
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
-        self.query_one("#mode-both" if self.has_code else "#mode-conversation", Button).focus()
+        self.query_one("#both" if self.has_code else "#conversation", Button).focus()

@@ -67,14 +67,14 @@ async def test_registration_help_completion_and_confirmation(tmp_path: Path) -> 
         await pilot.press("enter")
         await wait_until(pilot, lambda: isinstance(app.screen, ConfirmModal))
         assert app.screen.detail == "Review @calc.py carefully."  # type: ignore[attr-defined]
-        await answer(pilot, "n")
+        await answer(pilot, "2")
         await pilot.pause()
         assert session.log.of_kind("user") == []
         # "yes": sent, with the mention attached
         screen.input.value = "/review calc.py"
         await pilot.press("enter")
         await wait_until(pilot, lambda: isinstance(app.screen, ConfirmModal))
-        await answer(pilot, "y")
+        await answer(pilot, "1")
         await wait_until(pilot, lambda: not screen.busy and len(session.log.of_kind("user")) == 1)
         assert session.log.of_kind("user")[0].user.text == "Review @calc.py carefully."
         assert [e.tool_result.name for e in session.log.of_kind("tool_result")] == ["read_file"]
@@ -87,7 +87,7 @@ async def test_registration_help_completion_and_confirmation(tmp_path: Path) -> 
         screen.input.value = "/project:compact now"
         await pilot.press("enter")
         await wait_until(pilot, lambda: isinstance(app.screen, ConfirmModal))
-        await answer(pilot, "y")
+        await answer(pilot, "1")
         await wait_until(pilot, lambda: not screen.busy and len(session.log.of_kind("user")) == 4)
         assert session.log.of_kind("user")[-1].user.text == "project compact: now"
 

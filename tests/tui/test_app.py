@@ -119,7 +119,7 @@ async def test_full_window_modal_and_its_compact_choice(tmp_path: Path) -> None:
         screen.post_message(AgentUpdate(ContextBuilt(99, make_report(93, step=99))))
         await wait_until(pilot, lambda: isinstance(app.screen, BreakpointModal))
         assert "93% full" in screen_text(app)
-        await answer(pilot, "c")
+        await answer(pilot, "2")  # compact
         await wait_until(pilot, lambda: bool(session.log.of_kind("compaction")) and not screen.busy)
         assert not isinstance(app.screen, BreakpointModal)
 
@@ -133,7 +133,7 @@ async def test_full_window_new_session_with_summary(tmp_path: Path) -> None:
         old_id = session.id
         screen.post_message(AgentUpdate(ContextBuilt(9, make_report(95, step=9))))
         await wait_until(pilot, lambda: isinstance(app.screen, BreakpointModal))
-        await answer(pilot, "n")
+        await answer(pilot, "1")  # a new session with a summary
         await wait_until(pilot, lambda: screen.session.id != old_id and not screen.busy)
         new_log = screen.session.log
         assert new_log.events[0].data.get("parent") == old_id
@@ -188,7 +188,7 @@ async def test_permission_modal_allow_once_then_deny_with_reason(tmp_path: Path)
         await pilot.press("enter")
         await wait_until(pilot, lambda: isinstance(app.screen, PermissionModal))
         assert "a + b" in screen_text(app)  # the diff is shown before deciding
-        await answer(pilot, "y")
+        await answer(pilot, "1")  # allow once
         await wait_until(pilot, lambda: not screen.busy)
         assert "a + b" in (session.root / "calc.py").read_text()
         screen.input.value = "swap them"
@@ -216,7 +216,7 @@ async def _rewind_both(tmp_path: Path, script: list[dict[str, Any]]) -> None:
 
         await wait_until(pilot, lambda: isinstance(app.screen, RewindScreen))
         assert "fix add" in screen_text(app) and "calc.py" in screen_text(app)
-        await pilot.press("b")
+        await answer(pilot, "1")  # both: code and conversation
         await wait_until(pilot, lambda: not screen.busy and not isinstance(app.screen, RewindScreen))
         await pilot.pause()
         assert "a - b" in (session.root / "calc.py").read_text()

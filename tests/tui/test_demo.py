@@ -61,7 +61,7 @@ async def test_demo_session_end_to_end(tmp_path: Path) -> None:
             while screen.busy or isinstance(app.screen, PermissionModal):
                 await wait_until(pilot, lambda: not screen.busy or isinstance(app.screen, PermissionModal), timeout=30)
                 if isinstance(app.screen, PermissionModal):
-                    await answer(pilot, "a")  # allow for the session: this edit, this test command
+                    await answer(pilot, "2")  # allow for the session: this edit, this test command
                     await pilot.pause()
             await pilot.pause()
             panels = {p.tool_name: p for p in screen.query(ToolPanel)}

@@ -13,7 +13,7 @@ from ctxagent.tui.app import CtxApp
 from ctxagent.tui.git_screens import CommitModal, DiffScreen
 from ctxagent.tui.init_box import InitModal
 from textual.widgets import TextArea
-from tui_helpers import make_session, ready, screen_text, send, wait_until
+from tui_helpers import answer, make_session, ready, screen_text, send, wait_until
 
 pytestmark = pytest.mark.anyio
 
@@ -67,7 +67,7 @@ async def test_commit_confirm_and_cancel(tmp_path: Path) -> None:
         area = app.screen.query_one(TextArea)
         assert area.text.startswith("Update calc.py\n\nRequested:\n- fix add")
         area.text = "Fix add: use + 修复加法\n"
-        await pilot.press("ctrl+s")
+        await answer(pilot, "ctrl+s")  # once the box takes answers (tui/question.py)
         screen = app.session_screen
         await wait_until(pilot, lambda: not isinstance(app.screen, CommitModal) and not screen.busy)
         await wait_until(pilot, lambda: "committed " in screen_text(app))
@@ -76,8 +76,8 @@ async def test_commit_confirm_and_cancel(tmp_path: Path) -> None:
 
 
 async def test_init_drafts_and_writes_only_on_confirm(tmp_path: Path) -> None:
-    answer = "```markdown\n# AGENTS.md\n\nRun the tests with `pytest -q`. 保持简洁。\n```"
-    session = make_session(tmp_path, [{"tool_calls": [{"name": "list_files", "arguments": {}}]}, {"text": answer},
+    drafted = "```markdown\n# AGENTS.md\n\nRun the tests with `pytest -q`. 保持简洁。\n```"
+    session = make_session(tmp_path, [{"tool_calls": [{"name": "list_files", "arguments": {}}]}, {"text": drafted},
                                       {"text": "# AGENTS.md\n\nSecond draft.\n"}])
     target = session.root / "AGENTS.md"
     app = CtxApp(session, create_agent)
@@ -89,7 +89,7 @@ async def test_init_drafts_and_writes_only_on_confirm(tmp_path: Path) -> None:
         assert app.screen.query_one(TextArea).text == "# AGENTS.md\n\nRun the tests with `pytest -q`. 保持简洁。\n"
         first = session.log.of_kind("user")[0].user.text
         assert "Do not write or edit any file" in first and "calc.py" in first  # the survey went with it
-        await pilot.press("ctrl+s")
+        await answer(pilot, "ctrl+s")
         await wait_until(pilot, lambda: target.exists())
         assert target.read_text() == "# AGENTS.md\n\nRun the tests with `pytest -q`. 保持简洁。\n"
 

@@ -10,7 +10,7 @@ from ctxagent.agent.factory import create_agent
 from ctxagent.tui.app import CtxApp
 from ctxagent.tui.handoff import HandoffModal
 from textual.widgets import TextArea
-from tui_helpers import make_session, ready, screen_text, send, wait_until
+from tui_helpers import answer, make_session, ready, screen_text, send, wait_until
 
 pytestmark = pytest.mark.anyio
 
@@ -37,7 +37,7 @@ async def test_slash_handoff_edit_and_confirm_opens_the_new_session_with_the_tex
         assert "Goal: finish the streaming port" in area.text and "- Never edit files under config/." in area.text
         assert "Goal: finish the streaming port" in screen_text(app)
         area.text = area.text + "\nAlso keep the changelog short 保持简短."  # the user's edit
-        await pilot.press("ctrl+s")
+        await answer(pilot, "ctrl+s")
         await wait_until(pilot, lambda: app.session_screen.session.id != old_id and not app.session_screen.busy
                          and bool(app.session_screen.session.log.of_kind("assistant")), timeout=60)
         new = app.session_screen.session
@@ -79,7 +79,7 @@ async def test_the_models_handoff_tool_opens_the_editor_too(tmp_path: Path) -> N
         assert modal is not None and modal.draft.by == "model"
         assert "Goal: write the benchmark" in modal.query_one(TextArea).text
         modal.query_one(TextArea).text = "   "
-        await pilot.press("ctrl+s")  # an empty message is refused: the editor stays
+        await answer(pilot, "ctrl+s")  # an empty message is refused: the editor stays
         await pilot.pause()
         assert _modal(app) is not None
         await pilot.click("#cancel")

@@ -28,7 +28,7 @@ CHEAP_PROVIDER_PARTS = {"ctxagent.agent.providers", "ctxagent.agent.providers.sp
 TUI_AT_FIRST_FRAME = {
     "ctxagent.tui", "ctxagent.tui.agent_start", "ctxagent.tui.app", "ctxagent.tui.bridge", "ctxagent.tui.chat",
     "ctxagent.tui.chat_log", "ctxagent.tui.commands", "ctxagent.tui.control", "ctxagent.tui.gauge",
-    "ctxagent.tui.messages", "ctxagent.tui.modals", "ctxagent.tui.prompt", "ctxagent.tui.safe",
+    "ctxagent.tui.messages", "ctxagent.tui.modals", "ctxagent.tui.prompt", "ctxagent.tui.question", "ctxagent.tui.safe",
     "ctxagent.tui.session_screen", "ctxagent.tui.status", "ctxagent.tui.transcript",
 }
 

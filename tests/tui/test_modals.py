@@ -1,7 +1,8 @@
 """Permission modal, breakpoint bar and modal, confirm and info modals — driven by keys and clicks.
 
-Every question is a GuardedModal (tui/modals.py): nothing focused, and keys typed in its first moment
-(meant for the prompt) answer nothing."""
+Every question is a GuardedModal (tui/question.py): nothing focused, keys typed in its first moment
+(meant for the prompt) answer nothing, and typing is text (tests/tui/test_typing_is_text.py drives the
+whole family)."""
 
 from __future__ import annotations
 
@@ -26,9 +27,9 @@ async def _armed(pilot) -> None:
 @pytest.mark.parametrize(
     ("keys", "expected"),
     [
-        (["y"], PermissionDecision(allow=True)),
-        (["a"], PermissionDecision(allow=True, remember=True)),
-        (["n"], PermissionDecision(allow=False, reason="")),
+        (["1"], PermissionDecision(allow=True)),
+        (["2"], PermissionDecision(allow=True, remember=True)),
+        (["3"], PermissionDecision(allow=False, reason="")),
         (["enter"], PermissionDecision(allow=False, reason="")),  # what the reason field says: Enter denies
         (["escape"], PermissionDecision(allow=False, reason="")),
     ],
@@ -54,9 +55,9 @@ async def test_nothing_is_focused_and_keys_typed_ahead_answer_nothing() -> None:
         await pilot.pause()
         modal = app.screen
         assert isinstance(modal, PermissionModal) and not modal.armed
-        assert modal.focused is None  # not [Y] Allow once: an Enter meant for the prompt would allow
+        assert modal.focused is None  # not [1] Allow once: an Enter meant for the prompt would allow
         # meant for the prompt, typed on while the box appears: however long, none of it answers
-        await pilot.press(*"yes and more typing", "enter", *"please", "enter", *"a" * 5, "y", "enter")
+        await pilot.press(*"yes and more typing", "enter", *"please", "enter", *"a" * 5, "1", "2", "enter")
         await pilot.pause()
         assert app.results == [] and app.screen is modal and not modal.armed
         assert modal.query_one("#perm-reason", Input).value == ""  # ignored, not kept as a reason
@@ -119,10 +120,10 @@ async def test_a_call_no_allowance_covers_offers_no_allow_for_session() -> None:
         await _armed(pilot)
         assert "instruction file" in screen_text(app) and "Allow for session" not in screen_text(app)
         assert not app.screen.query("#allow_session")
-        await pilot.press("a")
+        await pilot.press("2")  # no answer has that key here: it does nothing (it is no reason either)
         await pilot.pause()
-        assert app.results == []
-        await pilot.press("y")
+        assert app.results == [] and app.screen.query_one("#perm-reason", Input).value == ""
+        await pilot.press("1")
         await pilot.pause()
     assert app.results == [PermissionDecision(allow=True)]
 
@@ -136,7 +137,8 @@ async def test_permission_buttons_by_click() -> None:
     assert app.results == [PermissionDecision(allow=False, reason="")]
 
 
-@pytest.mark.parametrize(("key", "choice"), [("n", "new_session"), ("c", "compact"), ("x", "continue"), ("escape", "continue")])
+@pytest.mark.parametrize(("key", "choice"), [("1", "new_session"), ("2", "compact"), ("3", "continue"), ("enter", "continue"),
+                                            ("escape", "continue")])
 async def test_breakpoint_modal_keys(key: str, choice: str) -> None:
     app = ScreenHost(lambda: BreakpointModal(93.0))
     async with app.run_test(size=(80, 24)) as pilot:
@@ -180,11 +182,15 @@ async def test_confirm_and_info_modals() -> None:
     app = ScreenHost(lambda: ConfirmModal("Overwrite a.py?", "a.py"))
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
-        await pilot.press("y")  # a y typed ahead does not overwrite anything
+        await pilot.press("1")  # a 1 typed ahead does not overwrite anything
         await pilot.pause()
         assert app.results == []
         await _armed(pilot)
-        await pilot.press("y")
+        await pilot.press(*"yes")  # a word answers nothing
+        await pilot.pause()
+        assert app.results == []
+        await _armed(pilot)
+        await pilot.press("1")
         await pilot.pause()
     assert app.results == [True]
     app = ScreenHost(lambda: ConfirmModal("Overwrite a.py?"))
@@ -203,7 +209,7 @@ async def test_confirm_and_info_modals() -> None:
 
 
 @pytest.mark.parametrize("size", [(100, 30), (80, 24)])
-@pytest.mark.parametrize("lines", [3, 18, 300])
+@pytest.mark.parametrize("lines", [3, 7, 18, 300])
 async def test_a_long_preview_never_pushes_the_reason_and_the_buttons_out_of_sight(size: tuple[int, int], lines: int) -> None:
     preview = "\n".join(f"line {i}" for i in range(lines))
     req = PermissionRequest("c4", "write_file", "edit", {"path": "a.py", "content": preview}, preview,
@@ -213,7 +219,7 @@ async def test_a_long_preview_never_pushes_the_reason_and_the_buttons_out_of_sig
         await pilot.pause()
         await pilot.pause()
         text = screen_text(app)
-        assert "[N] Deny" in text and "Enter denies" in text and "line 0" in text
+        assert "[3] Deny" in text and "Enter denies" in text and "line 0" in text and "Enter/Esc: deny" in text
         scrolls = app.screen.query_one("#perm-preview").max_scroll_y > 0
         assert scrolls == (f"line {lines - 1}" not in text)  # what is out of view is out of view…
         assert ("scroll with ↑ ↓" in text) == scrolls  # …and the box says so

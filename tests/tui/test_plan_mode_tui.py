@@ -46,7 +46,7 @@ async def test_accepting_the_plan_switches_mode_and_carries_it_out(tmp_path: Pat
         assert "计划完成" in screen_text(app)
         calc = session.root / "calc.py"
         assert "a - b" in calc.read_text()  # the plan turn's edit was refused
-        await answer(pilot, "e")
+        await answer(pilot, "2")  # accept, edits unasked
         screen = app.session_screen
         await wait_until(pilot, lambda: not screen.busy and len(screen.session.log.of_kind("user")) == 2, timeout=60)
         await wait_until(pilot, lambda: not screen.busy)
@@ -98,7 +98,7 @@ async def test_a_mode_switched_with_shift_tab_is_logged_and_a_resume_keeps_it_on
             await pilot.pause()
         await send(pilot, app, "what would you do?")
         if isinstance(app.screen, PlanModal):
-            await answer(pilot, "k")  # keep planning: the mode stays plan
+            await answer(pilot, "3")  # keep planning: the mode stays plan
     session.log.close()
     modes = _modes(session.log.path)
     assert [m for _, m in modes] == ["auto-edit", "plan"]
@@ -138,3 +138,22 @@ async def test_a_mode_switched_with_shift_tab_is_logged_and_a_resume_keeps_it_on
     named = open_from_args(argparse.Namespace(resume=session.id, cwd=str(session.root), permission_mode="plan"))
     assert named.config.permission_mode == "plan" and named.notices == []
     named.log.close()
+
+
+async def test_a_note_typed_in_the_plan_box_keeps_planning_and_is_sent(tmp_path: Path) -> None:
+    """What to change, typed in the box — its a, e and k, its digits — is the next message, still in plan
+    mode; it never accepts the plan (typing is text: tui/question.py)."""
+    session = make_session(tmp_path, [{"text": PLAN}, {"text": "Plan v2: also add a test. 计划二。"}], permission_mode="plan")
+    app = CtxApp(session, create_agent)
+    async with app.run_test(size=(110, 36)) as pilot:
+        screen = await ready(pilot, app)
+        await send(pilot, app, "plan the fix")
+        await wait_until(pilot, lambda: isinstance(app.screen, PlanModal))
+        note = "add a test for 2 + 3 too, keep edits small 别改配置"
+        await answer(pilot, *note, "enter")
+        await wait_until(pilot, lambda: len(screen.session.log.of_kind("user")) == 2 and not screen.busy, timeout=60)
+        await wait_until(pilot, lambda: isinstance(app.screen, PlanModal))  # the model's next plan
+        assert screen.session.config.permission_mode == "plan"
+        assert screen.session.log.of_kind("user")[-1].user.text == note
+        assert "a - b" in (session.root / "calc.py").read_text()
+        await answer(pilot, "escape")

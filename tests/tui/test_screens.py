@@ -24,7 +24,8 @@ from ctxagent.tui.memory_screen import MemoryScreen
 from ctxagent.tui.reply import AssistantMessage
 from ctxagent.tui.rewind_screen import RewindChoice, RewindScreen
 from ctxagent.tui.setup_screen import SetupChoice, SetupScreen, probe_local_server, setup_instructions
-from tui_helpers import HostApp, ScreenHost, make_report, screen_text
+from textual.widgets import Input
+from tui_helpers import HostApp, ScreenHost, answer, make_report, screen_text
 
 pytestmark = pytest.mark.anyio
 
@@ -63,10 +64,16 @@ async def test_memory_screen_search_and_forget_with_the_real_store(tmp_path: Pat
         table = app.screen.query_one("DataTable")
         row = [i for i in range(table.row_count) if table.get_row_at(i)[0] == str(gone)][0]
         table.move_cursor(row=row)
-        await pilot.press("d")
+        await pilot.press(*"add", "d", "d")  # typing is text: it goes to the search, it forgets nothing
         await pilot.pause()
-        assert "press d again" in screen_text(app)
-        await pilot.press("d")
+        assert store.get(gone) is not None and app.screen.query_one("#memory-query", Input).value == "adddd"
+        await pilot.press(*["backspace"] * 5, "enter")
+        await pilot.pause()
+        table.move_cursor(row=[i for i in range(table.row_count) if table.get_row_at(i)[0] == str(gone)][0])
+        await pilot.press("delete")
+        await pilot.pause()
+        assert "press Delete again" in screen_text(app)
+        await pilot.press("delete")
         await pilot.pause()
         assert store.get(gone) is None and store.get(keep) is not None
         assert "不要修改配置文件" not in screen_text(app)
@@ -95,8 +102,7 @@ async def test_rewind_picker_lists_turns_and_returns_choice(tmp_path: Path) -> N
         await pilot.pause()
         text = screen_text(app)
         assert "fix the add function" in text and "now run the tests" in text and "calc.py" in text
-        await pilot.press("up")  # the cursor starts on the newest turn
-        await pilot.press("c")
+        await answer(pilot, "up", "2")  # the cursor starts on the newest turn; 2: the conversation
         await pilot.pause()
     assert app.results == [RewindChoice(1, "conversation")]
 
@@ -106,10 +112,10 @@ async def test_rewind_picker_without_code_checkpoints_refuses_code_modes(tmp_pat
     app = ScreenHost(lambda: RewindScreen(turns, has_code=False))
     async with app.run_test(size=(100, 24)) as pilot:
         await pilot.pause()
-        await pilot.press("b")
+        await answer(pilot, "1")  # both: there is no code to restore
         await pilot.pause()
         assert app.results == []
-        await pilot.press("o")
+        await pilot.press("3")
         await pilot.press("escape")
         await pilot.pause()
     assert app.results == [None]

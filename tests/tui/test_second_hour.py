@@ -23,7 +23,7 @@ from ctxagent.tui.app import CtxApp
 from ctxagent.tui.chat import ToolPanel
 from ctxagent.tui.context_screen import ContextScreen, slice_rows
 from ctxagent.tui.pickers import InfoModal
-from tui_helpers import make_repo, make_session, ready, screen_text, send, wait_until
+from tui_helpers import answer, make_repo, make_session, ready, screen_text, send, wait_until
 
 pytestmark = pytest.mark.anyio
 
@@ -57,7 +57,7 @@ async def test_a_code_only_rewind_is_told_to_the_model_in_the_next_request(tmp_p
         from ctxagent.tui.rewind_screen import RewindScreen
 
         await wait_until(pilot, lambda: isinstance(app.screen, RewindScreen))
-        await pilot.press("o")
+        await answer(pilot, "3")  # code only
         await wait_until(pilot, lambda: not screen.busy and not isinstance(app.screen, RewindScreen))
         assert "a - b" in (session.root / "calc.py").read_text()
         assert session.log.events[-1].kind == "code_rewind" and not session.log.of_kind("rewind")

@@ -191,7 +191,7 @@ async def test_a_denied_tool_says_denied_and_not_the_time_spent_deciding(tmp_pat
         await pilot.press("enter")
         await wait_until(pilot, lambda: isinstance(app.screen, PermissionModal))
         asked = time.monotonic()
-        await answer(pilot, "n")  # after the box's guard time: the user took at least that long
+        await answer(pilot, "3")  # after the box's guard time: the user took at least that long
         waited_ms = (time.monotonic() - asked) * 1000
         await wait_until(pilot, lambda: not screen.busy)
         (panel,) = [p for p in screen.query(ToolPanel) if p.tool_name == "shell"]

@@ -92,7 +92,11 @@ def test_rewind_picker(snap_compare) -> None:
         TurnInfo(1, 1, 0.0, "fix the add function", "c1", True, ["calc.py"], [FileStat("calc.py", "M", 1, 1)]),
         TurnInfo(2, 6, 0.0, "把日志里的错误找出来 [/] no markup", None, False),
     ]
-    assert snap_compare(ScreenHost(lambda: RewindScreen(turns)), terminal_size=SIZE)
+
+    async def until_armed(pilot: Any) -> None:  # the list takes the focus once the box takes answers (tui/question.py)
+        await wait_until(pilot, lambda: pilot.app.screen.armed and pilot.app.screen.focused is not None)
+
+    assert snap_compare(ScreenHost(lambda: RewindScreen(turns)), terminal_size=SIZE, run_before=until_armed)
 
 
 def test_setup_screen(snap_compare) -> None:

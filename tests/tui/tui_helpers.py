@@ -160,3 +160,21 @@ async def send(pilot: Any, app: Any, text: str, timeout: float = 60.0) -> None:
     await pilot.press("enter")
     await wait_until(pilot, lambda: not screen.busy, timeout)
     await pilot.pause()
+
+
+async def type_text(pilot: Any, text: str) -> None:
+    """Type `text` as a terminal delivers it: each character one key event carrying that character (the
+    way Textual's own input parser makes them, and the way an input method's committed text arrives),
+    all of them queued at once, as a fast typist's or an input method's burst is — no key waits for the
+    app to have handled the one before. (`Pilot.press` also loses characters such as the full-width
+    comma "，": its key name does not round-trip.)"""
+    from textual import events
+    from textual.keys import _character_to_key
+
+    app = pilot.app
+    for character in text:
+        event = events.Key(character if character.isalnum() else _character_to_key(character), character)
+        event.set_sender(app)
+        app._driver.send_message(event)
+    await pilot.pause()
+    await pilot.pause()
