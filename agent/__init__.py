@@ -45,7 +45,9 @@ _EXPORTS = {
     "load_config": "ctxagent.agent.config",
     "decline": "ctxagent.agent.trust",
     "describe_ignored": "ctxagent.agent.trust",
+    "describe_untrusted": "ctxagent.agent.trust",
     "needs_prompt": "ctxagent.agent.trust",
+    "read_trusted_files": "ctxagent.agent.trust",
     "trust_repo": "ctxagent.agent.trust",
     # permission modes (plan mode: Shift+Tab in the app)
     "PLAN_MODE": "ctxagent.agent.permissions",
@@ -202,7 +204,9 @@ if TYPE_CHECKING:
     from ctxagent.agent.trust import (
         decline as decline,
         describe_ignored as describe_ignored,
+        describe_untrusted as describe_untrusted,
         needs_prompt as needs_prompt,
+        read_trusted_files as read_trusted_files,
         trust_repo as trust_repo,
     )
     from ctxagent.agent.updates import (

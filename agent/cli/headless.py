@@ -53,7 +53,7 @@ from ctxagent.agent.parts import deny_mutations
 from ctxagent.agent.permissions import PLAN_MODE, inline_text
 from ctxagent.agent.providers.protocol import CUT_STOPS
 from ctxagent.agent.session import find_repo_root, open_session
-from ctxagent.agent.trust import describe_ignored
+from ctxagent.agent.trust import describe_untrusted
 from ctxagent.agent.updates import (
     AgentEvent,
     AssistantDelta,
@@ -241,8 +241,8 @@ def run_headless(args: Any, out: TextIO | None = None, err: TextIO | None = None
     try:
         flags = flags_from_args(args)
         config = load_config(root, flags)
-        if config.ignored_keys:  # headless never asks: say what was left out and how to allow it
-            _write(err, f"ctxagent: {describe_ignored(config.ignored_keys)}\n")
+        if config.ignored_keys:  # headless never asks: say what was left out, what the files hold, how to allow it
+            _write(err, f"ctxagent: {describe_untrusted(root, config.ignored_keys, first_look=False)}\n")
         resume = args.resume if args.resume is not None else ("" if args.continue_ else None)
         session = open_session(root, config, resume, keep_model=flags.get("model") is None,  # --model wins
                                keep_mode=flags.get("permission_mode") is None)
