@@ -45,7 +45,9 @@ _EXPORTS = {
     "load_config": "ctxagent.agent.config",
     "decline": "ctxagent.agent.trust",
     "describe_ignored": "ctxagent.agent.trust",
+    "describe_untrusted": "ctxagent.agent.trust",
     "needs_prompt": "ctxagent.agent.trust",
+    "read_trusted_files": "ctxagent.agent.trust",
     "trust_repo": "ctxagent.agent.trust",
     # permission modes (plan mode: Shift+Tab in the app)
     "PLAN_MODE": "ctxagent.agent.permissions",
@@ -58,8 +60,12 @@ _EXPORTS = {
     "write_agents_md": "ctxagent.agent.instructions.draft",
     # custom slash commands (prompt templates)
     "CustomCommand": "ctxagent.agent.custom_commands",
+    "confirm_commands": "ctxagent.agent.custom_commands",
+    "confirmation": "ctxagent.agent.custom_commands",
+    "confirmation_text": "ctxagent.agent.custom_commands",
     "expand_command": "ctxagent.agent.custom_commands",
     "load_commands": "ctxagent.agent.custom_commands",
+    "template_ref": "ctxagent.agent.custom_commands",
     # sessions and what a user does to them
     "Session": "ctxagent.agent.session",
     "find_repo_root": "ctxagent.agent.session",
@@ -134,8 +140,12 @@ if TYPE_CHECKING:
     )
     from ctxagent.agent.custom_commands import (
         CustomCommand as CustomCommand,
+        confirm_commands as confirm_commands,
+        confirmation as confirmation,
+        confirmation_text as confirmation_text,
         expand_command as expand_command,
         load_commands as load_commands,
+        template_ref as template_ref,
     )
     from ctxagent.agent.factory import (
         create_agent as create_agent,
@@ -202,7 +212,9 @@ if TYPE_CHECKING:
     from ctxagent.agent.trust import (
         decline as decline,
         describe_ignored as describe_ignored,
+        describe_untrusted as describe_untrusted,
         needs_prompt as needs_prompt,
+        read_trusted_files as read_trusted_files,
         trust_repo as trust_repo,
     )
     from ctxagent.agent.updates import (

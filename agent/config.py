@@ -26,7 +26,15 @@ from ctxagent.agent.mcp.config import MCP_JSON, McpServerConfig, read_mcp_json
 from ctxagent.agent.permissions import PERMISSION_MODES
 from ctxagent.agent.providers import specs
 from ctxagent.agent.subagents.limits import ANSWER_TOKENS, MAX_PARALLEL
-from ctxagent.agent.trust import IgnoredKey, split_untrusted, user_only_server_keys
+from ctxagent.agent.trust import (
+    CONFIG_FILE,
+    MAX_CONFIG_BYTES,
+    IgnoredKey,
+    read_trusted_files,
+    split_untrusted,
+    user_only_server_keys,
+    verdict,
+)
 from ctxagent.context.budget import PROFILES, SLICE_NAMES, TASK_STATE_SHARE
 from ctxagent.context.errors import ConfigError, ToolError
 from ctxagent.context.floor.beneath import read_small
@@ -171,14 +179,14 @@ _ENV = {
 }
 
 
-MAX_CONFIG_BYTES = 1_000_000
-
-
-def _read_toml(path: Path, root: Path | None = None) -> dict[str, Any]:
+def _read_toml(path: Path, root: Path | None = None, raw: bytes | None = None) -> dict[str, Any]:
     """A config file's table. The repository's (`root` given) is read through the confined walk: it is
-    repository content, and a FIFO, a device or a link in its place must not hang or redirect start-up."""
+    repository content, and a FIFO, a device or a link in its place must not hang or redirect start-up.
+    `raw`: the file's bytes, already read (those whose digest trust checks: agent/trust.py)."""
     try:
-        if root is not None:
+        if raw is not None:
+            data = tomllib.loads(raw.decode("utf-8"))
+        elif root is not None:
             data = tomllib.loads(read_small(root, path.relative_to(root).as_posix(), MAX_CONFIG_BYTES).decode("utf-8"))
         else:
             with path.open("rb") as fh:
@@ -248,12 +256,14 @@ def load_config(root: Path | None = None, flags: dict[str, Any] | None = None, e
     if root is not None:
         check_state_dir(root)
         repo_file = project_state_dir(root) / "config.toml"
-        raw = _read_toml(repo_file, Path(root))
+        seen = read_trusted_files(root)  # read once: what is parsed is what trust's digest is of
+        raw = _read_toml(repo_file, Path(root), seen[CONFIG_FILE]) if seen[CONFIG_FILE] is not None else {}
         mcp_json = str(Path(root) / MCP_JSON)
-        json_layer, json_dropped = _servers_layer({"mcp_servers": read_mcp_json(root)}, mcp_json)
+        servers = read_mcp_json(root, seen[MCP_JSON]) if seen[MCP_JSON] is not None else {}
+        json_layer, json_dropped = _servers_layer({"mcp_servers": servers}, mcp_json)
         toml_layer, toml_dropped = _servers_layer(raw, str(repo_file))
-        from_json, json_ignored = split_untrusted(json_layer, root, mcp_json)
-        values, ignored = split_untrusted(toml_layer, root, str(repo_file))
+        from_json, json_ignored = split_untrusted(json_layer, root, mcp_json, verdict(root, MCP_JSON, seen[MCP_JSON]))
+        values, ignored = split_untrusted(toml_layer, root, str(repo_file), verdict(root, CONFIG_FILE, seen[CONFIG_FILE]))
         ignored += json_ignored + json_dropped + toml_dropped
         if from_json.get("mcp_servers"):  # checked alone first: its errors name .mcp.json, not config.toml
             _apply(Config(), {"mcp_servers": from_json["mcp_servers"]}, mcp_json)

@@ -19,10 +19,18 @@ appended after a blank line (as Gemini CLI does). Gemini's `@{path}` is `@path` 
 is left as text — a template is never a program. `$ARGUMENTS` and `$1` belong to the `.md` shape only.
 A folder holding both `review.md` and `review.toml` keeps the `.md` and says the `.toml` was skipped.
 
-A project command is text, not a program: it needs no trust, but the TUI shows its expansion before
-its first run in a session, and headless prints it to stderr. Names are looked up by the front end
-after its built-ins (built-ins win); each command is also reachable as `/project:NAME` or `/user:NAME`,
-and a bare name the project and the user both define is the project's.
+Names are looked up by the front end after its built-ins (a built-in wins), then **the user's first**:
+a name the user defines is the user's, so an archive's `.ctxagent/commands/review.md` never replaces
+the user's `/review`; the project's stays reachable as `/project:review` (and each of the user's as
+`/user:NAME`). A bare name only the project defines is the project's command.
+
+A project command is the repository's text, and text is how a repository would steer the agent. So it
+runs only after the user confirmed it — the app shows its expansion and asks; headless refuses one that
+is not confirmed and says how (`ctxagent trust` shows the project's commands and records them) — and
+the confirmation is keyed on the file's bytes (context/floor/trust_store.py `confirmed`): a changed file
+asks again, showing what changed. Its expansion is logged with the command (`template_ref`: a
+`TemplateRef` on the user event), so memory, the ledger and `said_by_user` take only what the user
+typed after the name as the user's words, never the template's rules (context/events.py `user_words`).
 """
 
 from __future__ import annotations
@@ -34,14 +42,20 @@ import stat
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
-from ctxagent.context.floor.state_paths import project_state_dir, user_config_dir
+from ctxagent.context.events import TemplateRef
+from ctxagent.context.floor import trust_store as store
+from ctxagent.context.floor.display import show_controls
+from ctxagent.context.floor.state_paths import STATE_DIR_NAME, project_state_dir, user_config_dir
 
 Scope = Literal["project", "user"]
 Syntax = Literal["md", "toml"]  # Claude Code's Markdown template, Gemini CLI's TOML one
+# confirmed: the user confirmed these bytes; new: never confirmed; changed: other bytes than confirmed;
+# mine: the user's own command (nothing to confirm)
+Confirmation = Literal["confirmed", "new", "changed", "mine"]
 SUFFIXES: dict[str, Syntax] = {".md": "md", ".toml": "toml"}
-SCOPES: tuple[Scope, ...] = ("project", "user")  # the order a bare name is looked up in
+SCOPES: tuple[Scope, ...] = ("user", "project")  # the order a bare name is looked up in: the user's first
 COMMANDS_DIR = "commands"
 MAX_TEMPLATE_BYTES = 64 * 1024
 NAME = re.compile(r"^[\w-]+$")  # letters (any script), digits, _ and -: `/审查` works
@@ -60,11 +74,18 @@ class CustomCommand:
     description: str = ""
     argument_hint: str = ""
     syntax: Syntax = "md"
+    digest: str = ""  # of the file's bytes the template was read from (what a confirmation is keyed on)
+    source: str = ""  # the whole file as read (what a confirmation shows and keeps)
 
     @property
     def qualified(self) -> str:
         """`project:review`: the name that reaches it whatever else is called `review`."""
         return f"{self.scope}:{self.name}"
+
+    @property
+    def file_key(self) -> str:
+        """A project command's file in the repository (`.ctxagent/commands/review.md`); a user's: its path."""
+        return f"{STATE_DIR_NAME}/{COMMANDS_DIR}/{self.path.name}" if self.scope == "project" else str(self.path)
 
 
 @dataclass(frozen=True)
@@ -74,15 +95,16 @@ class Loaded:
 
 
 def command_dirs(root: Path | None) -> list[tuple[Scope, Path]]:
-    dirs: list[tuple[Scope, Path]] = []
-    if root is not None:
-        dirs.append(("project", project_state_dir(root) / COMMANDS_DIR))
-    dirs.append(("user", user_config_dir() / COMMANDS_DIR))
-    return dirs
+    """The folders, in SCOPES order (the user's first)."""
+    folders: dict[Scope, Path | None] = {
+        "user": user_config_dir() / COMMANDS_DIR,
+        "project": project_state_dir(root) / COMMANDS_DIR if root is not None else None,
+    }
+    return [(scope, folder) for scope in SCOPES if (folder := folders[scope]) is not None]
 
 
 def load_commands(root: Path | None) -> Loaded:
-    """The project's commands, then the user's, each folder in name order; never raises."""
+    """The user's commands, then the project's (SCOPES), each folder in name order; never raises."""
     commands: list[CustomCommand] = []
     problems: list[str] = []
     for scope, folder in command_dirs(root):
@@ -123,21 +145,25 @@ def _load(scope: Scope, path: Path, syntax: Syntax = "md") -> CustomCommand | st
             return f"skipped {path}: larger than {MAX_TEMPLATE_BYTES // 1024} KB"
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
         with os.fdopen(fd, "rb") as fh:
-            text = fh.read(MAX_TEMPLATE_BYTES + 1).decode("utf-8")
+            raw = fh.read(MAX_TEMPLATE_BYTES + 1)
+        source = raw.decode("utf-8")
     except UnicodeDecodeError:
         return f"skipped {path}: not UTF-8 text"
     except OSError as exc:
         return f"skipped {path}: {exc.strerror or exc}"
-    text = text.lstrip("\ufeff")
+    if len(raw) > MAX_TEMPLATE_BYTES:  # grew between the size check and the read
+        return f"skipped {path}: larger than {MAX_TEMPLATE_BYTES // 1024} KB"
+    text, digest = source.lstrip("\ufeff"), store.digest(raw) or ""
     if syntax == "toml":
-        return _toml_command(scope, path, name, text)
+        return _toml_command(scope, path, name, text, digest, source)
     meta, body = parse_front_matter(text)
     return CustomCommand(name=name, scope=scope, path=path, template=body,
                          description=meta.get("description", ""),
-                         argument_hint=meta.get("argument-hint", meta.get("argument_hint", "")))
+                         argument_hint=meta.get("argument-hint", meta.get("argument_hint", "")),
+                         digest=digest, source=source)
 
 
-def _toml_command(scope: Scope, path: Path, name: str, text: str) -> CustomCommand | str:
+def _toml_command(scope: Scope, path: Path, name: str, text: str, digest: str, source: str) -> CustomCommand | str:
     """Gemini CLI's `description` / `prompt` file (other keys are ignored)."""
     try:
         data = tomllib.loads(text)
@@ -149,7 +175,7 @@ def _toml_command(scope: Scope, path: Path, name: str, text: str) -> CustomComma
     if not isinstance(description, str):
         return f"skipped {path}: `description` must be a string"
     return CustomCommand(name=name, scope=scope, path=path, template=prompt, description=description.strip(),
-                         syntax="toml")
+                         syntax="toml", digest=digest, source=source)
 
 
 def parse_front_matter(text: str) -> tuple[dict[str, str], str]:
@@ -193,7 +219,7 @@ def expand_command(command: CustomCommand, arguments: str) -> str:
 
 
 def find_command(commands: list[CustomCommand], name: str) -> CustomCommand | None:
-    """`project:review`, `user:review`, or `review` (the project's first)."""
+    """`project:review`, `user:review`, or `review` (the user's first: SCOPES)."""
     scope, sep, bare = name.partition(":")
     if sep:
         return next((c for c in commands if c.scope == scope and c.name == bare), None)
@@ -216,10 +242,70 @@ def parse_invocation(text: str) -> tuple[str, str] | None:
     return (head, rest.strip()) if head else None
 
 
-def expand_prompt(root: Path | None, text: str) -> tuple[CustomCommand, str] | None:
-    """Headless `-p "/name args"`: the command and its expansion; None when `text` names no custom command."""
+def expand_prompt(root: Path | None, text: str) -> tuple[CustomCommand, str, TemplateRef] | None:
+    """Headless `-p "/name args"`: the command, its expansion and what the log records of it; None when
+    `text` names no custom command."""
     invoked = parse_invocation(text)
     if invoked is None:
         return None
     command = find_command(load_commands(root).commands, invoked[0])
-    return (command, expand_command(command, invoked[1])) if command is not None else None
+    if command is None:
+        return None
+    return command, expand_command(command, invoked[1]), template_ref(command, invoked[1])
+
+
+def template_ref(command: CustomCommand, arguments: str) -> TemplateRef:
+    """What the log records of an expansion: which command (its file's bytes), and what the user typed."""
+    return TemplateRef(name=command.qualified, file=command.file_key, sha256=command.digest, typed=arguments.strip())
+
+
+# -- confirming a project's commands ---------------------------------------------------------------------
+
+def confirmation(root: Path | None, command: CustomCommand) -> Confirmation:
+    """Whether the user confirmed this project command's bytes (see `Confirmation`)."""
+    if command.scope != "project":
+        return "mine"
+    held = store.entry("confirmed", root) if root is not None else None
+    recorded = held.get(command.file_key) if held is not None else None
+    return "new" if recorded is None else "confirmed" if recorded == command.digest else "changed"
+
+
+def confirm_commands(root: Path, commands: list[CustomCommand]) -> None:
+    """Record that the user confirmed these project commands as they were read (their bytes)."""
+    chosen = [c for c in commands if c.scope == "project" and c.digest]
+    key = store.repo_key(root)
+
+    def change(data: dict[str, dict[str, Any]]) -> None:
+        held = data["confirmed"].get(key)
+        data["confirmed"][key] = {**(held if isinstance(held, dict) else {}), **{c.file_key: c.digest for c in chosen}}
+
+    store.update_list(change, keep=[c.source.encode("utf-8") for c in chosen])
+
+
+def confirmation_text(root: Path | None, command: CustomCommand, expansion: str) -> str:
+    """What the app shows before a project command runs: the message it sends, and, when its file changed
+    since the user confirmed it, what changed (bounded; control characters shown)."""
+    shown = store.bounded(expansion, command.file_key)
+    if confirmation(root, command) != "changed":
+        return shown
+    return f"{shown}\n\n{describe_command(root, command)}"
+
+
+def describe_command(root: Path | None, command: CustomCommand) -> str:
+    """A project command's file as the user should see it before confirming it: what changed since they
+    confirmed it, or all of it (bounded; control characters shown)."""
+    held = store.entry("confirmed", root) if root is not None else None
+    before_digest = held.get(command.file_key) if held is not None else None
+    before = store.stored_content(before_digest)
+    return store.describe_change(command.file_key, before, command.source.encode("utf-8"),
+                                 known=before is not None, verb="confirmed")
+
+
+def refusal(root: Path | None, command: CustomCommand) -> str:
+    """Headless: why an unconfirmed project command was not sent, what it says, and how to confirm it."""
+    state = confirmation(root, command)
+    why = "it changed since you confirmed it" if state == "changed" else "you have not confirmed it"
+    return (f"/{show_controls(command.qualified)} is this repository's command ({show_controls(command.file_key)}), "
+            f"not one of yours, and {why}; nothing was sent.\n{describe_command(root, command)}\n"
+            "If you wrote it or checked it, run `ctxagent trust` in the repository: it shows the project's "
+            "commands and records them (or run it once in the app, which shows it and asks).")

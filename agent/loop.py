@@ -46,7 +46,7 @@ from ctxagent.context.builder.dispatch import build
 from ctxagent.context.builder.inputs import BuildResult
 from ctxagent.context.builder.step import record_system_prompt
 from ctxagent.context.errors import CtxagentError
-from ctxagent.context.events import ErrorData, ImageRef, ToolResultData, UserData
+from ctxagent.context.events import ErrorData, ImageRef, TemplateRef, ToolResultData, UserData
 from ctxagent.context.floor.display import plural
 from ctxagent.context.history import Event, SessionLog
 from ctxagent.context.images import Image, store_image
@@ -157,13 +157,16 @@ class Agent:
         return self.parts.memory_stores()
 
     # -- turns ----------------------------------------------------------------------------------
-    def run_turn(self, text: str, cancel: threading.Event | None = None, images: list[Image] | None = None) -> TurnFinished:
+    def run_turn(self, text: str, cancel: threading.Event | None = None, images: list[Image] | None = None,
+                 template: TemplateRef | None = None) -> TurnFinished:
         """A user message: files it mentions as `@path` are attached first (agent/user_tools.py), then
         the steps run until the model stops calling tools. `images`: pasted into the prompt (ACP),
-        checked by context/images.py; their bytes go to the attachment store, the log holds references."""
+        checked by context/images.py; their bytes go to the attachment store, the log holds references.
+        `template`: the custom command `text` was expanded from (a project's text is not the user's words)."""
         files, notes = scan_mentions(self.session.root, text)  # a mention that attaches nothing is said
         mentions = [("read_file", {"path": p}) for p in files]
-        return self._turn(text, cancel or threading.Event(), mentions, ask_model=True, notes=notes, images=images)
+        return self._turn(text, cancel or threading.Event(), mentions, ask_model=True, notes=notes, images=images,
+                          template=template)
 
     def _keep_image(self, image: Image) -> ImageRef | None:
         try:
@@ -178,7 +181,8 @@ class Agent:
         return self._turn(f"!{command}", cancel or threading.Event(), [("shell", {"command": command})], ask_model=False)
 
     def _turn(self, text: str, cancel: threading.Event, direct: list[tuple[str, dict[str, Any]]], *,
-              ask_model: bool, notes: list[str] | None = None, images: list[Image] | None = None) -> TurnFinished:
+              ask_model: bool, notes: list[str] | None = None, images: list[Image] | None = None,
+              template: TemplateRef | None = None) -> TurnFinished:
         turn = self.log.next_turn
         blocked = self.hooks.user_prompt(text, turn) if ask_model else None
         if blocked is not None:  # not sent and not logged as a message: the hook's event says why
@@ -188,7 +192,7 @@ class Agent:
             return done
         planning = ask_model and self.session.config.permission_mode == PLAN_MODE
         refs = [ref for image in images or () if (ref := self._keep_image(image)) is not None]
-        self.journal.record(UserData(text=text, turn=turn, plan=planning or None, images=refs or None))
+        self.journal.record(UserData(text=text, turn=turn, plan=planning or None, images=refs or None, template=template))
         self.journal.emit(TurnStarted(turn, text))
         for note in notes or []:
             self.journal.notice(note, "warning")

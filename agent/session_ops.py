@@ -200,6 +200,12 @@ def handoff_draft(log: SessionLog, goal: str | None = None) -> str:
     for label, ev in (("The task's opening message", opening), ("The latest user message", latest)):
         if ev is None or (label.startswith("The latest") and opening is not None and ev.id == opening.id):
             continue
+        ref = ev.user.template
+        if ref is not None and ref.project:  # the draft becomes the user's words: never the repository's text
+            lines += ["", f"{label} (event {ev.id}): /{ref.name} {ref.typed}".rstrip()
+                      + f" — the project's command {ref.file}; its text is the repository's "
+                        f"(read_event session={old} id={ev.id} shows it)"]
+            continue
         text = ev.user.text
         cut = f"\n[… cut at {HANDOFF_QUOTE_CHARS} characters: read_event session={old} id={ev.id}]" \
             if len(text) > HANDOFF_QUOTE_CHARS else ""

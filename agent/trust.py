@@ -1,13 +1,24 @@
-"""Which repositories the user trusts to set security-relevant config, and what an untrusted one may not set.
+"""Which repositories — which bytes of their files — the user trusts to set security-relevant config,
+and what an untrusted one may not set.
 
-A repository's `.ctxagent/config.toml` is untrusted input: a cloned repository could ship one
-(git refuses nothing) that turns permissions off, points the API at another server (and so hands
-it the key), or names a program to run. Such keys (`SENSITIVE_KEYS`, and a model of a provider
-whose spec gives an `untrusted_reason`, such as `scripted:`) are
-ignored from the repository layer unless the user trusted that repository — like other agents'
-trusted-folder prompt. Values that can only make ctxagent do less (`permission_mode = "ask"`,
-`summary_model = "none"`, `sandbox = "read-only"`) apply anyway. The user's own config file, the
-environment and flags are always trusted.
+A repository's `.ctxagent/config.toml` and `.mcp.json` (`TRUSTED_FILES`) are untrusted input: a cloned
+repository could ship one (git refuses nothing) that turns permissions off, points the API at another
+server (and so hands it the key), or names a program to run. Such keys (`SENSITIVE_KEYS`, and a model
+of a provider whose spec gives an `untrusted_reason`, such as `scripted:`) are ignored from the
+repository layer unless the user trusted that file's content — like other agents' trusted-folder
+prompt. Values that can only make ctxagent do less (`permission_mode = "ask"`, `summary_model =
+"none"`, `sandbox = "read-only"`) apply anyway. The user's own config file, the environment and flags
+are always trusted.
+
+Trust is keyed on content, not on the path: trusting records the digest of each file's bytes as the
+user saw them (context/floor/trust_store.py). When a file changes afterwards — one sandboxed command
+in a trusted repository writes `.mcp.json`, a `git pull` changes the config — its security-relevant
+keys are ignored again ("changed since you trusted it") until the user trusts the new bytes, and
+every place that says so shows what changed: the app's trust box, `ctxagent trust`, and `-p` on
+stderr (`describe_untrusted`: a bounded diff against the trusted bytes, control characters shown).
+An entry written by an older ctxagent (the path alone, no digests) trusts no bytes: the user is asked
+again once, shown the whole files, and trusting records them. The project's custom commands
+(`.ctxagent/commands/`) are confirmed one by one the same way (agent/custom_commands.py).
 
 Some values are never taken from a repository, trusted or not (`USER_ONLY`): `sandbox = "off"`,
 `sandbox_network = true` and extra `sandbox_writable` paths take away the sandbox every command runs
@@ -15,42 +26,48 @@ in, and trusting a repository is about its settings, not about giving the comman
 your whole machine. They come only from the user's own config or a flag (`--sandbox off`,
 `--sandbox-network`). A repository's `sandbox_hidden` only adds to the hidden paths (agent/config.py).
 
-The trust list is `trusted_repos.json` in the user state dir (`CTXAGENT_HOME` or the platform's),
-keyed by the repository's resolved path, written atomically and private (0600). It also records
-repositories the user declined, so the app asks once (again only when the repository starts
-setting a key it did not set when asked).
+The list also records what the user declined, so the app asks once: again only when the repository
+starts setting a key it did not set when asked, or when a file the user trusted before changes anew.
 
 API for the app (the "ask once" prompt) and the CLI:
 
     cfg = load_config(root, flags)               # cfg.ignored_keys: list[IgnoredKey]
-    if needs_prompt(root, cfg.ignored_keys):     # something was ignored, and not asked before
-        text = describe_ignored(cfg.ignored_keys)   # what would change, one line per key
+    seen = read_trusted_files(root)              # the bytes to show, and to trust
+    if needs_prompt(root, cfg.ignored_keys, seen):
+        text = describe_untrusted(root, cfg.ignored_keys, seen)   # what would change, and the files' diff
         ... ask ...
-        trust_repo(root) and reload the config, or decline(root, cfg.ignored_keys)
+        trust_repo(root, seen) and reload the config, or decline(root, cfg.ignored_keys, seen)
 """
 
 from __future__ import annotations
 
-import json
 import os
-import tempfile
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
+from ctxagent.agent.mcp.config import MAX_MCP_JSON_BYTES, MCP_JSON
 from ctxagent.agent.providers import specs
-from ctxagent.context.errors import ConfigError
+from ctxagent.context.errors import ConfigError, ToolError
+from ctxagent.context.floor import trust_store as store
+from ctxagent.context.floor.beneath import read_small
 from ctxagent.context.floor.display import show_controls
-from ctxagent.context.floor.state_paths import describe_os_error, user_config_dir, user_state_dir
+from ctxagent.context.floor.state_paths import STATE_DIR_NAME, user_config_dir
 
-try:
-    import fcntl
-except ImportError:  # not on POSIX: writes are still atomic, only not serialised
-    fcntl = None  # type: ignore[assignment]  # the module's name bound to None: callers test `fcntl is not None`
-
-TRUST_FILE = "trusted_repos.json"
+CONFIG_FILE = f"{STATE_DIR_NAME}/config.toml"
+MAX_CONFIG_BYTES = 1_000_000
+# The repository files whose security-relevant keys trust unlocks, and how much of each is read.
+TRUSTED_FILES: dict[str, int] = {CONFIG_FILE: MAX_CONFIG_BYTES, MCP_JSON: MAX_MCP_JSON_BYTES}
+# trusted: the bytes the user trusted; untrusted: never trusted; changed: other bytes than trusted;
+# unrecorded: trusted by an older ctxagent, which recorded no bytes
+Verdict = Literal["trusted", "untrusted", "changed", "unrecorded"]
+WHY: dict[str, str] = {
+    "untrusted": "this repository is not trusted",
+    "changed": "changed since you trusted this repository",
+    "unrecorded": "you trusted this repository with an older ctxagent, which did not record what its files held",
+}
 
 # Keys a repository's own config may set only once the user trusted it, and why.
 SENSITIVE_KEYS: dict[str, str] = {
@@ -120,119 +137,125 @@ def user_only(key: str, value: object) -> str | None:
 @dataclass(frozen=True)
 class IgnoredKey:
     """A repository config key that was not applied: the key, its file, and why. `user_only`: a value
-    that trusting the repository does not apply either (USER_ONLY)."""
+    that trusting the repository does not apply either (USER_ONLY). `verdict`: why the file's content
+    is not trusted (WHY)."""
 
     key: str
     source: str
     reason: str
     user_only: bool = False
+    verdict: str = "untrusted"
 
     def line(self) -> str:
         return f"{self.key}: {self.reason}"
 
 
-def _key(root: str | os.PathLike[str]) -> str:
-    return str(Path(root).resolve())
+# -- the files and their verdicts ----------------------------------------------------------------------
+
+def read_trusted_files(root: str | os.PathLike[str]) -> dict[str, bytes | None]:
+    """The bytes of each of TRUSTED_FILES (None: missing), read once, through the confined walk: a FIFO,
+    a device or a link out of the repository in their place is a ConfigError naming the file."""
+    seen: dict[str, bytes | None] = {}
+    for rel, limit in TRUSTED_FILES.items():
+        try:
+            seen[rel] = read_small(root, rel, limit)
+        except FileNotFoundError:
+            seen[rel] = None
+        except (OSError, ToolError) as exc:
+            raise ConfigError(f"cannot read config {show_controls(str(Path(root) / rel))}: {exc}") from exc
+    return seen
 
 
-def _path() -> Path:
-    return user_state_dir() / TRUST_FILE
+def verdict(root: str | os.PathLike[str], rel: str, data: bytes | None) -> Verdict:
+    """Whether these bytes of `rel` are the ones the user trusted (see `Verdict`)."""
+    return _verdict(store.entry("trusted", root), rel, data)
 
 
-def _read() -> dict[str, Any]:
-    """The trust file's data; a missing or damaged file trusts nothing (the safe reading)."""
-    try:
-        data = json.loads(_path().read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {"version": 1, "trusted": {}, "declined": {}}
-    if not isinstance(data, dict):
-        data = {}
-    trusted = data.get("trusted") if isinstance(data.get("trusted"), dict) else {}
-    declined = data.get("declined") if isinstance(data.get("declined"), dict) else {}
-    return {"version": 1, "trusted": trusted, "declined": declined}
-
-
-def _update(change: Any) -> None:
-    """Read-modify-write the trust file under a lock, atomically, private to the user."""
-    path = _path()
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with open(path.with_suffix(".lock"), "a+b") as lock:
-            if fcntl is not None:
-                fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
-            data = _read()
-            change(data)
-            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".trust-")
-            try:
-                with os.fdopen(fd, "w", encoding="utf-8") as fh:  # mkstemp makes it 0600
-                    json.dump(data, fh, ensure_ascii=False, indent=1, sort_keys=True)
-                    fh.flush()
-                    os.fsync(fh.fileno())
-                os.replace(tmp, path)
-            except BaseException:
-                Path(tmp).unlink(missing_ok=True)
-                raise
-    except OSError as exc:
-        raise ConfigError(f"cannot write the trust list {path}: {describe_os_error(exc)}") from exc
+def _verdict(trusted: Mapping[str, Any] | None, rel: str, data: bytes | None) -> Verdict:
+    if trusted is None:
+        return "untrusted"
+    files = trusted.get("files")
+    if not isinstance(files, dict):
+        return "unrecorded"
+    return "trusted" if rel in files and files[rel] == store.digest(data) else "changed"
 
 
 def is_trusted(root: str | os.PathLike[str]) -> bool:
-    """True when the user trusted the repository at `root` (its resolved path)."""
-    return _key(root) in _read()["trusted"]
+    """True when the user trusted the repository at `root` (some bytes of it: `verdict` says which)."""
+    return store.entry("trusted", root) is not None
 
 
-def trust_repo(root: str | os.PathLike[str]) -> Path:
-    """Trust the repository at `root`: its config's security-relevant keys apply from now on."""
-    key = _key(root)
+def trust_repo(root: str | os.PathLike[str], seen: Mapping[str, bytes | None] | None = None) -> Path:
+    """Trust the repository at `root` as `seen` holds it (default: as it is now, for a caller that just
+    showed it): those bytes of its TRUSTED_FILES apply their security-relevant keys from now on."""
+    key = store.repo_key(root)
+    seen = read_trusted_files(root) if seen is None else seen
+    files = {rel: store.digest(seen.get(rel)) for rel in TRUSTED_FILES}
 
     def change(data: dict[str, Any]) -> None:
-        data["trusted"][key] = {"since": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+        data["trusted"][key] = {"since": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "files": files}
         data["declined"].pop(key, None)
 
-    _update(change)
+    store.update_list(change, keep=[b for b in seen.values() if b is not None])
     return Path(key)
 
 
 def revoke(root: str | os.PathLike[str]) -> bool:
-    """Stop trusting the repository at `root`; False when it was not trusted."""
-    key = _key(root)
-    was = key in _read()["trusted"]
+    """Stop trusting the repository at `root` (its files and its confirmed commands); False when it was not trusted."""
+    key = store.repo_key(root)
+    was = is_trusted(root)
 
     def change(data: dict[str, Any]) -> None:
-        data["trusted"].pop(key, None)
-        data["declined"].pop(key, None)
+        for table in store.TABLES:
+            data[table].pop(key, None)
 
-    _update(change)
+    store.update_list(change)
     return was
 
 
 def trusted_repos() -> list[Path]:
-    return sorted(Path(k) for k in _read()["trusted"])
+    return sorted(Path(k) for k in store.read_list()["trusted"])
 
 
-def decline(root: str | os.PathLike[str], ignored: Iterable[IgnoredKey]) -> None:
-    """Remember that the user said no for these keys, so the app does not ask again for them."""
-    key, keys = _key(root), sorted({i.key for i in ignored if not i.user_only})
+def decline(root: str | os.PathLike[str], ignored: Iterable[IgnoredKey], seen: Mapping[str, bytes | None] | None = None) -> None:
+    """Remember that the user said no for these keys and these bytes, so the app does not ask again for them."""
+    key, keys = store.repo_key(root), sorted({i.key for i in ignored if not i.user_only})
+    seen = read_trusted_files(root) if seen is None else seen
+    files = {rel: store.digest(seen.get(rel)) for rel in TRUSTED_FILES}
 
     def change(data: dict[str, Any]) -> None:
-        data["declined"][key] = {"keys": keys, "at": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+        data["declined"][key] = {"keys": keys, "files": files, "at": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
 
-    _update(change)
+    store.update_list(change)
 
 
-def needs_prompt(root: str | os.PathLike[str], ignored: Iterable[IgnoredKey]) -> bool:
-    """True when keys were ignored and the user was not asked about them before (ask once)."""
+def needs_prompt(root: str | os.PathLike[str], ignored: Iterable[IgnoredKey],
+                 seen: Mapping[str, bytes | None] | None = None) -> bool:
+    """True when keys were ignored and the user was not asked about them before (ask once): an untrusted
+    repository again only for keys it did not set when asked, a trusted one whose files changed (or an
+    older ctxagent's entry) again only for bytes it was not asked about."""
     keys = {i.key for i in ignored if not i.user_only}  # trusting would not apply the others
-    if not keys or is_trusted(root):
+    if not keys:
         return False
-    asked = _read()["declined"].get(_key(root))
-    return not (isinstance(asked, dict) and keys <= set(asked.get("keys") or []))
+    seen = read_trusted_files(root) if seen is None else seen
+    trusted = store.entry("trusted", root)
+    if all(_verdict(trusted, rel, seen.get(rel)) == "trusted" for rel in TRUSTED_FILES):
+        return False
+    asked = store.entry("declined", root) or {}
+    if asked.get("files") == {rel: store.digest(seen.get(rel)) for rel in TRUSTED_FILES}:
+        return False
+    return not (trusted is None and keys <= set(asked.get("keys") or []))
 
 
-def split_untrusted(values: Mapping[str, Any], root: str | os.PathLike[str], source: str) -> tuple[dict[str, Any], list[IgnoredKey]]:
-    """(values to apply, keys ignored) for one repository config layer; when the repository is
-    trusted, everything but the USER_ONLY values applies."""
-    trusted = is_trusted(root)
+def split_untrusted(values: Mapping[str, Any], root: str | os.PathLike[str], source: str,
+                    trust: Verdict | None = None) -> tuple[dict[str, Any], list[IgnoredKey]]:
+    """(values to apply, keys ignored) for one repository config layer read from `source`; `trust`: the
+    verdict on the bytes they were parsed from (default: the file at `source` as it is now). When those
+    bytes are trusted, everything but the USER_ONLY values applies."""
+    if trust is None:
+        rel = next((r for r in TRUSTED_FILES if Path(root, r) == Path(source)), None)
+        trust = verdict(root, rel, read_trusted_files(root)[rel]) if rel is not None else "untrusted"
+    trusted = trust == "trusted"
     kept: dict[str, Any] = {}
     ignored: list[IgnoredKey] = []
     for key, value in values.items():
@@ -249,24 +272,64 @@ def split_untrusted(values: Mapping[str, Any], root: str | os.PathLike[str], sou
         if reason is None:
             kept[key] = value
         else:
-            ignored.append(IgnoredKey(key, source, reason))
+            ignored.append(IgnoredKey(key, source, reason, verdict=trust))
     return kept, ignored
 
+
+# -- saying so -------------------------------------------------------------------------------------------
 
 def describe_ignored(ignored: Iterable[IgnoredKey]) -> str:
     """What was ignored and how to allow it, for stderr, `ctxagent config` and the app's prompt."""
     items = [i for i in ignored if not i.user_only]
     never = [i for i in ignored if i.user_only]
     lines: list[str] = []
+    for why in WHY:
+        these = [i for i in items if i.verdict == why]
+        if these:
+            lines.append(f"ignored {_settings(these)} from {_sources(these)} ({WHY[why]}):")
+            lines += [f"  - {i.line()}" for i in these]
     if items:
-        lines.append(f"ignored {_settings(items)} from {_sources(items)} (this repository is not trusted):")
-        lines += [f"  - {i.line()}" for i in items]
-        lines.append("If you wrote these settings or checked them, run `ctxagent trust` in the repository.")
+        lines.append("If you wrote these settings or checked them, run `ctxagent trust` in the repository "
+                     "(it shows what it trusts; `ctxagent trust --show` only shows it).")
     if never:
         lines.append(f"ignored {_settings(never)} from {_sources(never)} that no repository may set, trusted or not:")
         lines += [f"  - {i.line()}" for i in never]
         lines.append(f"To have them, put them in your own config ({show_controls(str(user_config_dir() / 'config.toml'))}) or pass the flag.")
     return "\n".join(lines)
+
+
+def describe_files(root: str | os.PathLike[str], seen: Mapping[str, bytes | None], first_look: bool = True) -> str:
+    """Each of TRUSTED_FILES that trusting would trust anew, as the user should see it first: a diff
+    against the bytes trusted before, or the whole file (bounded; control characters shown).
+    `first_look=False`: not the files of a repository never trusted (`-p` names them at every run)."""
+    trusted = store.entry("trusted", root)
+    files = trusted.get("files") if trusted is not None else None
+    parts: list[str] = []
+    for rel in TRUSTED_FILES:
+        data = seen.get(rel)
+        state = _verdict(trusted, rel, data)
+        if state == "trusted" or (state == "untrusted" and not first_look) or (data is None and not isinstance(files, dict)):
+            continue
+        before_digest = files.get(rel) if isinstance(files, dict) else None
+        before = store.stored_content(before_digest)
+        known = isinstance(files, dict) and rel in files and (before_digest is None or before is not None)
+        parts.append(store.describe_change(rel, before, data, known=known))
+    return "\n\n".join(parts)
+
+
+def describe_untrusted(root: str | os.PathLike[str], ignored: Iterable[IgnoredKey],
+                       seen: Mapping[str, bytes | None] | None = None, first_look: bool = True) -> str:
+    """`describe_ignored`, then what the files hold that trusting would trust (`describe_files`)."""
+    ignored = list(ignored)
+    text = describe_ignored(ignored)
+    if not any(not i.user_only for i in ignored):
+        return text
+    try:
+        seen = read_trusted_files(root) if seen is None else seen
+    except ConfigError as exc:
+        return f"{text}\n\n({exc})"
+    files = describe_files(root, seen, first_look)
+    return f"{text}\n\n{files}" if files else text
 
 
 def _settings(items: list[IgnoredKey]) -> str:

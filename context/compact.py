@@ -135,7 +135,7 @@ def focus_lines(items: Sequence[ViewItem], focus: str, max_lines: int = MAX_FOCU
         if isinstance(it, Summary):
             author, texts = Author.SUMMARY, [ln.strip().lstrip("-*•").strip() for ln in it.text.splitlines()]
         elif it.kind in ("user", "assistant"):
-            author = Author.USER if it.kind == "user" else Author.MODEL
+            author = Author.MODEL if it.kind == "assistant" else Author.COMMAND if it.user.project_text else Author.USER
             texts = sentences(it.user.text if it.kind == "user" else it.assistant.text)
         elif it.kind == "tool_result":
             author, texts = Author.TOOL, [ln.strip() for ln in it.tool_result.content.splitlines()]
@@ -204,7 +204,8 @@ def extractive_summary(items: Sequence[ViewItem], max_items: int = MAX_ITEMS_PER
                     else:
                         add(name, x)
             continue
-        text = it.user.text if it.kind == "user" else it.assistant.text if it.kind == "assistant" else ""
+        # a project command's text is the repository's, not the user's: only what the user typed is read
+        text = it.user.user_words if it.kind == "user" else it.assistant.text if it.kind == "assistant" else ""
         # each item says who said it: the summary is the summary's, but its reader can tell the user's
         # words from the model's (context/pins.py reads the turn of this tag, never the author)
         tag = f"[turn {turn}, by {(Author.USER if it.kind == 'user' else Author.MODEL).label}]"
@@ -274,7 +275,12 @@ def summary_prompt(items: Sequence[ViewItem], focus: str | None = None, files: l
             out.append(f"## Earlier summary (events {it.first_id}–{it.last_id})")
             out.append(it.text)
         elif it.kind == "user":
-            out.append(f"## [turn {turn}] user")
+            ref = it.user.template
+            if ref is not None and ref.project:  # the repository's text: its rules are not the user's
+                out.append(f"## [turn {turn}] user ran the project's command /{ref.name} ({ref.file}); the user "
+                           f"typed only {ref.typed!r}, the text below is the repository's, not the user's words")
+            else:
+                out.append(f"## [turn {turn}] user")
             out.append(it.user.text)
         elif it.kind == "assistant":
             step = it.assistant

@@ -64,6 +64,7 @@ __all__ = [
     "SessionStartData",
     "SpillRef",
     "SystemPromptData",
+    "TemplateRef",
     "ToolMeta",
     "ToolResultData",
     "UserData",
@@ -195,12 +196,40 @@ PLAN_NOTE = ("[ctxagent: plan mode is on — the user wants a plan, not changes 
              "files each one touches, and how to check the result. The user accepts it to switch to edit mode.]")
 
 
+class TemplateRef(_Model):
+    """The custom command (a prompt template, agent/custom_commands.py) a user message was expanded from.
+    A project's template is the repository's text, which the user confirmed sending, not the user's
+    words: of such a message only `typed` is the user's (`UserData.user_words`)."""
+
+    name: str  # qualified: "project:review", "user:explain"
+    file: str  # the template's file (a project's: relative to the root)
+    sha256: str  # the digest of the file's bytes the expansion was made from
+    typed: str = ""  # what the user typed after the name: the user's own words
+
+    @property
+    def project(self) -> bool:
+        return not self.name.startswith("user:")
+
+
 class UserData(Payload):
     KIND = "user"
     text: str
     turn: int = 0
     plan: bool | None = None  # sent in plan mode: the model reads PLAN_NOTE after the text
     images: list[ImageRef] | None = None  # None (left out of the log): no image; pasted into the prompt (ACP): bytes in the store
+    template: TemplateRef | None = None  # None (left out of the log): typed, not a custom command's expansion
+
+    @property
+    def user_words(self) -> str:
+        """THE part of this message that is the user's own words — what memory detection, the ledger's
+        pins and `said_by_user` read as the user's (context/memory/provenance.py): all of it, or, for a
+        project command's expansion, only what the user typed after its name (the rest is the project's)."""
+        return self.template.typed if self.template is not None and self.template.project else self.text
+
+    @property
+    def project_text(self) -> str:
+        """The part of this message that is a project command's text ("" for any other message)."""
+        return self.text if self.template is not None and self.template.project else ""
 
     @property
     def sent_text(self) -> str:

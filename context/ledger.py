@@ -156,7 +156,7 @@ class Ledger(PinCollector):
             if ev.kind == "user":
                 self.opening = self.opening or ev
                 self.latest_user = ev
-                self._decide(ev.user.text, ev.id, Author.USER)
+                self._decide(ev.user.user_words, ev.id, Author.USER)  # a project command's text is not read
             elif ev.kind == "assistant":
                 step = ev.assistant
                 self._calls = {c.id: c for c in step.tool_calls}

@@ -81,7 +81,7 @@ class PinCollector:
         for ev in live:
             if ev.kind == "user":
                 self.turn = ev.user.turn or self.turn + 1
-                text = ev.user.text
+                text = ev.user.user_words  # a project command's text is the repository's, not the user's
                 for sentence in detect_constraints(text):
                     self.constraints.setdefault(sentence.casefold(), Pin("constraint", sentence, self.turn, ev.id,
                                                                          author=Author.USER))

@@ -59,6 +59,10 @@ def event_text(ev: Event, spill: SpillStore | None) -> tuple[str, str]:
         status = "error" if r.is_error else "ok"
         return f"output of {r.name or 'a tool'} (call {r.call_id}, {status})", text
     if ev.kind == "user":
+        command = ev.user.template
+        if command is not None and command.project:
+            return (f"user message, turn {ev.user.turn}: the project's command /{command.name} ({command.file}); the user "
+                    f"typed {command.typed!r}, the text is the repository's, not the user's words"), ev.user.text
         return f"user message, turn {ev.user.turn}", ev.user.text
     if ev.kind == "assistant":
         step = ev.assistant

@@ -50,6 +50,7 @@ class AgentStarter:
         self.waiting = True  # for an agent: from the first frame until one is built or could not be
         self.warmed = False  # the warm-up worker is done (the SDK is in, or there was none to import)
         self.asking_trust = False  # the trust box is open: the start waits for the user, and the status says so
+        self._seen: dict[str, bytes | None] = {}  # the repository files the trust box showed (agent/trust.py)
 
     def start(self) -> None:
         """After the first frame: the SDK's import on a worker, the trust question when there is one
@@ -100,17 +101,27 @@ class AgentStarter:
 
     # -- trust ------------------------------------------------------------------------------------
     def _ask_trust(self) -> bool:
-        """Ask once about a repository config whose security-relevant keys were ignored (agent/trust.py);
-        the agent is built after the answer. False when there is nothing to ask."""
-        from ctxagent.agent import describe_ignored, needs_prompt
+        """Ask once about a repository config whose security-relevant keys were ignored (agent/trust.py),
+        showing what its files hold (or what changed since they were trusted); the agent is built after
+        the answer. False when there is nothing to ask."""
+        from ctxagent.agent import describe_untrusted, needs_prompt, read_trusted_files
+        from ctxagent.context import CtxagentError
 
         session = self.control.session
         ignored = session.config.ignored_keys
-        if not ignored or not needs_prompt(session.root, ignored):
+        if not ignored:
             return False
+        try:
+            seen = read_trusted_files(session.root)  # what the box shows is what a yes trusts
+            if not needs_prompt(session.root, ignored, seen):
+                return False
+        except CtxagentError as exc:  # the files turned unreadable since the config was read: nothing is trusted
+            self.control.say(str(exc), "error")
+            return False
+        self._seen = seen
         self.asking_trust = True
         self.control.set_activity(TRUST_WAIT)  # the agent starts after it
-        self.control.app.push_screen(TrustModal(describe_ignored(ignored)), self._after_trust)
+        self.control.app.push_screen(TrustModal(describe_untrusted(session.root, ignored, seen)), self._after_trust)
         return True
 
     def _after_trust(self, trusted: bool | None) -> None:
@@ -124,12 +135,12 @@ class AgentStarter:
         ignored = [i for i in session.config.ignored_keys if not i.user_only]  # trust does not apply the others
         try:
             if trusted:
-                trust_repo(root)
+                trust_repo(root, self._seen)  # the bytes the box showed; a later change is not trusted
                 if self.reload_config is not None:
                     session.config = self.reload_config()
                 control.notice(f"trusted {root}: its settings apply ({', '.join(i.key for i in ignored)})", "warning")
             else:
-                decline(root, ignored)
+                decline(root, ignored, self._seen)
                 control.notice("the repository's settings stay ignored: "
                                + ", ".join(i.key for i in ignored) + " (`ctxagent trust` allows them)")
         except CtxagentError as exc:  # an unwritable trust list: say so, keep the safe config

@@ -5,7 +5,8 @@ The same registry feeds the input box (`/co` + Tab → `/compact`), the command 
 does is in tui/slash.py (one handler per name here, checked by a test).
 
 Custom commands (prompt templates: agent/custom_commands.py) are registered here too, after the
-built-ins, by `set_custom`: a built-in wins a name, and every custom command is also reachable as
+built-ins, by `set_custom`: a built-in wins a name, then the user's own command (a project's
+`review.md` never takes the user's `/review`), and every custom command is also reachable as
 `/project:NAME` or `/user:NAME` (the one a clash leaves only that way is listed so).
 """
 
@@ -68,7 +69,8 @@ _CUSTOM_BY_NAME: dict[str, SlashCommand] = {}
 
 
 def set_custom(commands: Sequence[CustomCommand]) -> None:
-    """Register the session's custom commands (the project's first), replacing the earlier ones."""
+    """Register the session's custom commands, replacing the earlier ones; in `load_commands`' order (the
+    user's first), so a bare name goes to the user's command, and a project's of that name is `/project:NAME`."""
     _CUSTOM.clear()
     _CUSTOM_BY_NAME.clear()
     for c in commands:
@@ -140,8 +142,9 @@ def help_text() -> str:
         "\n\n**Custom commands**: prompt templates in `.ctxagent/commands/NAME.md` (this project) and "
         "`commands/NAME.md` in your config folder; `$ARGUMENTS`, `$1`…`$9` and `@path` work in them. "
         "`NAME.toml` (Gemini CLI's `description` and `prompt`, with `{{args}}`) works too. "
-        "A built-in keeps its name: a custom command of the same name is `/project:NAME` or `/user:NAME`. "
-        "A project command shows its text before its first run in a session."
+        "A built-in keeps its name, and so does a command of yours: a project command of the same name is "
+        "`/project:NAME` (and yours `/user:NAME`). A project command is the repository's text: it shows its "
+        "expansion and asks before it runs, and again whenever its file changed."
     )
     return keys + "\n".join(rows) + custom
 

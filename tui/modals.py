@@ -245,9 +245,11 @@ class PermissionModal(GuardedModal[PermissionDecision]):
 
 
 class TrustModal(GuardedModal[bool]):
-    """Asked once per repository whose own config sets security-relevant keys (agent/trust.py):
-    True to trust it (those keys apply from now on), False to keep them ignored. Only Ctrl+T trusts — a
-    chord no typing contains; Escape or Enter keep them ignored, and letters answer nothing (`GuardedModal`)."""
+    """Asked once per repository whose own config sets security-relevant keys (agent/trust.py), and
+    again when a file the user trusted changed: the description says what is ignored and shows the
+    files (a diff against what was trusted). True to trust these bytes (those keys apply from now on),
+    False to keep them ignored. Only Ctrl+T trusts — a chord no typing contains; Escape or Enter keep
+    them ignored, and letters answer nothing (`GuardedModal`)."""
 
     DEFAULT_CSS = MODAL_CSS.format(name="TrustModal") + """
     TrustModal #trust-text { height: auto; max-height: 20; }
@@ -268,10 +270,11 @@ class TrustModal(GuardedModal[bool]):
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Static(Text("This repository's .ctxagent/config.toml asks for more than ctxagent gives an "
-                              "untrusted repository.", style="bold"))
+            yield Static(Text("This repository's .ctxagent/config.toml or .mcp.json asks for more than ctxagent "
+                              "gives an untrusted repository (or changed since you trusted it).", style="bold"))
             with VerticalScroll(id="trust-text"):
                 yield Static(plain(self.description))
-            yield Static(Text("Trust it only if you wrote these settings or checked them. You are asked once; "
-                              "`ctxagent trust` / `ctxagent trust --revoke` change it later.", style="dim"))
+            yield Static(Text("Trust it only if you wrote these settings or checked them. You are asked once, and "
+                              "again when the files change; `ctxagent trust` / `ctxagent trust --revoke` change it "
+                              "later.", style="dim"))
             yield from self.answer_widgets()

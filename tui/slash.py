@@ -23,8 +23,6 @@ if TYPE_CHECKING:
 Handler = Callable[["SessionControl", str], None]
 HANDLERS: dict[str, Handler] = {}
 NEED_NO_AGENT = {"help", "quit", "clear", "cost"}
-# project commands whose expansion the user saw and confirmed, per session id: asked once a session
-_CONFIRMED: dict[str, set[str]] = {}
 
 
 def handles(name: str) -> Callable[[Handler], Handler]:
@@ -93,29 +91,41 @@ def refresh_custom_commands(control: SessionControl) -> None:
 
 
 def run_custom(control: SessionControl, command: CustomCommand, arg: str) -> None:
-    """Send the expansion as a message; a project command's is shown and confirmed before its first
-    run in the session (its text comes from the repository's folder)."""
-    from ctxagent.agent import expand_command
+    """Send the expansion as a message, logged with its command (`template_ref`: a project's text is not
+    the user's words). A project command runs only once the user confirmed its bytes: the first time, and
+    whenever its file changed, the box shows its expansion (and what changed) and asks."""
+    from ctxagent.agent import confirm_commands, confirmation, confirmation_text, expand_command, template_ref
+    from ctxagent.context import CtxagentError
     from ctxagent.tui.pickers import ConfirmModal
 
     text = expand_command(command, arg)
     if not text.strip():
         control.say(f"/{command.qualified} expands to nothing — {command.path}", "warning")
         return
-    confirmed = _CONFIRMED.setdefault(str(control.session.id), set())
-    if command.scope != "project" or command.qualified in confirmed:
-        control.start_turn(text, lambda agent, cancel: agent.run_turn(text, cancel))
+    ref = template_ref(command, arg)
+
+    def send() -> None:
+        control.start_turn(text, lambda agent, cancel: agent.run_turn(text, cancel, template=ref))
+
+    root = control.session.root
+    state = confirmation(root, command)
+    if state in ("mine", "confirmed"):
+        send()
         return
 
     def answered(yes: bool | None) -> None:
-        if yes:
-            confirmed.add(command.qualified)
-            control.start_turn(text, lambda agent, cancel: agent.run_turn(text, cancel))
-        else:
+        if not yes:
             control.notice(f"/{command.qualified} not sent")
+            return
+        try:
+            confirm_commands(root, [command])
+        except CtxagentError as exc:  # an unwritable trust list: sent this once, asked again next time
+            control.say(f"{exc} — /{command.qualified} is sent this once", "warning")
+        send()
 
-    control.app.push_screen(ConfirmModal(f"Send /{command.qualified} ({command.path.name}) as this message?", text),
-                            answered)
+    why = "changed since you confirmed it" if state == "changed" else "the repository's text, not yours"
+    question = f"Send the project's command /{command.qualified} ({why}) as this message?"
+    control.app.push_screen(ConfirmModal(question, confirmation_text(root, command, text)), answered)
 
 
 # -- simple ones --------------------------------------------------------------------------------

@@ -33,7 +33,7 @@ SUBCOMMANDS: dict[str, Command] = {
     "models": Command("ctxagent.agent.cli.models", "list the models ctxagent knows: window, max output, price, lifecycle"),
     "acp": Command("ctxagent.agent.cli.acp", "serve the Agent Client Protocol on stdio (Zed, Toad and other ACP clients)"),
     "trust": Command("ctxagent.agent.cli.trust",
-                     "trust a repository's own .ctxagent/config.toml (permission_mode, base URLs, test_command …)"),
+                     "trust a repository's .ctxagent/config.toml, .mcp.json and commands as they are now (shown first)"),
 }
 
 

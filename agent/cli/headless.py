@@ -16,7 +16,8 @@ Exit codes (stable, for scripts):
     1  the provider failed after retries, or the stream broke (the partial reply is kept in the log),
        or ctxagent's state could not be written mid-turn (disk full)
     2  configuration or usage error (no model, a retired model, bad config file, unknown session, a
-       `.ctxagent/` shipped by the repository or one that cannot be written)
+       `.ctxagent/` shipped by the repository or one that cannot be written, a project command the
+       user has not confirmed: nothing is sent)
     3  authentication failed (bad or missing API key)
     4  the context cannot fit: one message larger than the window, or the provider still says the
        prompt is too long after compacting
@@ -53,7 +54,7 @@ from ctxagent.agent.parts import deny_mutations
 from ctxagent.agent.permissions import PLAN_MODE, inline_text
 from ctxagent.agent.providers.protocol import CUT_STOPS
 from ctxagent.agent.session import find_repo_root, open_session
-from ctxagent.agent.trust import describe_ignored
+from ctxagent.agent.trust import describe_untrusted
 from ctxagent.agent.updates import (
     AgentEvent,
     AssistantDelta,
@@ -68,6 +69,7 @@ from ctxagent.agent.updates import (
     TurnFinished,
 )
 from ctxagent.context.errors import ConfigError, CtxagentError, HistoryError
+from ctxagent.context.events import TemplateRef
 from ctxagent.context.floor.display import echo, echo_json, plural
 from ctxagent.context.floor.state_paths import describe_os_error
 from ctxagent.context.request import Usage
@@ -175,17 +177,21 @@ def _exit_code(stop: str, error_type: str | None, refused: bool) -> int:
     return EXIT_PROVIDER
 
 
-def _custom_command(root: Path, prompt: str, err: TextIO) -> str:
-    """`-p "/name args"` runs a custom command (agent/custom_commands.py): its expansion is what is
-    sent, and it is printed to stderr first (headless has no one to confirm it; the log keeps it)."""
-    from ctxagent.agent.custom_commands import expand_prompt
+def _custom_command(root: Path, prompt: str, err: TextIO) -> tuple[str, TemplateRef | None]:
+    """`-p "/name args"` runs a custom command (agent/custom_commands.py): its expansion is what is sent
+    (and logged with the command), printed to stderr first. Headless has no one to ask: a project command
+    runs only when the user confirmed its bytes (`ctxagent trust`, or once in the app), else a ConfigError
+    saying so and how (exit 2, nothing sent)."""
+    from ctxagent.agent.custom_commands import confirmation, expand_prompt, refusal
 
     found = expand_prompt(root, prompt)
     if found is None:
-        return prompt
-    command, expanded = found
+        return prompt, None
+    command, expanded, ref = found
+    if confirmation(root, command) in ("new", "changed"):
+        raise ConfigError(refusal(root, command))
     _write(err, f"ctxagent: /{command.qualified} ({command.path}) expands to:\n{expanded}\n---\n")
-    return expanded
+    return expanded, ref
 
 
 class PromptError(ValueError):
@@ -241,8 +247,9 @@ def run_headless(args: Any, out: TextIO | None = None, err: TextIO | None = None
     try:
         flags = flags_from_args(args)
         config = load_config(root, flags)
-        if config.ignored_keys:  # headless never asks: say what was left out and how to allow it
-            _write(err, f"ctxagent: {describe_ignored(config.ignored_keys)}\n")
+        if config.ignored_keys:  # headless never asks: say what was left out, what the files hold, how to allow it
+            _write(err, f"ctxagent: {describe_untrusted(root, config.ignored_keys, first_look=False)}\n")
+        message, template = _custom_command(root, prompt, err)  # before the session: a refusal leaves no log
         resume = args.resume if args.resume is not None else ("" if args.continue_ else None)
         session = open_session(root, config, resume, keep_model=flags.get("model") is None,  # --model wins
                                keep_mode=flags.get("permission_mode") is None)
@@ -279,7 +286,7 @@ def run_headless(args: Any, out: TextIO | None = None, err: TextIO | None = None
         return EXIT_CONFIG
     cancel = threading.Event()
     try:
-        done = agent.run_turn(_custom_command(root, prompt, err), cancel)
+        done = agent.run_turn(message, cancel, template=template)
     except KeyboardInterrupt:
         cancel.set()
         _close(session)

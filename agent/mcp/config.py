@@ -117,13 +117,14 @@ class McpServerConfig(BaseModel):
         return self.ask and tool not in self.allow_tools
 
 
-def read_mcp_json(root: Path) -> dict[str, Any]:
+def read_mcp_json(root: Path, raw: bytes | None = None) -> dict[str, Any]:
     """The servers of the project's `.mcp.json` (`{"mcpServers": {NAME: {...}}}`), in config.toml's
     shape: `type` http/sse → `url` (+ `headers`); otherwise `command`, `args`, `env`. A missing file
-    is no servers; a damaged one is a ConfigError naming it."""
+    is no servers; a damaged one is a ConfigError naming it. `raw`: its bytes, already read (those
+    whose digest trust checks: agent/trust.py)."""
     path = Path(root) / MCP_JSON
     try:  # repository content: no link is followed, and a FIFO or a device is refused, not read
-        data = json.loads(read_small(root, MCP_JSON, MAX_MCP_JSON_BYTES).decode("utf-8"))
+        data = json.loads((raw if raw is not None else read_small(root, MCP_JSON, MAX_MCP_JSON_BYTES)).decode("utf-8"))
     except FileNotFoundError:
         return {}
     except (OSError, ValueError, ToolError) as exc:

@@ -41,6 +41,7 @@ class _Entry:
     kind: str  # "opening" | "latest" | "task"
     text: str
     summary_id: int  # the summary that masks it
+    command: str = ""  # a project command's expansion: its name (the text is the repository's, not the user's)
 
 
 @dataclass(frozen=True)
@@ -82,7 +83,8 @@ def task_state(items: Sequence[ViewItem], ledger: Ledger | None, counter: TokenC
     for kind, ev in messages:
         s = masking(ev.id)
         if s is not None:
-            entries.append(_Entry(ev.id, kind, ev.user.text, s.event_id))
+            ref = ev.user.template
+            entries.append(_Entry(ev.id, kind, ev.user.text, s.event_id, ref.name if ref is not None and ref.project else ""))
     whole = {e.event_id for e in entries}
     for pin in ledger.tasks.values():
         if pin.event_id is not None and pin.event_id not in whole and (s := masking(pin.event_id)) is not None:
@@ -121,7 +123,9 @@ def _sections(entries: list[_Entry], by_handle: set[int], counter: TokenCounter)
         elif e.kind == "task":
             lines.append(f"Open task the user stated (event {e.event_id}): {e.text}")
         else:
-            lines += [f"{LABELS[e.kind]} (event {e.event_id}), verbatim:", "<<<", e.text, ">>>"]
+            whose = (f", the project's command /{e.command}: the repository's text, not the user's words"
+                     if e.command else "")
+            lines += [f"{LABELS[e.kind]} (event {e.event_id}{whose}), verbatim:", "<<<", e.text, ">>>"]
     return {sid: "\n".join(lines) for sid, lines in out.items()}
 
 

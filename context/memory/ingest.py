@@ -104,8 +104,9 @@ def _records_for(store: MemoryDB, ev: Event, session: str, turn: int) -> list[in
     common: dict[str, Any] = {"session": session, "turn": turn, "source_events": [ev.id]}
     out: list[int] = []
     if ev.kind == "user":
-        text = ev.user.text
-        store.record_user_text(session, ev.id, turn, text)
+        text = ev.user.user_words  # a project command's text is the repository's: its turn record keeps it
+        if text.strip():
+            store.record_user_text(session, ev.id, turn, text)
         common["provenance"] = USER
         constraints = detect_constraints(text)
         for s in constraints:

@@ -59,6 +59,7 @@ class Author(StrEnum):
     MCP = "mcp"  # an outside agent (MCP client) through `ctxagent mcp`
     FILE = "file"  # a file brought in whole (an instruction file, an import)
     SUBAGENT = "subagent"  # a sub-agent's own store_memory records (agent/subagents/): never binding
+    COMMAND = "command"  # a project's custom command the user ran (.ctxagent/commands/): the repository's text
     UNKNOWN = ""  # written before authorship was recorded
 
     @classmethod
@@ -81,10 +82,10 @@ class Author(StrEnum):
 _LEGACY = {"assistant": Author.MODEL}
 _LABELS = {Author.USER: "the user", Author.MODEL: "the model", Author.TOOL: "tool output", Author.SUMMARY: "a summary",
            Author.MCP: "an MCP client", Author.FILE: "an imported file", Author.SUBAGENT: "a sub-agent",
-           Author.UNKNOWN: "unknown author"}
+           Author.COMMAND: "a project command", Author.UNKNOWN: "unknown author"}
 
 # The spellings the store accepts for `provenance` (the authors, and the legacy "assistant").
-USER, MODEL, TOOL, SUMMARY, MCP, FILE, SUBAGENT, UNKNOWN = (a.value for a in Author)
+USER, MODEL, TOOL, SUMMARY, MCP, FILE, SUBAGENT, COMMAND, UNKNOWN = (a.value for a in Author)
 PROVENANCES = (*(a.value for a in Author), *_LEGACY)
 
 # Kinds of line that can bind: a constraint the user set, a task the user gave. A decision, a

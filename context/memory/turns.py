@@ -20,7 +20,7 @@ import time
 from typing import TYPE_CHECKING
 
 from ctxagent.context.history import Event
-from ctxagent.context.memory.provenance import MODEL, USER
+from ctxagent.context.memory.provenance import COMMAND, MODEL, USER
 
 if TYPE_CHECKING:
     from ctxagent.context.memory.store import MemoryDB
@@ -38,6 +38,13 @@ def turn_text(ev: Event) -> str:
     if ev.kind == "assistant" and not ev.assistant.partial:
         return ev.assistant.text.strip()
     return ""
+
+
+def _author(ev: Event) -> str:
+    """Who wrote a turn: the user, the model, or — a project command's expansion — the project (COMMAND)."""
+    if ev.kind != "user":
+        return MODEL
+    return COMMAND if ev.user.project_text else USER
 
 
 def day_of(ts: float) -> str:
@@ -72,7 +79,7 @@ def write_turn(store: MemoryDB, ev: Event, session: str, turn: int) -> int | Non
     tags = [ev.kind, day_of(ev.ts)]
     rid = store.add(content, TURN_TYPE, layer="cold", tags=tags, session=session, turn=turn, source_events=[ev.id],
                     context=context, merge=False, supersede=False, said_at=ev.ts or None,
-                    provenance=USER if ev.kind == "user" else MODEL)
+                    provenance=_author(ev))
     if prev is not None:
         store.extend_context(prev[0], _head(text, NEIGHBOUR_CHARS))
     return rid

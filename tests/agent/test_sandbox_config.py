@@ -102,6 +102,8 @@ def test_other_sandbox_keys_wait_for_trust(tmp_path: Path, _isolated_home: Path)
     assert str(tmp_path / ".ctxagent" / "config.toml") in str(err.value) and "sandbox:" in str(err.value)
     assert "sandbox_network: input should be a valid boolean" in str(err.value)
     (tmp_path / ".ctxagent" / "config.toml").write_text('sandbox_env = ["DATABASE_HOST"]\nsandbox_hidden = ["~/.repo-cache"]\n')
+    assert load_config(tmp_path, {}, env={}).sandbox_env == []  # trust is of the bytes: new ones wait for it
+    trust_repo(tmp_path)
     cfg = load_config(tmp_path, {}, env={})
     # the repository's hidden list adds to the user's: it never shows what the user hides
     assert cfg.sandbox_env == ["DATABASE_HOST"] and cfg.sandbox_hidden == ["~/.ssh", "~/mine", "~/.repo-cache"]

@@ -56,9 +56,9 @@ def test_both_folders_front_matter_and_substitution(repo: Path) -> None:
     user_command("审查", "请用中文审查 $ARGUMENTS")
     user_command("plain", "Summarize the repository.")
     loaded = load_commands(repo)
-    assert [(c.scope, c.name) for c in loaded.commands] == [("project", "review"), ("user", "plain"), ("user", "审查")]
+    assert [(c.scope, c.name) for c in loaded.commands] == [("user", "plain"), ("user", "审查"), ("project", "review")]
     assert loaded.problems == []
-    review = loaded.commands[0]
+    review = loaded.commands[-1]
     assert review.description == "Review a file for bugs" and review.argument_hint == "FILE [focus]"
     assert expand(review, 'calc.py "off by one"') == (
         "Review @calc.py for bugs, focusing on off by one.\nEverything typed: calc.py \"off by one\"")
@@ -78,12 +78,12 @@ def test_positional_arguments_are_single_digits_and_quotes_may_be_unbalanced(rep
     assert expand(cmd, "it's fine") == "a=it's b=fine ten=$10 nine="  # an unclosed quote: words as typed
 
 
-def test_a_bare_name_is_the_projects_and_each_scope_is_reachable(repo: Path) -> None:
+def test_a_bare_name_is_the_users_and_each_scope_is_reachable(repo: Path) -> None:
     project_command(repo, "fix", "project fix $ARGUMENTS")
     user_command("fix", "user fix $ARGUMENTS")
     commands = load_commands(repo).commands
     assert [expand(c, "it") for c in filter(None, (find_command(commands, n) for n in ("fix", "project:fix", "user:fix")))] == [
-        "project fix it", "project fix it", "user fix it"]
+        "user fix it", "project fix it", "user fix it"]
     assert find_command(commands, "user:nope") is None and find_command(commands, "elsewhere:fix") is None
 
 
@@ -116,6 +116,7 @@ def test_expand_prompt_is_what_headless_uses(repo: Path) -> None:
     project_command(repo, "review", REVIEW)
     found = expand_prompt(repo, "／review calc.py speed")  # a Chinese input method's slash
     assert found is not None and found[0].name == "review" and "Review @calc.py" in found[1]
+    assert (found[2].name, found[2].file, found[2].typed) == ("project:review", ".ctxagent/commands/review.md", "calc.py speed")
     assert expand_prompt(repo, "//review calc.py") is None and expand_prompt(repo, "/unknown x") is None
     assert expand_prompt(repo, "review calc.py") is None
 
@@ -160,7 +161,7 @@ def test_toml_commands_in_both_folders_in_gemini_clis_shape(repo: Path) -> None:
     (folder / "dollar.toml").write_text('prompt = "kept as typed: $ARGUMENTS $1 !{rm -rf .}"\n', encoding="utf-8")
     loaded = load_commands(repo)
     assert [(c.scope, c.name, c.syntax) for c in loaded.commands] == [
-        ("project", "explain", "toml"), ("user", "dollar", "toml"), ("user", "总结", "toml")]
+        ("user", "dollar", "toml"), ("user", "总结", "toml"), ("project", "explain", "toml")]
     assert loaded.problems == []
     explain = find_command(loaded.commands, "explain")
     assert explain is not None and explain.description == "Explain a file 解释文件"

@@ -29,6 +29,13 @@ def test_headless_expands_prints_and_sends(repo: Path, scripted_server, ctxagent
     (user_config_dir() / "commands").mkdir(parents=True)
     (user_config_dir() / "commands" / "help.md").write_text("user help: $ARGUMENTS", encoding="utf-8")
     srv = scripted_server([{"text": "add subtracts"}, {"text": "user help seen"}])
+    # a project command runs headless only once the user confirmed it: refused, nothing sent, no session
+    refused = ctxagent_run(repo, "-p", "/review calc.py sign", "--model", MODEL, "--base-url", srv.url)
+    assert refused.returncode == 2 and "you have not confirmed it; nothing was sent" in refused.stderr
+    assert "ctxagent trust" in refused.stderr and "Review @$1 for 错误 ($2)." in refused.stderr  # the file, shown
+    assert srv.requests() == [] and not (repo / ".ctxagent" / "sessions").exists()
+    trusted = ctxagent_run(repo, "trust")
+    assert trusted.returncode == 0 and "/project:review" in trusted.stdout and "Review @$1" in trusted.stdout
     out = ctxagent_run(repo, "-p", "/review calc.py sign", "--model", MODEL, "--base-url", srv.url, "--output", "json")
     assert out.returncode == 0, out.stderr
     assert "/project:review" in out.stderr and "Review @calc.py for 错误 (sign)." in out.stderr
@@ -36,8 +43,9 @@ def test_headless_expands_prints_and_sends(repo: Path, scripted_server, ctxagent
     assert "Review @calc.py for 错误 (sign)." in body and "return a - b" in body  # the mention was attached
     assert "/review" not in body
     session = json.loads(out.stdout)["session"]
-    users = [e["data"]["text"] for e in read_session(repo, session) if e["kind"] == "user"]
-    assert users == ["Review @calc.py for 错误 (sign)."]
+    users = [e["data"] for e in read_session(repo, session) if e["kind"] == "user"]
+    assert [u["text"] for u in users] == ["Review @calc.py for 错误 (sign)."]
+    assert users[0]["template"]["name"] == "project:review" and users[0]["template"]["typed"] == "calc.py sign"
 
     # a user command named like a headless-meaningless built-in still runs by its qualified name
     again = ctxagent_run(repo, "-p", "/user:help me", "--model", MODEL, "--base-url", srv.url)
