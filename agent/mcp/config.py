@@ -21,12 +21,12 @@ repository is trusted (agent/trust.py). What lifts the questions or the sandbox 
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import Annotated, Any
 
 from ctxagent.context.errors import ConfigError, ToolError
+from ctxagent.context.floor import bounded_json
 from ctxagent.context.floor.beneath import read_small
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, model_validator
 
@@ -96,10 +96,10 @@ def read_mcp_json(root: Path) -> dict[str, Any]:
     is no servers; a damaged one is a ConfigError naming it."""
     path = Path(root) / MCP_JSON
     try:  # repository content: no link is followed, and a FIFO or a device is refused, not read
-        data = json.loads(read_small(root, MCP_JSON, MAX_MCP_JSON_BYTES).decode("utf-8"))
+        data = bounded_json.loads(read_small(root, MCP_JSON, MAX_MCP_JSON_BYTES).decode("utf-8"))
     except FileNotFoundError:
         return {}
-    except (OSError, ValueError, ToolError) as exc:
+    except (OSError, ValueError, ToolError) as exc:  # bad JSON, too deep (TooDeepError), not UTF-8
         raise ConfigError(f"cannot read {path}: {exc}") from exc
     servers = data.get("mcpServers") if isinstance(data, dict) else None
     if not isinstance(servers, dict):

@@ -1,0 +1,106 @@
+"""Input nested to death (issue 30): a JSON-RPC line 200,000 levels deep to a real `ctxagent acp`, and a
+200 kB nested `.mcp.json` or `config.toml` to `ctxagent config`, `doctor` and `-p`, in a repository
+nobody trusted and in the user's own config. Each gets a clear error naming what was wrong (and the
+file); nothing dies with a traceback, and the ACP server goes on serving.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+from attack_helpers import BIN, MODEL, no_traceback, run_cli, user_config
+
+DEEP = 200_000  # levels
+
+
+def _json_arrays(n: int) -> str:
+    return "[" * n + "]" * n
+
+
+def _json_objects(n: int) -> str:
+    return '{"a":' * n + "1" + "}" * n
+
+
+def _toml_arrays(n: int) -> str:
+    return "model = " + "[" * n + "]" * n + "\n"
+
+
+def _toml_tables(n: int) -> str:
+    return "model = " + "{a = " * n + "1" + "}" * n + "\n"
+
+
+# --- ACP ------------------------------------------------------------------------------------------------
+
+def _acp(repo: Path) -> subprocess.Popen[str]:
+    return subprocess.Popen([str(BIN), "--model", MODEL, "--base-url", "http://127.0.0.1:9", "acp"], cwd=repo,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+@pytest.mark.timeout(120)
+def test_a_json_rpc_line_200000_levels_deep_gets_a_parse_error_and_acp_keeps_serving(repo: Path) -> None:
+    proc = _acp(repo)
+    assert proc.stdin is not None and proc.stdout is not None
+    deep_params = '{"jsonrpc": "2.0", "id": 7, "method": "initialize", "params": ' + _json_objects(DEEP) + "}"
+    sent = [
+        _json_arrays(DEEP),
+        _json_objects(DEEP),
+        deep_params,
+        '{"jsonrpc": "2.0", "id": 8, "method": "initialize", "params": ' + _json_arrays(300) + "}",  # past the bound, not json's
+        json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}}),
+    ]
+    for line in sent:
+        proc.stdin.write(line + "\n")
+    proc.stdin.flush()
+    replies = [json.loads(proc.stdout.readline()) for _ in sent]
+    proc.stdin.close()
+    assert proc.wait(timeout=30) == 0
+    stderr = proc.stderr.read() if proc.stderr else ""
+    assert "Traceback" not in stderr and "RecursionError" not in stderr, stderr[-2000:]
+    errors = [r for r in replies if r.get("id") is None]
+    assert [r["error"]["code"] for r in errors] == [-32700] * 4
+    assert all("nests more than 128 levels" in r["error"]["message"] for r in errors)
+    (answer,) = [r for r in replies if r.get("id") == 1]
+    assert answer["result"]["agentCapabilities"]["loadSession"] is True  # still serving
+
+
+# --- config files through the real CLI -----------------------------------------------------------------
+
+CASES = {
+    ".mcp.json arrays": (".mcp.json", '{"mcpServers": ' + _json_arrays(DEEP // 2) + "}"),
+    ".mcp.json objects": (".mcp.json", '{"mcpServers": ' + _json_objects(DEEP // 8) + "}"),
+    "config.toml arrays": (".ctxagent/config.toml", _toml_arrays(DEEP // 2)),
+    "config.toml inline tables": (".ctxagent/config.toml", _toml_tables(DEEP // 8)),
+}
+COMMANDS = {
+    "config": ["config"],
+    "doctor": ["doctor"],
+    "-p": ["-p", "hello", "--model", MODEL, "--base-url", "http://127.0.0.1:9"],
+}
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+@pytest.mark.parametrize("case", CASES)
+def test_a_200kb_nested_repository_file_is_a_clear_error(repo: Path, case: str, command: str) -> None:
+    """An untrusted repository (never trusted here): the file is read, refused with its name, no traceback."""
+    name, text = CASES[case]
+    (repo / name).parent.mkdir(exist_ok=True)
+    (repo / name).write_text(text, encoding="utf-8")
+    assert len(text) >= 100_000
+    out = run_cli(repo, *COMMANDS[command], timeout=120)
+    no_traceback(out)
+    said = out.stdout + out.stderr
+    assert "nests more than 64 levels" in said and str(repo / name) in said, said[-2000:]
+    if command != "doctor":
+        assert out.returncode != 0
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_a_nested_user_config_is_a_clear_error(repo: Path, _isolated_home: Path, command: str) -> None:
+    user_config(_isolated_home, _toml_arrays(DEEP // 2))
+    out = run_cli(repo, *COMMANDS[command], timeout=120)
+    no_traceback(out)
+    said = out.stdout + out.stderr
+    assert "nests more than 64 levels" in said and "config.toml" in said, said[-2000:]
