@@ -104,3 +104,39 @@ def test_a_nested_user_config_is_a_clear_error(repo: Path, _isolated_home: Path,
     no_traceback(out)
     said = out.stdout + out.stderr
     assert "nests more than 64 levels" in said and "config.toml" in said, said[-2000:]
+
+
+# --- other input from outside: a provider's error body, another agent's transcripts ----------------------
+
+def test_a_provider_error_body_200000_levels_deep_is_classified_not_raised() -> None:
+    from ctxagent.agent.providers.wire_errors import classify_exception
+
+    class StatusError(Exception):
+        status_code = 400
+        response = None
+        body = _json_objects(DEEP)
+        message = "bad request"
+
+    error = classify_exception(StatusError(), provider="openai", model="m", key_env="OPENAI_API_KEY",
+                               status_error=StatusError, connection_error=ConnectionError, transport_error=OSError)
+    assert error is not None and "rejected the request (400)" in str(error) and "bad request" in str(error)
+    assert len(str(error)) < 1_000
+
+
+def test_a_claude_code_transcript_line_200000_levels_deep_is_skipped(tmp_path: Path) -> None:
+    """`ctxagent replay` reads the user's Claude Code transcripts: a line nested to death is one bad line."""
+    from ctxagent.agent.bench.readers.claude import parse_claude_code, read_transcript
+    from ctxagent.agent.replay.projects import sessions_in
+
+    good = json.dumps({"type": "user", "sessionId": "s1", "cwd": "/w", "uuid": "u1",
+                       "message": {"role": "user", "content": "hello 你好"}})
+    deep = '{"type": "user", "message": ' + _json_objects(DEEP) + "}"
+    folder = tmp_path / "-w"
+    folder.mkdir()
+    (folder / "s1.jsonl").write_text(f"{deep}\n{good}\n{deep}", encoding="utf-8")  # a deep, torn last line too
+    lines, torn = read_transcript(folder / "s1.jsonl")
+    assert torn and len(lines) == 2
+    traj = parse_claude_code(lines)
+    assert traj.skipped["claude-code:bad_json_line"] == 1
+    assert [e.kind for e in traj.events] == ["user"]
+    sessions_in(folder)  # reads the first records of each file: no RecursionError
