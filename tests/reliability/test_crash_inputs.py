@@ -140,3 +140,31 @@ def test_a_claude_code_transcript_line_200000_levels_deep_is_skipped(tmp_path: P
     assert traj.skipped["claude-code:bad_json_line"] == 1
     assert [e.kind for e in traj.events] == ["user"]
     sessions_in(folder)  # reads the first records of each file: no RecursionError
+
+
+def test_a_command_file_nested_to_death_is_skipped_with_its_name(repo: Path, _isolated_home: Path) -> None:
+    """A repository's `.ctxagent/commands/*.toml` (Gemini CLI's form) 20,000 levels deep (40 kB, under the
+    64 KB a command may have): skipped and said, the other commands still load ("never raises", as
+    load_commands promises)."""
+    from ctxagent.agent.custom_commands import load_commands
+
+    folder = repo / ".ctxagent" / "commands"
+    folder.mkdir(parents=True)
+    (folder / "deep.toml").write_text('prompt = "x"\nextra = ' + "[" * 20_000 + "]" * 20_000 + "\n")
+    (folder / "fine.toml").write_text('prompt = "review the diff 审查"\n')
+    loaded = load_commands(repo)
+    assert [c.name for c in loaded.commands] == ["fine"]
+    assert any("deep.toml" in p and "nests more than 64 levels" in p for p in loaded.problems), loaded.problems
+
+
+def test_memory_synonyms_from_a_config_nested_to_death_are_none(tmp_path: Path) -> None:
+    """The memory store reads `synonyms` from the config.toml beside it (the MCP server and `ctxagent memory`
+    open it without the agent's config): a file nested to death gives no synonyms, not a crash."""
+    from ctxagent.context.memory import MemoryStore
+    from ctxagent.context.memory.terms import config_synonyms
+
+    (tmp_path / "config.toml").write_text(_toml_arrays(DEEP // 2), encoding="utf-8")
+    assert config_synonyms(tmp_path / "config.toml") == []
+    with MemoryStore.open(tmp_path / "memory.db") as store:
+        store.add("the parser fails on nested tuples 解析器", "note")
+        assert store.search("parser")
