@@ -40,16 +40,31 @@ def entropy(text: str) -> float:
 
 @dataclass(frozen=True)
 class SecretRule:
+    """One rule; its patterns are compiled the first time its keywords occur in a text (most rules
+    never run in a session, and compiling all ~240 costs half a second)."""
+
     id: str
-    pattern: Any  # a compiled `regex` pattern (the module has no type stubs)
+    regex: str
     keywords: tuple[str, ...]
     min_entropy: float
     group: int
-    allow: tuple[Any, ...]
-    allow_match: tuple[Any, ...]
+    allow_regexes: tuple[str, ...]
+    allow_match_regexes: tuple[str, ...]
     stopwords: tuple[str, ...]
     example: str
     global_allowlist: bool  # gitleaks' own allowlist applies to gitleaks' rules
+
+    @property
+    def pattern(self) -> Any:  # a compiled `regex` pattern (the module has no type stubs)
+        return _compile(self.regex)
+
+    @property
+    def allow(self) -> tuple[Any, ...]:
+        return tuple(_compile(a) for a in self.allow_regexes)
+
+    @property
+    def allow_match(self) -> tuple[Any, ...]:
+        return tuple(_compile(a) for a in self.allow_match_regexes)
 
     def wanted(self, low: str) -> bool:
         return not self.keywords or any(k in low for k in self.keywords)
@@ -91,18 +106,18 @@ class SecretRule:
         return not (any(a.search(secret) for a in allow) or any(w in low for w in stopwords))
 
 
+@cache
 def _compile(pattern: str) -> Any:
     return regex.compile(pattern, regex.ASCII | regex.VERSION0)
 
 
 def compile_rule(entry: dict[str, Any]) -> SecretRule:
-    """One `[[rules]]` entry of the data file, compiled."""
+    """One `[[rules]]` entry of the data file (its patterns compiled when first used)."""
     return SecretRule(
-        id=entry["id"], pattern=_compile(entry["regex"]),
+        id=entry["id"], regex=entry["regex"],
         keywords=tuple(k.lower() for k in entry.get("keywords", [])),
         min_entropy=float(entry.get("entropy", 0.0)), group=int(entry.get("secret_group", 0)),
-        allow=tuple(_compile(a) for a in entry.get("allow", [])),
-        allow_match=tuple(_compile(a) for a in entry.get("allow_match", [])),
+        allow_regexes=tuple(entry.get("allow", [])), allow_match_regexes=tuple(entry.get("allow_match", [])),
         stopwords=tuple(w.lower() for w in entry.get("stopwords", [])), example=entry.get("example", ""),
         global_allowlist=entry.get("origin") == "gitleaks",
     )
@@ -123,7 +138,7 @@ def _global_allowlist() -> tuple[tuple[Any, ...], tuple[str, ...]]:
 
 @cache
 def rules() -> tuple[SecretRule, ...]:
-    """Every rule of the data file, compiled once (on first use: the log's first sanitized event)."""
+    """Every rule of the data file (read on first use: the log's first sanitized event)."""
     return tuple(compile_rule(entry) for entry in data()["rules"])
 
 
