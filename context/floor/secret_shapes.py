@@ -229,7 +229,10 @@ def _letters_password(text: str, name: str, p: int, end: int) -> bool:
     a literal (`None`), an argument (`f(password=pw)`)."""
     if not _PASSWORD_NAME.search(name) or not _LETTERS.fullmatch(text, p, end):
         return False
-    if text[p - 1] in " \t" and text[p - 2:p - 1] in (" ", "\t", "="):  # `password = value`: code, not ini
+    op = p
+    while op > 0 and text[op - 1] in " \t":
+        op -= 1
+    if text[op - 1:op] == "=" and (op != p or text[op - 2:op - 1] in (" ", "\t")):  # `password = value`: code
         return False
     value = text[p:end]
     if value.lower() in _NOT_PASSWORDS or _NAMING_WORD.search(value):

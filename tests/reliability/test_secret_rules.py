@@ -67,6 +67,7 @@ ISSUE_SHAPES = [
     ("flag-token-quoted", "terraform login --token 'tok en 2b9f'", "tok en 2b9f", "terraform login --token"),
     ("letters-only-password", "db:\n  user: app\n  password: correcthorse\n  host: db", "correcthorse", "  host: db"),
     ("letters-only-password-env", "password=correcthorsebattery", "correcthorsebattery", "password="),
+    ("letters-only-password-aligned", "db_password:   Sesame    # 生产库", "Sesame", "    # 生产库"),
 ]
 
 
