@@ -18,7 +18,6 @@ memory and spill files are written through a sanitizer that knows them.
 from __future__ import annotations
 
 import os
-import tomllib
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -38,6 +37,7 @@ from ctxagent.agent.trust import (
 from ctxagent.context.budget import PROFILES, SLICE_NAMES, TASK_STATE_SHARE
 from ctxagent.context.errors import ConfigError, ToolError
 from ctxagent.context.floor.beneath import read_small
+from ctxagent.context.floor.bounded_json import toml_loads
 from ctxagent.context.floor.program_env import passthrough_problem
 from ctxagent.context.floor.state_paths import check_state_dir, project_state_dir, user_config_dir
 from ctxagent.context.monitor import DEFAULT_THRESHOLDS
@@ -184,16 +184,13 @@ def _read_toml(path: Path, root: Path | None = None, raw: bytes | None = None) -
     repository content, and a FIFO, a device or a link in its place must not hang or redirect start-up.
     `raw`: the file's bytes, already read (those whose digest trust checks: agent/trust.py)."""
     try:
-        if raw is not None:
-            data = tomllib.loads(raw.decode("utf-8"))
-        elif root is not None:
-            data = tomllib.loads(read_small(root, path.relative_to(root).as_posix(), MAX_CONFIG_BYTES).decode("utf-8"))
-        else:
-            with path.open("rb") as fh:
-                data = tomllib.load(fh)
+        if raw is None:
+            raw = read_small(root, path.relative_to(root).as_posix(), MAX_CONFIG_BYTES) if root is not None \
+                else path.read_bytes()
+        data = toml_loads(raw.decode("utf-8"))  # bounded: a 200 kB `x = [[[…]]]` is an error, not a crash
     except FileNotFoundError:
         return {}
-    except (tomllib.TOMLDecodeError, OSError, UnicodeDecodeError, ToolError) as exc:
+    except (ValueError, OSError, ToolError) as exc:  # TOMLDecodeError, TooDeepError, UnicodeDecodeError
         raise ConfigError(f"cannot read config {path}: {exc}") from exc
     unknown = sorted(k for k in data if k.replace("-", "_") not in FILE_KEYS)
     if unknown:

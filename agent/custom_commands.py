@@ -39,13 +39,13 @@ import os
 import re
 import shlex
 import stat
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from ctxagent.context.events import TemplateRef
 from ctxagent.context.floor import trust_store as store
+from ctxagent.context.floor.bounded_json import toml_loads
 from ctxagent.context.floor.display import show_controls
 from ctxagent.context.floor.state_paths import STATE_DIR_NAME, project_state_dir, user_config_dir
 
@@ -166,8 +166,8 @@ def _load(scope: Scope, path: Path, syntax: Syntax = "md") -> CustomCommand | st
 def _toml_command(scope: Scope, path: Path, name: str, text: str, digest: str, source: str) -> CustomCommand | str:
     """Gemini CLI's `description` / `prompt` file (other keys are ignored)."""
     try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
+        data = toml_loads(text)  # a repository's file: nested to death is skipped, not a crash
+    except ValueError as exc:  # TOMLDecodeError, TooDeepError
         return f"skipped {path}: not valid TOML ({exc})"
     prompt, description = data.get("prompt"), data.get("description", "")
     if not isinstance(prompt, str) or not prompt.strip():

@@ -41,12 +41,12 @@ after usage fell below `at` (a compaction) and crossed it once more.
 from __future__ import annotations
 
 import fnmatch
-import json
 import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ctxagent.context.events import HOOK_CONTEXT_FRAME, HookData
+from ctxagent.context.floor import bounded_json
 from ctxagent.tools.sandbox import SandboxPolicy, run_hook
 from ctxagent.tools.sandbox.hooks import NOT_RUN, TIMED_OUT
 
@@ -147,7 +147,7 @@ class Hooks:
             if not text:
                 return None
             try:
-                answer = json.loads(text)
+                answer = bounded_json.loads(text)  # a hook's output: 200,000 levels are bad output, not a crash
             except ValueError:
                 answer = None
             if not isinstance(answer, dict):

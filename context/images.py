@@ -10,7 +10,10 @@ An image travels beside the text, never inside it: its bytes go to the session's
     image_tokens(1920, 1080, "openai")      # the tile rule: 85 + 170 × tiles
 
 Only PNG, JPEG, GIF and WEBP are images here, decided by the bytes, never by the name. The limits
-are the strictest of the providers' (Anthropic: 5 MB and 8000 px a side per image).
+are the strictest of the providers' (Anthropic: 5 MB and 8000 px a side per image). An image's
+metadata (PNG text chunks, EXIF, XMP, JPEG comments, …) is dropped when it is loaded and again when
+it is stored, its pixels kept byte for byte (context/image_metadata.py): what is kept and sent is
+the picture, never a key someone typed into its `Comment`.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from typing import TYPE_CHECKING
 
 from ctxagent.context.errors import CtxagentError, ToolError
 from ctxagent.context.events import ImageRef
+from ctxagent.context.image_metadata import strip_metadata
 
 if TYPE_CHECKING:
     from ctxagent.context.spill import SpillStore
@@ -136,7 +140,7 @@ def too_large(size: int) -> str | None:
 
 
 def load_image(data: bytes, name: str = "") -> Image:
-    """The checked image, or ImageError saying what is wrong (type, size, dimensions)."""
+    """The checked image, its metadata dropped, or ImageError saying what is wrong (type, size, dimensions)."""
     shown = name or "the image"
     media_type = sniff(data)
     if media_type is None:
@@ -149,7 +153,7 @@ def load_image(data: bytes, name: str = "") -> Image:
         raise ImageError(f"{shown} is a damaged {media_type.split('/')[1].upper()} (its size cannot be read)")
     if max(dims) > MAX_IMAGE_SIDE:
         raise ImageError(f"{shown} is {dims[0]}×{dims[1]} pixels, over the {MAX_IMAGE_SIDE} a side an image may have")
-    return Image(data, media_type, dims[0], dims[1], name)
+    return Image(strip_metadata(data, media_type), media_type, dims[0], dims[1], name)
 
 
 # --- tokens ------------------------------------------------------------------------------------------
@@ -208,10 +212,11 @@ def image_stub(handle: str, media_type: str, width: int, height: int, size: int,
 
 
 def store_image(store: SpillStore, image: Image) -> ImageRef:
-    """Put the image's bytes in the session's attachment store; the reference the log carries."""
-    handle = store.put_blob(image.data, IMAGE_SUFFIX)
-    return ImageRef(handle=handle, sha256=hashlib.sha256(image.data).hexdigest(), media_type=image.media_type,
-                    size=image.size, width=image.width, height=image.height, name=image.name)
+    """Put the image's bytes, without metadata, in the session's attachment store; the reference the log carries."""
+    data = strip_metadata(image.data, image.media_type)  # an Image made without load_image too
+    handle = store.put_blob(data, IMAGE_SUFFIX)
+    return ImageRef(handle=handle, sha256=hashlib.sha256(data).hexdigest(), media_type=image.media_type,
+                    size=len(data), width=image.width, height=image.height, name=image.name)
 
 
 class ImageReader:

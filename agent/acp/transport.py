@@ -3,8 +3,9 @@
 The SDK's own stdio transport logs a line that is not JSON and reads on, so a client that sent it
 never hears why nothing happened, and a JSON line that is not an object (`[1, 2]`, `42`) stops its
 receive loop. This one (the SDK's message-level `Transport` seam: send / receive / close) replies
-as JSON-RPC 2.0 asks: -32700 "Parse error" for a line that is not JSON, -32600 "Invalid Request"
-for JSON that is not a request object, both with id null; then it reads the next line.
+as JSON-RPC 2.0 asks: -32700 "Parse error" for a line that is not JSON or nests deeper than
+bounded_json.MESSAGE_DEPTH (json's own RecursionError near 1,000 levels killed the server), -32600
+"Invalid Request" for JSON that is not a request object, both with id null; then it reads the next line.
 
 Stdout carries the protocol only: `stdio_transport` writes to a duplicate of file descriptor 1 and
 points fd 1 (and `sys.stdout`) at stderr, so nothing the agent, a tool or a library prints can
@@ -19,6 +20,7 @@ import os
 import sys
 from typing import Any
 
+from ctxagent.context.floor import bounded_json
 from ctxagent.context.floor.display import echo
 
 MAX_LINE_BYTES = 50 * 1024 * 1024  # the SDK's own default buffer limit for stdio
@@ -65,8 +67,8 @@ class LineTransport:
             if not text:
                 continue
             try:
-                message = json.loads(text)
-            except (ValueError, UnicodeDecodeError) as exc:
+                message = bounded_json.loads(text, bounded_json.MESSAGE_DEPTH)  # 200,000 levels: an answer, not a crash
+            except ValueError as exc:  # not JSON, too deep (TooDeepError), not UTF-8
                 await self._reject(PARSE_ERROR, f"Parse error: the line is not JSON ({exc})")
                 continue
             if not isinstance(message, dict) or message.get("jsonrpc") != "2.0" or not (

@@ -243,7 +243,18 @@ ADVERSARIAL: dict[str, Callable[[int], str]] = {
     "Bearer / Basic": lambda n: _repeat("Bearer Basic ", n),
     "aws_secret_access_key + spaces": lambda n: "aws_secret_access_key" + " " * (n - 22) + "x",
     "name run + _key=": lambda n: "a" * (n - 6) + "_key=x",
+    # every rule of context/data/secret_rules.toml at once: their keywords, and their examples cut short
+    "every rule's keyword =": lambda n: _repeat(_rule_seeds()[0], n),
+    "every rule's example, cut": lambda n: _repeat(_rule_seeds()[1], n),
+    "invisible characters in keys": lambda n: _repeat("sk-ant-\u200bghp_\u2060a\u00ad", n),
 }
+
+
+def _rule_seeds() -> tuple[str, str]:
+    from ctxagent.context.floor.secret_rules import rules
+
+    keywords = sorted({k for rule in rules() for k in rule.keywords})
+    return " = ".join(keywords) + " = ", "\n".join(rule.example[:-3] for rule in rules()) + "\n"
 
 
 def _repeat(seed: str, n: int) -> str:

@@ -33,12 +33,12 @@ in this session and the next; such a tool's description and `/mcp` say the serve
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from pathlib import Path
 from typing import Annotated, Any
 
 from ctxagent.context.errors import ConfigError, ToolError
+from ctxagent.context.floor import bounded_json
 from ctxagent.context.floor.beneath import read_small
 from ctxagent.context.floor.program_env import program_env_problem
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -124,10 +124,10 @@ def read_mcp_json(root: Path, raw: bytes | None = None) -> dict[str, Any]:
     whose digest trust checks: agent/trust.py)."""
     path = Path(root) / MCP_JSON
     try:  # repository content: no link is followed, and a FIFO or a device is refused, not read
-        data = json.loads((raw if raw is not None else read_small(root, MCP_JSON, MAX_MCP_JSON_BYTES)).decode("utf-8"))
+        data = bounded_json.loads((raw if raw is not None else read_small(root, MCP_JSON, MAX_MCP_JSON_BYTES)).decode("utf-8"))
     except FileNotFoundError:
         return {}
-    except (OSError, ValueError, ToolError) as exc:
+    except (OSError, ValueError, ToolError) as exc:  # bad JSON, too deep (TooDeepError), not UTF-8
         raise ConfigError(f"cannot read {path}: {exc}") from exc
     servers = data.get("mcpServers") if isinstance(data, dict) else None
     if not isinstance(servers, dict):

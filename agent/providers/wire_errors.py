@@ -24,6 +24,7 @@ from ctxagent.context.errors import (
     ServerError,
     StreamError,
 )
+from ctxagent.context.floor import bounded_json
 
 _CONTEXT_HINTS = (
     "prompt is too long",
@@ -112,7 +113,9 @@ def classify_exception(e: BaseException, *, provider: str, model: str, key_env: 
         body = getattr(e, "body", None)
         if isinstance(body, str):
             try:
-                body = json.loads(body)
+                body = bounded_json.loads(body, bounded_json.MESSAGE_DEPTH)
+            except bounded_json.TooDeepError:
+                body = None  # nested to death: the SDK's own message says what happened, not 400 kB of brackets
             except ValueError:
                 pass
         if body is None or (isinstance(body, dict) and "error" not in body and "type" not in body):

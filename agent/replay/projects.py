@@ -15,13 +15,13 @@ subagents but a session's own compaction calls: the reader bills them with that 
 
 from __future__ import annotations
 
-import json
 import os
 import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
 from ctxagent.context.errors import StateDirError
+from ctxagent.context.floor import bounded_json
 from ctxagent.context.floor.roots import repository_above
 
 NAME_CAP = 200  # Claude Code's cap on an encoded project folder name, before the hash suffix
@@ -76,7 +76,7 @@ def _recorded_cwd(folder: Path) -> str | None:
             with open(f, encoding="utf-8", errors="replace") as fh:
                 for _, line in zip(range(20), fh, strict=False):
                     try:
-                        rec = json.loads(line)
+                        rec = bounded_json.loads(line, bounded_json.LOG_DEPTH)
                     except ValueError:
                         continue
                     if isinstance(rec, dict) and isinstance(rec.get("cwd"), str):
@@ -131,7 +131,7 @@ def _parent_of(path: Path) -> str | None:
         with open(path, encoding="utf-8", errors="replace") as fh:
             for _, line in zip(range(20), fh, strict=False):
                 try:
-                    rec = json.loads(line)
+                    rec = bounded_json.loads(line, bounded_json.LOG_DEPTH)
                 except ValueError:
                     continue
                 if isinstance(rec, dict) and isinstance(rec.get("sessionId"), str):

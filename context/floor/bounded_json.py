@@ -6,17 +6,24 @@ does return can still break what comes after: pydantic serialises at most about 
 and every recursive walk (sanitizing, escaping, rendering) spends stack on it. `loads` refuses both
 with a `TooDeepError` — a ValueError, like any other JSON that will not do — so each caller's
 handling of bad JSON covers it. MAX_DEPTH is far above what any tool's arguments need and far below
-both limits; a session-log line holds such arguments a few levels down (LOG_DEPTH).
+both limits; a session-log line or a JSON-RPC message holds such arguments a few levels down
+(LOG_DEPTH, MESSAGE_DEPTH).
+
+`toml_loads` is the same bound for TOML: `tomllib` recurses once per nested array or inline table
+and dies near 1,000 levels with a RecursionError (a 200 kB `x = [[[…]]]` in a repository's
+`.ctxagent/config.toml` took `ctxagent config`, `doctor` and `-p` down with a traceback).
 """
 
 from __future__ import annotations
 
 import json
 import re
+import tomllib
 from typing import Any
 
-MAX_DEPTH = 64  # levels of arrays and objects in a tool call's arguments, a model's or a tool's JSON
+MAX_DEPTH = 64  # levels of arrays and objects in a tool call's arguments, a model's or a tool's JSON, a config file
 LOG_DEPTH = 2 * MAX_DEPTH  # a session-log line: an event around such arguments
+MESSAGE_DEPTH = LOG_DEPTH  # a JSON-RPC message (ACP, MCP): an envelope around such arguments
 
 
 KEPT = 2_000  # characters of too-deep JSON kept (in a refused tool call): 200,000 levels are 400k characters
@@ -53,6 +60,18 @@ def loads(text: str | bytes, limit: int = MAX_DEPTH) -> Any:
         raise TooDeepError(f"the JSON nests more than {limit} levels") from None
     if depth_over(value, limit):
         raise TooDeepError(f"the JSON nests more than {limit} levels")
+    return value
+
+
+def toml_loads(text: str, limit: int = MAX_DEPTH) -> dict[str, Any]:
+    """`tomllib.loads(text)`, or a TooDeepError when it nests more than `limit` levels (any other bad
+    TOML raises tomllib's own TOMLDecodeError, a ValueError too)."""
+    try:
+        value = tomllib.loads(text)
+    except RecursionError:
+        raise TooDeepError(f"the TOML nests more than {limit} levels") from None
+    if depth_over(value, limit):
+        raise TooDeepError(f"the TOML nests more than {limit} levels")
     return value
 
 

@@ -5,9 +5,11 @@ memory records, reports — and by the sandbox's environment filter (`credential
 recognised the same way everywhere. `redact_shapes` replaces each one with REDACTED, keeping what says
 what it was (the variable name, the URL's user, the PEM armour lines):
 
-- provider keys by prefix: Anthropic, OpenAI, AWS key ids, GitHub, GitLab (glpat-, gldt-, glrt-, …),
-  Slack (xoxb-/xoxp-/…), Stripe (sk_live_/rk_live_/…_test_), Google (AIza…), Hugging Face (hf_…),
-  `Bearer …` headers, `Basic …` headers (base64 of `user:password`);
+- keys and tokens by their shape: the rules of context/data/secret_rules.toml (secret_rules.py) —
+  gitleaks' ~215 rules (MIT, recorded with their version) and the project's own for what gitleaks
+  lacks (any `sk-ant-…`, OpenRouter, Groq, `whsec_`, `ya29.`, Discord webhooks, a bare AWS secret
+  beside an AWS key id, `--password X` / `--token X`, `-u user:password`);
+- `Bearer …` headers, `Basic …` headers (base64 of `user:password`);
 - Azure connection strings and SAS tokens (`AccountKey=`, `SharedAccessKey=`, `SharedAccessSignature=`);
 - PEM and OpenSSH private key blocks (also with their newlines escaped as \\n, as in a JSON file);
 - the password of `scheme://user:password@host`, and a key-like user with no password
@@ -17,6 +19,10 @@ what it was (the variable name, the URL's user, the PEM armour lines):
   (`password: …`, `"client_secret": "…"`, `token = "…"`) and code literals. Code that merely
   mentions the name stays: `token = tokenize(x)`, `password = os.environ["PW"]`, `secret_key: str`,
   `max_tokens = 1024`, `PWD=/home/me`.
+
+A key split by characters that show as nothing (a zero-width space, a soft hyphen, a bidi mark) is
+found as if they were not there: they are dropped from between two ASCII characters of any text in
+which a secret then shows (`redact_shapes`).
 
 Every pass is linear in the text (they run on megabytes of tool output, and on what a hostile file
 or model makes of them: `token=` 100,000 times, a million `-----BEGIN PRIVATE KEY-----`): each
@@ -33,30 +39,11 @@ import binascii
 import bisect
 import re
 
+from ctxagent.context.floor.secret_rules import rule_spans
+
 REDACTED = "[redacted]"
 
 
-def _at_boundary(pattern: str) -> str:
-    """`pattern` (starting with a literal character) only where it starts a token: "task-…" is not an
-    "sk-" key. The check comes after the first character so the regex engine can skip quickly to
-    candidate positions (one combined scan costs what one pattern did)."""
-    return pattern[0] + r"(?<![A-Za-z0-9_\-].)" + pattern[1:]
-
-
-PROVIDER_KEYS = re.compile("|".join(_at_boundary(p) for p in (
-    r"sk-ant-[A-Za-z0-9_\-]{16,}",  # Anthropic (api03, admin01, …)
-    r"sk-(?:proj|svcacct|admin)-[A-Za-z0-9_\-]{16,}",  # OpenAI project / service account / admin keys
-    r"sk-[A-Za-z0-9]{20,}(?:T3BlbkFJ[A-Za-z0-9]{20,})?",  # OpenAI classic
-    r"gh[pousr]_[A-Za-z0-9]{30,}",  # GitHub tokens (ghp_, gho_, ghs_, ghu_, ghr_)
-    r"github_pat_[A-Za-z0-9_]{40,}",  # GitHub fine-grained PAT
-    r"gl(?:pat|dt|rt|ptt|cbt|soat|ft|imt)-[A-Za-z0-9_\-]{16,}",  # GitLab personal / deploy / runner / trigger … tokens
-    r"xox[abposr]-[A-Za-z0-9\-]{10,}",  # Slack bot / user / app tokens (xoxb-, xoxp-, …)
-    r"sk_(?:live|test)_[A-Za-z0-9]{16,}",  # Stripe secret key
-    r"rk_(?:live|test)_[A-Za-z0-9]{16,}",  # Stripe restricted key
-    r"AIza[0-9A-Za-z_\-]{35}",  # Google API key (39 characters in all)
-    r"hf_[A-Za-z0-9]{30,}",  # Hugging Face token
-)))
-AWS_KEY_ID = re.compile(r"(?<![A-Z0-9])(?:AKIA|ASIA)[0-9A-Z]{16}(?![A-Z0-9])")
 BEARER = re.compile(r"(?i)(\bbearer\s+)[A-Za-z0-9._~+/\-]{16,}=*")
 # `Basic <base64>`: only when the base64 is `user:password` ("basic operations" is prose)
 BASIC = re.compile(r"(?i)(\bbasic\s+)([A-Za-z0-9+/]{8,}={0,2})")
@@ -218,10 +205,39 @@ def _run_looks_secret(scan: _Scan, name: str, p: int, end: int, env: bool) -> bo
     if env:  # NAME=value in an env file or a shell line
         return size >= (1 if clear else MIN_NAMED)
     if _CODE_VALUE.fullmatch(text, p, end):
-        return False  # code: `password=password`, `token: str`, `secret = settings.SECRET`
+        # code (`password=password`, `token: str`, `secret = settings.SECRET`), or a password of
+        # letters alone at the end of a config line (`password: hunter`)
+        return _letters_password(text, name, p, end)
     if clear:
         return size >= (4 if clear.group(0).lower() in ("pass", "pwd") else MIN_NAMED)
     return size >= MIN_KEY and scan.has(_DIGIT, p, end) and scan.has(_LETTER, p, end)
+
+
+_LETTERS = re.compile(r"[A-Za-z]{4,}")
+_LINE_END = re.compile(r"[ \t]*(?:$|[\r\n#;&])")  # what may follow a value that ends its line
+_PASSWORD_NAME = re.compile(r"(?i)pass|pwd")
+_NAMING_WORD = re.compile(r"(?i)pass|pwd|secret|token|key|auth|cred")  # `password = new_password`: a variable
+_NOT_PASSWORDS = frozenset(  # literals and type names a password field is written with in code and schemas
+    "none null nil true false undefined required optional empty string str bytes bool boolean number int integer "
+    "float text varchar char object any unknown list dict array self this".split())
+
+
+def _letters_password(text: str, name: str, p: int, end: int) -> bool:
+    """text[p:end], letters alone under a password's name, ending its line: `password: hunter` in
+    YAML, `password=correcthorse` in a shell or properties line. Code stays: an assignment with
+    spaces (`password = value`), a variable (`password=new_password`), a type (`password: string`),
+    a literal (`None`), an argument (`f(password=pw)`)."""
+    if not _PASSWORD_NAME.search(name) or not _LETTERS.fullmatch(text, p, end):
+        return False
+    op = p
+    while op > 0 and text[op - 1] in " \t":
+        op -= 1
+    if text[op - 1:op] == "=" and (op != p or text[op - 2:op - 1] in (" ", "\t")):  # `password = value`: code
+        return False
+    value = text[p:end]
+    if value.lower() in _NOT_PASSWORDS or _NAMING_WORD.search(value):
+        return False
+    return _LINE_END.match(text, end) is not None
 
 
 def _assignment(scan: _Scan, low: str, word_at: int, word_end: int) -> tuple[int, int] | None:
@@ -260,9 +276,13 @@ def _assignment(scan: _Scan, low: str, word_at: int, word_end: int) -> tuple[int
     return p, end
 
 
+def _ascii_lower(text: str) -> str:
+    """`text` with only A-Z lowered: every offset stays the same as in `text`."""
+    return text.encode("utf-8", "surrogatepass").translate(_ASCII_LOWER).decode("utf-8", "surrogatepass")
+
+
 def _redact_assignments(text: str) -> str:
-    # ASCII-only lowering keeps every offset the same as in `text`
-    low = text.encode("utf-8", "surrogatepass").translate(_ASCII_LOWER).decode("utf-8", "surrogatepass")
+    low = _ascii_lower(text)
     found: list[tuple[int, int]] = []
     for word in _WORDS:
         at = low.find(word)
@@ -289,11 +309,19 @@ _QUERY_PARAM = re.compile(r"(?i)([?&][A-Za-z0-9_.\-]*?(?:password|passwd|secret|
 
 
 def redact_shapes(text: str) -> str:
-    """`text` with every secret of a known shape replaced by REDACTED."""
-    out = text
-    out = PROVIDER_KEYS.sub(REDACTED, out)
-    if "AKIA" in out or "ASIA" in out:
-        out = AWS_KEY_ID.sub(REDACTED, out)
+    """`text` with every secret of a known shape replaced by REDACTED. A key split by invisible
+    characters (a zero-width space inside it) is found as if they were not there."""
+    if _HIDDEN.search(text):
+        joined = _HIDDEN_IN_TOKEN.sub("", text)
+        if joined != text:
+            out = _redact(joined)
+            if out != joined:  # a secret: the text is changed anyway, and without what hid it
+                return out
+    return _redact(text)
+
+
+def _redact(text: str) -> str:
+    out = _redact_rules(text)
     if "PRIVATE KEY" in out:
         out = _redact_pem(out)
     if "://" in out:
@@ -312,6 +340,25 @@ def redact_shapes(text: str) -> str:
             out = _QUERY_PARAM.sub(lambda m: m.group(1) + (REDACTED if m.group(2)[0] not in "${" else m.group(2)), out)
         out = _redact_assignments(out)
     return out
+
+
+def _redact_rules(text: str) -> str:
+    """Every rule of the data file (context/data/secret_rules.toml, see secret_rules.py)."""
+    spans = rule_spans(text, _ascii_lower(text))
+    if not spans:
+        return text
+    out: list[str] = []
+    pos = 0
+    for start, end in spans:
+        out.append(text[pos:start] + REDACTED)
+        pos = end
+    return "".join(out) + text[pos:]
+
+
+# Characters that show as nothing: between two characters of a key they must not hide it.
+_HIDDEN_CHARS = "\u00ad\u034f\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff"
+_HIDDEN = re.compile(f"[{_HIDDEN_CHARS}]")
+_HIDDEN_IN_TOKEN = re.compile(f"(?<=[!-~])[{_HIDDEN_CHARS}]+(?=[!-~])")
 
 
 # --- the environment of a command -------------------------------------------------------------

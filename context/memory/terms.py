@@ -18,10 +18,11 @@ that users can extend.
 from __future__ import annotations
 
 import re
-import tomllib
 from collections.abc import Iterable
 from functools import lru_cache
 from pathlib import Path
+
+from ctxagent.context.floor.bounded_json import toml_loads
 
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
 _TOKEN = re.compile(rf"(?P<cjk>[{_CJK}]+)|(?P<word>[^\W{_CJK}]+(?:[./\-:'][^\W{_CJK}]+)*)")
@@ -206,8 +207,8 @@ def config_synonyms(config: Path) -> list[list[str]]:
     if not config.is_file():
         return []
     try:
-        data = tomllib.loads(config.read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError):
+        data = toml_loads(config.read_text(encoding="utf-8"))  # bounded: a file nested to death reads as none
+    except (OSError, ValueError):  # TOMLDecodeError, TooDeepError, UnicodeDecodeError
         return []
     groups = data.get("synonyms") or []  # the same top-level key the agent's config reads
     return [[str(x) for x in g] for g in groups if isinstance(g, list)]

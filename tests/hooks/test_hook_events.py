@@ -213,8 +213,9 @@ class _Sleep(ToolArgs):
     ("raise RuntimeError('hook exploded 爆炸')", "failed", "hook exploded 爆炸"),
     ("print('this is not json {')", "bad_output", "not a JSON object"),
     ("print(json.dumps([1, 2]))", "bad_output", "not a JSON object"),
+    ("print('[' * 20000 + ']' * 20000)", "bad_output", "not a JSON object"),  # deep, under the output cap
     ("sys.exit(3)", "failed", "exit 3"),
-], ids=["timeout", "crash", "garbage", "json-not-object", "exit-3"])
+], ids=["timeout", "crash", "garbage", "json-not-object", "json-20000-deep", "exit-3"])
 def test_a_failing_hook_is_reported_and_never_kills_the_turn(hooked_agent, hook_script, repo: Path,
                                                              body: str, outcome: str, said: str) -> None:
     hook = hook_script("bad", body)

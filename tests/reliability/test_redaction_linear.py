@@ -80,3 +80,50 @@ def test_the_issue_case_through_the_session_log(tmp_path) -> None:
     log.close()
     assert ev.assistant.text.startswith("token=") and ev.assistant.text.count(REDACTED) <= 1
     assert "abcd1234efgh5678" not in ev2.assistant.text and ev2.assistant.text.count(REDACTED) == reply.count("abcd1234efgh5678")
+
+
+# Every rule of context/data/secret_rules.toml alone, on what makes its own pattern work hardest: its
+# keywords repeated (bare, with `=`, with a name after), its example repeated, cut short and halved —
+# a rule that rescans from each candidate (gitleaks' nuget-config-password did: `(.{8,})\"`) grows 64×.
+RULE_SMALL = 8_000
+_RULE_CHILD = """
+import json, sys, time
+from ctxagent.context.floor.secret_rules import rules
+small, growth = int(sys.argv[1]), int(sys.argv[2])
+def seeds(rule):
+    out = {}
+    for k in rule.keywords[:3]:
+        out["kw " + k], out["kw= " + k], out["kw_ " + k] = k, k + "=", k + "_a "
+    out["example"], out["example cut"], out["example half"] = rule.example, rule.example[:-2], rule.example[:len(rule.example) // 2]
+    return {name: seed for name, seed in out.items() if seed}
+for rule in rules():
+    worst = None
+    for name, seed in seeds(rule).items():
+        t = []
+        for n in (small, small * growth):
+            text = (seed * (n // len(seed) + 1))[:n]
+            t0 = time.process_time(); rule.matches(text); t.append(time.process_time() - t0)
+        if worst is None or t[1] > worst[2]:
+            worst = (name, t[0], t[1])
+    print(json.dumps({rule.id: worst}), flush=True)
+"""
+
+
+def test_every_secret_rule_alone_costs_linear_time() -> None:
+    from ctxagent.context.floor.secret_rules import rules
+
+    proc = subprocess.Popen([sys.executable, "-W", "ignore", "-c", _RULE_CHILD, str(RULE_SMALL), str(GROWTH)],
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        out, _ = proc.communicate(timeout=BUDGET)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, _ = proc.communicate()
+    worst: dict[str, list] = {}
+    for line in out.splitlines():
+        worst.update(json.loads(line))
+    unfinished = [r.id for r in rules() if r.id not in worst]
+    assert not unfinished, f"these rules did not finish in {BUDGET} s: {unfinished[:5]}"
+    slow = {rid: (name, round(big / max(small, FLOOR), 1)) for rid, (name, small, big) in worst.items()
+            if big / max(small, FLOOR) > SLACK}
+    assert not slow, f"{GROWTH}× the text cost more than {SLACK}× the time: {slow}"

@@ -17,6 +17,14 @@ OTHER_SECRETS = [
     "ghp_1234567890abcdefghijklmnopqrstuvwxyz12",  # GitHub token shape
     "sk-ant-api03-" + "Q" * 80,  # another Anthropic-shaped key
 ]
+# issue 30's shapes, as they stand in a file (text, what must not be found)
+NEW_SHAPES = [
+    ("vault login hvs.CAESIJ2bq8XmX0eXxQ9Zr3Kt7Ld1Wq5", "CAESIJ2bq8XmX0eXxQ9Zr3Kt7Ld1Wq5"),
+    ("notify https://hooks.slack.com/services/T024BE7LD/B01ABCDEF12/Xy7Zq3Wv9Tr5Ps1Nm4Lk8Jh2", "Xy7Zq3Wv9Tr5Ps1Nm4Lk8Jh2"),
+    ("mysqldump --password s3cretPw9x appdb", "s3cretPw9x"),
+    ("ci-bot,AKIA5J3XQW7PLM2RT8ZB,9dQm2Lx7Vb4Nc8Zr1Tw6Yp3Ks5Hf0Jg+Ue2Ai7Ob", "9dQm2Lx7Vb4Nc8Zr1Tw6Yp3Ks5Hf0Jg+Ue2Ai7Ob"),
+    ("split sk-ant-api03-Zq9x\u200bY8wV7uT6sR5qP4oN3mL2kJ1iH0gF", "Y8wV7uT6sR5qP4oN3mL2kJ1iH0gF"),
+]
 
 
 def _scan(root: Path, needles: list[str]) -> list[str]:
@@ -34,7 +42,8 @@ def test_no_key_reaches_any_state_file(tmp_path: Path, _isolated_home: Path) -> 
     subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
     # a file that echoes the configured keys, plus key-shaped strings, large enough to be spilled
     (repo / "creds.txt").write_text(
-        f"anthropic={ANTHROPIC_KEY}\nopenai={OPENAI_KEY}\n" + "\n".join(OTHER_SECRETS) + "\n" + "filler line\n" * 5000
+        f"anthropic={ANTHROPIC_KEY}\nopenai={OPENAI_KEY}\n" + "\n".join(OTHER_SECRETS) + "\n"
+        + "\n".join(text for text, _ in NEW_SHAPES) + "\n" + "filler line\n" * 5000, encoding="utf-8"
     )
     script = [
         {"tool_calls": [{"name": "shell", "arguments": {"command": "env | grep -i api_key; cat creds.txt"}}]},
@@ -53,7 +62,7 @@ def test_no_key_reaches_any_state_file(tmp_path: Path, _isolated_home: Path) -> 
     state = repo / ".ctxagent"
     assert (state / "sessions").is_dir() and (state / "memory.db").exists()
     assert list((state / "spill").glob("**/*")), "the big output should have been spilled"
-    needles = [ANTHROPIC_KEY, OPENAI_KEY, *OTHER_SECRETS]
+    needles = [ANTHROPIC_KEY, OPENAI_KEY, *OTHER_SECRETS, *(needle for _, needle in NEW_SHAPES)]
     assert _scan(state, needles) == []
     assert _scan(_isolated_home, needles) == []
     assert "[redacted]" in "".join(p.read_text(errors="replace") for p in (state / "sessions").glob("*.jsonl"))

@@ -25,7 +25,6 @@ being written, is counted apart).
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterator
 from datetime import datetime
@@ -33,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from ctxagent.agent.bench.readers import SourceEvent, Trajectory, block_text
+from ctxagent.context.floor import bounded_json
 
 TORN = "claude-code:torn_last_line"  # a last line without its newline: the transcript is still being written
 
@@ -48,7 +48,7 @@ def read_transcript(path: Path) -> tuple[list[str], bool]:
     if torn:
         head, _, last = data.rpartition(b"\n")
         try:  # a last line that parses was complete, only its newline missing (an editor, a copy)
-            json.loads(last)
+            bounded_json.loads(last, bounded_json.LOG_DEPTH)
             torn = False
         except ValueError:
             data = head
@@ -79,7 +79,7 @@ def compaction_usage(lines: list[str]) -> dict[str, Any] | None:
     used: the transcript records the first streamed chunk's count, not the summary's."""
     for raw in lines:
         try:
-            rec = json.loads(raw)
+            rec = bounded_json.loads(raw, bounded_json.LOG_DEPTH)  # a line too deep is skipped like bad JSON
         except ValueError:
             continue
         msg = rec.get("message") if isinstance(rec, dict) and rec.get("type") == "assistant" else None
@@ -125,7 +125,7 @@ def parse_claude_code(lines: list[str], run_id: str = "session", sidechain: bool
         if not raw.strip():
             continue
         try:
-            rec = json.loads(raw)
+            rec = bounded_json.loads(raw, bounded_json.LOG_DEPTH)  # a line too deep is skipped like bad JSON
         except ValueError:
             sk["claude-code:bad_json_line"] += 1
             continue
