@@ -267,7 +267,7 @@ def endpoint_for(config: Config, label: str) -> Endpoint:
 
     provider, _, model = label.partition(":")
     spec = specs.find(provider)
-    base = spec.credentials(config)[1] if spec is not None else config.base_url
+    base = specs.key_url(spec, config) if spec is not None else None
     return Endpoint(provider, model, public_url(base))
 
 
