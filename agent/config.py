@@ -43,7 +43,7 @@ from ctxagent.context.floor.state_paths import check_state_dir, project_state_di
 from ctxagent.context.monitor import DEFAULT_THRESHOLDS
 from ctxagent.context.prompt_cache import CACHE_TTLS
 from ctxagent.context.strategies import STRATEGIES
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 # Each provider's key and base URL fields are named by its ProviderSpec (providers/specs.py); they
 # are declared below because the model is static (tests/test_providers_specs.py checks they agree).
@@ -55,7 +55,7 @@ SANDBOX_MODES = ("workspace-write", "read-only", "off")
 HOOK_EVENTS = ("pre_tool", "post_tool", "user_prompt", "pre_compact", "session_start", "stop", "context_threshold")
 SANDBOX_KEYS = ("sandbox", "sandbox_network", "sandbox_env", "sandbox_writable", "sandbox_hidden")
 # Filled in by the loader, never read from a file.
-_INTERNAL_FIELDS = frozenset({"sources", "origins", "ignored_keys"})
+_INTERNAL_FIELDS = frozenset({"sources", "origins", "ignored_keys", "base_url_provider"})
 
 Fraction = Annotated[float, Field(gt=0, le=1)]
 # Literal over the one tuple that defines each set (a tuple subscript is the same as listing them).
@@ -88,7 +88,11 @@ class Config(BaseModel):
     model_config = ConfigDict(strict=True, extra="forbid", validate_default=False)
 
     model: str | None = None  # "anthropic:claude-sonnet-4-5", "openai:gpt-5-mini", "scripted:PATH"
-    base_url: str | None = None  # overrides the provider's base URL (OpenAI-compatible servers)
+    base_url: str | None = None  # the session's own provider's URL (OpenAI-compatible servers): providers/specs.py key_url
+    # The provider `base_url` is for: the one `model` names when the config is made (None: the provider
+    # local servers speak). Bound once: a sub-agent, a summary, /model or a resume on another provider
+    # never takes the generic URL (and so never sends it their key). Never read from a file.
+    base_url_provider: str | None = None
     anthropic_api_key: str | None = None
     openai_api_key: str | None = None
     anthropic_base_url: str | None = None
@@ -146,6 +150,15 @@ class Config(BaseModel):
     @classmethod
     def _one_or_many(cls, value: Any) -> Any:
         return {k: hook_list(v) for k, v in value.items()} if isinstance(value, dict) else value
+
+    @model_validator(mode="after")
+    def _bind_base_url(self) -> Config:
+        """`base_url` belongs to the provider of the model it came with (providers/specs.py key_url)."""
+        if self.base_url and self.base_url_provider is None:
+            from ctxagent.agent.providers.registry import provider_named  # only with a base URL: its registry
+
+            self.base_url_provider = provider_named(self.model)
+        return self
 
     def redacted(self) -> dict[str, Any]:
         d = self.model_dump()
@@ -212,6 +225,7 @@ def _describe(exc: ValidationError, where: str) -> str:
 def _apply(cfg: Config, values: dict[str, Any], where: str) -> Config:
     """`cfg` with one layer's values on top, validated; the error names `where` and the key."""
     merged = {**cfg.model_dump(), **values}
+    merged.pop("base_url_provider", None)  # bound again to the model of the layers so far
     if isinstance(values.get("budget"), dict):  # slice fractions from every layer add up
         merged["budget"] = {**cfg.budget, **values["budget"]}
     if isinstance(values.get("synonyms"), list):  # so do synonym groups

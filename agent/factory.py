@@ -58,7 +58,7 @@ def default_model(config: Config) -> str | None:
     if config.base_url:
         return None
     for spec in specs.providers():
-        if spec.start_model and spec.credentials(config)[0]:
+        if spec.start_model and specs.credentials_for(config, spec).key:
             return f"{spec.name}:{spec.start_model}"
     return None
 
@@ -73,7 +73,7 @@ def resolve_model(config: Config) -> tuple[str, ModelInfo]:
     provider, model = parse_model_name(name)
     label = f"{provider}:{model}"
     spec = specs.get(provider)
-    listed = catalogue.load(provider, spec.credentials(config)[1]).models if spec.list_models else {}
+    listed = catalogue.load(provider, specs.key_url(spec, config)).models if spec.list_models else {}
     info = model_info(provider, model, default_window=config.default_window, catalogue=listed)
     problem = lifecycle_problem(info, label)
     if problem is not None and problem[0] == "retired":
@@ -82,8 +82,10 @@ def resolve_model(config: Config) -> tuple[str, ModelInfo]:
 
 
 def provider_for(config: Config, label: str, max_tokens: int) -> Provider:
-    key, base = specs.get(parse_model_name(label)[0]).credentials(config)
-    return make_provider(label, api_key=key, base_url=base, max_tokens=max_tokens)
+    """The provider for `label` ("provider:model", or a name parse_model_name reads) under `config`: its
+    key, to the URL the rule gives that provider (specs.credentials_for) — the session's model, a
+    sub-agent's, a summary's and a warm-up's alike."""
+    return make_provider(label, specs.credentials_for(config, parse_model_name(label)[0]), max_tokens=max_tokens)
 
 
 def check_strategy(strategy: str, label: str) -> None:
@@ -159,7 +161,8 @@ def default_registry(*, memory: bool = True) -> ToolRegistry:
 
 
 def subagent_model(config: Config, label: str) -> str:
-    """The `task` tool's default model: `subagent_model` ("cheaper": the session model's cheaper sibling)."""
+    """The model every sub-agent runs on: `subagent_model` ("cheaper": the session model's cheaper
+    sibling), else the session's `label`. The user's config says it; a `task` call never does."""
     if config.subagent_model == "cheaper":
         provider_name, model = parse_model_name(label)
         return f"{provider_name}:{cheaper_sibling(provider_name, model)}"

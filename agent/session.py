@@ -48,15 +48,19 @@ def list_sessions(root: Path) -> list[Path]:
 
 
 def resolve_session(root: Path, ref: str | None) -> Path:
-    """A session by id, unique id prefix, or path; the latest when `ref` is empty or "--last"."""
+    """A session by id, unique id prefix, or path; the latest when `ref` is empty or "--last".
+
+    Only this repository's logs: whatever `ref` names must lie in its `.ctxagent/sessions/` (a path
+    inside it, a link resolved; an id never walks out with `..`). Any other file — a tracked "demo
+    session", another repository's log — is refused (HistoryError), never read or written."""
     check_state_dir(root)
     if ref and ref not in ("--last", "last"):
         p = Path(ref)
         if p.suffix == ".jsonl" and p.exists():
-            return p
+            return _own_log(root, p, ref)
         for exact in (sessions_dir(root) / f"{ref}.jsonl", sessions_dir(root) / SUBAGENTS_FOLDER / f"{ref}.jsonl"):
             if exact.exists():  # a sub-agent's log (agent/subagents/) is found by its exact id
-                return exact
+                return _own_log(root, exact, ref)
         matches = [s for s in list_sessions(root) if s.stem.startswith(ref)]
         if len(matches) == 1:
             return matches[0]
@@ -67,6 +71,56 @@ def resolve_session(root: Path, ref: str | None) -> Path:
     if not all_sessions:
         raise HistoryError(f"no sessions yet under {sessions_dir(root)}")
     return all_sessions[-1]
+
+
+def _own_log(root: Path, path: Path, ref: str) -> Path:
+    """`path`, when it is a log file inside this repository's sessions folder; else a HistoryError."""
+    folder = sessions_dir(root).resolve()
+    real = path.resolve()
+    if not real.is_relative_to(folder) or real.suffix != ".jsonl" or not real.is_file():
+        raise HistoryError(f"{ref!r} is not one of this repository's sessions: ctxagent opens only the logs in "
+                           f"{sessions_dir(root)} (name one by its id, or by a path inside that folder)")
+    return real
+
+
+def is_subagent_log(root: Path, path: Path) -> str | None:
+    """The parent session's id when the log at `path` is a sub-agent's (kept under `sessions/subagents/`,
+    or its start names the parent's call); else None. Such a log is resumable only as a sub-agent's:
+    its "user" message is the parent model's prompt, never the user's words."""
+    start = _first_start(path)
+    parent = str(start.get("parent") or "") or "?"
+    if start.get("parent_call") or path.resolve().parent == (sessions_dir(root) / SUBAGENTS_FOLDER).resolve():
+        return parent
+    return None
+
+
+MAX_START_BYTES = 1 << 20  # of a log's first line, read to tell a sub-agent's log
+
+
+def _first_start(path: Path) -> dict[str, object]:
+    """The data of the log's first event when it is its `session_start` (where every log begins); {} else."""
+    from ctxagent.context.floor import bounded_json
+
+    try:
+        with path.open("rb") as fh:
+            line = fh.readline(MAX_START_BYTES).decode("utf-8")
+        event = bounded_json.loads(line, bounded_json.LOG_DEPTH)
+    except (OSError, ValueError):
+        return {}
+    data = event.get("data") if isinstance(event, dict) and event.get("kind") == SessionStartData.KIND else None
+    return data if isinstance(data, dict) else {}
+
+
+def resume_target(root: Path, ref: str) -> Path:
+    """The log `--resume REF` (`--continue`, /resume, ACP's session/load, `ctxagent compact`) may open for
+    writing: one of this repository's own sessions (`resolve_session`), never a sub-agent's."""
+    path = resolve_session(root, ref)
+    parent = is_subagent_log(root, path)
+    if parent is not None:
+        raise HistoryError(f"session {path.stem} is a sub-agent's (started by session {parent}): it is not "
+                           "resumed as your own, since its prompt was the parent model's, not yours; resume "
+                           f"{parent} (ctxagent --resume {parent}), or read it with `ctxagent inspect {path.stem}`")
+    return path
 
 
 def session_model(log: SessionLog) -> str | None:
@@ -105,7 +159,8 @@ class Session:
 
 def open_session(root: Path, config: Config, resume: str | None = None, *, parent: str | None = None,
                  keep_model: bool = False, keep_mode: bool = False) -> Session:
-    """A new session, or the one `resume` names ("" = the latest).
+    """A new session, or the one `resume` names ("" = the latest): one of this repository's own, never a
+    sub-agent's (`resume_target`, checked before anything is created or locked).
 
     `keep_model`: a resumed session keeps its own model (`session_model`: the one it last ran with, a
     /model switch included) — what `--resume` / `--continue` and the app's /resume ask for unless the
@@ -120,6 +175,7 @@ def open_session(root: Path, config: Config, resume: str | None = None, *, paren
     HistoryError naming the first.
     """
     root = root.resolve()
+    target = resume_target(root, resume) if resume is not None else None  # refused before anything is written
     state = ensure_state_dir(root)
     try:
         (state / "sessions").mkdir(exist_ok=True)
@@ -127,8 +183,8 @@ def open_session(root: Path, config: Config, resume: str | None = None, *, paren
         raise StateDirError(f"cannot create {state / 'sessions'}: {describe_os_error(exc)}") from exc
     sanitize = Sanitizer(config.secrets())
     try:
-        if resume is not None:
-            log = SessionLog.open(resolve_session(root, resume), sanitize=sanitize)
+        if target is not None:
+            log = SessionLog.open(target, sanitize=sanitize)
         else:
             session_id = new_session_id()
             path = sessions_dir(root) / f"{session_id}.jsonl"
@@ -249,7 +305,7 @@ def endpoint_for(config: Config, label: str) -> Endpoint:
 
     provider, _, model = label.partition(":")
     spec = specs.find(provider)
-    base = spec.credentials(config)[1] if spec is not None else config.base_url
+    base = specs.key_url(spec, config) if spec is not None else None
     return Endpoint(provider, model, public_url(base))
 
 

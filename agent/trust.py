@@ -3,10 +3,11 @@ and what an untrusted one may not set.
 
 A repository's `.ctxagent/config.toml` and `.mcp.json` (`TRUSTED_FILES`) are untrusted input: a cloned
 repository could ship one (git refuses nothing) that turns permissions off, points the API at another
-server (and so hands it the key), or names a program to run. Such keys (`SENSITIVE_KEYS`, and a model
-of a provider whose spec gives an `untrusted_reason`, such as `scripted:`) are ignored from the
+server (and so hands it the key), or names a program to run. Such keys (`SENSITIVE_KEYS`) are ignored from the
 repository layer unless the user trusted that file's content — like other agents' trusted-folder
-prompt. Values that can only make ctxagent do less (`permission_mode = "ask"`, `summary_model =
+prompt. A model of a provider whose spec gives an `untrusted_reason` (`scripted:`, in `model`,
+`summary_model` or `subagent_model`) is never taken from a repository, trusted or not: the scripted
+model is for tests and the demo. Values that can only make ctxagent do less (`permission_mode = "ask"`, `summary_model =
 "none"`, `sandbox = "read-only"`) apply anyway. The user's own config file, the environment and flags
 are always trusted.
 
@@ -80,6 +81,7 @@ SENSITIVE_KEYS: dict[str, str] = {
     "hooks": "names programs ctxagent would run on events (tool calls, prompts, the end of a turn)",
     "shell_timeout": "changes how long commands may run",
     "summary_model": "sends the conversation to a model the repository chose",
+    "subagent_model": "sends the conversation to a model the repository chose",
     "sandbox": "changes what commands may write",
     "sandbox_network": "changes whether commands reach the network",
     "sandbox_env": "passes more of your environment to commands",
@@ -129,8 +131,17 @@ def harmless(key: str, value: object) -> bool:
     return any(type(value) is type(h) and value == h for h in HARMLESS_VALUES.get(key, ()))
 
 
+# The keys that name a model: one whose provider has an `untrusted_reason` (a scripted model) is never
+# taken from a repository.
+MODEL_KEYS = ("model", "summary_model", "subagent_model")
+
+
 def user_only(key: str, value: object) -> str | None:
     """Why no repository may set `key` to `value` (None: a repository may, once trusted)."""
+    if key in MODEL_KEYS and isinstance(value, str):
+        provider = specs.provider_of_model(value)
+        if provider is not None and provider.untrusted_reason:
+            return provider.untrusted_reason
     return next((why for k, test, why in USER_ONLY if k == key and test(value)), None)
 
 
@@ -264,9 +275,6 @@ def split_untrusted(values: Mapping[str, Any], root: str | os.PathLike[str], sou
             ignored.append(IgnoredKey(key, source, never, user_only=True))
             continue
         reason = None if trusted else SENSITIVE_KEYS.get(key)
-        provider = specs.provider_of_model(value) if key == "model" and isinstance(value, str) else None
-        if not trusted and provider is not None and provider.untrusted_reason:
-            reason = provider.untrusted_reason
         if harmless(key, value):
             reason = None
         if reason is None:

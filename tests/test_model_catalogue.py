@@ -14,7 +14,9 @@ from pathlib import Path
 import anthropic
 import openai
 import pytest
+from ctxagent.agent.config import Config
 from ctxagent.agent.providers import catalogue
+from ctxagent.agent.providers.specs import Credentials, credentials_for
 from ctxagent.agent.scripted.server import ScriptedServer
 
 MODELS = [
@@ -54,9 +56,14 @@ def test_openai_sdk_reads_the_catalogue() -> None:
         assert len(srv.catalogue_requests) == 3 and srv.requests == []
 
 
+def _creds(provider: str, key: str, base: str) -> Credentials:
+    """`provider`'s key bound to `base` the way a user binds it: that provider's own base URL setting."""
+    return credentials_for(Config.model_validate({f"{provider}_api_key": key, f"{provider}_base_url": base}), provider)
+
+
 def test_fetch_caches_without_the_key(_isolated_home: Path) -> None:
     with ScriptedServer({"turns": [], "models": MODELS}) as srv:
-        cat = catalogue.fetch("anthropic", "sk-ant-secret-key-123456", srv.base_url)
+        cat = catalogue.fetch(_creds("anthropic", "sk-ant-secret-key-123456", srv.base_url))
         assert cat.error == "" and set(cat.models) == {m["id"] for m in MODELS}
         assert cat.models["claude-brand-new"].window == 2_000_000
         assert cat.models["claude-gone"].lifecycle == "retired" and cat.models["claude-gone"].dated is False
@@ -66,9 +73,9 @@ def test_fetch_caches_without_the_key(_isolated_home: Path) -> None:
         again = catalogue.load("anthropic", srv.base_url)
         assert again.models == cat.models and again.fresh()
         # fresh: a second start does not ask again
-        catalogue.refresh_if_stale("anthropic", "k", srv.base_url)
+        catalogue.refresh_if_stale(_creds("anthropic", "k", srv.base_url))
         assert len(srv.catalogue_requests) == 1
-        openai_cat = catalogue.fetch("openai", "k", srv.base_url)
+        openai_cat = catalogue.fetch(_creds("openai", "k", srv.base_url))
         assert openai_cat.models["claude-on-the-way-out"].retires == dt.date(2099, 1, 31)
         assert openai_cat.models["claude-sonnet-5-5"].lifecycle == ""  # OpenAI's list says nothing more
 
@@ -82,7 +89,7 @@ def _closed_port() -> int:
 def test_offline_is_never_fatal_and_not_retried_at_once() -> None:
     base = f"http://127.0.0.1:{_closed_port()}"
     started = time.monotonic()
-    cat = catalogue.refresh_if_stale("anthropic", "k", base, timeout=1.0)
+    cat = catalogue.refresh_if_stale(_creds("anthropic", "k", base), timeout=1.0)
     assert cat.models == {} and "Connection" in cat.error and cat.failed_at is not None
     assert catalogue.load("anthropic", base).fresh()  # the failure is remembered: the next start does not wait
     assert time.monotonic() - started < 30  # bounded by the timeout, not hanging
@@ -108,13 +115,13 @@ def test_a_garbled_catalogue_and_a_corrupt_cache_are_not_fatal(_isolated_home: P
     try:
         base = f"http://127.0.0.1:{httpd.server_address[1]}"
         for provider in ("anthropic", "openai"):
-            cat = catalogue.fetch(provider, "k", base)
+            cat = catalogue.fetch(_creds(provider, "k", base))
             assert cat.models == {} and cat.error, provider
     finally:
         httpd.shutdown()
         httpd.server_close()
     with ScriptedServer({"turns": [], "models": MODELS}) as srv:
-        catalogue.fetch("anthropic", "k", srv.base_url)
+        catalogue.fetch(_creds("anthropic", "k", srv.base_url))
     path = catalogue.cache_path("anthropic", srv.base_url)
     path.write_text("{not json")
     assert catalogue.load("anthropic", srv.base_url).models == {}

@@ -219,16 +219,22 @@ def test_cheaper_sibling() -> None:
 
 
 def test_make_provider_key_rules(tmp_path: object) -> None:
+    from ctxagent.agent.config import Config
+    from ctxagent.agent.providers.specs import Credentials, credentials_for
+
     with pytest.raises(ConfigError, match="set ANTHROPIC_API_KEY"):
-        make_provider("anthropic:claude-haiku-4-5", api_key=None, base_url=None)
+        make_provider("anthropic:claude-haiku-4-5")
     with pytest.raises(ConfigError, match="set ANTHROPIC_API_KEY"):
-        make_provider("anthropic:claude-haiku-4-5", api_key="", base_url="https://proxy.example.com")
+        make_provider("anthropic:claude-haiku-4-5", Credentials("anthropic", "https://proxy.example.com"))
     with pytest.raises(ConfigError, match=r"set OPENAI_API_KEY, or use --base-url"):
-        make_provider("gpt-5-mini", api_key=None, base_url=None)
-    a = make_provider("claude-haiku-4-5", api_key="sk-ant-x", base_url=None, max_tokens=1234)
+        make_provider("gpt-5-mini", Credentials("openai"))
+    keyed = credentials_for(Config(anthropic_api_key="sk-ant-x"), "anthropic")
+    a = make_provider("claude-haiku-4-5", keyed, max_tokens=1234)
     assert isinstance(a, AnthropicProvider) and a.max_tokens == 1234 and a.base_url == "https://api.anthropic.com"
-    o = make_provider("openai:llama3.1", api_key=None, base_url="http://127.0.0.1:11434")
+    o = make_provider("openai:llama3.1", Credentials("openai", "http://127.0.0.1:11434"))
     assert isinstance(o, OpenAIProvider) and o.base_url == "http://127.0.0.1:11434/v1"
+    with pytest.raises(ConfigError, match="cannot be built with anthropic's credentials"):
+        make_provider("openai:gpt-5-mini", keyed)  # a key goes only to its own provider
 
 
 def test_make_provider_scripted(tmp_path: object) -> None:

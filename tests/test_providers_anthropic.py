@@ -8,6 +8,7 @@ import pytest
 from ctxagent.agent.providers.anthropic import AnthropicProvider, wire_messages
 from ctxagent.agent.providers.protocol import Stop, TextDelta
 from ctxagent.agent.providers.registry import make_provider
+from ctxagent.agent.providers.specs import Credentials
 from ctxagent.agent.scripted.server import ScriptedServer
 from ctxagent.context.errors import AuthError, ContextLengthError
 from ctxagent.context.request import Message, Request, ToolCall, ToolSpec, Usage
@@ -179,7 +180,7 @@ def test_errors_map_to_the_ctxagent_tree() -> None:
 
 def test_make_provider_builds_it_and_needs_a_key_off_loopback() -> None:
     with ScriptedServer([{"text": "hi"}]) as srv:
-        p = make_provider("anthropic:claude-haiku-4-5", api_key=None, base_url=srv.base_url, max_tokens=100)
+        p = make_provider("anthropic:claude-haiku-4-5", Credentials("anthropic", srv.base_url), max_tokens=100)
         assert isinstance(p, AnthropicProvider) and p.model == "claude-haiku-4-5"
         assert [e for e in p.stream(Request("", [Message("user", "x")], [])) if isinstance(e, TextDelta)]
 

@@ -8,6 +8,7 @@ import pytest
 from ctxagent.agent.providers.openai import OpenAIProvider, normalize_base_url, wire_messages
 from ctxagent.agent.providers.protocol import Stop, TextDelta
 from ctxagent.agent.providers.registry import make_provider
+from ctxagent.agent.providers.specs import Credentials
 from ctxagent.agent.scripted.server import ScriptedServer
 from ctxagent.context.errors import AuthError, ConfigError, ModelNotFoundError
 from ctxagent.context.request import Message, Request, ToolCall, ToolSpec, Usage
@@ -119,9 +120,9 @@ def test_errors_map_and_never_echo_the_key() -> None:
 
 def test_make_provider_allows_no_key_with_a_custom_base_url() -> None:
     with pytest.raises(ConfigError, match="set OPENAI_API_KEY"):
-        make_provider("openai:gpt-5.4-mini", api_key=None, base_url=None)
+        make_provider("openai:gpt-5.4-mini")
     with ScriptedServer([{"text": "local model says hi"}]) as srv:
-        p = make_provider("openai:qwen2.5-coder:7b", api_key=None, base_url=srv.base_url)
+        p = make_provider("openai:qwen2.5-coder:7b", Credentials("openai", srv.base_url))
         assert isinstance(p, OpenAIProvider) and p.model == "qwen2.5-coder:7b"
         text = "".join(e.text for e in p.stream(Request("", [Message("user", "x")], [])) if isinstance(e, TextDelta))
         assert text == "local model says hi"

@@ -30,9 +30,8 @@ BASE_URLS = [None, "https://proxy.example.com/v1", "http://10.0.0.7:8000", "http
 def _registry_verdict(label: str, cfg: Config) -> str | None:
     """None when the provider factory builds the provider; else its ConfigError's message."""
     spec = specs.get(parse_model_name(label)[0])
-    key, base = spec.credentials(cfg)
     try:
-        make_provider(label, api_key=key, base_url=base, max_tokens=100)
+        make_provider(label, specs.credentials_for(cfg, spec), max_tokens=100)
     except ConfigError as exc:
         return str(exc)
     return None
@@ -53,7 +52,9 @@ def test_doctor_and_the_factory_apply_the_same_key_rule(spec: specs.ProviderSpec
             assert status == "ok", detail
         else:
             assert (status, detail) == ("warn", refused)  # the same words, from the one rule
-        assert refused == spec.key_problem(spec.start_model, key, base)
+        creds = specs.credentials_for(cfg, spec)  # the session's own provider: the generic URL is its
+        assert (creds.provider, creds.key, creds.base_url) == (spec.name, key, base)
+        assert refused == spec.key_problem(spec.start_model, creds)
         if key:
             assert refused is None
 
@@ -99,7 +100,7 @@ def test_each_built_in_spec_makes_its_own_provider(tmp_path: Path) -> None:
     script.write_text('[{"text": "hi"}]', encoding="utf-8")
     for spec in specs.BUILTIN_PROVIDERS:
         model = str(script) if not spec.uses_registry else spec.start_model
-        provider = spec.make(model, None, "http://127.0.0.1:9", 321)
+        provider = spec.make(model, specs.Credentials(spec.name, "http://127.0.0.1:9"), 321)
         assert provider.name == spec.name and provider.model == model
         assert getattr(provider, "key_env", None) == spec.key_env  # the key named in an authentication error
         assert getattr(provider, "max_tokens", None) == 321
@@ -113,7 +114,7 @@ def test_importing_the_specs_loads_no_sdk() -> None:
     assert out.stdout.strip() == "[]", out.stdout + out.stderr
 
 
-def _echo(model: str, api_key: str | None, base_url: str | None, max_tokens: int | None) -> ScriptedProvider:
+def _echo(model: str, credentials: specs.Credentials, max_tokens: int | None) -> ScriptedProvider:
     provider = ScriptedProvider([{"text": f"echo {model}"}], max_tokens=max_tokens)
     provider.name = "echo"  # a test provider borrowing the scripted one's code
     return provider

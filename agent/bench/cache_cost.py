@@ -187,10 +187,12 @@ class Breakpoints:
     (overhead, system, each tool schema, each message)."""
 
     def __init__(self) -> None:
-        from ctxagent.agent.providers.anthropic import AnthropicProvider
+        from ctxagent.agent.providers.registry import make_provider
+        from ctxagent.agent.providers.specs import Credentials
 
-        # never sends anything: only its `body()` is used, to read the markers the product sets
-        self._provider = AnthropicProvider("bench", api_key="bench-no-key", base_url="http://127.0.0.1:9")
+        # never sends anything (no key, an address nothing answers on): only its `body()` is used, to
+        # read the markers the product sets
+        self._provider: Any = make_provider("anthropic:bench", Credentials("anthropic", "http://127.0.0.1:9"))
 
     def product(self, request: Request) -> list[int]:
         body = self._provider.body(request)

@@ -55,7 +55,7 @@ def model_check(cfg: Config) -> Check:
         return ("warn", "model", f"{exc}")
     provider, model = label.split(":", 1)
     spec = specs.get(provider)
-    key_problem = spec.key_problem(model, *spec.credentials(cfg))
+    key_problem = spec.key_problem(model, specs.credentials_for(cfg, spec))  # its key, where the rule sends it
     if key_problem is not None:
         return ("warn", "model", key_problem)
     problem = lifecycle_problem(info, label)

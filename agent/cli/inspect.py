@@ -116,9 +116,12 @@ def cost_line(events: list[Event]) -> str:
 def wire_body(model: str, request: Request, root: Path | None = None) -> dict[str, Any]:
     """The body `model`'s provider sends for `request`: what a step's sha256 was taken of (its images
     read from the attachment store of `root`, as the step read them)."""
-    from ctxagent.agent.providers.registry import make_provider
+    from ctxagent.agent.providers.registry import make_provider, parse_model_name
+    from ctxagent.agent.providers.specs import Credentials
 
-    provider = make_provider(model, api_key="inspect", base_url="http://127.0.0.1:9", max_tokens=request.max_tokens)
+    # never sent: no key, a loopback address nothing answers on (the body is what a custom server gets)
+    offline = Credentials(parse_model_name(model)[0], "http://127.0.0.1:9")
+    provider = make_provider(model, offline, max_tokens=request.max_tokens)
     if root is not None and hasattr(provider, "attachments"):
         from ctxagent.context.images import ImageReader
         from ctxagent.context.spill import SpillStore
@@ -173,10 +176,13 @@ def cmd_compact(args: argparse.Namespace) -> int:
     extractive summary: `summary_model = "none"` asks for no key and imports no provider SDK. Every
     fallback is said, on stderr and in the compaction record's note. The summary model is the
     session's model, at the base URL the config (or `--base-url`) names: the log never chooses where a
-    key goes (it lives in the repository). When the log recorded another base URL, the conversation would
-    go to a provider the session did not use, so the summary is the extractive one (said) unless the
-    user names the URL with `--base-url`; `--model` names the summary model."""
+    key goes (it lives in the repository). `--base-url` is the session's own provider's URL: a summary
+    model on another provider goes to that provider's URL (providers/specs.py key_url). When the log
+    recorded another base URL, the conversation would go to a provider the session did not use, so the
+    summary is the extractive one (said) unless the user names the URL with `--base-url`; `--model`
+    names the summary model."""
     from ctxagent.agent.parts import Journal
+    from ctxagent.agent.providers.registry import provider_named
     from ctxagent.agent.updates import Notice
     from ctxagent.context.compact import compact_now
 
@@ -185,8 +191,9 @@ def cmd_compact(args: argparse.Namespace) -> int:
     config = load_config(root, {})
     log = SessionLog.load(path)
     endpoint = session_endpoint(log)
-    if args.base_url:
-        config.base_url = args.base_url  # the user's own choice, typed on the command line
+    if args.base_url:  # the user's own choice, typed on the command line: the session's provider's URL
+        config.base_url = args.base_url
+        config.base_url_provider = provider_named(endpoint.label if endpoint is not None else config.model)
     if endpoint is not None:
         config.model = endpoint.label  # the model only: never the log's base URL
         if endpoint.base_url is None:

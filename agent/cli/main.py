@@ -150,6 +150,17 @@ def _scan(parser: argparse.ArgumentParser, argv: list[str]) -> tuple[str | None,
     return None, None
 
 
+def mode_clash(args: argparse.Namespace) -> str | None:
+    """Why `--yes` (yolo) and a `--permission-mode` that is not yolo cannot be given together, or None.
+    Neither wins silently: `--permission-mode plan --yes` must never run edits and commands unasked (a
+    sub-agent's included), nor `--permission-mode ask --yes` skip the questions."""
+    mode = getattr(args, "permission_mode", None)
+    if not getattr(args, "yes", False) or mode in (None, "yolo"):
+        return None
+    return (f"--yes allows edits and commands without asking (yolo mode), and --permission-mode {mode} says "
+            f"otherwise: give one of them (--permission-mode {mode} alone, or --yes alone)")
+
+
 def _command_in(parser: argparse.ArgumentParser, argv: list[str]) -> str | None:
     return _scan(parser, argv)[1]
 
@@ -171,6 +182,9 @@ def main(argv: list[str] | None = None, tui_launcher: Callable[[argparse.Namespa
     if problem:
         parser.error(problem)
     args = parser.parse_args(argv)
+    clash = mode_clash(args)
+    if clash:
+        parser.error(clash)
     args.tui_launcher = tui_launcher
     try:
         return _dispatch(args, tui_launcher)

@@ -25,18 +25,20 @@ def _catalogued() -> list[specs.ProviderSpec]:
 
 def refresh_catalogues(config: Any, *, force: bool = False, only: str | None = None) -> dict[str, Any]:
     """Fetch the catalogue of every provider the config can reach (a key, or a base URL for a local
-    server): when stale, or always with `force`. Never raises; returns provider → Catalogue."""
+    server): when stale, or always with `force`. Each provider is asked at the URL its key may go to
+    (specs.credentials_for): --base-url is the session provider's, never another's. Never raises;
+    returns provider → Catalogue."""
     from ctxagent.agent.providers import catalogue
 
     out: dict[str, Any] = {}
     for spec in _catalogued():
         if only and spec.name != only:
             continue
-        key, base = spec.credentials(config)
-        if not key and not (force and base):
+        creds = specs.credentials_for(config, spec)
+        if not creds.key and not (force and creds.base_url):
             continue  # no key: nothing to ask (a local server is asked only on an explicit --refresh)
         fetch = catalogue.fetch if force else catalogue.refresh_if_stale
-        out[spec.name] = fetch(spec.name, key, base)
+        out[spec.name] = fetch(creds)
     return out
 
 
@@ -80,7 +82,7 @@ def model_rows(config: Any, today: dt.date | None = None) -> list[dict[str, Any]
     registry = load_registry()["models"]
     catalogued = _catalogued()
     listed_by: dict[str, dict[str, Any]] = {
-        s.name: catalogue.load(s.name, s.credentials(config)[1]).models for s in catalogued}
+        s.name: catalogue.load(s.name, specs.key_url(s, config)).models for s in catalogued}
     local = specs.local_provider().name
     names: list[tuple[str, str]] = [(str(e.get("provider") or local), n) for n, e in registry.items()]
     for spec in catalogued:
@@ -174,7 +176,8 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--refresh", action="store_true", help="read each provider's model catalogue now (needs its key)")
     p.add_argument("--all", action="store_true", help="include retired models")
     p.add_argument("--provider", choices=[*(s.name for s in _catalogued()), LOCAL], help="only this provider's models")
-    p.add_argument("--base-url", help="read the catalogue of this server (an OpenAI-compatible one, or a proxy)")
+    p.add_argument("--base-url", help="read the catalogue of this server (an OpenAI-compatible one, or a proxy): "
+                   "the URL of the provider your --model (or config's model) names, else of OpenAI-compatible servers")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.add_argument("--cwd", help="repository whose configuration to use (default: the current directory)")
     p.set_defaults(func=cmd_models)

@@ -33,7 +33,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("script", help="a JSON file: a list of turns, or {\"turns\": [...], \"models\": [...]} (format below)")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=0, help="port (default 0: any free port)")
-    p.add_argument("--record", metavar="FILE", help="append one JSON line per request: {path, body}")
+    p.add_argument("--record", metavar="FILE", help="append one JSON line per request: {path, body, key} (key: a fingerprint of the credential, never the key)")
 
 
 def serve(args: argparse.Namespace) -> int:

@@ -8,7 +8,8 @@ tests the same code path); it is called with a short timeout.
 
 A fetch never fails a start: offline, a bad key or a garbled answer leaves the last good cache (or
 none) and records the failure, so the next attempt waits `RETRY_AFTER_FAILURE` instead of paying
-the timeout again on every run. The cache holds no key, only the base URL the list came from.
+the timeout again on every run. The cache holds no key, only the base URL the list came from. A
+fetch takes the provider's `Credentials` (specs.credentials_for): its key goes where the rule says.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ctxagent.agent.providers.protocol import CatalogueModel
-from ctxagent.agent.providers.specs import NO_KEY, find
+from ctxagent.agent.providers.specs import Credentials, find
 from ctxagent.context.floor.state_paths import user_state_dir
 
 MAX_AGE = 24 * 3600  # a catalogue younger than this is used as is
@@ -80,15 +81,14 @@ def _save(cat: Catalogue) -> None:
         pass  # a read-only state dir costs a refetch next time, nothing more
 
 
-def fetch(provider: str, api_key: str | None, base_url: str | None, *, timeout: float = FETCH_TIMEOUT) -> Catalogue:
+def fetch(credentials: Credentials, *, timeout: float = FETCH_TIMEOUT) -> Catalogue:
     """Ask the provider now and store the answer; on failure keep the old list and record why."""
-    cat = load(provider, base_url)
+    cat = load(credentials.provider, credentials.base_url)
     try:
-        spec = find(provider)
+        spec = find(credentials.provider)
         if spec is None or spec.list_models is None:
             return cat
-        models = spec.list_models(api_key or NO_KEY, base_url, timeout=timeout, max_bytes=CATALOGUE_MAX_BYTES,
-                                  max_models=MAX_MODELS)
+        models = spec.list_models(credentials, timeout=timeout, max_bytes=CATALOGUE_MAX_BYTES, max_models=MAX_MODELS)
     except Exception as exc:  # noqa: BLE001 - offline, bad key, odd server: never fatal
         cat.failed_at, cat.error = time.time(), f"{type(exc).__name__}: {str(exc)[:200]}"
         _save(cat)
@@ -99,11 +99,10 @@ def fetch(provider: str, api_key: str | None, base_url: str | None, *, timeout: 
     return cat
 
 
-def refresh_if_stale(provider: str, api_key: str | None, base_url: str | None, *,
-                     timeout: float = FETCH_TIMEOUT) -> Catalogue:
+def refresh_if_stale(credentials: Credentials, *, timeout: float = FETCH_TIMEOUT) -> Catalogue:
     """The cached catalogue, fetched first when it is old (and the last failure is not recent)."""
-    cat = load(provider, base_url)
-    spec = find(provider)
+    cat = load(credentials.provider, credentials.base_url)
+    spec = find(credentials.provider)
     if cat.fresh() or spec is None or spec.list_models is None:
         return cat
-    return fetch(provider, api_key, base_url, timeout=timeout)
+    return fetch(credentials, timeout=timeout)

@@ -5,7 +5,7 @@ What depends on the provider (its key rule, bare model names, tokenizer family, 
 
     parse_model_name("anthropic:claude-sonnet-5-5") -> ("anthropic", "claude-sonnet-5-5")
     model_info("openai", "gpt-5.4-mini")            -> ModelInfo(window=400000, ...)
-    make_provider("openai:qwen2.5-coder:7b", api_key=None, base_url="http://127.0.0.1:11434")
+    make_provider("openai:qwen2.5-coder:7b", specs.credentials_for(config, "openai"))
     cost_usd(info, usage)                           -> dollars
     cheaper_sibling("anthropic", "claude-opus-5-5") -> "claude-haiku-5-5"
     lifecycle_problem(info, "anthropic")            -> None | ("deprecated" | "retired", message)
@@ -134,6 +134,17 @@ def parse_model_name(s: str) -> tuple[str, str]:
     raise ConfigError(
         f"cannot tell the provider of model {s!r}: write {_examples(s)} "
         f"({local}: also serves Ollama, vLLM, llama.cpp and LM Studio with --base-url)")
+
+
+def provider_named(model: str | None) -> str | None:
+    """The provider of a model name as `parse_model_name` reads it; None for no name, or one no
+    provider owns (what agent/config.py binds the generic base URL to)."""
+    if not (model or "").strip():
+        return None
+    try:
+        return parse_model_name(str(model))[0]
+    except ConfigError:
+        return None
 
 
 def _candidates(model: str) -> list[str]:
@@ -320,13 +331,19 @@ def cheaper_sibling(provider: str, model: str) -> str:
     return str(sibling)
 
 
-def make_provider(model_name: str, *, api_key: str | None = None, base_url: str | None = None,
+def make_provider(model_name: str, credentials: specs.Credentials | None = None, *,
                   max_tokens: int | None = None) -> Provider:
-    """A ready provider for `provider:model`. Raises ConfigError when its spec's key rule is not met
-    (`ProviderSpec.key_problem`: the rule `ctxagent doctor` checks too)."""
+    """A ready provider for `provider:model`, with that provider's credentials (specs.credentials_for:
+    its key bound to the URL it may go to; None: no key, its own URL). Raises ConfigError when they are
+    another provider's, or when its spec's key rule is not met (`ProviderSpec.key_problem`: the rule
+    `ctxagent doctor` checks too)."""
     provider, model = parse_model_name(model_name)
     spec = specs.get(provider)
-    problem = spec.key_problem(model, api_key, base_url)
+    credentials = credentials if credentials is not None else specs.Credentials(spec.name)
+    if credentials.provider != spec.name:
+        raise ConfigError(f"{spec.name}:{model} cannot be built with {credentials.provider}'s credentials: "
+                          "a key goes only to its own provider")
+    problem = spec.key_problem(model, credentials)
     if problem is not None:
         raise ConfigError(problem)
-    return spec.make(model, api_key, base_url, max_tokens)
+    return spec.make(model, credentials, max_tokens)

@@ -1,10 +1,20 @@
-"""One `ProviderSpec` per provider: everything ctxagent decides by provider name, in one record.
+"""One `ProviderSpec` per provider: everything ctxagent decides by provider name, in one record — and
+THE rule of where a provider's API key may go (`key_url`, `credentials_for`).
 
     spec = get("anthropic")
-    spec.key_problem("claude-sonnet-5-5", api_key=None, base_url="https://proxy.example.com")
+    creds = credentials_for(config, spec)   -> Credentials: the key and the one URL it may go to
+    spec.key_problem("claude-sonnet-5-5", creds)
         -> "no API key for anthropic:claude-sonnet-5-5: set ANTHROPIC_API_KEY (...)"
-    spec.credentials(config)      -> (key, base URL) the config gives this provider
-    spec.make("claude-sonnet-5-5", api_key="sk-...", base_url=None, max_tokens=8192) -> Provider
+    spec.make("claude-sonnet-5-5", creds, 8192) -> Provider
+
+A key goes only to its own provider's URL, or to a URL the user configured for that provider: its own
+`anthropic_base_url` / `openai_base_url` (ANTHROPIC_BASE_URL / OPENAI_BASE_URL), or the generic
+`base_url` (`--base-url`) when that was given for it — the session's own provider, the one the config's
+model names when the config is loaded (agent/config.py `base_url_provider`; no model: the provider local
+servers speak). A sub-agent, a summary model, `/model` or a resumed log on another provider never takes
+the generic URL. Every provider ctxagent builds, and every catalogue read, takes a `Credentials`, and
+only `credentials_for` makes one that holds a key: a key with a URL the rule does not give it cannot be
+built (tests/agent/test_key_origins.py checks that no module builds a provider or a client otherwise).
 
 The built-in providers are registered with the same `register()` a plugin would call (as simonw/llm
 loads its built-in models through its own plugin hook): adding a provider is one spec. Registration
@@ -32,7 +42,7 @@ KeyRule = Literal["always", "unless-loopback", "unless-base-url"]
 # What the SDKs get when no key is needed: they refuse to start without some key.
 NO_KEY = "not-needed"
 
-MakeProvider = Callable[[str, "str | None", "str | None", "int | None"], "Provider"]
+MakeProvider = Callable[[str, "Credentials", "int | None"], "Provider"]
 ListModels = Callable[..., "list[CatalogueModel]"]
 
 
@@ -47,16 +57,47 @@ def is_loopback(base_url: str | None) -> bool:
     return host == "localhost" or host.startswith("127.") or host == "::1"
 
 
+class Credentials:
+    """A provider's API key, bound to the one base URL it may go to (None: the provider's own URL).
+
+    `Credentials(provider, base_url)` holds no key: for a server that needs none, or a request that is
+    never sent (`ctxagent inspect` rebuilds bodies). One that holds a key is made by `credentials_for`
+    alone, from the config by the rule (`key_url`). Immutable; its repr never shows the key."""
+
+    __slots__ = ("base_url", "key", "provider")
+    provider: str
+    key: str | None
+    base_url: str | None
+
+    def __init__(self, provider: str, base_url: str | None = None) -> None:
+        object.__setattr__(self, "provider", provider)
+        object.__setattr__(self, "key", None)
+        object.__setattr__(self, "base_url", base_url or None)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError("Credentials are immutable: credentials_for makes another")
+
+    def __repr__(self) -> str:
+        return f"Credentials({self.provider!r}, key={'[set]' if self.key else None}, base_url={self.base_url!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Credentials) and (self.provider, self.key, self.base_url) == (
+            other.provider, other.key, other.base_url)
+
+    def __hash__(self) -> int:
+        return hash((self.provider, self.key, self.base_url))
+
+
 @dataclass(frozen=True)
 class ProviderSpec:
     """What ctxagent knows of one provider, besides its wire code (the provider's own module)."""
 
     name: str  # the prefix of `name:model`
     title: str  # how people write it: "Anthropic"
-    make: MakeProvider  # (model, api key, base URL, max_tokens) -> Provider; imports the SDK when called
+    make: MakeProvider  # (model, Credentials, max_tokens) -> Provider; imports the SDK when called
     key_field: str | None = None  # the Config field of its API key; None: it takes none
     key_env: str | None = None  # the environment variable of that key
-    base_url_field: str | None = None  # the Config field of its own base URL (`base_url` overrides it)
+    base_url_field: str | None = None  # the Config field of its own base URL (None: it takes no URL at all)
     base_url_env: str | None = None
     key_rule: KeyRule = "always"
     keyless_hint: str = ""  # the way out that the missing-key message offers, after "or "
@@ -69,12 +110,13 @@ class ProviderSpec:
     summary_sibling: bool = True  # False: summaries need summary_model (no cheaper sibling to ask)
     server_edits: bool = False  # its server does the server-side strategies (anthropic-clear/-compact)
     no_server_edits_note: str = ""  # said when a server-side strategy is asked of it
-    list_models: ListModels | None = None  # (key, base URL, *, timeout, max_bytes, max_models) -> its catalogue
-    untrusted_reason: str = ""  # why a repository's own config may not pick it until trusted ("" : it may)
+    list_models: ListModels | None = None  # (Credentials, *, timeout, max_bytes, max_models) -> its catalogue
+    untrusted_reason: str = ""  # why no repository's config nor tool call may pick it ("": they may)
     images: bool = False  # its models take image input (a registry entry's `images` says otherwise: registry.takes_images)
 
-    def key_problem(self, model: str, api_key: str | None, base_url: str | None) -> str | None:
-        """None when this provider can start with this key and base URL; else what to tell the user."""
+    def key_problem(self, model: str, credentials: Credentials) -> str | None:
+        """None when this provider can start with these credentials; else what to tell the user."""
+        api_key, base_url = credentials.key, credentials.base_url
         if self.key_env is None or api_key:
             return None
         if self.key_rule == "unless-base-url" and base_url:
@@ -86,13 +128,6 @@ class ProviderSpec:
             host = urlsplit(base_url.strip()).hostname or "?"  # the host only: a URL may carry a password
             text += f" ({host} is not a loopback address: only a local server may go without a key)"
         return text + (f", or {self.keyless_hint}" if self.keyless_hint else "")
-
-    def credentials(self, config: Any) -> tuple[str | None, str | None]:
-        """(API key, base URL) that `config` gives this provider; a generic `base_url` wins over its own."""
-        key = getattr(config, self.key_field) if self.key_field else None
-        if self.base_url_field is None:
-            return key, None
-        return key, config.base_url or getattr(config, self.base_url_field)
 
     def owns_bare_name(self, name: str) -> bool:
         return self.bare_names is not None and self.bare_names.match(name) is not None
@@ -150,34 +185,69 @@ def provider_of_model(value: str) -> ProviderSpec | None:
     return find(prefix.strip()) if sep else None
 
 
+# -- where a key may go: THE rule ------------------------------------------------------------------
+
+
+def base_url_owner(config: Any) -> str:
+    """The provider the generic `base_url` was given for: the session's own (agent/config.py binds it
+    when the config is made), else the provider local servers speak."""
+    return str(getattr(config, "base_url_provider", None) or local_provider().name)
+
+
+def key_url(spec: ProviderSpec, config: Any) -> str | None:
+    """The base URL `spec`'s key may go to under `config`; None: the provider's own URL.
+
+    The generic `base_url` (`--base-url`) when it was given for this provider (`base_url_owner`), else
+    the URL the user set for this provider alone (`anthropic_base_url`, OPENAI_BASE_URL, ...), else its
+    own. A provider without a base URL field takes none."""
+    if spec.base_url_field is None:
+        return None
+    if config.base_url and base_url_owner(config) == spec.name:
+        return str(config.base_url)
+    return getattr(config, spec.base_url_field) or None
+
+
+def credentials_for(config: Any, provider: str | ProviderSpec) -> Credentials:
+    """`provider`'s key from `config`, bound to the URL the rule gives it (`key_url`): the one way to
+    get a key to a provider."""
+    spec = get(provider) if isinstance(provider, str) else provider
+    made = Credentials(spec.name, key_url(spec, config))
+    key = getattr(config, spec.key_field, None) if spec.key_field else None
+    if key:
+        object.__setattr__(made, "key", str(key))
+    return made
+
+
 # -- the built-in providers; each constructor imports its SDK only when called ----------------------
 
 
-def _make_anthropic(model: str, api_key: str | None, base_url: str | None, max_tokens: int | None) -> Provider:
+def _make_anthropic(model: str, credentials: Credentials, max_tokens: int | None) -> Provider:
     from ctxagent.agent.providers.anthropic import AnthropicProvider
 
-    return AnthropicProvider(model, api_key=api_key or NO_KEY, base_url=base_url, max_tokens=max_tokens)
+    return AnthropicProvider(model, api_key=credentials.key or NO_KEY, base_url=credentials.base_url,
+                             max_tokens=max_tokens)
 
 
-def _list_anthropic(*args: Any, **kwargs: Any) -> list[CatalogueModel]:
+def _list_anthropic(credentials: Credentials, **kwargs: Any) -> list[CatalogueModel]:
     from ctxagent.agent.providers.anthropic import list_models
 
-    return list_models(*args, **kwargs)
+    return list_models(credentials.key or NO_KEY, credentials.base_url, **kwargs)
 
 
-def _make_openai(model: str, api_key: str | None, base_url: str | None, max_tokens: int | None) -> Provider:
+def _make_openai(model: str, credentials: Credentials, max_tokens: int | None) -> Provider:
     from ctxagent.agent.providers.openai import OpenAIProvider
 
-    return OpenAIProvider(model, api_key=api_key or NO_KEY, base_url=base_url, max_tokens=max_tokens)
+    return OpenAIProvider(model, api_key=credentials.key or NO_KEY, base_url=credentials.base_url,
+                          max_tokens=max_tokens)
 
 
-def _list_openai(*args: Any, **kwargs: Any) -> list[CatalogueModel]:
+def _list_openai(credentials: Credentials, **kwargs: Any) -> list[CatalogueModel]:
     from ctxagent.agent.providers.openai import list_models
 
-    return list_models(*args, **kwargs)
+    return list_models(credentials.key or NO_KEY, credentials.base_url, **kwargs)
 
 
-def _make_scripted(model: str, api_key: str | None, base_url: str | None, max_tokens: int | None) -> Provider:
+def _make_scripted(model: str, credentials: Credentials, max_tokens: int | None) -> Provider:
     from ctxagent.agent.providers.scripted import ScriptedProvider
 
     return ScriptedProvider(model, max_tokens=max_tokens)
@@ -210,6 +280,8 @@ SCRIPTED = ProviderSpec(
     name="scripted", title="scripted", make=_make_scripted,
     uses_registry=False, summary_sibling=False,  # the script holds only the main model's turns
     images=True,  # the loopback server reads both wires' image blocks (agent/scripted/images.py)
+    # for tests and the demo: named by the user's own config, a flag or the demo, never by a repository
+    # (agent/trust.py) nor a tool call (the task tool takes no model)
     untrusted_reason="a scripted model: the repository would choose the tool calls",
 )
 BUILTIN_PROVIDERS = (ANTHROPIC, OPENAI, SCRIPTED)

@@ -13,11 +13,16 @@ Request N (counted across both POST endpoints) gets turn N of the script (format
 `script.py`). A request's image blocks are checked and recorded (`images.py`; `{images}` in a turn's
 text says what came). Catalogue reads consume no turn and are not recorded. The real SDKs talk to
 it unmodified; tests use `ScriptedServer` in a thread.
+
+Every request's credential is kept as a fingerprint, never as the key (`key_print`): a model request's
+record has it as `key`, and `ScriptedServer.credentials` lists it for every request (catalogue reads
+and token counts too), so a test can tell whose key reached the server.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import io
 import json
 import socket
@@ -51,6 +56,11 @@ from ctxagent.agent.scripted.script import (
 from ctxagent.context.floor import bounded_json
 
 
+def key_print(key: str | None) -> str:
+    """A credential's fingerprint ("" for none): what the server keeps of a key it was sent."""
+    return "sha256:" + hashlib.sha256(key.encode("utf-8")).hexdigest()[:16] if key else ""
+
+
 class _Chunked:
     """Chunked transfer encoding, so a dropped connection is visibly an incomplete body."""
 
@@ -78,17 +88,20 @@ class _ScriptState:
         self.requests: list[dict[str, Any]] = []  # {"path", "body"} as received, for tests
         self.catalogue_requests: list[str] = []  # GET /v1/models paths (with query), for tests
         self.count_requests: list[dict[str, Any]] = []  # count_tokens bodies, for tests
+        self.credentials: list[dict[str, str]] = []  # {"method", "path", "key": key_print(...)} of every request
         self.next_index = 0
         self.lock = threading.Lock()
         self.stopping = threading.Event()  # set by stop(): a stalled stream ends its wait
 
     def take(self, path: str, body: Any, server: ServerReply | None = None, beta: str = "",
-             images: list[SeenImage] | None = None) -> tuple[int, Turn | None]:
+             images: list[SeenImage] | None = None, credential: str = "") -> tuple[int, Turn | None]:
         """Record the request and claim its turn: (1-based request number, turn or None past the end).
         With the server's context management asked for, the entry also holds what it did (`server`);
         with images in the request, what they were (`images`: scripted/images.py)."""
         with self.lock:
             entry = {"path": path, "body": body}
+            if credential:
+                entry["key"] = credential  # key_print's fingerprint, never the key
             if images:
                 entry["images"] = [i.record() for i in images]
             if beta:
@@ -133,6 +146,14 @@ class _Handler(BaseHTTPRequestHandler):
 
     # ------------------------------------------------------------ plumbing
 
+    def _credential(self) -> str:
+        """The fingerprint of the key this request carries (x-api-key, or a bearer token), noted for tests."""
+        bearer = (self.headers.get("Authorization") or "").removeprefix("Bearer ").strip()
+        key = key_print(self.headers.get("x-api-key") or bearer)
+        with self.state.lock:
+            self.state.credentials.append({"method": self.command, "path": self.path, "key": key})
+        return key
+
     def _send_json(self, status: int, body: dict[str, Any], headers: dict[str, str] | None = None) -> None:
         data = json.dumps(body, ensure_ascii=True).encode()  # escapes encode whatever the script holds
         self.send_response(status)
@@ -170,6 +191,7 @@ class _Handler(BaseHTTPRequestHandler):
     # ------------------------------------------------------------ routes
 
     def do_GET(self) -> None:  # noqa: N802 - stdlib naming
+        self._credential()
         url = urlsplit(self.path)
         if url.path in ("/", "/health"):
             self._send_json(200, {"ok": True, "turns": len(self.state.turns), "served": self.state.next_index})
@@ -194,6 +216,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(200, wire.model_entry(fmt, found))
 
     def do_POST(self) -> None:  # noqa: N802 - stdlib naming
+        key = self._credential()
         path = self.path.split("?")[0]
         if path.endswith("/messages/count_tokens"):
             self._count_tokens()
@@ -231,7 +254,7 @@ class _Handler(BaseHTTPRequestHandler):
             status, err = wire.error_response(fmt, "bad_request", model="?", tokens=0, message=f"scripted server: {e}")
             self._send_json(status, err)
             return
-        n, turn = self.state.take(path, body, server, self.headers.get("anthropic-beta") or "", images)
+        n, turn = self.state.take(path, body, server, self.headers.get("anthropic-beta") or "", images, key)
         if turn is not None and turn.text:
             turn = dataclasses.replace(turn, text=say_images(turn.text, images))
         model = str(body.get("model", "scripted"))
@@ -355,6 +378,11 @@ class ScriptedServer:
     def count_requests(self) -> list[dict[str, Any]]:
         """Every count_tokens body received so far."""
         return list(self.state.count_requests)
+
+    @property
+    def credentials(self) -> list[dict[str, str]]:
+        """Every request so far, with the fingerprint of the key it carried: {"method", "path", "key"}."""
+        return list(self.state.credentials)
 
     @property
     def catalogue_requests(self) -> list[str]:

@@ -5,6 +5,12 @@ spilled and `read_spill` pages it), a line saying how it stopped, and the handle
 `read_event session=CHILD id=N` opens any of its events, so the details are one call away and
 never in the window by default. A sub-agent that stops at its step limit, its window or an error
 hands back what it has, with that stop reason: the parent's step goes on.
+
+The model never chooses a sub-agent's model (nor so its provider, nor where a key goes): every
+sub-agent runs on the one the user's config names (`subagent_model`, else the session's model). The
+schema offers no `model`; a call that names another one is refused before anything is made or read
+(a `scripted:PATH` model too: no repository file chooses a child's replies, nor answers whether a
+path exists).
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from ctxagent.agent.subagents.child import (
 from ctxagent.context.errors import ContextOverflowError, ToolError
 from ctxagent.tools.contract import FunctionTool, ToolArgs, ToolContext, ToolResult
 from pydantic import Field
+from pydantic.json_schema import SkipJsonSchema
 
 MAX_STEPS_CAP = 200
 # the smallest window a sub-agent can work in: its system prompt and tool schemas (~1.6k tokens), the
@@ -36,7 +43,8 @@ class TaskArgs(ToolArgs):
     description: str = Field(description="short task name")
     prompt: str = Field(description="the whole task; the sub-agent sees nothing else")
     tools: list[str] | None = Field(None, description="tool names (default: read-only)")
-    model: str | None = None
+    # not in the schema: a model that names one anyway is told which model its sub-agents run on
+    model: SkipJsonSchema[str | None] = None
     max_steps: int | None = Field(None, ge=1, le=MAX_STEPS_CAP)
     window: int | None = Field(None, ge=MIN_WINDOW, description=f"its window in tokens (at least {MIN_WINDOW:,})")
 
@@ -68,7 +76,11 @@ def check_spec(args: TaskArgs, side: ParentSide) -> ChildSpec:
         raise ToolError(f"unknown tool(s) for the sub-agent: {', '.join(unknown)}; available: {known}")
     if not args.description.strip() or not args.prompt.strip():
         raise ToolError("a task needs a non-empty description and prompt")
-    model = args.model or side.default_model()
+    model = side.default_model()
+    if args.model is not None and args.model.strip() != model:
+        raise ToolError(f"the sub-agent's model is not the call's to choose: every sub-agent runs on {model}, the "
+                        "model the user's config names (subagent_model, else the session's); call task again "
+                        "without `model`")
     return ChildSpec(description=" ".join(args.description.split())[:100], prompt=args.prompt, tools=names,
                      model=model, max_steps=args.max_steps or DEFAULT_MAX_STEPS, window=args.window)
 

@@ -108,7 +108,9 @@ def test_untrusted_repo_layer_keeps_safe_keys_and_reports_the_rest(tmp_path: Pat
     trust_repo(tmp_path)
     assert is_trusted(tmp_path) and not needs_prompt(tmp_path, cfg.ignored_keys)
     cfg = load_config(tmp_path, {}, env={})
-    assert (cfg.permission_mode, cfg.test_command, cfg.shell_timeout) == ("yolo", "curl x | sh", 9999) and not cfg.ignored_keys
+    assert (cfg.permission_mode, cfg.test_command, cfg.shell_timeout) == ("yolo", "curl x | sh", 9999)
+    # a scripted model is for tests and the demo: never a repository's, trusted or not
+    assert cfg.model is None and [(i.key, i.user_only) for i in cfg.ignored_keys] == [("model", True)]
     assert revoke(tmp_path) and not is_trusted(tmp_path)
 
 

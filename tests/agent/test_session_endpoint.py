@@ -92,14 +92,23 @@ def test_a_resume_keeps_the_model_but_never_takes_the_logs_base_url(work_repo: P
     first = _written(work_repo, cfg)
     assert first.notices == []
     _plant_endpoint(first.log.path, "openai", "gpt-5.4-mini", "https://collector.example/v1")
-    resumed = open_session(work_repo, Config(model="anthropic:claude-sonnet-4-5", base_url=mine,
+    resumed = open_session(work_repo, Config(model="anthropic:claude-sonnet-4-5", openai_base_url=mine,
                                              openai_api_key="sk-test-openai-000000000000000000", memory=False),
                            resume=first.id, keep_model=True)
     assert resumed.config.model == "openai:gpt-5.4-mini"  # the model is the session's …
-    assert resumed.config.base_url == mine  # … the URL the config's
+    assert resumed.config.openai_base_url == mine  # … the URL the config's
     assert resumed.notices == ["this session ran against https://collector.example/v1, now "
                                f"{mine} from your config (the session log never chooses where requests go)"]
     resumed.log.close()
+    # a generic base URL the config gave with an Anthropic model is Anthropic's: the log's OpenAI model
+    # does not take it (nor send it the OpenAI key), it goes to OpenAI's own URL
+    other = open_session(work_repo, Config(model="anthropic:claude-sonnet-4-5", base_url=mine,
+                                           openai_api_key="sk-test-openai-000000000000000000", memory=False),
+                         resume=first.id, keep_model=True)
+    assert other.config.model == "openai:gpt-5.4-mini" and other.config.base_url_provider == "anthropic"
+    assert other.notices == ["this session ran against https://collector.example/v1, now openai's own URL from "
+                             "your config (the session log never chooses where requests go)"]
+    other.log.close()
 
 
 def test_a_resume_on_the_recorded_base_url_says_nothing(work_repo: Path) -> None:

@@ -63,7 +63,9 @@ def test_the_catalogue_overrides_the_registry(repo: Path, scripted_server, ctxag
     refused = ctxagent_run(repo, "-p", "hi", "--model", "anthropic:claude-haiku-5-5", *base)
     assert refused.returncode == 2 and "was retired" in refused.stderr
     assert len(srv.requests()) == 1  # the retired model was never asked
-    listing = ctxagent_run(repo, "models", "--json", "--all", "--base-url", srv.url)
+    # the catalogue Anthropic's URL gave: --base-url is the session provider's (none named: OpenAI-compatible
+    # servers'), so the listing names the URL the user set for Anthropic
+    listing = ctxagent_run(repo, "models", "--json", "--all", env={"ANTHROPIC_BASE_URL": srv.url})
     rows = {r["model"]: r for r in json.loads(listing.stdout)}
     assert rows["anthropic:claude-sonnet-5-5"]["source"] == "both"
     assert rows["anthropic:claude-haiku-5-5"]["lifecycle"] == "retired"

@@ -212,7 +212,10 @@ def loopback() -> Iterator[Any]:
 async def test_cost_after_a_model_switch_prices_each_call_with_its_own_model(tmp_path: Path, loopback: Any) -> None:
     url = loopback([{"text": "answer one " * 40}, {"text": "answer two"}, {"text": "answer three"}], tmp_path)
     repo = make_repo(tmp_path / "repo")
-    config = load_config(repo, {"model": SONNET, "base_url": url, "anthropic_api_key": "sk-ant-test-0000000000",
+    # --base-url is the session's own provider's (Anthropic's): the OpenAI model /model switches to is sent
+    # to the URL the user set for OpenAI (the same loopback server here), never to Anthropic's
+    config = load_config(repo, {"model": SONNET, "base_url": url, "openai_base_url": url,
+                                "anthropic_api_key": "sk-ant-test-0000000000",
                                 "openai_api_key": "sk-test-openai-0000000000", "permission_mode": "yolo"})
     session = open_session(repo, config)
     app = CtxApp(session, create_agent)
