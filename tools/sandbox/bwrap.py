@@ -14,17 +14,21 @@ The file system seen by a command, in mount order (later mounts win):
                                   inside ROOT), `.ctxagent/` read-only; a missing `.ctxagent` gets an
                                   empty read-only tmpfs so a command cannot plant one (its empty
                                   mount point is removed afterwards)
-    --tmpfs ~/.ssh ...            credential stores shown empty (SandboxPolicy.hidden), and ctxagent's
-                                  user-level config (API keys) and state folders
+    --tmpfs ~/.ssh ...            credential stores, other agents' credentials and transcripts and
+                                  shell histories shown empty (SandboxPolicy.hidden), and ctxagent's
+                                  user-level config (API keys) and state folders, and the
+                                  `.ctxagent/` of ctxagent's other projects
 
 and `--unshare-all --unshare-user --disable-userns --cap-drop ALL --die-with-parent --new-session`
-(`--share-net` when the policy allows the network), `--seccomp FD` (tools/sandbox/seccomp.py).
+(`--share-net` when the policy allows the network), `--seccomp FD` (tools/sandbox/seccomp.py: also
+refuses `socket(AF_UNIX)` unless the user's own config allows Unix sockets).
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
+import json
 import os
 import shutil
 import subprocess
@@ -34,7 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ctxagent.context.errors import SandboxUnavailableError, ToolError
-from ctxagent.context.floor.state_paths import STATE_DIR_NAME, user_config_dir, user_state_dir
+from ctxagent.context.floor.state_paths import STATE_DIR_NAME, registry_dir, user_config_dir, user_state_dir
 from ctxagent.tools.confine import PROTECTED_DIRS
 from ctxagent.tools.sandbox.policy import SandboxPolicy, expand
 from ctxagent.tools.sandbox.seccomp import filter_bytes
@@ -175,10 +179,13 @@ def _protected(root: Path, writable: list[str]) -> tuple[list[str], list[Path]]:
 
 
 def _hidden(policy: SandboxPolicy, home: str, root: str) -> list[str]:
-    """Mounts that show the policy's hidden paths, and ctxagent's own user-level folders (the user
-    config may hold API keys; the user state holds other projects' sessions and memory), empty."""
+    """Mounts that show the policy's hidden paths, ctxagent's own user-level folders (the user config
+    may hold API keys; the user state holds the sessions and memory of every project), and the
+    `.ctxagent/` of every other project ctxagent keeps state for (their sessions, spill files and
+    memory), empty."""
     args: list[str] = []
-    for path in [*expand(policy.hidden, home), str(user_config_dir()), str(user_state_dir())]:
+    paths = [*expand(policy.hidden, home), str(user_config_dir()), str(user_state_dir()), *other_state_dirs(root)]
+    for path in paths:
         if not os.path.lexists(path):
             continue
         target = os.path.realpath(path)
@@ -189,6 +196,24 @@ def _hidden(policy: SandboxPolicy, home: str, root: str) -> list[str]:
         elif os.path.isfile(target):
             args += ["--ro-bind", "/dev/null", target]
     return args
+
+
+def other_state_dirs(root: str) -> list[str]:
+    """The `.ctxagent/` folders of the other projects ctxagent made state for (its registry of them,
+    context/floor/state_paths.py), this repository's left out."""
+    out: list[str] = []
+    try:
+        records = list(registry_dir().glob("*.json"))
+    except OSError:
+        return out
+    for record in records:
+        try:
+            project = json.loads(record.read_text("utf-8"))["root"]
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        if isinstance(project, str) and os.path.isabs(project) and os.path.realpath(project) != root:
+            out.append(os.path.join(project, STATE_DIR_NAME))
+    return sorted(set(out))
 
 
 def _toolchains_in_tmp(env: Mapping[str, str]) -> list[str]:
@@ -210,8 +235,8 @@ def _toolchains_in_tmp(env: Mapping[str, str]) -> list[str]:
     return args
 
 
-def _seccomp_fd(fds: list[int]) -> list[str]:
-    data = filter_bytes()
+def _seccomp_fd(fds: list[int], *, unix_sockets: bool = False) -> list[str]:
+    data = filter_bytes(unix_sockets=unix_sockets)
     if data is None:
         return []
     fd = os.memfd_create("ctxagent-seccomp", os.MFD_CLOEXEC)
@@ -249,7 +274,7 @@ def arguments(policy: SandboxPolicy, root: Path, cwd: Path, fds: list[int],
         args += ["--ro-bind", root_s, root_s]
     args += _hidden(policy, home, root_s)
     args += [*NAMESPACES, *(["--share-net"] if policy.network else [])]
-    args += _seccomp_fd(fds)
+    args += _seccomp_fd(fds, unix_sockets=policy.unix_sockets)
     args += ["--chdir", os.path.realpath(cwd)]
     return args, created
 
