@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
-from ctxagent.tools.sandbox.bwrap import arguments, find_bwrap, remove_mount_points
+from ctxagent.tools.sandbox.bwrap import arguments, find_bwrap
 from ctxagent.tools.sandbox.environment import command_env
+from ctxagent.tools.sandbox.persistence import Guard
 from ctxagent.tools.sandbox.policy import SandboxPolicy
 
 SANDBOX_TMP = "/tmp"
@@ -26,7 +27,7 @@ class Launch:
     argv: list[str]
     env: dict[str, str]
     pass_fds: tuple[int, ...] = ()
-    _created: list[Path] = field(default_factory=list)
+    _guard: Guard | None = None
 
     def close_fds(self) -> None:
         """After the process started: the child has its copies."""
@@ -37,10 +38,11 @@ class Launch:
                 pass
         self.pass_fds = ()
 
-    def finish(self) -> None:
-        """After the process ended."""
+    def finish(self) -> list[str]:
+        """After the process ended: what the check after a sandboxed command did (what it moved aside
+        that the command planted; tools/sandbox/persistence.py), one line each."""
         self.close_fds()
-        remove_mount_points(self._created)
+        return self._guard.finish() if self._guard is not None else []
 
 
 def prepare_launch(command: str, cwd: Path, policy: SandboxPolicy, extra_env: Mapping[str, str] | None = None,
@@ -58,9 +60,9 @@ def prepare_launch(command: str, cwd: Path, policy: SandboxPolicy, extra_env: Ma
         env["XDG_CACHE_HOME"] = SANDBOX_CACHE
     fds: list[int] = []
     try:
-        args, created = arguments(policy, cwd, cwd, fds, env)
+        args, protected = arguments(policy, cwd, cwd, fds, env)
     except BaseException:
         for fd in fds:
             os.close(fd)
         raise
-    return Launch([bwrap, *args, "--", "bash", "-c", command], env, tuple(fds), created)
+    return Launch([bwrap, *args, "--", "bash", "-c", command], env, tuple(fds), protected)
