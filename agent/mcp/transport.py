@@ -56,7 +56,7 @@ async def stdio_streams(cfg: McpServerConfig, root: Path, policy: SandboxPolicy,
     command = shlex.join([cfg.command, *cfg.args])
     # `exec`: the server is the shell's process, so closing its stdin and killing its group end it
     line = f"cd {shlex.quote(str((root / cfg.cwd).resolve()))} && exec {command}" if cfg.cwd else f"exec {command}"
-    launch = prepare_launch(line, root, policy)
+    launch = prepare_launch(line, root, policy, server=True)  # lives as long as the session
     # the server's own `env` as written (a token the server needs is the point of it, so it is not
     # filtered like the variables inherited from ctxagent's environment)
     launch.env.update(cfg.env)

@@ -224,11 +224,12 @@ def _seccomp_fd(fds: list[int], *, unix_sockets: bool = False) -> list[str]:
 
 
 def arguments(policy: SandboxPolicy, root: Path, cwd: Path, fds: list[int],
-              env: Mapping[str, str] | None = None) -> tuple[list[str], Guard | None]:
+              env: Mapping[str, str] | None = None, *, server: bool = False) -> tuple[list[str], Guard | None]:
     """bwrap's arguments before `--` for a command in `cwd` with `root` the repository and `env` its
     environment, and (workspace-write) the Guard whose `finish()` must run after the command: it
     removes the mount points bwrap made and moves aside what the command planted
-    (tools/sandbox/persistence.py). File descriptors to pass (the seccomp filter) are appended to `fds`."""
+    (tools/sandbox/persistence.py; `server`: a long-lived server's launch, which gets the mounts but
+    not that check). File descriptors to pass (the seccomp filter) are appended to `fds`."""
     env = env or {}
     home = env.get("HOME") or os.path.expanduser("~")
     root_s = os.path.realpath(root)
@@ -246,7 +247,7 @@ def arguments(policy: SandboxPolicy, root: Path, cwd: Path, fds: list[int],
         args += ["--bind", root_s, root_s]
         for extra in writable[1:]:
             args += ["--bind-try", extra, extra]
-        protected = guard(root_s, writable, home, dict(os.environ))  # git's global config: the user's
+        protected = guard(root_s, writable, home, dict(os.environ), server=server)  # os.environ: the user's git config
         args += protected.args
     else:
         args += ["--ro-bind", root_s, root_s]

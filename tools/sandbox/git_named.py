@@ -16,13 +16,15 @@ whatever the condition: a condition false today, such as `onbranch:`, may hold t
   the rest, words that look like paths (with a `/`, or starting with `.` or `~`). Words are the
   value split at blanks, quotes, shell operators, `=` and `:` (`--config=.pre-commit-config.yaml`,
   an alias's `-c core.pager=./x`), so the reading errs on the side of protecting more;
-- the same kind of words in the hook scripts of the repository's hooks folder (a pre-commit
-  framework hook names `.pre-commit-config.yaml`, a hook that runs `./scripts/check.sh` names it).
+- the same kind of words in the hook scripts of the repository's hooks folder (a hook that runs
+  `./scripts/check.sh` names it), and the config files of the hook manager a hook belongs to
+  (`HOOK_MANAGERS`: pre-commit's `.pre-commit-config.yaml`, lefthook's `lefthook.yml`, ...), whose
+  entries are programs the user's `git commit` runs.
 
 Relative words resolve against the work tree, where git runs hooks, filters and `!` aliases. Only
 paths inside a writable root count (the rest of the file system is read-only anyway). Files and
 folders that exist are kept read-only; a missing include target or hooks folder is masked so a
-command cannot create it. Results are cached per config file by its inode, size and times.
+command cannot create it, and a hook manager's missing config is moved aside if a command makes it. Results are cached per config file by its inode, size and times.
 """
 
 from __future__ import annotations
@@ -52,6 +54,14 @@ MAX_CONFIG_BYTES = 1 << 20  # a larger "config" is protected whole and not read
 MAX_HOOK_BYTES = 1 << 16
 MAX_INCLUDE_DEPTH = 10  # git's own limit
 _WORDS = re.compile(r"[^\s'\"`;&|<>()$=:!,{}]+")
+# Hook managers whose installed hook reads a config file of the work tree that names the programs
+# to run: what their hooks say (how a hook is recognised), and those files.
+HOOK_MANAGERS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "pre-commit": (("pre-commit.com", "hook-impl"), (".pre-commit-config.yaml", ".pre-commit-config.yml")),
+    "lefthook": (("lefthook",), ("lefthook.yml", "lefthook.yaml", ".lefthook.yml", ".lefthook.yaml", "lefthook-local.yml",
+                                 ".lefthook-local.yml", ".config/lefthook.yml", ".config/lefthook.yaml")),
+    "overcommit": (("overcommit",), (".overcommit.yml",)),
+}
 
 
 @dataclass
@@ -62,6 +72,7 @@ class Named:
     dirs: set[str] = field(default_factory=set)  # existing: kept read-only
     missing_files: set[str] = field(default_factory=set)  # include targets that do not exist: masked
     missing_dirs: set[str] = field(default_factory=set)  # a hooks folder that does not exist: masked
+    unmade: set[str] = field(default_factory=set)  # a hook manager's config not there yet: moved aside if made
 
 
 _cache: dict[tuple[str, int, int, int, int, int], list[tuple[str, str]]] = {}
@@ -220,8 +231,18 @@ def _add_hook_words(named: Named, hooks_dir: str, work_tree: str, roots: list[st
         return
     for entry in entries:
         data = None if entry.name.endswith(".sample") else read_head(entry.path, MAX_HOOK_BYTES)
-        if data:
-            _add_files(named, (w for w in words(os.fsdecode(data)) if _pathlike(w)), work_tree, roots, home)
+        if not data:
+            continue
+        text = os.fsdecode(data)
+        _add_files(named, (w for w in words(text) if _pathlike(w)), work_tree, roots, home)
+        for signatures, files in HOOK_MANAGERS.values():
+            if any(sign in text for sign in signatures):
+                for name in files:
+                    path = os.path.join(work_tree, name)
+                    if os.path.isfile(path) and _inside(os.path.realpath(path), roots):
+                        named.files.add(os.path.realpath(path))
+                    elif not os.path.lexists(path) and _inside(path, roots):
+                        named.unmade.add(path)
 
 
 def gitdir_of(dot_git: str) -> str | None:

@@ -46,8 +46,9 @@ class Launch:
 
 
 def prepare_launch(command: str, cwd: Path, policy: SandboxPolicy, extra_env: Mapping[str, str] | None = None,
-                   source_env: Mapping[str, str] | None = None) -> Launch:
-    """The launch of `bash -c command` in `cwd` (the repository root) under `policy`.
+                   source_env: Mapping[str, str] | None = None, *, server: bool = False) -> Launch:
+    """The launch of `bash -c command` in `cwd` (the repository root) under `policy`; `server`: a
+    program that lives as long as the session (an MCP server; see tools/sandbox/persistence.py).
 
     Raises SandboxUnavailableError when the policy wants the sandbox and no bwrap can run."""
     source = os.environ if source_env is None else source_env
@@ -60,7 +61,7 @@ def prepare_launch(command: str, cwd: Path, policy: SandboxPolicy, extra_env: Ma
         env["XDG_CACHE_HOME"] = SANDBOX_CACHE
     fds: list[int] = []
     try:
-        args, protected = arguments(policy, cwd, cwd, fds, env)
+        args, protected = arguments(policy, cwd, cwd, fds, env, server=server)
     except BaseException:
         for fd in fds:
             os.close(fd)

@@ -9,9 +9,10 @@ the repository (workspace-write) as much as anywhere else. `guard()` plans, for 
   writable root (and a linked work tree's common directory); `.ctxagent/`; `.mcp.json` (ctxagent
   starts its servers next session); what the git config of each of those repositories names
   (tools/sandbox/git_named.py: hooks folders such as husky's `.husky`, included config files,
-  fsmonitor, filter, diff, editor, pager, alias and other programs in the tree, the files the hook
-  scripts name); and the Python environment ctxagent runs from when it lies in the tree (a `.pth`
-  file there runs at ctxagent's next start);
+  fsmonitor, filter, diff, editor, pager, alias and other programs in the tree, the files the
+  hook scripts name, a hook manager's config such as `.pre-commit-config.yaml`); and the Python
+  environment ctxagent runs from when it lies in the tree (a `.pth` file there runs at ctxagent's
+  next start);
 - masked (an empty read-only mount, so nothing can be created there; the mount point bwrap makes on
   the host is removed afterwards): a missing `.git` at the root (an unpacked tarball) and in every
   registered submodule folder (`.gitmodules`, gitlinks in the index), a missing `.ctxagent`, a
@@ -22,17 +23,21 @@ A read-only mount cannot be removed or renamed over from inside, but a folder ab
 moved away and a new one made in its place, and nothing stops `git init sub` in a new folder. So
 `Guard.finish()` looks again after the command: every `.git` that was not there when the command
 started (by inode: a `.git` the command only moved along with its folder is the same one) — or
-that appeared while another sandboxed launch of this process was running — is moved aside to
+that appeared while another sandboxed command of this process was running — is moved aside to
 `<name>.ctxagent-quarantine` (nothing is deleted); so is a protected path whose folders above it
-were replaced, or that a command created where it was missing, and a protected symbolic link a
-command re-pointed is put back. Each move is reported in the command's output, with how to undo it.
-A `.git` the user makes while a sandboxed command or MCP server runs is taken for theirs too (it
-can be renamed back once nothing runs).
+were replaced, or that a command created where it was missing (`.mcp.json`, a hook manager's
+config); a protected symbolic link a command re-pointed is put back. Each move is reported in the
+command's output, with how to undo it. A `.git` the user makes while a sandboxed command runs is
+taken for its doing too (it can be renamed back once nothing runs). A server's launch (a local MCP
+server lives as long as the session), or one that runs longer than any command may
+(`LONG_LAUNCH_S`), has the mounts but not the check after it: over hours, the user's own `git
+clone` or `git submodule update` would be moved aside.
 
 Not covered: writable roots the user added (`sandbox_writable`) are not scanned for `.git`; a bare
 repository made without the name `.git` (git's `safe.bareRepository = explicit` is the user's
 defence); project files that a user's hook runs on purpose (`npm test` in a pre-commit hook runs
-the tests a command may have changed, as running them by hand would).
+the tests a command may have changed, as running them by hand would); when ctxagent's own source is
+the repository (an editable install of ctxagent worked on by ctxagent), that source.
 """
 
 from __future__ import annotations
@@ -42,6 +47,7 @@ import logging
 import os
 import sys
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -52,6 +58,11 @@ from ctxagent.tools.sandbox.dotgit import Ident, ident_of, tree_index
 from ctxagent.tools.sandbox.git_named import common_dir, gitdir_of, named_paths, submodule_paths
 
 QUARANTINE_SUFFIX = ".ctxagent-quarantine"
+# A launch running longer than this is a server (a local MCP server lives as long as the session),
+# not a command (tools/shell.py MAX_TIMEOUT: 600 s; hooks stop sooner): the mounts protect it, but
+# the check after it is skipped and it does not make a new `.git` suspect, since over hours the
+# user's own `git submodule update` or `git clone` would be taken for its doing.
+LONG_LAUNCH_S = 15 * 60  # a backstop: servers say so (`server=True`); this catches a launch never finished
 # Files in the root that ctxagent itself runs from next session (agent/mcp/config.py MCP_JSON).
 RUN_BY_CTXAGENT = (".mcp.json",)
 log = logging.getLogger("ctxagent.sandbox")
@@ -79,6 +90,12 @@ class Guard:
     watches: list[_Watch] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     done: bool = False
+    started: float = field(default_factory=time.monotonic)
+    server: bool = False  # a server's launch (MCP): lives as long as the session
+
+    def short(self) -> bool:
+        """A command's launch: not a server, and not running longer than any command may."""
+        return not self.server and time.monotonic() - self.started <= LONG_LAUNCH_S
 
     def finish(self) -> list[str]:
         """After the command: remove the mount points, move aside what it planted; what was done, one
@@ -92,9 +109,12 @@ class Guard:
             others = _active.get(self.root, [])
             if self in others:
                 others.remove(self)
+            if not self.short():
+                return notes
             try:
                 skip = {str(p) for g in others for p in g.created}
-                notes += _quarantine_new_gits(self.root, [self, *others], tree_index(self.root).refresh(), skip)
+                short = [self, *(g for g in others if g.short())]
+                notes += _quarantine_new_gits(self.root, short, tree_index(self.root).refresh(), skip)
             except ToolError as exc:
                 notes.append(f"sandbox: {exc}")
         for watch in self.watches:
@@ -110,20 +130,21 @@ _active: dict[str, list[Guard]] = {}  # launches running now, per root
 _active_lock = threading.Lock()
 
 
-def guard(root: str, writable: list[str], home: str, env: dict[str, str]) -> Guard:
+def guard(root: str, writable: list[str], home: str, env: dict[str, str], *, server: bool = False) -> Guard:
     """The protections of a workspace-write launch in `root` (resolved) with `writable` its writable
-    roots (the root first). Raises ToolError when the root's `.git` or `.ctxagent` is a symbolic link
+    roots (the root first); `server`: a server's launch (see LONG_LAUNCH_S). Raises ToolError when the root's `.git` or `.ctxagent` is a symbolic link
     (a mount would follow it) or the tree is too large to scan."""
     for name in sorted(PROTECTED_DIRS):
         path = os.path.join(root, name)
         if os.path.islink(path):
             raise ToolError(f"command refused: {path} is a symbolic link, so the sandbox cannot keep it read-only. "
                             'Replace the link with the directory itself, or use sandbox = "read-only".')
-    g = Guard(root)
+    g = Guard(root, server=server)
     with _active_lock:
         running = _active.setdefault(root, [])
         gits = tree_index(root).refresh()
-        g.notes = _quarantine_new_gits(root, running, gits, {str(p) for r in running for p in r.created})
+        short = [r for r in running if r.short()]
+        g.notes = _quarantine_new_gits(root, short, gits, {str(p) for r in running for p in r.created})
         for path, ident in gits.items():
             g.before[ident] = _gitdir_ident(path)
         running.append(g)
@@ -186,6 +207,7 @@ def _plan(g: Guard, gits: dict[str, Ident], writable: list[str], home: str, env:
             masks.setdefault(path, "file")
         for path in named.missing_dirs:
             masks.setdefault(path, "dir")
+        g.watches += [_watch(root, path, existed=False) for path in sorted(named.unmade)]
     _mounts(g, ro, masks, set(gits))
 
 
