@@ -27,12 +27,12 @@ import os
 import stat
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from ctxagent.context.errors import ToolError
 from ctxagent.tools.confine import GIT_SPELLINGS, fold_name
 
-MAX_FOLDERS = 1_000_000
+MAX_FOLDERS = 500_000  # some 100 MB of index at most
 RECENT_NS = 2_000_000_000
 
 
@@ -61,13 +61,13 @@ def is_git_name(name: str) -> bool:
     return fold_name(name) in GIT_SPELLINGS
 
 
-@dataclass
+@dataclass(slots=True)
 class _Folder:
     dev: int
     ino: int
     ctime: int
     recent: bool
-    gits: dict[str, Ident] = field(default_factory=dict)  # name -> what it is, for the `.git` entries in it
+    gits: tuple[tuple[str, Ident], ...] = ()  # (name, what it is) of the `.git` entries in it
 
 
 class TreeIndex:
@@ -89,7 +89,7 @@ class TreeIndex:
                 self._walk(self.root, st)
             else:
                 self._update()
-            return {os.path.join(path, name): ident for path, f in self.folders.items() for name, ident in f.gits.items()}
+            return {os.path.join(path, name): ident for path, f in self.folders.items() for name, ident in f.gits}
 
     def _update(self) -> None:
         changed: list[tuple[str, os.stat_result]] = []
@@ -118,14 +118,14 @@ class TreeIndex:
         stack = [(top, top_st)]
         while stack:
             path, st = stack.pop()
-            gits: dict[str, Ident] = {}
+            gits: list[tuple[str, Ident]] = []
             subdirs: list[str] = []
             try:
                 with os.scandir(path) as entries:
                     for entry in entries:
                         if is_git_name(entry.name):
                             try:
-                                gits[entry.name] = ident_of(entry.stat(follow_symlinks=False))
+                                gits.append((entry.name, ident_of(entry.stat(follow_symlinks=False))))
                             except OSError:
                                 pass
                         elif entry.is_dir(follow_symlinks=False):
@@ -133,7 +133,7 @@ class TreeIndex:
             except OSError:
                 pass  # unreadable: nothing to list (a command runs as the same user and cannot list it either)
             now = time.time_ns()
-            self.folders[path] = _Folder(st.st_dev, st.st_ino, st.st_ctime_ns, st.st_ctime_ns >= now - RECENT_NS, gits)
+            self.folders[path] = _Folder(st.st_dev, st.st_ino, st.st_ctime_ns, st.st_ctime_ns >= now - RECENT_NS, tuple(gits))
             if len(self.folders) > MAX_FOLDERS:
                 self.folders.clear()
                 raise ToolError(
