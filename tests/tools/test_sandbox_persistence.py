@@ -497,3 +497,14 @@ def test_a_hook_managers_config_is_read_only_and_a_new_one_moved_aside(tmp_path:
     sh(root, f"echo 'touch {marks}/hook' >> {config}", SandboxPolicy(mode="off"))
     git(user, root, "commit", "-qm", "mine", "--allow-empty")
     assert [p.name for p in marks.iterdir()] == ["hook"]
+
+
+def test_a_husky_hooks_lint_staged_config_is_read_only(tmp_path: Path, user: dict[str, str]) -> None:
+    """husky's `.husky/pre-commit` runs `npx lint-staged`, whose config names the commands to run."""
+    root = make_repo(user, tmp_path / "repo")
+    bash(user, root, "mkdir -p .husky/_ && printf '#!/bin/sh\\nsh .husky/pre-commit\\n' > .husky/_/pre-commit && "
+                     "echo 'npx lint-staged' > .husky/pre-commit && echo '{\"*.py\": \"ruff\"}' > .lintstagedrc.json && "
+                     "g config core.hooksPath .husky/_")
+    r = sh(root, "echo '{\"*\": \"touch /tmp/x\"}' > .lintstagedrc.json; echo end")
+    assert "Read-only file system" in r.content, r.content
+    assert (root / ".lintstagedrc.json").read_text() == '{"*.py": "ruff"}\n'

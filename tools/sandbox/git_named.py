@@ -18,8 +18,9 @@ whatever the condition: a condition false today, such as `onbranch:`, may hold t
   an alias's `-c core.pager=./x`), so the reading errs on the side of protecting more;
 - the same kind of words in the hook scripts of the repository's hooks folder (a hook that runs
   `./scripts/check.sh` names it), and the config files of the hook manager a hook belongs to
-  (`HOOK_MANAGERS`: pre-commit's `.pre-commit-config.yaml`, lefthook's `lefthook.yml`, ...), whose
-  entries are programs the user's `git commit` runs.
+  (`HOOK_MANAGERS`: pre-commit's `.pre-commit-config.yaml`, lefthook's `lefthook.yml`, a husky
+  hook's lint-staged config, ...), whose entries are programs the user's `git commit` runs. (A
+  `lint-staged` key in package.json is not covered: package.json stays writable for npm.)
 
 Relative words resolve against the work tree, where git runs hooks, filters and `!` aliases. Only
 paths inside a writable root count (the rest of the file system is read-only anyway). Files and
@@ -61,6 +62,9 @@ HOOK_MANAGERS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "lefthook": (("lefthook",), ("lefthook.yml", "lefthook.yaml", ".lefthook.yml", ".lefthook.yaml", "lefthook-local.yml",
                                  ".lefthook-local.yml", ".config/lefthook.yml", ".config/lefthook.yaml")),
     "overcommit": (("overcommit",), (".overcommit.yml",)),
+    "lint-staged": (("lint-staged",), (".lintstagedrc", ".lintstagedrc.json", ".lintstagedrc.yaml", ".lintstagedrc.yml",
+                                       ".lintstagedrc.js", ".lintstagedrc.mjs", ".lintstagedrc.cjs", "lint-staged.config.js",
+                                       "lint-staged.config.mjs", "lint-staged.config.cjs")),
 }
 
 
@@ -213,6 +217,8 @@ def named_paths(work_tree: str, git_dir: str, roots: list[str], home: str, env: 
                 program = bool(PROGRAM_KEYS.match(key))
                 _add_files(named, (w for w in words(value) if program or _pathlike(w)), work_tree, roots, home)
     _add_hook_words(named, hooks_dir, work_tree, roots, home)
+    if os.path.basename(hooks_dir) == "_":  # husky: the scripts beside `_` are the hooks `_/h` runs
+        _add_hook_words(named, os.path.dirname(hooks_dir), work_tree, roots, home)
     return named
 
 
