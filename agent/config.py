@@ -53,7 +53,8 @@ SECRET_FIELDS = tuple(s.key_field for s in specs.providers() if s.key_field)
 SANDBOX_MODES = ("workspace-write", "read-only", "off")
 # The events a hook may be named for (agent/hooks.py runs them).
 HOOK_EVENTS = ("pre_tool", "post_tool", "user_prompt", "pre_compact", "session_start", "stop", "context_threshold")
-SANDBOX_KEYS = ("sandbox", "sandbox_network", "sandbox_env", "sandbox_writable", "sandbox_hidden")
+SANDBOX_KEYS = ("sandbox", "sandbox_network", "sandbox_env", "sandbox_writable", "sandbox_hidden",
+                "sandbox_unix_sockets")
 # Filled in by the loader, never read from a file.
 _INTERNAL_FIELDS = frozenset({"sources", "origins", "ignored_keys", "base_url_provider"})
 
@@ -126,6 +127,7 @@ class Config(BaseModel):
     sandbox_env: list[str] = Field(default_factory=list)  # more variable names passed (secret-shaped ones never)
     sandbox_writable: list[str] = Field(default_factory=list)  # more writable directories, e.g. "~/.cache"
     sandbox_hidden: list[str] | None = None  # paths commands see empty; None: the default credential stores
+    sandbox_unix_sockets: bool = False  # true: commands may open Unix sockets (docker's); the user's own config only
     memory: bool = True
     recall_k: Annotated[int, Field(ge=0)] = 8
     degrade_after_turns: Annotated[int, Field(ge=1)] = 20

@@ -22,7 +22,7 @@ again once, shown the whole files, and trusting records them. The project's cust
 (`.ctxagent/commands/`) are confirmed one by one the same way (agent/custom_commands.py).
 
 Some values are never taken from a repository, trusted or not (`USER_ONLY`): `sandbox = "off"`,
-`sandbox_network = true` and extra `sandbox_writable` paths take away the sandbox every command runs
+`sandbox_network = true`, `sandbox_unix_sockets = true` and extra `sandbox_writable` paths take away the sandbox every command runs
 in, and trusting a repository is about its settings, not about giving the commands a model chooses
 your whole machine. They come only from the user's own config or a flag (`--sandbox off`,
 `--sandbox-network`). A repository's `sandbox_hidden` only adds to the hidden paths (agent/config.py).
@@ -87,6 +87,7 @@ SENSITIVE_KEYS: dict[str, str] = {
     "sandbox_env": "passes more of your environment to commands",
     "sandbox_writable": "lets commands write outside the repository",
     "sandbox_hidden": "changes which of your files commands see (a repository's list only adds to them)",
+    "sandbox_unix_sockets": "lets commands reach the Unix sockets of your machine (docker's is root on it)",
     "mcp_servers": "starts programs, or connects to servers, the repository chose (MCP); their tools run on your yes",
 }
 # Values that can only make ctxagent do less: applied from any repository (compared with their type:
@@ -94,6 +95,7 @@ SENSITIVE_KEYS: dict[str, str] = {
 HARMLESS_VALUES: dict[str, tuple[object, ...]] = {
     "permission_mode": ("ask", "plan"), "summary_model": ("none",),
     "sandbox": ("workspace-write", "read-only"), "sandbox_network": (False,), "sandbox_writable": ([],),
+    "sandbox_unix_sockets": (False,),
     "hooks": ({},),
 }
 # Values no repository sets, trusted or not: they take the sandbox away, so they come only from the
@@ -103,6 +105,8 @@ USER_ONLY: tuple[tuple[str, Callable[[object], bool], str], ...] = (
      'sandbox = "off" runs commands unsandboxed; only your own config or --sandbox off can turn the sandbox off'),
     ("sandbox_network", lambda v: v is True,
      "gives commands the network; only your own config or --sandbox-network can"),
+    ("sandbox_unix_sockets", lambda v: v is True,
+     "lets commands reach your machine's Unix sockets (docker's, an SSH agent's); only your own config can"),
     ("sandbox_writable", lambda v: isinstance(v, list) and v != [],
      "lets commands write outside the repository; only your own config can"),
 )

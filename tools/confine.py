@@ -46,10 +46,12 @@ __all__ = ["file_kind"]  # re-exported: tools name file kinds in their messages
 
 # Directories the walk fallback never enters; git's own view already leaves them out.
 SKIP_DIRS = frozenset({".git", ".ctxagent", "node_modules", ".venv", "__pycache__"})
-# Path components no tool may write into: git's database and the agent's own state.
+# Path components no tool may write into: git's database and the agent's own state. (A sandboxed
+# command may write neither, at the root or, for `.git`, anywhere below it: tools/sandbox/persistence.py.)
 PROTECTED_DIRS = frozenset({".git", ".ctxagent"})
-# The same names as a case-insensitive file system may also spell them (NTFS short names).
-_PROTECTED_FOLDED = frozenset({".git", ".ctxagent", "git~1", "ctxage~1"})
+# The same names as a case-insensitive file system may also spell them (NTFS short names), folded.
+GIT_SPELLINGS = frozenset({".git", "git~1"})
+_PROTECTED_FOLDED = GIT_SPELLINGS | {".ctxagent", "ctxage~1"}
 # Code points HFS+ ignores in names (git's own list, is_hfs_dotgit): ".g\u200cit" is ".git" there.
 _IGNORED_IN_NAMES = dict.fromkeys(map(ord, "\u200c\u200d\u200e\u200f\u202a\u202b\u202c\u202d\u202e"
                                          "\u206a\u206b\u206c\u206d\u206e\u206f\ufeff"))
@@ -130,7 +132,7 @@ def _refusal(parts: tuple[str, ...] | list[str], given: str) -> ToolError | None
     bad = protected_part(parts)
     if bad is None:
         return None
-    owner = "git" if fold_name(bad) in (".git", "git~1") else "ctxagent"
+    owner = "git" if fold_name(bad) in GIT_SPELLINGS else "ctxagent"
     return ToolError(f"refusing to write into {bad}/ ({quote(given)}): it holds {owner}'s own state")
 
 

@@ -122,9 +122,12 @@ def run_command(
             raise ToolError(f"could not start {launch.argv[0]}: {exc}") from exc
         finally:
             launch.close_fds()
-        return _collect(proc, started, timeout, cancel, output_bytes, on_chunk)
+        outcome = _collect(proc, started, timeout, cancel, output_bytes, on_chunk)
     finally:
-        launch.finish()
+        notes = launch.finish()  # what the sandbox moved aside after the command: the model and the user see it
+    if notes:
+        outcome.output = outcome.output.rstrip("\n") + "\n" + "\n".join(notes) + "\n"
+    return outcome
 
 
 def _collect(proc: subprocess.Popen[bytes], started: float, timeout: float, cancel: threading.Event | None,

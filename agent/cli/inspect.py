@@ -309,7 +309,7 @@ def effective_sandbox(cfg: Config) -> dict[str, Any]:
 
     policy = SandboxPolicy.from_config(cfg)
     return {"mode": policy.mode, "network": policy.network, "env": list(policy.env), "writable": list(policy.writable),
-            "hidden": list(policy.hidden), "description": policy.describe(),
+            "hidden": list(policy.hidden), "unix_sockets": policy.unix_sockets, "description": policy.describe(),
             "from": {key: origin_of(cfg, key) for key in SANDBOX_KEYS}}
 
 

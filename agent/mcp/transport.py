@@ -62,7 +62,8 @@ async def stdio_streams(cfg: McpServerConfig, root: Path, policy: SandboxPolicy,
     # the server's own `env` as written (a token the server needs is the point of it, so it is not
     # filtered like the variables inherited from ctxagent's environment), for the server alone
     launch = prepare_launch(line, root, policy, program_env=cfg.env,
-                            owner=f"mcp_servers.{name}.env" if name else "the MCP server's env")
+                            owner=f"mcp_servers.{name}.env" if name else "the MCP server's env",
+                            server=True)  # lives as long as the session
     process = await anyio.open_process(launch.argv, env=launch.env, cwd=str(root), pass_fds=launch.pass_fds,
                                        stderr=errlog if errlog is not None else anyio_devnull(),
                                        start_new_session=True)

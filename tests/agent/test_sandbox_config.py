@@ -1,7 +1,7 @@
 """The sandbox as configuration: which layer may set which value, the flag, and the factory's wiring.
 
 A repository's config can make the sandbox stricter, never take it away: `sandbox = "off"`,
-`sandbox_network = true` and extra writable paths are dropped from it even once it is trusted, and
+`sandbox_network = true`, `sandbox_unix_sockets = true` and extra writable paths are dropped from it even once it is trusted, and
 only the user's own config or a flag gives them. The wiring is proved with real commands: the
 factory-made agent's `!command` and its configured test command run under bubblewrap.
 """
@@ -39,7 +39,7 @@ def _files(root: Path, home: Path, *, user: str = "", repo: str = "") -> None:
         (root / ".ctxagent" / "config.toml").write_text(repo, encoding="utf-8")
 
 
-TAKE_AWAY = 'sandbox = "off"\nsandbox_network = true\nsandbox_writable = ["~/.cache", "/"]\n'
+TAKE_AWAY = 'sandbox = "off"\nsandbox_network = true\nsandbox_writable = ["~/.cache", "/"]\nsandbox_unix_sockets = true\n'
 
 
 def test_the_three_lists_of_modes_agree() -> None:
@@ -56,12 +56,13 @@ def test_a_repository_cannot_take_the_sandbox_away(tmp_path: Path, _isolated_hom
     cfg = load_config(tmp_path, {}, env={})
     assert SandboxPolicy.from_config(cfg) == DEFAULT_POLICY and cfg.max_steps == 7  # the rest of the file applies
     assert {i.key: i.user_only for i in cfg.ignored_keys} == {"sandbox": True, "sandbox_network": True,
-                                                              "sandbox_writable": True}
+                                                              "sandbox_writable": True, "sandbox_unix_sockets": True}
     assert not needs_prompt(tmp_path, cfg.ignored_keys)  # trusting it would not change them: nothing to ask
     text = describe_ignored(cfg.ignored_keys)
     assert "no repository may set, trusted or not" in text and "--sandbox off" in text and "ctxagent trust" not in text
     assert str(_isolated_home / "config" / "config.toml") in text
-    assert all(origin_of(cfg, k) == "the default" for k in ("sandbox", "sandbox_network", "sandbox_writable"))
+    assert all(origin_of(cfg, k) == "the default"
+               for k in ("sandbox", "sandbox_network", "sandbox_writable", "sandbox_unix_sockets"))
 
 
 def test_the_users_config_and_the_flags_can(tmp_path: Path, _isolated_home: Path) -> None:
@@ -69,7 +70,8 @@ def test_the_users_config_and_the_flags_can(tmp_path: Path, _isolated_home: Path
     trust_repo(tmp_path)
     cfg = load_config(tmp_path, {}, env={})
     policy = SandboxPolicy.from_config(cfg)
-    assert (policy.mode, policy.network, policy.writable) == ("read-only", True, ("~/.cache", "/"))  # stricter mode wins
+    assert (policy.mode, policy.network, policy.writable, policy.unix_sockets) == (
+        "read-only", True, ("~/.cache", "/"), True)  # the stricter mode wins
     user_file = str(_isolated_home / "config" / "config.toml")
     assert origin_of(cfg, "sandbox") == str(tmp_path / ".ctxagent" / "config.toml")
     assert origin_of(cfg, "sandbox_network") == user_file

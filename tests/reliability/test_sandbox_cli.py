@@ -143,7 +143,8 @@ def test_config_shows_the_effective_sandbox_and_where_it_came_from(repo: Path, _
     user_file = str(_isolated_home / "config" / "config.toml")
     assert (sandbox["mode"], sandbox["network"], sandbox["env"]) == ("read-only", True, ["DATABASE_HOST"])
     assert sandbox["from"] == {"sandbox": str(repo_file), "sandbox_network": user_file, "sandbox_env": user_file,
-                               "sandbox_writable": "the default", "sandbox_hidden": "the default"}
+                               "sandbox_writable": "the default", "sandbox_hidden": "the default",
+                               "sandbox_unix_sockets": "the default"}
     assert sandbox["description"].startswith("read-only (nothing writable but a private /tmp; network allowed")
     assert [(i["key"], i["user_only"]) for i in cfg["ignored_keys"]] == [("sandbox_network", True)]
     assert "no repository may set" in shown.stderr  # the repository's network = true, dropped and said
@@ -167,7 +168,8 @@ def _doctor(cwd: Path, *args: str, prefix: list[str] | None = None) -> dict[str,
 def test_doctor_says_whether_commands_run_sandboxed_here(repo: Path, bwrap: str, _isolated_home: Path) -> None:
     checks = _doctor(repo)
     assert checks["sandbox"] == ("ok", "commands run sandboxed: workspace-write (the repository writable except "
-                                       ".git/ and .ctxagent/; no network) (from the default)")
+                                       "every .git, .ctxagent/ and what git or ctxagent would run from it; no network) "
+                                       "(from the default)")
     assert checks["bubblewrap"][0] == "ok" and checks["bubblewrap"][1].startswith(bwrap), checks["bubblewrap"]
     assert "ran a probe command in a new PID namespace" in checks["bubblewrap"][1]
     assert checks["command environment"][0] == "ok"

@@ -73,9 +73,10 @@ def test_ordinary_values_pass(name: str, value: str) -> None:
     assert not secret_shaped(name, value)
 
 
+@pytest.mark.parametrize("unix_sockets", [False, True])
 @pytest.mark.parametrize("arch", ["x86_64", "aarch64"])
-def test_the_seccomp_program_is_well_formed(arch: str) -> None:
-    data = filter_bytes(arch)
+def test_the_seccomp_program_is_well_formed(arch: str, unix_sockets: bool) -> None:
+    data = filter_bytes(arch, unix_sockets=unix_sockets)
     assert data is not None and len(data) % 8 == 0
     insns = [struct.unpack("<HBBI", data[i:i + 8]) for i in range(0, len(data), 8)]
     assert insns[0] == (0x20, 0, 0, 4)  # it starts by checking the architecture
@@ -84,6 +85,42 @@ def test_the_seccomp_program_is_well_formed(arch: str) -> None:
         if code in (0x15, 0x35):
             assert i + 1 + max(jt, jf) < len(insns)
     assert filter_bytes("riscv64") is None
+
+
+def _verdict(insns: list[tuple[int, int, int, int]], data: dict[int, int]) -> str:
+    """Run the classic-BPF program on one syscall (offset -> 32-bit word of struct seccomp_data)."""
+    acc, pc = 0, 0
+    while True:
+        code, jt, jf, k = insns[pc]
+        if code == 0x20:
+            acc = data.get(k, 0)
+        elif code in (0x15, 0x35):
+            pc += jt if (acc == k if code == 0x15 else acc >= k) else jf
+        elif code == 0x06:
+            return {0x7FFF0000: "allow", 0x00050001: "EPERM"}[k]
+        pc += 1
+
+
+# (syscall numbers of socket and socketpair, audit arch) per architecture
+SOCKET_CALLS = {"x86_64": (41, 53, 0xC000003E), "aarch64": (198, 199, 0xC00000B7)}
+
+
+@pytest.mark.parametrize("arch", sorted(SOCKET_CALLS))
+def test_the_seccomp_program_refuses_unix_sockets_but_not_socketpair(arch: str) -> None:
+    nr_socket, nr_pair, audit = SOCKET_CALLS[arch]
+    for unix_sockets in (False, True):
+        data = filter_bytes(arch, unix_sockets=unix_sockets)
+        assert data is not None
+        insns = [struct.unpack("<HBBI", data[i:i + 8]) for i in range(0, len(data), 8)]
+
+        def run(nr: int, family: int) -> str:
+            return _verdict(insns, {0: nr, 4: audit, 16: family})  # noqa: B023 - used at once
+        assert run(nr_socket, 1) == ("allow" if unix_sockets else "EPERM")  # socket(AF_UNIX): only the user's opt-in
+        assert run(nr_pair, 1) == "allow"  # socketpair(AF_UNIX): a process and its own children
+        assert run(nr_socket, 2) == run(nr_socket, 10) == "allow"  # AF_INET/6: the namespace's own loopback
+        assert run(nr_socket, 40) == run(nr_pair, 40) == "EPERM"  # AF_VSOCK
+        assert run(0, 0) == "allow"  # read
+        assert _verdict(insns, {0: nr_socket, 4: 0x40000003, 16: 2}) == "EPERM"  # another ABI (i386)
 
 
 def test_off_linux_commands_are_refused_naming_the_setting(monkeypatch: pytest.MonkeyPatch) -> None:

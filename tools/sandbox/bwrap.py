@@ -10,21 +10,34 @@ The file system seen by a command, in mount order (later mounts win):
     --tmpfs /run                  hides the host's sockets: docker, D-Bus (systemd-run --user would
                                   be a way out), the user's runtime dir with gpg/ssh agents
     --bind ROOT ROOT              the repository (`--ro-bind` in read-only mode)
-    --ro-bind ROOT/.git ...       workspace-write only: `.git/` (and a `.git` file's gitdir when it is
-                                  inside ROOT), `.ctxagent/` read-only; a missing `.ctxagent` gets an
-                                  empty read-only tmpfs so a command cannot plant one (its empty
-                                  mount point is removed afterwards)
-    --tmpfs ~/.ssh ...            credential stores shown empty (SandboxPolicy.hidden), and ctxagent's
-                                  user-level config (API keys) and state folders
+    --bind-try ~/.cache ...       workspace-write only: the user's extra writable roots
+    --ro-bind ROOT/.git ...       workspace-write only (tools/sandbox/persistence.py): what git,
+                                  ctxagent or a shell prompt would run or read later, read-only:
+                                  every `.git` below ROOT (nested repositories, submodules, `.git`
+                                  files and the gitdirs they name inside a writable root),
+                                  `.ctxagent/`, `.mcp.json`, and what the repositories' git config
+                                  names (hooks folders such as `.husky`, included files, fsmonitor
+                                  and other programs in the tree)
+    --tmpfs ROOT/.git ...         ... and where such a path is missing (the root's `.git` in an
+                                  unpacked tarball, a submodule folder's `.git`, `.ctxagent`, a
+                                  hooks folder): an empty read-only tmpfs (or /dev/null for a
+                                  file), so a command cannot create it; its empty mount point is
+                                  removed afterwards, and a `.git` a command made anywhere else is
+                                  moved aside then (Guard.finish)
+    --tmpfs ~/.ssh ...            credential stores, other agents' credentials and transcripts and
+                                  shell histories shown empty (SandboxPolicy.hidden), and ctxagent's
+                                  user-level config (API keys) and state folders, and the
+                                  `.ctxagent/` of ctxagent's other projects
 
 and `--unshare-all --unshare-user --disable-userns --cap-drop ALL --die-with-parent --new-session`
-(`--share-net` when the policy allows the network), `--seccomp FD` (tools/sandbox/seccomp.py).
+(`--share-net` when the policy allows the network), `--seccomp FD` (tools/sandbox/seccomp.py: also
+refuses `socket(AF_UNIX)` unless the user's own config allows Unix sockets).
 """
 
 from __future__ import annotations
 
-import contextlib
 import functools
+import json
 import os
 import shutil
 import subprocess
@@ -34,8 +47,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ctxagent.context.errors import SandboxUnavailableError, ToolError
-from ctxagent.context.floor.state_paths import STATE_DIR_NAME, user_config_dir, user_state_dir
-from ctxagent.tools.confine import PROTECTED_DIRS
+from ctxagent.context.floor.state_paths import STATE_DIR_NAME, registry_dir, user_config_dir, user_state_dir
+from ctxagent.tools.sandbox.persistence import Guard, guard
 from ctxagent.tools.sandbox.policy import SandboxPolicy, expand
 from ctxagent.tools.sandbox.seccomp import filter_bytes
 
@@ -142,43 +155,14 @@ def _inside(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip("/") + "/")
 
 
-def _gitdir_of(git_file: Path) -> str | None:
-    """The directory a `.git` file points at (`gitdir: ...`), resolved."""
-    try:
-        first = git_file.read_text("utf-8", "replace").splitlines()[0]
-    except (OSError, IndexError):
-        return None
-    if not first.startswith("gitdir:"):
-        return None
-    return os.path.realpath(git_file.parent / first[len("gitdir:"):].strip())
-
-
-def _protected(root: Path, writable: list[str]) -> tuple[list[str], list[Path]]:
-    """Read-only mounts over the protected paths inside the writable roots, and the mount points
-    this creates (a missing `.ctxagent`), to remove after the command."""
-    args: list[str] = []
-    created: list[Path] = []
-    for name in sorted(PROTECTED_DIRS):
-        path = root / name
-        if path.is_symlink():
-            raise ToolError(f"command refused: {path} is a symbolic link, so the sandbox cannot keep it read-only. "
-                            'Replace the link with the directory itself, or use sandbox = "read-only".')
-        if path.exists():
-            args += ["--ro-bind", str(path), str(path)]
-            gitdir = _gitdir_of(path) if name == ".git" and path.is_file() else None
-            if gitdir and os.path.isdir(gitdir) and any(_inside(gitdir, w) for w in writable):
-                args += ["--ro-bind", gitdir, gitdir]
-        elif name == STATE_DIR_NAME:
-            args += ["--tmpfs", str(path), "--remount-ro", str(path)]
-            created.append(path)
-    return args, created
-
-
 def _hidden(policy: SandboxPolicy, home: str, root: str) -> list[str]:
-    """Mounts that show the policy's hidden paths, and ctxagent's own user-level folders (the user
-    config may hold API keys; the user state holds other projects' sessions and memory), empty."""
+    """Mounts that show the policy's hidden paths, ctxagent's own user-level folders (the user config
+    may hold API keys; the user state holds the sessions and memory of every project), and the
+    `.ctxagent/` of every other project ctxagent keeps state for (their sessions, spill files and
+    memory), empty."""
     args: list[str] = []
-    for path in [*expand(policy.hidden, home), str(user_config_dir()), str(user_state_dir())]:
+    paths = [*expand(policy.hidden, home), str(user_config_dir()), str(user_state_dir()), *other_state_dirs(root)]
+    for path in paths:
         if not os.path.lexists(path):
             continue
         target = os.path.realpath(path)
@@ -189,6 +173,24 @@ def _hidden(policy: SandboxPolicy, home: str, root: str) -> list[str]:
         elif os.path.isfile(target):
             args += ["--ro-bind", "/dev/null", target]
     return args
+
+
+def other_state_dirs(root: str) -> list[str]:
+    """The `.ctxagent/` folders of the other projects ctxagent made state for (its registry of them,
+    context/floor/state_paths.py), this repository's left out."""
+    out: list[str] = []
+    try:
+        records = list(registry_dir().glob("*.json"))
+    except OSError:
+        return out
+    for record in records:
+        try:
+            project = json.loads(record.read_text("utf-8"))["root"]
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        if isinstance(project, str) and os.path.isabs(project) and os.path.realpath(project) != root:
+            out.append(os.path.join(project, STATE_DIR_NAME))
+    return sorted(set(out))
 
 
 def _toolchains_in_tmp(env: Mapping[str, str]) -> list[str]:
@@ -210,8 +212,8 @@ def _toolchains_in_tmp(env: Mapping[str, str]) -> list[str]:
     return args
 
 
-def _seccomp_fd(fds: list[int]) -> list[str]:
-    data = filter_bytes()
+def _seccomp_fd(fds: list[int], *, unix_sockets: bool = False) -> list[str]:
+    data = filter_bytes(unix_sockets=unix_sockets)
     if data is None:
         return []
     fd = os.memfd_create("ctxagent-seccomp", os.MFD_CLOEXEC)
@@ -222,10 +224,12 @@ def _seccomp_fd(fds: list[int]) -> list[str]:
 
 
 def arguments(policy: SandboxPolicy, root: Path, cwd: Path, fds: list[int],
-              env: Mapping[str, str] | None = None) -> tuple[list[str], list[Path]]:
+              env: Mapping[str, str] | None = None, *, server: bool = False) -> tuple[list[str], Guard | None]:
     """bwrap's arguments before `--` for a command in `cwd` with `root` the repository and `env` its
-    environment, and the mount points it will create. File descriptors to pass (the seccomp filter)
-    are appended to `fds`."""
+    environment, and (workspace-write) the Guard whose `finish()` must run after the command: it
+    removes the mount points bwrap made and moves aside what the command planted
+    (tools/sandbox/persistence.py; `server`: a long-lived server's launch, which gets the mounts but
+    not that check). File descriptors to pass (the seccomp filter) are appended to `fds`."""
     env = env or {}
     home = env.get("HOME") or os.path.expanduser("~")
     root_s = os.path.realpath(root)
@@ -237,26 +241,23 @@ def arguments(policy: SandboxPolicy, root: Path, cwd: Path, fds: list[int],
         resolv = os.path.realpath("/etc/resolv.conf")
         if resolv.startswith(("/run/", "/var/run/")) and os.path.isfile(resolv):
             args += ["--ro-bind", resolv, resolv]
-    created: list[Path] = []
+    protected: Guard | None = None
     if policy.mode == "workspace-write":
         writable = [root_s, *(os.path.realpath(p) for p in expand(policy.writable, home))]
         args += ["--bind", root_s, root_s]
         for extra in writable[1:]:
             args += ["--bind-try", extra, extra]
-        protected, created = _protected(Path(root_s), writable)
-        args += protected
+        protected = guard(root_s, writable, home, dict(os.environ), server=server)  # os.environ: the user's git config
+        args += protected.args
     else:
         args += ["--ro-bind", root_s, root_s]
-    args += _hidden(policy, home, root_s)
-    args += [*NAMESPACES, *(["--share-net"] if policy.network else [])]
-    args += _seccomp_fd(fds)
-    args += ["--chdir", os.path.realpath(cwd)]
-    return args, created
-
-
-def remove_mount_points(created: list[Path]) -> None:
-    """Remove the empty mount points bwrap left on the host for paths that did not exist."""
-    for path in created:
-        with contextlib.suppress(OSError):
-            if path.is_dir() and not path.is_symlink() and not any(path.iterdir()):
-                path.rmdir()
+    try:
+        args += _hidden(policy, home, root_s)
+        args += [*NAMESPACES, *(["--share-net"] if policy.network else [])]
+        args += _seccomp_fd(fds, unix_sockets=policy.unix_sockets)
+        args += ["--chdir", os.path.realpath(cwd)]
+    except BaseException:
+        if protected is not None:
+            protected.finish()
+        raise
+    return args, protected

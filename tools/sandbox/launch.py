@@ -26,13 +26,14 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from ctxagent.context.errors import ConfigError
 from ctxagent.context.floor.program_env import check_program_env, passthrough_problem
-from ctxagent.tools.sandbox.bwrap import arguments, find_bwrap, remove_mount_points
+from ctxagent.tools.sandbox.bwrap import arguments, find_bwrap
 from ctxagent.tools.sandbox.environment import command_env, launcher_env
+from ctxagent.tools.sandbox.persistence import Guard
 from ctxagent.tools.sandbox.policy import SandboxPolicy
 
 SANDBOX_TMP = "/tmp"
@@ -44,7 +45,7 @@ class Launch:
     argv: list[str]
     env: dict[str, str]
     pass_fds: tuple[int, ...] = ()
-    _created: list[Path] = field(default_factory=list)
+    _guard: Guard | None = None
 
     def close_fds(self) -> None:
         """After the process started: the child has its copies."""
@@ -55,19 +56,21 @@ class Launch:
                 pass
         self.pass_fds = ()
 
-    def finish(self) -> None:
-        """After the process ended."""
+    def finish(self) -> list[str]:
+        """After the process ended: what the check after a sandboxed command did (what it moved aside
+        that the command planted; tools/sandbox/persistence.py), one line each."""
         self.close_fds()
-        remove_mount_points(self._created)
+        return self._guard.finish() if self._guard is not None else []
 
 
 def prepare_launch(command: str, cwd: Path, policy: SandboxPolicy, extra_env: Mapping[str, str] | None = None,
                    source_env: Mapping[str, str] | None = None, *, program_env: Mapping[str, str] | None = None,
-                   owner: str = "env") -> Launch:
+                   owner: str = "env", server: bool = False) -> Launch:
     """The launch of `bash -c command` in `cwd` (the repository root) under `policy`. `extra_env`:
     the runner's own settings (checked for secrets like the inherited ones); `program_env`: the
     variables a config gives the program, as written (a server's token is the point of it), refused
-    as a whole (ConfigError naming `owner`) when one would run code (context/floor/program_env.py).
+    as a whole (ConfigError naming `owner`) when one would run code (context/floor/program_env.py);
+    `server`: a program that lives as long as the session (an MCP server; see tools/sandbox/persistence.py).
 
     Raises SandboxUnavailableError when the policy wants the sandbox and no bwrap can run."""
     program = dict(program_env or {})
@@ -86,14 +89,17 @@ def prepare_launch(command: str, cwd: Path, policy: SandboxPolicy, extra_env: Ma
         env["XDG_CACHE_HOME"] = SANDBOX_CACHE
     launcher, inside = launcher_env(env)
     fds: list[int] = []
+    protected: Guard | None = None
     try:
-        args, created = arguments(policy, cwd, cwd, fds, env)  # ctxagent's environment, never the program's
+        args, protected = arguments(policy, cwd, cwd, fds, env, server=server)  # ctxagent's environment, never the program's
         args += _setenv_args({**inside, **program}, fds)
     except BaseException:
+        if protected is not None:
+            protected.finish()  # a guard counted as running must end with the launch that failed
         for fd in fds:
             os.close(fd)
         raise
-    return Launch([bwrap, *args, "--", "bash", "-c", command], launcher, tuple(fds), created)
+    return Launch([bwrap, *args, "--", "bash", "-c", command], launcher, tuple(fds), protected)
 
 
 def _bash(path: str) -> str:

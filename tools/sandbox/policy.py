@@ -15,25 +15,43 @@ from ctxagent.context.errors import ConfigError
 Mode = Literal["workspace-write", "read-only", "off"]
 MODES: tuple[Mode, ...] = ("workspace-write", "read-only", "off")
 
-# Credential stores under $HOME that a sandboxed command sees as empty (read-only mounts over them).
-# Reading the whole file system is what makes builds work; these few are what an injected `cat`
-# would be after. A user who needs one inside commands (ssh for `git push` with the network on)
-# lists what to keep hidden themselves (`sandbox_hidden`), e.g. without ".ssh".
-HIDDEN_BY_DEFAULT: tuple[str, ...] = (
+# What a sandboxed command sees as empty under $HOME (read-only mounts over them). Reading the whole
+# file system is what makes builds work; these are what an injected `cat` would be after: the keys
+# and tokens of the usual tools, other agents' credentials and transcripts, shell histories (the
+# commands a user typed hold passwords and tokens). ctxagent's own user config and state, and the
+# `.ctxagent/` of its other projects, are hidden as well (tools/sandbox/bwrap.py). A user who needs
+# one inside commands (ssh for `git push` with the network on) lists what to keep hidden themselves
+# (`sandbox_hidden`), e.g. without "~/.ssh".
+CREDENTIAL_STORES: tuple[str, ...] = (
     "~/.ssh", "~/.gnupg", "~/.aws", "~/.azure", "~/.config/gcloud", "~/.kube", "~/.docker",
-    "~/.netrc", "~/.git-credentials", "~/.npmrc", "~/.pypirc", "~/.config/gh", "~/.password-store",
-    "~/.local/share/keyrings", "~/.cargo/credentials", "~/.cargo/credentials.toml",
+    "~/.netrc", "~/.git-credentials", "~/.config/git/credentials", "~/.npmrc", "~/.pypirc", "~/.config/gh",
+    "~/.password-store", "~/.local/share/keyrings", "~/.cargo/credentials", "~/.cargo/credentials.toml",
+    "~/.pgpass", "~/.my.cnf", "~/.vault-token", "~/.cache/huggingface/token", "~/.huggingface/token",
+    "~/.terraform.d/credentials.tfrc.json", "~/.config/rclone/rclone.conf", "~/.m2/settings.xml",
+    "~/.m2/settings-security.xml", "~/.s3cfg", "~/.boto", "~/.env",
 )
+AGENT_STORES: tuple[str, ...] = (  # other coding agents' keys and transcripts
+    "~/.claude/.credentials.json", "~/.claude/projects", "~/.claude/history.jsonl", "~/.claude.json",
+    "~/.codex/auth.json", "~/.codex/sessions", "~/.codex/history.jsonl", "~/.gemini/oauth_creds.json",
+    "~/.local/share/opencode/auth.json",
+)
+SHELL_HISTORIES: tuple[str, ...] = (
+    "~/.bash_history", "~/.zsh_history", "~/.zhistory", "~/.histfile", "~/.sh_history",
+    "~/.local/share/fish/fish_history", "~/.python_history", "~/.node_repl_history", "~/.psql_history",
+    "~/.mysql_history", "~/.sqlite_history", "~/.rediscli_history",
+)
+HIDDEN_BY_DEFAULT: tuple[str, ...] = CREDENTIAL_STORES + AGENT_STORES + SHELL_HISTORIES
 
 
 @dataclass(frozen=True)
 class SandboxPolicy:
-    """How commands run. `mode`: workspace-write (the repository writable, except `.git/` and
-    `.ctxagent/`), read-only (nothing writable but a private /tmp), off (no sandbox; the
+    """How commands run. `mode`: workspace-write (the repository writable, except every `.git`,
+    `.ctxagent/` and what git or ctxagent would run from it: tools/sandbox/persistence.py), read-only (nothing writable but a private /tmp), off (no sandbox; the
     environment is still allowlisted). `network`: keep the host network (default: none).
     `env`: extra variable names passed through (secret-shaped ones are still dropped).
     `writable`: extra directories a command may write (e.g. "~/.cache"). `hidden`: paths shown
-    empty. `bwrap`: a bwrap binary to use instead of the bundled one (then no other is tried)."""
+    empty. `bwrap`: a bwrap binary to use instead of the bundled one (then no other is tried).
+    `unix_sockets`: let commands create AF_UNIX sockets (seccomp.py refuses them by default)."""
 
     mode: Mode = "workspace-write"
     network: bool = False
@@ -41,6 +59,7 @@ class SandboxPolicy:
     writable: tuple[str, ...] = ()
     hidden: tuple[str, ...] = HIDDEN_BY_DEFAULT
     bwrap: str | None = None
+    unix_sockets: bool = False
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -60,20 +79,24 @@ class SandboxPolicy:
         if not self.sandboxed:
             return "off (commands run unsandboxed; the environment is still allowlisted)"
         net = "network allowed" if self.network else "no network"
-        where = "the repository writable except .git/ and .ctxagent/" if self.mode == "workspace-write" \
+        where = "the repository writable except every .git, .ctxagent/ and what git or ctxagent would run from it" \
+            if self.mode == "workspace-write" \
             else "nothing writable but a private /tmp"
-        return f"{self.mode} ({where}; {net})"
+        sockets = "; Unix sockets allowed" if self.unix_sockets else ""
+        return f"{self.mode} ({where}; {net}{sockets})"
 
     @classmethod
     def from_config(cls, config: Any) -> SandboxPolicy:
         """The policy from an object or mapping with the config keys `sandbox`, `sandbox_network`,
-        `sandbox_env`, `sandbox_writable`, `sandbox_hidden` (missing or None: the default)."""
+        `sandbox_env`, `sandbox_writable`, `sandbox_hidden`, `sandbox_unix_sockets` (missing or None:
+        the default)."""
         def get(key: str) -> Any:
             return config.get(key) if isinstance(config, Mapping) else getattr(config, key, None)
 
         values: dict[str, Any] = {}
         for key, attr in (("sandbox", "mode"), ("sandbox_network", "network"), ("sandbox_env", "env"),
-                          ("sandbox_writable", "writable"), ("sandbox_hidden", "hidden")):
+                          ("sandbox_writable", "writable"), ("sandbox_hidden", "hidden"),
+                          ("sandbox_unix_sockets", "unix_sockets")):
             value = get(key)
             if value is not None:
                 values[attr] = tuple(value) if isinstance(value, list | tuple) else value

@@ -59,7 +59,8 @@ def sandbox_checks(policy: SandboxPolicy, environ: Mapping[str, str] | None = No
             out.append(("warn", "seccomp filter", "none for this architecture: VM sockets, io_uring and the kernel "
                         "keyring stay reachable inside the sandbox"))
         else:
-            out.append(("ok", "seccomp filter", f"{st.seccomp_arch}: AF_VSOCK sockets, io_uring, the kernel keyring "
+            unix = "" if policy.unix_sockets else "AF_UNIX sockets (socketpair stays), "
+            out.append(("ok", "seccomp filter", f"{st.seccomp_arch}: {unix}AF_VSOCK sockets, io_uring, the kernel keyring "
                         "and other syscall ABIs are refused"))
     env = command_env(environ, policy.env)
     gone = dropped(environ, policy.env)
