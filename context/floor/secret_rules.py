@@ -25,8 +25,6 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-import regex
-
 __all__ = ["SecretRule", "compile_rule", "rule_spans", "rules"]
 
 
@@ -108,6 +106,8 @@ class SecretRule:
 
 @cache
 def _compile(pattern: str) -> Any:
+    import regex  # when a rule's keyword first appears (the first log line, usually), not at import
+
     return regex.compile(pattern, regex.ASCII | regex.VERSION0)
 
 

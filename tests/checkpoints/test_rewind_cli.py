@@ -63,8 +63,12 @@ def test_cli_skips_outside_changes_unless_forced_and_json_output(repo: Path, tmp
     write(repo, "README.md", "# edited by the user after the agent\n")
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    # By path to the .jsonl, from another directory; code only.
-    out = ctxagent(elsewhere, "rewind", str(loop.log.path), "--to", "1", "--code", "--json")
+    # By path to the .jsonl: from another directory it is not one of that directory's sessions (a log
+    # names the folder a rewind writes to, so only this repository's logs are opened) ...
+    refused = ctxagent(elsewhere, "rewind", str(loop.log.path), "--to", "1", "--code", "--json")
+    assert refused.returncode == 2 and "is not one of this repository's sessions" in refused.stderr
+    # ... from the repository, by path; code only.
+    out = ctxagent(repo, "rewind", str(loop.log.path), "--to", "1", "--code", "--json")
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
     assert data["skipped"] == ["README.md"] and data["changed_outside"] == ["README.md"]

@@ -8,6 +8,7 @@ afterwards is the user's again."""
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 from attack_helpers import MODEL, OPENAI_KEY, git, headless, no_traceback
@@ -74,6 +75,10 @@ def test_the_first_load_after_the_agent_wrote_agents_md_says_so(repo: Path, serv
 
 def test_a_hand_edit_after_the_agents_makes_the_file_the_users_again(repo: Path, servers) -> None:  # noqa: ANN001
     _model_writes_agents_md(repo, servers)
+    from ctxagent.agent.instructions.authorship import CLOCK_SLACK_S
+
+    # a person's edit comes later than the slack the file clock is read with (agent/instructions/authorship.py)
+    time.sleep(3 * CLOCK_SLACK_S)
     agents = repo / "AGENTS.md"
     agents.write_text(agents.read_text() + "\nRun the linter too.\n")  # the user, by hand, after the model
     nxt = servers([{"text": "ok"}])

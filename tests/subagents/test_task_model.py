@@ -76,5 +76,5 @@ def test_an_untrusted_repository_does_not_choose_the_subagent_model(tmp_path: Pa
     kept, ignored = split_untrusted({"subagent_model": "anthropic:claude-haiku-5-5"}, tmp_path, "repo")
     assert kept == {} and [i.key for i in ignored] == ["subagent_model"]
     trust_repo(tmp_path)
-    assert split_untrusted({"subagent_model": "anthropic:claude-haiku-5-5"}, tmp_path, "repo")[0] == {
+    assert split_untrusted({"subagent_model": "anthropic:claude-haiku-5-5"}, tmp_path, "repo", trust="trusted")[0] == {
         "subagent_model": "anthropic:claude-haiku-5-5"}
