@@ -1,6 +1,6 @@
-"""The runtime: config, model providers, the agent loop, checkpoints, the CLI, the scripted model.
+"""The runtime: config, model providers, the agent loop, tools' runner, checkpoints, MCP, sub-agents.
 
-This is the package's face: what the app (`ctxagent.tui`) and a library user import. Each name is
+This is the package's face: what the front ends and the lab (`ctxagent.tui`) and a library user import. Each name is
 imported on first use (context/floor/lazy.py), so `import ctxagent.agent` loads no SDK.
 """
 
@@ -95,14 +95,11 @@ _EXPORTS = {
     "relief_lines": "ctxagent.agent.providers.pricing",
     "model_info": "ctxagent.agent.providers.registry",
     "parse_model_name": "ctxagent.agent.providers.registry",
-    # the command line, set-up help and the demo
-    "cli_main": "ctxagent.agent.cli.main",
-    "protect_process": "ctxagent.agent.cli.process_guard",  # the console script, at start-up
-    "setup_text": "ctxagent.agent.cli.setup_help",
-    "DEMO_LABEL": "ctxagent.agent.scripted.demo",
-    "DEMO_PROMPT": "ctxagent.agent.scripted.demo",
-    "Demo": "ctxagent.agent.scripted.demo",
-    "prepare_demo": "ctxagent.agent.scripted.demo",
+    # what to tell a user with no model; the line a sub-agent's system prompt ends with
+    "setup_text": "ctxagent.agent.providers.setup_text",
+    "model_examples": "ctxagent.agent.providers.setup_text",
+    "start_examples": "ctxagent.agent.providers.setup_text",
+    "SUBAGENT_LINE": "ctxagent.agent.subagents.limits",
     # the repository's files, as the tools see them
     "list_repo_files": "ctxagent.tools.listing",
 }
@@ -123,15 +120,6 @@ if TYPE_CHECKING:
     )
     from ctxagent.agent.checkpoints.turns import (
         TurnInfo as TurnInfo,
-    )
-    from ctxagent.agent.cli.main import (
-        cli_main as cli_main,
-    )
-    from ctxagent.agent.cli.process_guard import (
-        protect_process as protect_process,
-    )
-    from ctxagent.agent.cli.setup_help import (
-        setup_text as setup_text,
     )
     from ctxagent.agent.config import (
         Config as Config,
@@ -182,14 +170,13 @@ if TYPE_CHECKING:
         model_info as model_info,
         parse_model_name as parse_model_name,
     )
+    from ctxagent.agent.providers.setup_text import (
+        model_examples as model_examples,
+        setup_text as setup_text,
+        start_examples as start_examples,
+    )
     from ctxagent.agent.providers.warmup import (
         warm_sdk as warm_sdk,
-    )
-    from ctxagent.agent.scripted.demo import (
-        DEMO_LABEL as DEMO_LABEL,
-        DEMO_PROMPT as DEMO_PROMPT,
-        Demo as Demo,
-        prepare_demo as prepare_demo,
     )
     from ctxagent.agent.session import (
         Session as Session,
@@ -203,6 +190,9 @@ if TYPE_CHECKING:
     from ctxagent.agent.session_ops import (
         open_handoff as open_handoff,
         switch_model as switch_model,
+    )
+    from ctxagent.agent.subagents.limits import (
+        SUBAGENT_LINE as SUBAGENT_LINE,
     )
     from ctxagent.agent.subagents.report import (
         ChildRow as ChildRow,

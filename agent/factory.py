@@ -7,7 +7,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ctxagent.agent.cli.setup_help import no_model_message
 from ctxagent.agent.config import Config
 from ctxagent.agent.instructions.loading import (  # the names other modules take from here too
     BASE_PROMPT as BASE_PROMPT,
@@ -29,6 +28,7 @@ from ctxagent.agent.providers.registry import (
     parse_model_name,
     takes_images,
 )
+from ctxagent.agent.providers.setup_text import no_model_message
 from ctxagent.agent.session import Session
 from ctxagent.agent.subagents.child import ParentSide
 from ctxagent.agent.subagents.tool import make_task_tool
@@ -51,23 +51,11 @@ if TYPE_CHECKING:
     from ctxagent.context.memory.recall import MemoryRecall
 
 
-def default_model(config: Config) -> str | None:
-    """The model a key alone starts with: the start model of the first provider (in the specs'
-    precedence: Anthropic's, then OpenAI's) whose key is set; None with a generic --base-url (a local
-    server names its own models)."""
-    if config.base_url:
-        return None
-    for spec in specs.providers():
-        if spec.start_model and specs.credentials_for(config, spec).key:
-            return f"{spec.name}:{spec.start_model}"
-    return None
-
-
 def resolve_model(config: Config) -> tuple[str, ModelInfo]:
     """`provider:model` and what is known of it: the registry, overridden by the provider's cached
     catalogue. A retired model is refused (ConfigError naming the replacement); a deprecated one is
     returned, and `lifecycle_problem(info, label)` says what to warn."""
-    name = config.model or default_model(config)
+    name = config.model or specs.default_model(config)
     if not name:
         raise ConfigError(no_model_message())
     provider, model = parse_model_name(name)

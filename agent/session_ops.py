@@ -174,7 +174,7 @@ def handoff_draft(log: SessionLog, goal: str | None = None) -> str:
     """A new session's opening message, drafted from this one (/handoff, the handoff tool; Amp's
     Handoff is the anchor): the goal, the user's constraints, the open tasks, the files, and handles
     to this session's events. Constraints are the ledger's — the user's own words and /remember
-    pins only, never the model's or a summary's (context/memory/provenance.py's rule: USER binds)."""
+    pins only, never the model's or a summary's (context/language/provenance.py's rule: USER binds)."""
     from ctxagent.context.ledger import Ledger
     from ctxagent.context.pins import live_events
 

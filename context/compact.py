@@ -13,7 +13,7 @@ A focus (`/compact keep the pricing bug`) goes to the summary model's prompt; th
 uses it too: the lines of the summarized part that match it best (user, model, tool output, an
 earlier summary — each with its turn and author) are kept in a part before the four sections, and
 when a section has more items than fit, the ones matching the focus are kept first. A summary is
-written by "summary" (context/memory/provenance.py): nothing in it binds.
+written by "summary" (context/language/provenance.py): nothing in it binds.
 """
 
 from __future__ import annotations
@@ -27,10 +27,10 @@ from collections.abc import Callable, Sequence
 
 from ctxagent.context.events import CompactionData
 from ctxagent.context.history import Event, Summary, ViewItem, item_id, view
-from ctxagent.context.memory.detect import detect_constraints, detect_decisions, sentences
-from ctxagent.context.memory.provenance import Author, may_replace
-from ctxagent.context.memory.rules import same_subject
-from ctxagent.context.memory.terms import key_terms
+from ctxagent.context.language.detect import detect_constraints, detect_decisions, sentences
+from ctxagent.context.language.provenance import Author, may_replace
+from ctxagent.context.language.rules import same_subject
+from ctxagent.context.language.terms import key_terms
 from ctxagent.context.pins import summary_sections
 from ctxagent.context.request import ToolCall
 from ctxagent.context.tokens import TokenCounter

@@ -222,7 +222,7 @@ class UserData(Payload):
     @property
     def user_words(self) -> str:
         """THE part of this message that is the user's own words — what memory detection, the ledger's
-        pins and `said_by_user` read as the user's (context/memory/provenance.py): all of it, or, for a
+        pins and `said_by_user` read as the user's (context/language/provenance.py): all of it, or, for a
         project command's expansion, only what the user typed after its name (the rest is the project's)."""
         return self.template.typed if self.template is not None and self.template.project else self.text
 

@@ -2,7 +2,7 @@
 decisions, constraints, changes and open tasks, maintained at every event rather than only when
 compacting), so it survives pruning and compaction of the messages it came from.
 
-Every line is an authored line (context/memory/provenance.py); only the user's bind (`binds`):
+Every line is an authored line (context/language/provenance.py); only the user's bind (`binds`):
 
     constraints   the user's own constraints and /remember pins                   user: binding
     open tasks    TODO-like user lines                                            user: binding
@@ -44,10 +44,10 @@ from typing import Any
 
 from ctxagent.context.events import CodeRewindData, tool_output_of
 from ctxagent.context.history import Event
-from ctxagent.context.memory.detect import detect_decisions, document_lines, failing_tests
-from ctxagent.context.memory.provenance import Author, may_replace
-from ctxagent.context.memory.rules import same_subject
-from ctxagent.context.memory.terms import normalize
+from ctxagent.context.language.detect import detect_decisions, document_lines, failing_tests
+from ctxagent.context.language.provenance import Author, may_replace
+from ctxagent.context.language.rules import same_subject
+from ctxagent.context.language.terms import normalize
 from ctxagent.context.pins import ITEM_TAG, WARM_CLOSE, WARM_NOTE, WARM_OPEN, Pin, PinCollector
 from ctxagent.context.request import ToolCall
 from ctxagent.context.tokens import TokenCounter

@@ -3,7 +3,7 @@
 The session ledger (context/ledger.py) extends PinCollector; its working-memory block is the warm
 block's floor, with or without a memory store (context/builder/warm.py).
 
-Every pin is an authored line (context/memory/provenance.py: `AuthoredLine`, one rule `binds`):
+Every pin is an authored line (context/language/provenance.py: `AuthoredLine`, one rule `binds`):
 - constraints come only from the user's own words: detect_constraints on user messages ("never…",
   "don't…", "不要…", "必须…") and explicit `remember` memory events (/remember, and the pins a new
   session carries over from its parent) — author "user", binding;
@@ -20,8 +20,8 @@ import re
 from collections.abc import Iterable
 
 from ctxagent.context.history import Event, hidden_by_rewinds
-from ctxagent.context.memory.detect import detect_constraints
-from ctxagent.context.memory.provenance import Author, AuthoredLine
+from ctxagent.context.language.detect import detect_constraints
+from ctxagent.context.language.provenance import Author, AuthoredLine
 
 WARM_OPEN = "<context-memory>"
 WARM_CLOSE = "</context-memory>"

@@ -1,7 +1,7 @@
 """The providers' prompt-cache rules: what a cached token costs, what a write costs, how long an entry
 lives, and which provider a model label's cache follows. One definition, read by the builder (where the
 cache is cold, so relief is free there; the price of each relief), the report, the context_status
-tool, and the bench's cache simulation (agent/bench/cache_cost.py).
+tool, and the bench's cache simulation (tui/lab/bench/cache_cost.py).
 
 - **anthropic** — reads 0.1 ×, writes 1.25 × the input price with the default 5-minute TTL; with the
   1-hour option (config `cache_ttl = "1h"`, sent as `cache_control: {"type": "ephemeral", "ttl": "1h"}`)

@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from ctxagent.context.memory.detect import failing_tests
+from ctxagent.context.language.detect import failing_tests
 from ctxagent.context.spill import head_tail
 from ctxagent.context.tokens import TokenCounter
 from ctxagent.context.tool_meta import PATH_ARGS

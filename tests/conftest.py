@@ -17,7 +17,6 @@ from typing import Any
 import pytest
 from ctxagent.agent.config import Config
 from ctxagent.agent.loop import Agent, AgentParts, Approver
-from ctxagent.agent.providers.scripted import ScriptedProvider
 from ctxagent.agent.session import open_session
 from ctxagent.agent.updates import AgentEvent
 from ctxagent.context.budget import Budget
@@ -26,7 +25,11 @@ from ctxagent.context.spill import SpillStore
 from ctxagent.context.tokens import CachedCounter, get_counter
 from ctxagent.tools import make_registry
 from ctxagent.tools.contract import FunctionTool, ToolArgs, ToolResult
+from ctxagent.tui.lab.scripted.provider import ScriptedProvider
+from ctxagent.tui.lab.scripted.spec import register_scripted
 from hypothesis import settings
+
+register_scripted()  # `scripted:PATH` models in-process, as the command line registers them (tui/lab/scripted/spec.py)
 
 # Derandomized: a property test tries the same examples everywhere, so a failure found once is found
 # again (CI, a colleague, the next run) instead of flickering; no database, so nothing carries over
@@ -84,7 +87,7 @@ socket.socket.connect_ex = _guarded_connect_ex  # type: ignore[method-assign]
 
 
 def _stdin_not_a_pipe() -> None:
-    """`ctxagent -p` reads piped standard input to its end (agent/cli/headless.py), and the commands the
+    """`ctxagent -p` reads piped standard input to its end (tui/cli/headless.py), and the commands the
     tests start inherit the runner's: when that is a pipe left open (a CI step's), it becomes /dev/null."""
     try:
         piped = stat.S_ISFIFO(os.fstat(0).st_mode) or stat.S_ISSOCK(os.fstat(0).st_mode)

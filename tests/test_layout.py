@@ -5,7 +5,7 @@
   (tui/ may import tools/ by the layering, but does not: the faces are what the app needs);
 - no import circle between the project's modules; no `*Mixin` classes in agent/ context/ tools/ tui/;
 - agent/'s root holds at most 16 modules (`__init__.py` not counted): the rest lives in its folders;
-- no module is longer than 450 lines (the longest today: context/history.py, 420; tui/session_screen.py, 404);
+- no module is longer than 450 lines (the longest today: context/history.py, 420; tui/app/screens/session_screen.py, 404);
 - every file path docs/ARCHITECTURE.md names exists, and its library example runs;
 - the tree is ruff-clean.
 
@@ -15,14 +15,14 @@ inside a function (lazy), under `if TYPE_CHECKING:` — relative ones resolved. 
 `from a.b import Name` is an edge to `a.b` itself, its `__init__.py` when it is a package.
 
 Faces (a package's `__init__.py`) are modules like any other for whoever imports them from outside
-the package: `tui/app.py` → `ctxagent.agent` is an edge, and so is everything the face imports,
+the package: `tui/app/app.py` → `ctxagent.agent` is an edge, and so is everything the face imports,
 its `if TYPE_CHECKING:` block included (tests/test_faces.py checks that block matches the lazy map).
 An import of an ENCLOSING package from inside it is no edge: Python runs `agent/__init__.py` before
 any `ctxagent.agent.*` module, so every module of a package already depends on its face, whether it
 spells the import or not; counting that would make every face that re-exports its own submodules a
 circle by construction, though its imports are lazy. What a module may take from its own package's
 face is a rule of its own (`test_a_module_takes_from_its_own_face_only_what_the_face_defines`): only
-names the face defines itself (`__version__`, the trajectory types of `agent/bench/readers/`), never a
+names the face defines itself (`__version__`, the trajectory types of `tui/lab/bench/readers/`), never a
 name it re-exports — a sibling is imported from the sibling, so the edge is seen and counted.
 Imports by a computed name (`importlib.import_module(variable)`: the CLI's subcommand table, bench's
 list of benchmarks) are not seen.
@@ -51,6 +51,11 @@ ALLOWED = {
     "tui": {"tui", "agent", "tools", "context"},
 }
 TUI_MAY_IMPORT = {"ctxagent.agent", "ctxagent.context"}  # the faces, and no module behind them
+# The rooms of tui/ (the front ends and the lab) that reach agent/ and context/ only through their faces.
+FACE_ONLY_ROOMS = ("ctxagent.tui.app", "ctxagent.tui.entry")
+# The rooms of tui/ and which of the others each may import: the command line starts the app, ACP and
+# the lab's commands; the app, ACP and the lab are clients of the runtime, never of each other.
+TUI_ROOMS: dict[str, set[str]] = {"app": set(), "acp": set(), "lab": set(), "cli": {"app", "acp", "lab"}}
 MAX_AGENT_ROOT_MODULES = 16
 MAX_MODULE_LINES = 450  # a hard cap, a little above the ~400 lines where a module should be split
 DOC = ROOT / "docs" / "ARCHITECTURE.md"
@@ -176,7 +181,7 @@ def test_tui_imports_only_the_faces_of_agent_and_context() -> None:
     modules = project_modules()
     public = {face: set(importlib.import_module(face).__all__) for face in TUI_MAY_IMPORT}
     bad = [f"{_rel(path)}:{line} imports {module}"
-           for name, path in modules.items() if name.startswith("ctxagent.tui")
+           for name, path in modules.items() if name.startswith(FACE_ONLY_ROOMS)
            for line, module in module_imports(name, path, modules)
            if not module.startswith("ctxagent.tui") and module not in TUI_MAY_IMPORT]
     bad += [f"{_rel(path)}:{node.lineno} takes {alias.name} from {node.module}, which does not export it"
@@ -185,6 +190,21 @@ def test_tui_imports_only_the_faces_of_agent_and_context() -> None:
             if isinstance(node, ast.ImportFrom) and node.module in public
             for alias in node.names if alias.name not in public[node.module]]
     assert not bad, "tui/ imports only ctxagent.agent and ctxagent.context:\n" + "\n".join(bad)
+
+
+def test_the_rooms_of_tui_import_each_other_one_way() -> None:
+    """tui/entry.py → cli → {app, acp, lab}; the app, ACP and the lab never import each other."""
+    modules = project_modules()
+
+    def room(module: str) -> str | None:
+        parts = module.split(".")
+        return parts[2] if len(parts) > 2 and parts[:2] == ["ctxagent", "tui"] and parts[2] in TUI_ROOMS else None
+
+    bad = [f"{_rel(path)}:{line} imports {module}"
+           for name, path in modules.items() if (mine := room(name)) is not None
+           for line, module in module_imports(name, path, modules)
+           if (theirs := room(module)) is not None and theirs != mine and theirs not in TUI_ROOMS[mine]]
+    assert not bad, "\n".join(bad)
 
 
 def test_no_import_circles() -> None:

@@ -17,7 +17,7 @@ import pytest
 from ctxagent.agent.config import Config
 from ctxagent.agent.providers import catalogue
 from ctxagent.agent.providers.specs import Credentials, credentials_for
-from ctxagent.agent.scripted.server import ScriptedServer
+from ctxagent.tui.lab.scripted.server import ScriptedServer
 
 MODELS = [
     {"id": "claude-sonnet-5-5", "display_name": "Claude Sonnet 5.5", "max_input_tokens": 1_000_000, "max_tokens": 64_000},

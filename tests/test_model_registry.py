@@ -21,9 +21,9 @@ from ctxagent.agent.providers.registry import (
     model_info,
     parse_model_name,
 )
-from ctxagent.agent.providers.scripted import ScriptedProvider
 from ctxagent.context.errors import ConfigError
 from ctxagent.context.request import Usage
+from ctxagent.tui.lab.scripted.provider import ScriptedProvider
 
 
 @pytest.mark.parametrize(("name", "expected"), [

@@ -9,9 +9,9 @@ from ctxagent.agent.providers.anthropic import AnthropicProvider, wire_messages
 from ctxagent.agent.providers.protocol import Stop, TextDelta
 from ctxagent.agent.providers.registry import make_provider
 from ctxagent.agent.providers.specs import Credentials
-from ctxagent.agent.scripted.server import ScriptedServer
 from ctxagent.context.errors import AuthError, ContextLengthError
 from ctxagent.context.request import Message, Request, ToolCall, ToolSpec, Usage
+from ctxagent.tui.lab.scripted.server import ScriptedServer
 
 TOOLS = [
     ToolSpec("read_file", "Read a file", {"type": "object", "properties": {"path": {"type": "string"}}}),

@@ -10,17 +10,18 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from ctxagent.agent.cli.doctor import model_check
 from ctxagent.agent.config import _ENV, SECRET_FIELDS, Config, load_config
 from ctxagent.agent.factory import check_strategy, summarizer_for
 from ctxagent.agent.providers import specs
 from ctxagent.agent.providers.protocol import TextDelta
 from ctxagent.agent.providers.registry import make_provider, model_info, parse_model_name
-from ctxagent.agent.providers.scripted import ScriptedProvider
 from ctxagent.agent.trust import SENSITIVE_KEYS
 from ctxagent.context.errors import ConfigError
 from ctxagent.context.request import Message, Request
 from ctxagent.tools.sandbox.environment import command_env
+from ctxagent.tui.cli.doctor import model_check
+from ctxagent.tui.lab.scripted.provider import ScriptedProvider
+from ctxagent.tui.lab.scripted.spec import SCRIPTED
 
 KEYED = [s for s in specs.providers() if s.key_env]
 BASE_URLS = [None, "https://proxy.example.com/v1", "http://10.0.0.7:8000", "http://127.0.0.1:9",
@@ -159,6 +160,6 @@ def test_a_repository_may_not_pick_a_scripted_model_until_trusted(tmp_path: Path
     from ctxagent.agent.trust import split_untrusted
 
     kept, ignored = split_untrusted({"model": " Scripted:/tmp/s.json", "max_steps": 3}, tmp_path, "repo")
-    assert kept == {"max_steps": 3} and [i.reason for i in ignored] == [specs.SCRIPTED.untrusted_reason]
+    assert kept == {"max_steps": 3} and [i.reason for i in ignored] == [SCRIPTED.untrusted_reason]
     kept, ignored = split_untrusted({"model": "openai:gpt-5-mini"}, tmp_path, "repo")
     assert kept == {"model": "openai:gpt-5-mini"} and ignored == []

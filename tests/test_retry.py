@@ -9,7 +9,6 @@ import pytest
 from ctxagent.agent.providers.openai import OpenAIProvider
 from ctxagent.agent.providers.protocol import Stop, StreamEvent, TextDelta
 from ctxagent.agent.retry import backoff_delay, stream_with_retry
-from ctxagent.agent.scripted.server import ScriptedServer
 from ctxagent.context.errors import (
     AuthError,
     ContextLengthError,
@@ -20,6 +19,7 @@ from ctxagent.context.errors import (
     StreamError,
 )
 from ctxagent.context.request import Message, Request, Usage
+from ctxagent.tui.lab.scripted.server import ScriptedServer
 
 OK: list[StreamEvent] = [TextDelta("hi"), Usage(1, 1), Stop("end_turn")]
 

@@ -19,9 +19,6 @@ import openai
 import pytest
 from ctxagent.agent.providers.protocol import Stop, TextDelta
 from ctxagent.agent.providers.registry import make_provider
-from ctxagent.agent.providers.scripted import ScriptedProvider
-from ctxagent.agent.scripted.script import estimate_input_tokens, load_script
-from ctxagent.agent.scripted.server import ScriptedServer
 from ctxagent.context.errors import (
     BadRequestError,
     ConfigError,
@@ -29,6 +26,9 @@ from ctxagent.context.errors import (
     StreamError,
 )
 from ctxagent.context.request import Message, Request, ToolCall, ToolSpec, Usage
+from ctxagent.tui.lab.scripted.provider import ScriptedProvider
+from ctxagent.tui.lab.scripted.script import estimate_input_tokens, load_script
+from ctxagent.tui.lab.scripted.server import ScriptedServer
 
 TURNS = [
     {"text": "Reading the file. 先读文件。", "tool_calls": [{"name": "read_file", "arguments": {"path": "app.py"}}]},
@@ -139,7 +139,7 @@ def test_cli_subprocess_prints_address_first_and_records(tmp_path: Path) -> None
     script.write_text(json.dumps(TURNS, ensure_ascii=False), encoding="utf-8")
     record = tmp_path / "rec.jsonl"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "ctxagent.agent.cli", "scripted-server", str(script), "--port", "0",
+        [sys.executable, "-m", "ctxagent.tui.cli", "scripted-server", str(script), "--port", "0",
          "--record", str(record)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
@@ -158,7 +158,7 @@ def test_cli_subprocess_prints_address_first_and_records(tmp_path: Path) -> None
 
 
 def test_cli_reports_a_bad_script(tmp_path: Path) -> None:
-    done = subprocess.run([sys.executable, "-m", "ctxagent.agent.scripted", str(tmp_path / "x.json")],
+    done = subprocess.run([sys.executable, "-m", "ctxagent.tui.lab.scripted", str(tmp_path / "x.json")],
                           capture_output=True, text=True, timeout=30)
     assert done.returncode == 2 and "script not found" in done.stderr
 

@@ -83,7 +83,7 @@ class BudgetStatus:
 
 
 class FileAccess(Protocol):
-    """An editor's buffers over the local disk (agent/acp/: ACP's fs/read_text_file, fs/write_text_file).
+    """An editor's buffers over the local disk (tui/acp/: ACP's fs/read_text_file, fs/write_text_file).
     The file tools always confine a path on the local disk first — the walk from the root's descriptor
     (tools/confine.py) that refuses links leaving the root, hard links, FIFOs and devices — and only then,
     where `read_through` / `write_through` say so, read or write the editor's copy of that same file

@@ -1,22 +1,31 @@
-"""The `ctxagent` console script: the CLI from `ctxagent.agent`, with the app as its default screen.
+"""The `ctxagent` console script: the command line (tui/cli/), with the app (tui/app/) as its default screen.
 
-It lives in tui/ so imports stay one-way (tui → agent); textual is imported only when the app opens.
+textual is imported only when the app opens.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any
 
 
 def _launch_app(args: argparse.Namespace) -> int:
-    from ctxagent.tui.app import run_app
+    from ctxagent.tui.app.app import run_app
 
-    return run_app(args)
+    return run_app(args, prepare_demo=_prepare_demo)
+
+
+def _prepare_demo() -> Any:
+    """The set-up screen's demo button: the lab's scripted demo (the app does not import the lab)."""
+    from ctxagent.tui.lab.scripted.demo import prepare_demo
+
+    return prepare_demo()
 
 
 def main(argv: list[str] | None = None) -> int:
-    from ctxagent.agent import cli_main, protect_process
+    from ctxagent.tui.cli.main import main as cli_main
+    from ctxagent.tui.cli.process_guard import protect_process
 
     protect_process()  # before anything reads a key: commands run unsandboxed cannot read our /proc files
     return cli_main(argv, tui_launcher=_launch_app)

@@ -6,7 +6,7 @@ the tool list sent so far stays a byte-identical prefix of the new one. While th
 `share` of the window (default 10 %, as Claude Code) a ready server's tools are offered at once;
 a server whose tools would pass it is **deferred**: its tools wait in a pool, and the model gets
 `search_tools` (BM25 over names and descriptions with the memory index's tokenizer, CJK-aware:
-context/memory/terms.py), which loads the best matches for the rest of the session. A loaded tool
+context/language/terms.py), which loads the best matches for the rest of the session. A loaded tool
 stays loaded: the session log's `system_prompt` events record every tool list, and a resumed
 session starts with the MCP tools of its last one, in the same order (`preload`).
 
@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 from ctxagent.agent.mcp.client import ServerState
 from ctxagent.agent.mcp.config import McpServerConfig, server_of, server_part
 from ctxagent.agent.mcp.tools import McpTool, spec_of
-from ctxagent.context.memory.terms import terms
+from ctxagent.context.language.terms import terms
 from ctxagent.context.request import ToolSpec
 from ctxagent.context.tokens import TokenCounter, count_tool_spec
 from ctxagent.tools.contract import FunctionTool, Tool, ToolArgs, ToolContext, ToolResult

@@ -20,9 +20,18 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ctxagent.agent.providers.protocol import CatalogueModel
-from ctxagent.agent.providers.specs import Credentials, find
+from ctxagent.agent.providers.specs import (
+    Credentials,
+    ProviderSpec,
+    credentials_for,
+    default_model,
+    find,
+    providers,
+)
+from ctxagent.context.errors import CtxagentError
 from ctxagent.context.floor.state_paths import user_state_dir
 
 MAX_AGE = 24 * 3600  # a catalogue younger than this is used as is
@@ -106,3 +115,38 @@ def refresh_if_stale(credentials: Credentials, *, timeout: float = FETCH_TIMEOUT
     if cat.fresh() or spec is None or spec.list_models is None:
         return cat
     return fetch(credentials, timeout=timeout)
+
+
+def catalogued() -> list[ProviderSpec]:
+    """The providers with a model list of their own, in precedence order."""
+    return [s for s in providers() if s.list_models is not None]
+
+
+def refresh_catalogues(config: Any, *, force: bool = False, only: str | None = None) -> dict[str, Any]:
+    """Fetch the catalogue of every provider the config can reach (a key, or a base URL for a local
+    server): when stale, or always with `force`. Each provider is asked at the URL its key may go to
+    (specs.credentials_for): --base-url is the session provider's, never another's. Never raises;
+    returns provider → Catalogue."""
+    out: dict[str, Any] = {}
+    for spec in catalogued():
+        if only and spec.name != only:
+            continue
+        creds = credentials_for(config, spec)
+        if not creds.key and not (force and creds.base_url):
+            continue  # no key: nothing to ask (a local server is asked only on an explicit --refresh)
+        read = fetch if force else refresh_if_stale
+        out[spec.name] = read(creds)
+    return out
+
+
+def refresh_for_start(config: Any) -> None:
+    """Before a start: refresh the catalogue of the provider about to be used, if it is stale."""
+    from ctxagent.agent.providers.registry import parse_model_name
+
+    try:
+        name = config.model or default_model(config)
+        provider = parse_model_name(name)[0] if name else ""
+    except CtxagentError:
+        return  # the start reports a bad model name itself
+    if any(s.name == provider for s in catalogued()):
+        refresh_catalogues(config, only=provider)

@@ -8,7 +8,7 @@ catalogue readers (`list_models` in each provider's module) use the same client.
 
 The SDK is imported when the client is first needed (a request, a count, a catalogue), not when the
 provider is made: `ctxagent inspect` builds a provider for its wire body alone and never pays for an
-SDK, and the app imports it on a worker while the user types (`SDKProvider.warm`, tui/agent_start.py).
+SDK, and the app imports it on a worker while the user types (`SDKProvider.warm`, tui/app/agent_start.py).
 """
 
 from __future__ import annotations

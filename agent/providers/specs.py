@@ -218,6 +218,18 @@ def credentials_for(config: Any, provider: str | ProviderSpec) -> Credentials:
     return made
 
 
+def default_model(config: Any) -> str | None:
+    """The model a key alone starts with: the start model of the first provider (in the specs'
+    precedence: Anthropic's, then OpenAI's) whose key is set; None with a generic --base-url (a local
+    server names its own models)."""
+    if config.base_url:
+        return None
+    for spec in providers():
+        if spec.start_model and credentials_for(config, spec).key:
+            return f"{spec.name}:{spec.start_model}"
+    return None
+
+
 # -- the built-in providers; each constructor imports its SDK only when called ----------------------
 
 
@@ -247,12 +259,6 @@ def _list_openai(credentials: Credentials, **kwargs: Any) -> list[CatalogueModel
     return list_models(credentials.key or NO_KEY, credentials.base_url, **kwargs)
 
 
-def _make_scripted(model: str, credentials: Credentials, max_tokens: int | None) -> Provider:
-    from ctxagent.agent.providers.scripted import ScriptedProvider
-
-    return ScriptedProvider(model, max_tokens=max_tokens)
-
-
 ANTHROPIC = ProviderSpec(
     name="anthropic", title="Anthropic", make=_make_anthropic,
     key_field="anthropic_api_key", key_env="ANTHROPIC_API_KEY",
@@ -276,15 +282,9 @@ OPENAI = ProviderSpec(
     no_server_edits_note="OpenAI's compaction exists only in its Responses API, which ctxagent's OpenAI provider "
                          "(Chat Completions) does not use: `bench replay` emulates it as openai-compact.",
 )
-SCRIPTED = ProviderSpec(
-    name="scripted", title="scripted", make=_make_scripted,
-    uses_registry=False, summary_sibling=False,  # the script holds only the main model's turns
-    images=True,  # the loopback server reads both wires' image blocks (agent/scripted/images.py)
-    # for tests and the demo: named by the user's own config, a flag or the demo, never by a repository
-    # (agent/trust.py) nor a tool call (the task tool takes no model)
-    untrusted_reason="a scripted model: the repository would choose the tool calls",
-)
-BUILTIN_PROVIDERS = (ANTHROPIC, OPENAI, SCRIPTED)
+# The scripted model (tests and the demo) is the lab's: tui/lab/scripted/spec.py registers it with this same
+# `register`, when a front end or a test asks for it; the runtime never names it.
+BUILTIN_PROVIDERS = (ANTHROPIC, OPENAI)
 
 for _spec in BUILTIN_PROVIDERS:
     register(_spec)

@@ -1,6 +1,6 @@
 """The provider SDK, imported ahead of need: `warm_sdk(config)` on a worker thread while the user types.
 
-The app calls it at its first frame (tui/agent_start.py), beside the agent's build: the build makes
+The app calls it at its first frame (tui/app/agent_start.py), beside the agent's build: the build makes
 the provider without its SDK (agent/providers/client.py makes the client on first use), so neither
 waits for the other, and the first request finds the SDK loaded (or waits for the import under way).
 """
@@ -18,7 +18,7 @@ from ctxagent.context.errors import CtxagentError
 
 def warm_sdk(config: Config, before: Callable[[str], None] | None = None) -> str:
     """Import the SDK that `config`'s model speaks, now (seconds for `anthropic`: call it on a worker
-    thread while the user types; the app does, tui/agent_start.py). `before(title)` is called first
+    thread while the user types; the app does, tui/app/agent_start.py). `before(title)` is called first
     when there is an SDK to import. Returns the provider's title, or "" when there is nothing to import
     or the config names no usable model (building the agent says why)."""
     try:

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ctxagent.agent.loop import Agent, AgentParts, Approver
-from ctxagent.agent.scripted.script import SUBAGENT_LINE
 from ctxagent.agent.session import Session, new_session_id
+from ctxagent.agent.subagents.limits import SUBAGENT_LINE
 from ctxagent.agent.updates import (
     AgentEvent,
     PermissionDecision,

@@ -4,7 +4,7 @@ The session ledger's working-memory block first (the user's constraints and task
 tasks, failing tests, recent decisions with their authors, changed files: context/ledger.py), then
 what the memory hook recalls for this step (the user's binding records, then the rest as data with
 its author: context/memory/recall.py), in at most RECALL_SHARE of the warm slice. Whose line binds
-is decided in one place, context/memory/provenance.py (`binds`); the headings say it. Lines the ledger already shows, or leaves out because the request
+is decided in one place, context/language/provenance.py (`binds`); the headings say it. Lines the ledger already shows, or leaves out because the request
 still shows their message, are not repeated. A failing memory hook is left out and a note says so:
 memory trouble never stops a step.
 """
@@ -19,8 +19,8 @@ from ctxagent.context.builder.cache import RecallCue
 from ctxagent.context.builder.inputs import BuildInputs
 from ctxagent.context.builder.task_state import TaskState
 from ctxagent.context.history import Event, Summary, ViewItem
+from ctxagent.context.language.terms import normalize
 from ctxagent.context.ledger import Ledger
-from ctxagent.context.memory.terms import normalize
 
 RECALL_SHARE = 0.3  # of the warm slice at most, for memory recalled for this step (after the session
 # ledger's working-memory block)

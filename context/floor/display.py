@@ -7,7 +7,7 @@ cursor, hide part of a command in the permission box (`curl … | sh;\\x1b[1K ls
 `exe.txt` of `txt.exe`; zero-width characters make two different names look the same; a lone
 surrogate cannot even be encoded. `for_display` is the one function that decides what of a text
 reaches the screen, and every printer goes through it: the CLI (`echo`, `echo_json`), headless
-output, and the app's safe text (tui/safe.py). `tests/test_display_edge.py` checks that no CLI
+output, and the app's safe text (tui/app/safe.py). `tests/test_display_edge.py` checks that no CLI
 module prints around it.
 
 - C0/C1 control characters and escape sequences: removed in flowing text (a sequence is formatting,

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
 from ctxagent.context.floor.state_paths import ensure_state_dir, project_state_dir, user_state_dir
+from ctxagent.context.language.terms import Synonyms
 from ctxagent.context.memory.embed import (
     Embedder,
     describe,
@@ -32,7 +33,6 @@ from ctxagent.context.memory.hybrid import hybrid_search
 from ctxagent.context.memory.record import Record
 from ctxagent.context.memory.search import cached_query_units, relevant
 from ctxagent.context.memory.store import DEFAULT_DEGRADE_AFTER_TURNS, MemoryDB
-from ctxagent.context.memory.terms import Synonyms
 from ctxagent.context.memory.vectors import Embedding, QueryVectors, VectorIndex
 
 INSTALLED = "installed"  # MemoryStore's default embedder: the installed model (embed.detect), if any

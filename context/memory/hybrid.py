@@ -24,7 +24,7 @@ of the slower pass when a core is free (docs/BENCHMARKS.md §3).
 
 RRF_K and the weights were chosen on LoCoMo conv-26 and conv-30 only (RRF_K 5/10/20/30/60 × vector
 weight 0.6–2.0; docs/BENCHMARKS.md §4); so were search.py's RELEVANCE_FLOOR and MAX_QUERY_UNITS,
-VECTOR_MARGIN, DECISIVE_RATIO and POOL_PER_HIT (`python -m ctxagent.agent.bench.locomo_fit`: each
+VECTOR_MARGIN, DECISIVE_RATIO and POOL_PER_HIT (`python -m ctxagent.tui.lab.bench.locomo_fit`: each
 floor as high as no lower one costs recall@10 there, the lowest ratio, term cap and pool that cost
 none either; the pool per hit asked for, 1–4: under 4 costs recall there). On the held-out conv-41,
 42 and 43 recall@10 (categories 1–4) with them: BM25 0.6967, hybrid 0.7282 (0.7005 and 0.7291 with
@@ -39,10 +39,10 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
+from ctxagent.context.language.terms import Synonyms
 from ctxagent.context.memory.fts_tokens import units_per_row
 from ctxagent.context.memory.record import COLUMNS, Record
 from ctxagent.context.memory.search import _filters, cached_query_units, relevant, search_records
-from ctxagent.context.memory.terms import Synonyms
 from ctxagent.context.memory.vectors import VectorIndex
 
 RRF_K = 10            # small: the first few ranks of either side decide

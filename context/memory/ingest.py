@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING, Any
 
 from ctxagent.context.events import ToolResultData
 from ctxagent.context.history import Event
-from ctxagent.context.memory.detect import detect_constraints, detect_decisions, detect_todos
-from ctxagent.context.memory.provenance import MODEL, SUMMARY, TOOL, USER
+from ctxagent.context.language.detect import detect_constraints, detect_decisions, detect_todos
+from ctxagent.context.language.provenance import MODEL, SUMMARY, TOOL, USER
 from ctxagent.context.memory.turns import write_turn
 from ctxagent.context.pins import ITEM_TAG
 from ctxagent.context.test_runs import run_outcome

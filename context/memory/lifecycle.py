@@ -11,10 +11,10 @@ from contextlib import AbstractContextManager
 
 from ctxagent.context.errors import MemoryStoreError
 from ctxagent.context.floor.sanitize import escape_surrogates, redact_secrets
-from ctxagent.context.memory.provenance import TOOL
+from ctxagent.context.language.provenance import TOOL
+from ctxagent.context.language.terms import index_text
 from ctxagent.context.memory.record import COLUMNS, RETIRED, TODO_STATUSES, Record
 from ctxagent.context.memory.term_df import bump_df, record_terms
-from ctxagent.context.memory.terms import index_text
 
 
 def stored_text(text: str) -> str:

@@ -7,7 +7,7 @@ import sqlite3
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ctxagent.context.memory.provenance import Author, AuthoredLine
+from ctxagent.context.language.provenance import Author, AuthoredLine
 
 LAYERS = ("warm", "cold")
 # Not a layer one writes to: records written in turns a /rewind took back. Kept (listed, with their
@@ -43,7 +43,7 @@ class Record:
     pinned: bool = False
     status: str | None = None
     context: str = ""
-    provenance: str = ""  # who wrote it: an Author's value (context/memory/provenance.py)
+    provenance: str = ""  # who wrote it: an Author's value (context/language/provenance.py)
     score: float | None = None  # search rank (higher is better); None outside search
 
     @property

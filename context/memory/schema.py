@@ -67,7 +67,7 @@ MIGRATIONS: list[str] = [
     CREATE INDEX records_type_status ON records(type, status);
     INSERT OR REPLACE INTO meta (key, value) VALUES ('term_df_backfill', 'pending');
     """,
-    # 3: who wrote each record (context/memory/provenance.py), and what the user typed, which decides
+    # 3: who wrote each record (context/language/provenance.py), and what the user typed, which decides
     #    whether a constraint written by anyone else may be pinned. Constraints pinned before this
     #    stay pinned only where the user's words show: a /remember, `memory add`, or a sentence of
     #    the user text kept as the record's context; the rest become ordinary (unpinned) records.

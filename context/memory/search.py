@@ -14,9 +14,9 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
 
+from ctxagent.context.language.terms import Synonyms, match_of, query_units, stem
 from ctxagent.context.memory.fts_tokens import units_held, units_per_row
 from ctxagent.context.memory.record import COLUMNS, RETIRED, Record
-from ctxagent.context.memory.terms import Synonyms, match_of, query_units, stem
 
 WEIGHTS = (1.0, 0.5, 0.8, 0.5)  # content, tags, files, context — the order of records_fts columns
 
@@ -73,7 +73,7 @@ def _filters(
 
 # A hit scoring under this share of the best hit's BM25 score, and holding fewer of the query's units
 # than it, is no answer to the query (`relevant`).
-RELEVANCE_FLOOR = 0.05  # fitted on LoCoMo conv-26/30 (agent/bench/locomo_fit.py): higher ones cost recall there
+RELEVANCE_FLOOR = 0.05  # fitted on LoCoMo conv-26/30 (tui/lab/bench/locomo_fit.py): higher ones cost recall there
 
 
 def relevant(records: list[Record], conn: sqlite3.Connection | None = None,
@@ -105,7 +105,7 @@ RECENT_WINDOW = 1500
 # A query keeps at most this many of the units the store holds, the rarest (`selective`): a long one
 # (a task's 40 words and a file name, what recall asks) would OR thirty terms, and its common ones
 # cost FTS5 a posting walk and a BM25 sum on every record holding them for almost no weight.
-MAX_QUERY_UNITS = 5  # fitted on LoCoMo conv-26/30 (agent/bench/locomo_fit.py): 3 and 4 cost recall there
+MAX_QUERY_UNITS = 5  # fitted on LoCoMo conv-26/30 (tui/lab/bench/locomo_fit.py): 3 and 4 cost recall there
 
 
 @lru_cache(maxsize=512)

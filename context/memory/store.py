@@ -20,20 +20,20 @@ from typing import Any, Self
 
 from ctxagent.context.errors import MemoryStoreError
 from ctxagent.context.floor.sanitize import escape_surrogates
-from ctxagent.context.memory import provenance as provenance_rules, rules
-from ctxagent.context.memory.dbfile import create_private, sqlite_problem
-from ctxagent.context.memory.lifecycle import RecordLifecycle, stored_text
-from ctxagent.context.memory.record import COLUMNS, LAYERS, RETIRED, TODO_STATUSES, TYPES, Record
-from ctxagent.context.memory.schema import SCHEMA_VERSION, migrate
-from ctxagent.context.memory.search import list_records, norm_path, search_records
-from ctxagent.context.memory.term_df import backfill_term_df, bump_df, record_terms
-from ctxagent.context.memory.terms import (
+from ctxagent.context.language import provenance as provenance_rules, rules
+from ctxagent.context.language.terms import (
     Synonyms,
     config_synonyms,
     index_text,
     normalize,
     query_units,
 )
+from ctxagent.context.memory.dbfile import create_private, sqlite_problem
+from ctxagent.context.memory.lifecycle import RecordLifecycle, stored_text
+from ctxagent.context.memory.record import COLUMNS, LAYERS, RETIRED, TODO_STATUSES, TYPES, Record
+from ctxagent.context.memory.schema import SCHEMA_VERSION, migrate
+from ctxagent.context.memory.search import list_records, norm_path, search_records
+from ctxagent.context.memory.term_df import backfill_term_df, bump_df, record_terms
 
 DEFAULT_DEGRADE_AFTER_TURNS = 20
 BUSY_TIMEOUT_MS = 30_000

@@ -7,7 +7,7 @@ import json
 import sqlite3
 from collections.abc import Sequence
 
-from ctxagent.context.memory.terms import stem, terms
+from ctxagent.context.language.terms import stem, terms
 
 
 def record_terms(content: str, tags: Sequence[str], files: Sequence[str], context: str) -> set[str]:

@@ -20,7 +20,7 @@ import time
 from typing import TYPE_CHECKING
 
 from ctxagent.context.history import Event
-from ctxagent.context.memory.provenance import COMMAND, MODEL, USER
+from ctxagent.context.language.provenance import COMMAND, MODEL, USER
 
 if TYPE_CHECKING:
     from ctxagent.context.memory.store import MemoryDB

@@ -8,7 +8,7 @@ import re
 import shlex
 from pathlib import Path
 
-from ctxagent.agent.cli.main import build_parser
+from ctxagent.tui.cli.main import build_parser
 
 README = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ctxagent.agent.acp.prompt import file_of
-from ctxagent.agent.acp.tool_view import TOOL_KINDS, diff_contents, locations, tool_kind
 from ctxagent.agent.factory import default_registry
 from ctxagent.tools.textfile import unified_diff
+from ctxagent.tui.acp.prompt import file_of
+from ctxagent.tui.acp.tool_view import TOOL_KINDS, diff_contents, locations, tool_kind
 from hypothesis import given, settings, strategies as st
 
 LINES = st.lists(st.sampled_from(["a", "b", "def f():", "    return 1", "中文行", "", "x = 1  # 注释", "-- x", "++ y", "--- z", "@@ -1 +1 @@", "\\ q"]), max_size=30)

@@ -93,7 +93,7 @@ def test_the_request_after_a_code_rewind_says_the_change_is_undone(tmp_path: Pat
     # inspect rebuilds the step after the rewind from the log alone, byte for byte
     events = list(session.log.events)
     last_step = max(e.context_report.step for e in events if e.kind == "context_report")
-    from ctxagent.agent.cli.inspect import wire_body
+    from ctxagent.tui.cli.inspect import wire_body
 
     assert rebuild_step(events, last_step, wire_body).verified
 

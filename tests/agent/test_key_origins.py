@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 from ctxagent.agent.config import Config, load_config
 from ctxagent.agent.providers import specs
-from ctxagent.agent.scripted.server import ScriptedServer, key_print
 from ctxagent.context.errors import ConfigError
+from ctxagent.tui.lab.scripted.server import ScriptedServer, key_print
 
 ROOT = Path(__file__).resolve().parents[2]
 MINE = "http://127.0.0.1:8123/v1"  # the user's own OpenAI-compatible server (vLLM, Ollama, ...)
@@ -169,7 +169,7 @@ def _resumed(config: Config) -> None:
 
 
 def _catalogue(config: Config) -> None:
-    from ctxagent.agent.cli.models import refresh_catalogues
+    from ctxagent.agent.providers.catalogue import refresh_catalogues
 
     refresh_catalogues(config, force=True, only="anthropic")
 
@@ -195,8 +195,8 @@ def test_every_path_sends_the_key_where_the_rule_says(recorded: list, path: str,
 
 
 def test_doctor_and_the_recorded_endpoint_read_the_same_rule() -> None:
-    from ctxagent.agent.cli.doctor import model_check
     from ctxagent.agent.session import endpoint_for
+    from ctxagent.tui.cli.doctor import model_check
 
     config = _config()
     assert endpoint_for(config, OTHER).base_url == "" and endpoint_for(config, SESSION).base_url == MINE
@@ -221,7 +221,7 @@ def test_a_summary_on_another_provider_reaches_only_that_providers_url() -> None
 def test_a_catalogue_refresh_asks_each_provider_at_its_own_url() -> None:
     """`ctxagent models --refresh --base-url URL`: the session provider's list from URL, Anthropic's from the
     URL the user gave Anthropic — or from Anthropic's own (here: no network, a recorded failure)."""
-    from ctxagent.agent.cli.models import refresh_catalogues
+    from ctxagent.agent.providers.catalogue import refresh_catalogues
 
     with ScriptedServer({"turns": [], "models": []}) as session, ScriptedServer({"turns": [], "models": []}) as own:
         fetched = refresh_catalogues(_config(base_url=session.base_url, anthropic_base_url=own.base_url), force=True)

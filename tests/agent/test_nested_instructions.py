@@ -18,7 +18,7 @@ from ctxagent.agent.instructions.loading import NestedInstructions, instruction_
 from ctxagent.agent.session import open_session
 from ctxagent.agent.updates import AgentEvent, Notice
 from ctxagent.context.tokens import get_counter
-from ctxagent.tui.context_screen import system_rows
+from ctxagent.tui.app.screens.context_screen import system_rows
 
 
 def _repo(tmp_path: Path) -> Path:

@@ -8,10 +8,10 @@ import argparse
 from pathlib import Path
 
 import pytest
-from ctxagent.agent.cli.main import PERMISSION_MODES as FLAG_MODES, build_parser
 from ctxagent.agent.config import Config, flags_from_args, load_config
 from ctxagent.agent.permissions import PERMISSION_MODES, next_mode, plan_refusal, runs_unasked
 from ctxagent.context.events import PLAN_NOTE, UserData
+from ctxagent.tui.cli.main import PERMISSION_MODES as FLAG_MODES, build_parser
 from pydantic import ValidationError
 
 

@@ -19,7 +19,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from ctxagent.agent.cli.main import SANDBOX_MODES as FLAG_MODES, build_parser
 from ctxagent.agent.config import SANDBOX_MODES, Config, flags_from_args, load_config, origin_of
 from ctxagent.agent.factory import create_agent
 from ctxagent.agent.session import open_session
@@ -28,6 +27,7 @@ from ctxagent.agent.updates import AgentEvent, ToolFinished
 from ctxagent.context.errors import ConfigError, SandboxUnavailableError
 from ctxagent.tools.sandbox import DEFAULT_POLICY, MODES, SandboxPolicy, find_bwrap
 from ctxagent.tools.sandbox.policy import HIDDEN_BY_DEFAULT
+from ctxagent.tui.cli.main import SANDBOX_MODES as FLAG_MODES, build_parser
 
 
 def _files(root: Path, home: Path, *, user: str = "", repo: str = "") -> None:

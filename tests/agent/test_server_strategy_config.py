@@ -6,11 +6,11 @@ import pytest
 from ctxagent.agent.config import Config
 from ctxagent.agent.factory import check_strategy
 from ctxagent.agent.providers.openai import OpenAIProvider
-from ctxagent.agent.providers.scripted import ScriptedProvider
-from ctxagent.agent.scripted.server import ScriptedServer
 from ctxagent.context.errors import BadRequestError, ConfigError
 from ctxagent.context.request import Message, Request
 from ctxagent.context.server_edits import server_edits_for
+from ctxagent.tui.lab.scripted.provider import ScriptedProvider
+from ctxagent.tui.lab.scripted.server import ScriptedServer
 from pydantic import ValidationError
 
 

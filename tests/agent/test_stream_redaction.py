@@ -1,10 +1,10 @@
-"""stream-json's text deltas (agent/cli/stream_json.py RedactedStream): a secret split across deltas
+"""stream-json's text deltas (tui/cli/stream_json.py RedactedStream): a secret split across deltas
 is never shown in part, and the deltas add up to the redacted whole."""
 
 from __future__ import annotations
 
-from ctxagent.agent.cli.stream_json import RedactedStream
 from ctxagent.context.floor.sanitize import Sanitizer
+from ctxagent.tui.cli.stream_json import RedactedStream
 
 KEY = "sk-ant-api03-" + "Q" * 40
 PEM = "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\nBKcwggSjAgEAAoIBAQC7\n-----END PRIVATE KEY-----"

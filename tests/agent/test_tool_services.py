@@ -7,7 +7,6 @@ from pathlib import Path
 from ctxagent.agent.config import Config
 from ctxagent.agent.loop import Agent
 from ctxagent.agent.parts import AgentParts
-from ctxagent.agent.providers.scripted import ScriptedProvider
 from ctxagent.agent.session import open_session
 from ctxagent.agent.updates import PermissionDecision, PermissionRequest
 from ctxagent.context.budget import Budget
@@ -19,6 +18,7 @@ from ctxagent.context.spill import SpillStore
 from ctxagent.context.tokens import CachedCounter, get_counter
 from ctxagent.tools import make_registry
 from ctxagent.tools.memory_tools import memory_tools
+from ctxagent.tui.lab.scripted.provider import ScriptedProvider
 
 PREFERENCE = "Always use type hints in Python code. 始终使用类型注解。"
 

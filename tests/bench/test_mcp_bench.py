@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ctxagent.agent.bench.mcp_schemas import run, table
+from ctxagent.tui.lab.bench.mcp_schemas import run, table
 
 
 def test_deferral_sends_a_fraction_and_costs_less_than_eager() -> None:

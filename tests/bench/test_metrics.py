@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 
 import pytest
-from ctxagent.agent.bench.metrics import (
+from ctxagent.tui.lab.bench.metrics import (
     FactTracker,
     common_prefix_tokens,
     fit_affine,
@@ -16,7 +16,7 @@ from ctxagent.agent.bench.metrics import (
     retained,
     tool_call_paths,
 )
-from ctxagent.agent.bench.progress import Progress
+from ctxagent.tui.lab.bench.progress import Progress
 
 
 def test_percentiles_interpolate() -> None:

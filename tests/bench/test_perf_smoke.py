@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from ctxagent.agent.bench.perf import bench_builder, bench_memory, bench_version
-from ctxagent.agent.bench.tables import perf_text
 from ctxagent.context.memory.embed import detect
+from ctxagent.tui.lab.bench.perf import bench_builder, bench_memory, bench_version
+from ctxagent.tui.lab.bench.tables import perf_text
 
 
 def test_builder_and_memory_benchmarks_report_rows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from ctxagent.agent.bench.presence import (
+from ctxagent.context.prune import pruned_text
+from ctxagent.context.request import Message, ToolCall
+from ctxagent.context.tokens import get_counter
+from ctxagent.tui.lab.bench.presence import (
     NAMES_KIND,
     MessageText,
     PresenceIndex,
@@ -11,10 +14,7 @@ from ctxagent.agent.bench.presence import (
     strip_stub_lists,
     term_set,
 )
-from ctxagent.agent.bench.requirements import Line
-from ctxagent.context.prune import pruned_text
-from ctxagent.context.request import Message, ToolCall
-from ctxagent.context.tokens import get_counter
+from ctxagent.tui.lab.bench.requirements import Line
 
 
 def _present(line: str, text: str) -> bool:

@@ -7,10 +7,10 @@ import json
 from pathlib import Path
 
 import pytest
-from ctxagent.agent.bench.readers import SOURCES, default_data_dir, read_source, source_path
-from ctxagent.agent.bench.readers.claude import parse_claude_code
-from ctxagent.agent.bench.readers.openhands import parse_openhands
-from ctxagent.agent.bench.readers.swe import parse_mini_swe_agent, parse_swe_agent
+from ctxagent.tui.lab.bench.readers import SOURCES, default_data_dir, read_source, source_path
+from ctxagent.tui.lab.bench.readers.claude import parse_claude_code
+from ctxagent.tui.lab.bench.readers.openhands import parse_openhands
+from ctxagent.tui.lab.bench.readers.swe import parse_mini_swe_agent, parse_swe_agent
 
 DATA = default_data_dir()
 needs_data = pytest.mark.skipif(not (DATA / "claude-code").is_dir(), reason=f"no shared bench data at {DATA}")
@@ -253,7 +253,7 @@ def _mini_file(path: Path, ids: list[str]) -> None:
 
 
 def test_limit_takes_a_stable_sample_across_repositories(tmp_path: Path) -> None:
-    from ctxagent.agent.bench.readers import repository_of
+    from ctxagent.tui.lab.bench.readers import repository_of
 
     ids = ([f"django__django-{n}" for n in range(11000, 11012)] + [f"astropy__astropy-{n}" for n in range(7000, 7004)]
            + [f"sympy__sympy-{n}" for n in range(13000, 13004)] + ["psf__requests-2317"])

@@ -9,17 +9,17 @@ import subprocess
 import sys
 
 import pytest
-from ctxagent.agent.bench.cache_cost import RULES
-from ctxagent.agent.bench.emulations import ServerParams
-from ctxagent.agent.bench.readers import SourceEvent, Trajectory
-from ctxagent.agent.bench.replay import STRATEGIES, Engine
-from ctxagent.agent.bench.replay_run import replay_source
-from ctxagent.agent.bench.tokens_bench import reference_estimates, tokens_source
 from ctxagent.context.budget import Budget
 from ctxagent.context.builder.dispatch import build
 from ctxagent.context.builder.inputs import BuildInputs
 from ctxagent.context.history import Event
 from ctxagent.context.tokens import REQUEST_OVERHEAD, count_request, count_system
+from ctxagent.tui.lab.bench.cache_cost import RULES
+from ctxagent.tui.lab.bench.emulations import ServerParams
+from ctxagent.tui.lab.bench.readers import SourceEvent, Trajectory
+from ctxagent.tui.lab.bench.replay import STRATEGIES, Engine
+from ctxagent.tui.lab.bench.replay_run import replay_source
+from ctxagent.tui.lab.bench.tokens_bench import reference_estimates, tokens_source
 
 SYSTEM = "You are a coding agent."
 LONG_TASK = ("Fix the crash in src/app.py please. 修复崩溃。 The crash happens when the reader gets an empty file, "
@@ -273,7 +273,7 @@ def test_cli_replay_json_shape_and_tables(tmp_path) -> None:  # type: ignore[no-
         {"role": "user", "content": "<returncode>0</returncode><output></output>"},
     ]}
     traj_file.write_text(json.dumps(run) + "\n")
-    base = [sys.executable, "-m", "ctxagent.agent.cli", "bench", "replay", "--source", "mini-swe-agent",
+    base = [sys.executable, "-m", "ctxagent.tui.cli", "bench", "replay", "--source", "mini-swe-agent",
             "--data", str(traj_file), "--window", "32000"]
     out = subprocess.run([*base, "--json"], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
@@ -308,8 +308,8 @@ def test_grep_baseline_keeps_user_messages_detected_lines_and_the_last_two() -> 
 
 
 def test_grep_baseline_request_shape() -> None:
-    from ctxagent.agent.bench.emulations import GREP_KIND, GrepTracker, grep_baseline
     from ctxagent.context.request import Message, Request, ToolCall
+    from ctxagent.tui.lab.bench.emulations import GREP_KIND, GrepTracker, grep_baseline
 
     g = GrepTracker()
     g.add("user", {"text": "Fix it. Never touch the migrations. We'll use SQLite."})

@@ -4,8 +4,8 @@ climb mid-session for content only the source's request carried."""
 
 from __future__ import annotations
 
-from ctxagent.agent.bench.readers import SourceEvent, Trajectory
-from ctxagent.agent.bench.replay_setup import (
+from ctxagent.tui.lab.bench.readers import SourceEvent, Trajectory
+from ctxagent.tui.lab.bench.replay_setup import (
     Engine,
     calibrated_ratios,
     hidden_after_compaction,

@@ -7,9 +7,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ctxagent.agent.bench.progress import Progress
-from ctxagent.agent.bench.readers import Trajectory
-from ctxagent.agent.bench.replay_run import replay_source
+from ctxagent.tui.lab.bench.progress import Progress
+from ctxagent.tui.lab.bench.readers import Trajectory
+from ctxagent.tui.lab.bench.replay_run import replay_source
 
 SYSTEM = "You are a coding agent."
 

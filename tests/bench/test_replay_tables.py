@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from ctxagent.agent.bench.replay_tables import baseline_note, main_rows, replay_text, sweep_text
+from ctxagent.tui.lab.bench.replay_tables import baseline_note, main_rows, replay_text, sweep_text
 
 
 def _strategy(tokens: int, retention: float, req: float, dec: float, cost: int, used: float = 0.9) -> dict[str, Any]:
@@ -118,7 +118,7 @@ def test_bench_all_prints_the_new_tables_for_every_source(tmp_path) -> None:  # 
          "tool_call_metadata": {"tool_call_id": "a", "function_name": "execute_bash", "model_response": resp}}],
         "metrics": {"token_usages": [{"prompt_tokens": 50, "response_id": "r1"}]}}
     (root / "openhands" / "o.jsonl").write_text(json.dumps(oh) + "\n")
-    out = subprocess.run([sys.executable, "-m", "ctxagent.agent.cli", "bench", "all", "--data", str(root), "--skip-perf",
+    out = subprocess.run([sys.executable, "-m", "ctxagent.tui.cli", "bench", "all", "--data", str(root), "--skip-perf",
                           "--skip-locomo", "--out", str(tmp_path / "all.json")], capture_output=True, text=True,
                          timeout=300)
     assert out.returncode == 0, out.stderr

@@ -7,8 +7,8 @@ import ast
 import re
 from pathlib import Path
 
-from ctxagent.agent.bench import requirements
-from ctxagent.agent.bench.requirements import (
+from ctxagent.tui.lab.bench import requirements
+from ctxagent.tui.lab.bench.requirements import (
     LineTracker,
     decision_lines,
     failing_test_lines,
@@ -151,7 +151,7 @@ def _imports(module: object) -> list[str]:
 
 
 def test_the_rule_imports_nothing_of_the_product() -> None:
-    from ctxagent.agent.bench import presence
+    from ctxagent.tui.lab.bench import presence
 
     assert not [m for m in _imports(requirements) if m.startswith("ctxagent")]
     # ... and what matches a line in a request does not use the product's memory terms either
@@ -162,7 +162,7 @@ def test_no_word_list_is_a_subset_of_the_products_patterns() -> None:
     """Every list holds entries none of the product's patterns matches (at least a fifth of it), so the rule is
     not the product's detector with fewer words."""
     from ctxagent.context import tool_meta
-    from ctxagent.context.memory import detect
+    from ctxagent.context.language import detect
 
     product: dict[str, list[re.Pattern[str]]] = {
         "requirement": [detect.REQUIREMENT_MARKERS_EN, detect.CONSTRAINT_MARKERS_EN],
@@ -189,7 +189,7 @@ def test_no_word_list_is_a_subset_of_the_products_patterns() -> None:
 
 
 def test_the_rule_and_the_products_detector_disagree_on_a_spec() -> None:
-    from ctxagent.context.memory.detect import detect_requirements
+    from ctxagent.context.language.detect import detect_requirements
 
     spec = ("## Restrictions\n- Pure functions and the standard library.\n"
             "The cache should be warm before the first call.\n"

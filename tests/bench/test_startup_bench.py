@@ -7,7 +7,7 @@ from __future__ import annotations
 import sys
 
 import pytest
-from ctxagent.agent.bench.startup import bench_launch, bench_wall, startup_text
+from ctxagent.tui.lab.bench.startup import bench_launch, bench_wall, startup_text
 
 
 @pytest.mark.slow  # launches the app twice through a provider SDK

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ctxagent.agent.bench import subagents
+from ctxagent.tui.lab.bench import subagents
 
 
 def test_inline_and_delegated_are_measured_from_the_logs() -> None:

@@ -6,11 +6,11 @@ import ast
 from pathlib import Path
 
 import pytest
-from ctxagent.agent.bench import used_later
-from ctxagent.agent.bench.readers import SourceEvent, Trajectory
-from ctxagent.agent.bench.replay_run import replay_source
-from ctxagent.agent.bench.used_later import HistoryIndex, UsedLater, atoms, handle_named, used_strings
 from ctxagent.context.request import Message, ToolCall
+from ctxagent.tui.lab.bench import used_later
+from ctxagent.tui.lab.bench.readers import SourceEvent, Trajectory
+from ctxagent.tui.lab.bench.replay_run import replay_source
+from ctxagent.tui.lab.bench.used_later import HistoryIndex, UsedLater, atoms, handle_named, used_strings
 
 SYSTEM = "You are a coding agent."
 

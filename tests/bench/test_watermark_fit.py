@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from ctxagent.agent.bench.cache_cost import RULES
-from ctxagent.agent.bench.emulations import ServerParams
-from ctxagent.agent.bench.replay_run import ReplayPlan, run_plan
-from ctxagent.agent.bench.replay_setup import ReplayTotals
-from ctxagent.agent.bench.replay_stats import StrategyStats
-from ctxagent.agent.bench.watermark_fit import evaluate, folds, half_of
+from ctxagent.tui.lab.bench.cache_cost import RULES
+from ctxagent.tui.lab.bench.emulations import ServerParams
+from ctxagent.tui.lab.bench.replay_run import ReplayPlan, run_plan
+from ctxagent.tui.lab.bench.replay_setup import ReplayTotals
+from ctxagent.tui.lab.bench.replay_stats import StrategyStats
+from ctxagent.tui.lab.bench.watermark_fit import evaluate, folds, half_of
 
 from .test_replay_run import runs
 

@@ -12,7 +12,6 @@ from ctxagent.agent.config import Config
 from ctxagent.agent.loop import Agent, AgentParts
 from ctxagent.agent.providers.anthropic import AnthropicProvider
 from ctxagent.agent.providers.openai import OpenAIProvider
-from ctxagent.agent.scripted.server import ScriptedServer
 from ctxagent.agent.session import open_session
 from ctxagent.agent.updates import AgentEvent
 from ctxagent.context.budget import Budget
@@ -21,6 +20,7 @@ from ctxagent.context.spill import SpillStore
 from ctxagent.context.tokens import CachedCounter, get_counter
 from ctxagent.tools import make_registry
 from ctxagent.tools.contract import FunctionTool
+from ctxagent.tui.lab.scripted.server import ScriptedServer
 
 MODELS = {"anthropic": "claude-haiku-4-5", "openai": "gpt-5.4-mini"}
 

@@ -20,15 +20,15 @@ from typing import Any
 import pytest
 from ctxagent.agent.config import load_config
 from ctxagent.agent.factory import create_agent
-from ctxagent.agent.scripted.server import ScriptedServer
 from ctxagent.agent.session import open_session
 from ctxagent.context.floor.state_paths import user_config_dir
 from ctxagent.context.ledger import USER_CONSTRAINTS_HEAD
 from ctxagent.context.memory import MemoryStore
 from ctxagent.context.memory.recall import HEADER as MEMORY_BINDING_HEAD
-from ctxagent.tui.app import CtxApp
-from ctxagent.tui.commands import set_custom
-from ctxagent.tui.pickers import ConfirmModal
+from ctxagent.tui.app.app import CtxApp
+from ctxagent.tui.app.commands import set_custom
+from ctxagent.tui.app.screens.pickers import ConfirmModal
+from ctxagent.tui.lab.scripted.server import ScriptedServer
 
 sys.path.insert(0, str(Path(__file__).parent.parent / "tui"))
 from tui_helpers import answer, make_repo, ready, send, wait_until  # noqa: E402

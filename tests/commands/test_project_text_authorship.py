@@ -10,10 +10,10 @@ from pathlib import Path
 from ctxagent.agent.custom_commands import expand_prompt
 from ctxagent.agent.session_ops import handoff_draft
 from ctxagent.context.compact import extractive_summary, summary_prompt
+from ctxagent.context.language.provenance import may_pin
 from ctxagent.context.ledger import Ledger
 from ctxagent.context.memory import MemoryStore
 from ctxagent.context.memory.ingest import ingest_events
-from ctxagent.context.memory.provenance import may_pin
 from ctxagent.context.pins import collect_pins
 
 RULE = "You must never run the test suite"

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from ctxagent.agent.factory import create_agent
 from ctxagent.context.floor.state_paths import user_config_dir
-from ctxagent.tui.app import CtxApp
-from ctxagent.tui.commands import complete, help_text, lookup, set_custom
-from ctxagent.tui.pickers import ConfirmModal, InfoModal
+from ctxagent.tui.app.app import CtxApp
+from ctxagent.tui.app.commands import complete, help_text, lookup, set_custom
+from ctxagent.tui.app.screens.pickers import ConfirmModal, InfoModal
 
 sys.path.insert(0, str(Path(__file__).parent.parent / "tui"))
 from tui_helpers import answer, make_session, ready, send, wait_until  # noqa: E402

@@ -7,9 +7,9 @@ from __future__ import annotations
 from ctxagent.context.builder.dispatch import build
 from ctxagent.context.compact import extractive_summary
 from ctxagent.context.history import view
+from ctxagent.context.language.detect import detect_decisions, document_lines
+from ctxagent.context.language.provenance import Author
 from ctxagent.context.ledger import USER_CONSTRAINTS_HEAD, Ledger, result_facts
-from ctxagent.context.memory.detect import detect_decisions, document_lines
-from ctxagent.context.memory.provenance import Author
 
 from .ctx_helpers import Log, counter, inputs, numbered_lines
 

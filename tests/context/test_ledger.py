@@ -6,8 +6,8 @@ from __future__ import annotations
 import re
 
 from ctxagent.context.builder.dispatch import build
+from ctxagent.context.language.detect import detect_requirements, failing_tests
 from ctxagent.context.ledger import MAX_FILES_NAMED, QUOTES_HEAD, Ledger, files_line, result_facts
-from ctxagent.context.memory.detect import detect_requirements, failing_tests
 
 from .ctx_helpers import Log, counter, inputs
 

@@ -4,13 +4,13 @@ cache went cold (the builder's cold-start relief, context_status), and the 1-hou
 from __future__ import annotations
 
 import pytest
-from ctxagent.agent.bench.cache_cost import RULES as BENCH_RULES
 from ctxagent.agent.providers.anthropic import AnthropicProvider
 from ctxagent.agent.providers.registry import cost_usd, model_info, write_factor
 from ctxagent.context.builder.cache import ColdTrail
 from ctxagent.context.history import Event
 from ctxagent.context.prompt_cache import RULES, SHORTEST_TTL_S, rules_for
 from ctxagent.context.request import Message, Request, Usage
+from ctxagent.tui.lab.bench.cache_cost import RULES as BENCH_RULES
 
 
 def _log(gaps: list[float]) -> list[Event]:

@@ -60,7 +60,7 @@ def test_offline_commands_import_no_provider_sdk(repo: Path, scripted_server, ct
 
 @pytest.mark.parametrize(("model", "sdk"), [("anthropic:claude-sonnet-5-5", "anthropic"), ("openai:gpt-5.4-mini", "openai")])
 def test_the_agent_is_built_without_its_sdk_and_warm_sdk_imports_it(repo: Path, model: str, sdk: str) -> None:
-    """The app builds the agent and imports the SDK on two workers at once (tui/agent_start.py): the
+    """The app builds the agent and imports the SDK on two workers at once (tui/app/agent_start.py): the
     build does not wait for the import, and `warm_sdk` is what does it."""
     code = ("import json, sys\nfrom pathlib import Path\n"
             "from ctxagent.agent import create_agent, load_config, open_session, warm_sdk\n"

@@ -8,17 +8,17 @@ import json
 from pathlib import Path
 
 import pytest
-from ctxagent.agent.cli.commands import SUBCOMMANDS
-from ctxagent.agent.cli.main import build_parser, main
 from ctxagent.agent.config import Config
 from ctxagent.agent.factory import create_agent
 from ctxagent.agent.session import open_session
 from ctxagent.context.errors import ConfigError
 from ctxagent.context.floor.display import plural
+from ctxagent.tui.cli.commands import SUBCOMMANDS
+from ctxagent.tui.cli.main import build_parser, main
 
 NO_KEYS = {"ANTHROPIC_API_KEY": "", "OPENAI_API_KEY": ""}
 
-# Flags without help in modules other helpers own (memory: cli_memory.py; bench: agent/bench/*).
+# Flags without help in modules other helpers own (memory: cli_memory.py; bench: tui/lab/bench/*).
 OTHERS_UNDOCUMENTED = {
     ("memory", "search"), ("memory", "list"), ("memory", "add"), ("memory", "forget"),
     ("bench", "memory-latency"), ("bench", "load"),

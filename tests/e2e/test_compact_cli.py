@@ -36,7 +36,7 @@ def test_compact_with_summary_model_none_needs_no_key_and_no_sdk(repo: Path, scr
     session, _ = _session(repo, scripted_server, ctxagent_run)
     _user_config('summary_model = "none"\n')
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
-    code = ("import json, sys\nfrom ctxagent.agent.cli.main import main\n"
+    code = ("import json, sys\nfrom ctxagent.tui.cli.main import main\n"
             f"rc = main(['compact', {session!r}, '--focus', 'keep the pricing bug'])\n"
             "print(json.dumps({'rc': rc, 'sdks': sorted(m for m in sys.modules if m.split('.')[0] in ('openai', 'anthropic'))}))\n")
     out = subprocess.run([sys.executable, "-c", code], cwd=repo, env=env, capture_output=True, text=True, timeout=120)

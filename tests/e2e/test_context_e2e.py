@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ctxagent.agent.scripted.script import estimate_input_tokens
 from ctxagent.context.spill import SpillStore
 from ctxagent.tools.contract import ToolContext, ToolServices
 from ctxagent.tools.spill_tool import make_read_spill_tool
+from ctxagent.tui.lab.scripted.script import estimate_input_tokens
 
 WINDOW = 32_000
 MODEL = "anthropic:claude-sonnet-5-5"

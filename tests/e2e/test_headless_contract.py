@@ -7,9 +7,9 @@ import json
 from pathlib import Path
 
 import pytest
-from ctxagent.agent.cli.main import main
 from ctxagent.agent.providers import response_cap
-from ctxagent.agent.scripted.server import ScriptedServer
+from ctxagent.tui.cli.main import main
+from ctxagent.tui.lab.scripted.server import ScriptedServer
 
 MODELS = ["anthropic:claude-sonnet-5-5", "openai:gpt-5.4-mini"]
 

@@ -11,7 +11,7 @@ import json
 import os
 from pathlib import Path
 
-from ctxagent.agent.scripted.server import key_print
+from ctxagent.tui.lab.scripted.server import key_print
 
 SESSION = "openai:gpt-5.4-mini"
 ANTHROPIC_KEY = "sk-ant-test-key-0000000000000000"  # what run_ctxagent sets (tests/e2e/conftest.py)

@@ -16,12 +16,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ctxagent.agent.cli.inspect import wire_body
 from ctxagent.agent.config import Config
 from ctxagent.agent.loop import Agent, AgentParts
 from ctxagent.agent.providers.anthropic import AnthropicProvider
-from ctxagent.agent.scripted.context_emulation import signature_of
-from ctxagent.agent.scripted.server import ScriptedServer
 from ctxagent.agent.session import open_session
 from ctxagent.agent.updates import AgentEvent, CompactionDone, ContextBuilt
 from ctxagent.context.budget import Budget
@@ -33,6 +30,9 @@ from ctxagent.context.spill import SpillStore
 from ctxagent.context.tokens import CachedCounter, get_counter
 from ctxagent.tools import make_registry
 from ctxagent.tools.contract import FunctionTool, ToolArgs, ToolResult
+from ctxagent.tui.cli.inspect import wire_body
+from ctxagent.tui.lab.scripted.context_emulation import signature_of
+from ctxagent.tui.lab.scripted.server import ScriptedServer
 
 WINDOW = 8000  # both triggers scale to 0.75 W = 6000 (server tokens)
 MODEL = "claude-sonnet-5-5"

@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 import ctxagent.context as ctx
-from ctxagent.agent.cli.inspect import wire_body
+from ctxagent.tui.cli.inspect import wire_body
 
 MODEL = "openai:gpt-5.4-mini"
 

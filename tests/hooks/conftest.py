@@ -14,7 +14,6 @@ from typing import Any
 import pytest
 from ctxagent.agent.config import Config
 from ctxagent.agent.loop import Agent, AgentParts, Approver
-from ctxagent.agent.providers.scripted import ScriptedProvider
 from ctxagent.agent.session import open_session
 from ctxagent.agent.updates import AgentEvent
 from ctxagent.context.budget import Budget
@@ -25,6 +24,7 @@ from ctxagent.context.tokens import CachedCounter, get_counter
 from ctxagent.tools import make_registry
 from ctxagent.tools.contract import FunctionTool
 from ctxagent.tools.sandbox import DEFAULT_POLICY, find_bwrap
+from ctxagent.tui.lab.scripted.provider import ScriptedProvider
 
 
 @pytest.fixture(autouse=True)

@@ -10,9 +10,9 @@ import pytest
 from ctxagent.agent.factory import create_agent
 from ctxagent.agent.user_tools import pasted_image
 from ctxagent.context.images import anthropic_tokens
-from ctxagent.tui.app import CtxApp
-from ctxagent.tui.chat import ToolPanel, UserMessage
-from ctxagent.tui.reply import AssistantMessage
+from ctxagent.tui.app.app import CtxApp
+from ctxagent.tui.app.widgets.chat import ToolPanel, UserMessage
+from ctxagent.tui.app.widgets.reply import AssistantMessage
 from image_helpers import png
 
 sys.path.insert(0, str(Path(__file__).parent.parent / "tui"))

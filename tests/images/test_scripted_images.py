@@ -9,8 +9,8 @@ import base64
 import anthropic
 import openai
 import pytest
-from ctxagent.agent.scripted.server import ScriptedServer
 from ctxagent.context.images import anthropic_tokens, openai_tokens
+from ctxagent.tui.lab.scripted.server import ScriptedServer
 from image_helpers import jpeg, png
 
 PNG = base64.b64encode(png(300, 200)).decode()

@@ -13,7 +13,7 @@ from ctxagent.tools.memory_tools import memory_tools
 
 
 def _cli(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "ctxagent.agent.cli", "memory", *args], cwd=cwd,
+    return subprocess.run([sys.executable, "-m", "ctxagent.tui.cli", "memory", *args], cwd=cwd,
                           capture_output=True, text=True, timeout=60)
 
 
@@ -31,7 +31,7 @@ def test_memory_cli_add_search_list_forget_stats(tmp_path: Path) -> None:
     assert len(json.loads(r.stdout)) == 1
     other = tmp_path / "elsewhere"
     other.mkdir()
-    r = subprocess.run([sys.executable, "-m", "ctxagent.agent.cli", "memory", "--project", str(tmp_path), "stats", "--json"],
+    r = subprocess.run([sys.executable, "-m", "ctxagent.tui.cli", "memory", "--project", str(tmp_path), "stats", "--json"],
                        cwd=other, capture_output=True, text=True, timeout=60)
     st = json.loads(r.stdout)
     assert st["total"] == 2 and st["pinned"] == 1 and st["by_type"] == {"constraint": 1, "decision": 1}

@@ -1,13 +1,13 @@
-"""`python -m ctxagent.agent.bench.memory_compare`: every variant of the search constants is timed on one real store,
+"""`python -m ctxagent.tui.lab.bench.memory_compare`: every variant of the search constants is timed on one real store,
 and the module's constants are back as they were afterwards."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from ctxagent.agent.bench.memory_compare import compare
-from ctxagent.agent.bench.memory_latency import QUERIES, fill
 from ctxagent.context.memory import MemoryStore, hybrid, search
+from ctxagent.tui.lab.bench.memory_compare import compare
+from ctxagent.tui.lab.bench.memory_latency import QUERIES, fill
 
 
 def test_compare_times_each_variant_and_restores_the_constants(tmp_path: Path) -> None:

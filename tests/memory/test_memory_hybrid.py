@@ -90,7 +90,7 @@ def test_embeddings_off_means_bm25_and_stats_say_so(tmp_path: Path, monkeypatch:
         _ingest(s, tmp_path, ["I bought a used automobile."])
         assert s.stats()["vectors"] == 0 and s.search("car purchase") == []
     monkeypatch.delenv(embed.ENV, raising=False)
-    r = subprocess.run([sys.executable, "-m", "ctxagent.agent.cli", "memory", "--project", str(tmp_path), "stats"],
+    r = subprocess.run([sys.executable, "-m", "ctxagent.tui.cli", "memory", "--project", str(tmp_path), "stats"],
                        cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     assert "search:   hybrid: BM25 + multilingual-e5-small" in r.stdout

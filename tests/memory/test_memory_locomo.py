@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from ctxagent.agent.bench.locomo import (
+from ctxagent.tui.lab.bench.locomo import (
     conversation_turns,
     default_data_path,
     evidence_ids,
@@ -76,7 +76,7 @@ def test_bench_locomo_cli_json(tmp_path: Path) -> None:
     path.write_text(json.dumps(TINY), encoding="utf-8")
     code = (
         "import argparse, sys\n"
-        "from ctxagent.agent.bench import locomo\n"
+        "from ctxagent.tui.lab.bench import locomo\n"
         "p = argparse.ArgumentParser(); sub = p.add_subparsers(); locomo.add_parser(sub)\n"
         "a = p.parse_args(sys.argv[1:]); sys.exit(a.func(a))\n"
     )

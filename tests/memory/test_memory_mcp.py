@@ -25,7 +25,7 @@ def test_mcp_server_round_trip(tmp_path: Path) -> None:
     agent_store = MemoryStore.open_project(project)
     agent_store.add("Use PostgreSQL for the database.", "decision", session="agent", turn=2)
     params = StdioServerParameters(
-        command=sys.executable, args=["-m", "ctxagent.agent.cli", "mcp", "--project", str(project)],
+        command=sys.executable, args=["-m", "ctxagent.tui.cli", "mcp", "--project", str(project)],
         env={**os.environ, "CTXAGENT_HOME": os.environ["CTXAGENT_HOME"]}, cwd=str(tmp_path),
     )
     stop = threading.Event()

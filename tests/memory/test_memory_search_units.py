@@ -8,8 +8,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from ctxagent.context.language.terms import Synonyms
 from ctxagent.context.memory import MemoryStore, fts_tokens, search
-from ctxagent.context.memory.terms import Synonyms
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 WORDS = ["login", "parser", "cache", "naïve", "café", "Søren", "Straße", "łódź", "résumé", "getUserName",

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 from ctxagent.context.errors import MemoryStoreError
+from ctxagent.context.language.terms import build_match, terms
 from ctxagent.context.memory import MemoryStore
 from ctxagent.context.memory.schema import SCHEMA_VERSION
-from ctxagent.context.memory.terms import build_match, terms
 
 
 @pytest.fixture

@@ -130,7 +130,7 @@ def test_memory_stats_says_which_retrieval_it_uses(tmp_path: Path) -> None:
     log = _conversation(tmp_path)
     with MemoryStore.open_project(tmp_path) as s:
         s.ingest(log.events, "s1")
-    r = subprocess.run([sys.executable, "-m", "ctxagent.agent.cli", "memory", "stats"], cwd=tmp_path,
+    r = subprocess.run([sys.executable, "-m", "ctxagent.tui.cli", "memory", "stats"], cwd=tmp_path,
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     assert "turn 4" in r.stdout
@@ -147,7 +147,7 @@ def test_a_broken_embedding_package_leaves_bm25_working_and_says_why(tmp_path: P
         s.ingest(log.events, "s1")
     env = {k: v for k, v in os.environ.items() if k != "CTXAGENT_EMBEDDINGS"}
     env["PYTHONPATH"] = str(fake)
-    run = [sys.executable, "-m", "ctxagent.agent.cli", "memory"]
+    run = [sys.executable, "-m", "ctxagent.tui.cli", "memory"]
     r = subprocess.run([*run, "stats"], cwd=tmp_path, capture_output=True, text=True, timeout=60, env=env)
     assert r.returncode == 0, r.stderr
     assert "search:   BM25 (the embedding model did not load: RuntimeError: engine not built for this CPU)" in r.stdout

@@ -12,14 +12,14 @@ from typing import Any
 
 import anyio
 import pytest
-from ctxagent.agent.mcp.memory_server import build_server
 from ctxagent.context.errors import MemoryStoreError
 from ctxagent.context.memory import MemoryStore
 from ctxagent.tools.memory_tools import SEARCH_LIMIT_MAX, search_memory
+from ctxagent.tui.cli.mcp_server import build_server
 
 
 def _cli(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "ctxagent.agent.cli", "memory", *args], cwd=cwd,
+    return subprocess.run([sys.executable, "-m", "ctxagent.tui.cli", "memory", *args], cwd=cwd,
                           capture_output=True, text=True, timeout=60)
 
 

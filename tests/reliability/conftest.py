@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ctxagent.agent.scripted.server import ScriptedServer
+from ctxagent.tui.lab.scripted.server import ScriptedServer
 
 # --import-mode=importlib does not put test folders on sys.path; attack_helpers.py needs it.
 sys.path.insert(0, str(Path(__file__).parent))

@@ -4,7 +4,7 @@ The user says "Never, under any circumstances, push to main."; the model stores 
 (store_memory runs unasked in auto-edit). Before: `said_by_user` took a line equal to any clause of
 the user's sentence as the user's, so the next session showed "Push to main." among the user's
 binding constraints. The rule now: a piece restates the user only with its sentence's polarity and
-scope (context/memory/detect.py `restatable_pieces`). The family, English and Chinese: negations
+scope (context/language/detect.py `restatable_pieces`). The family, English and Chinese: negations
 (never, don't, do not, no, must not, shouldn't, avoid, stop; 不要, 别, 不能, 不准, 禁止, 切勿, 勿, 不得,
 千万别), a negation in an earlier clause or a lead-in, double negation, conditions and exceptions
 (except, unless, only if, other than, if; 除非, 除了, 只有, 如果), each through `said_by_user`, `may_pin`,
@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 from attack_helpers import headless, no_traceback
+from ctxagent.context.language.provenance import MODEL, Author, AuthoredLine, binds, may_pin, said_by_user
 from ctxagent.context.memory import MemoryStore
-from ctxagent.context.memory.provenance import MODEL, Author, AuthoredLine, binds, may_pin, said_by_user
 from ctxagent.context.memory.recall import HEADER
 
 # (what the user said, a line that is one of its clauses without the polarity or scope that governs it)

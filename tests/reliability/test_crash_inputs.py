@@ -125,8 +125,8 @@ def test_a_provider_error_body_200000_levels_deep_is_classified_not_raised() -> 
 
 def test_a_claude_code_transcript_line_200000_levels_deep_is_skipped(tmp_path: Path) -> None:
     """`ctxagent replay` reads the user's Claude Code transcripts: a line nested to death is one bad line."""
-    from ctxagent.agent.bench.readers.claude import parse_claude_code, read_transcript
-    from ctxagent.agent.replay.projects import sessions_in
+    from ctxagent.tui.lab.bench.readers.claude import parse_claude_code, read_transcript
+    from ctxagent.tui.lab.replay.projects import sessions_in
 
     good = json.dumps({"type": "user", "sessionId": "s1", "cwd": "/w", "uuid": "u1",
                        "message": {"role": "user", "content": "hello 你好"}})
@@ -160,8 +160,8 @@ def test_a_command_file_nested_to_death_is_skipped_with_its_name(repo: Path, _is
 def test_memory_synonyms_from_a_config_nested_to_death_are_none(tmp_path: Path) -> None:
     """The memory store reads `synonyms` from the config.toml beside it (the MCP server and `ctxagent memory`
     open it without the agent's config): a file nested to death gives no synonyms, not a crash."""
+    from ctxagent.context.language.terms import config_synonyms
     from ctxagent.context.memory import MemoryStore
-    from ctxagent.context.memory.terms import config_synonyms
 
     (tmp_path / "config.toml").write_text(_toml_arrays(DEEP // 2), encoding="utf-8")
     assert config_synonyms(tmp_path / "config.toml") == []

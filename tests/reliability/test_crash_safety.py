@@ -14,8 +14,8 @@ import time
 from pathlib import Path
 
 import pytest
-from ctxagent.agent.scripted.server import ScriptedServer
 from ctxagent.context.history import SessionLog
+from ctxagent.tui.lab.scripted.server import ScriptedServer
 
 BIN = Path(sys.executable).with_name("ctxagent")
 MODEL = "openai:gpt-5.4-mini"

@@ -16,11 +16,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ctxagent.agent.scripted.server import ScriptedServer
 from ctxagent.tools import make_registry
 from ctxagent.tools.contract import ToolContext
 from ctxagent.tools.memory_tools import memory_tools
 from ctxagent.tools.spill_tool import READ_SPILL
+from ctxagent.tui.lab.scripted.server import ScriptedServer
 
 BIN = Path(sys.executable).with_name("ctxagent")
 REG = make_registry([*memory_tools(), READ_SPILL])

@@ -60,7 +60,7 @@ def test_mcp_server_text_is_stripped(project: Path) -> None:
     from mcp.client.session import ClientSession
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
-    params = StdioServerParameters(command=sys.executable, args=["-m", "ctxagent.agent.cli", "mcp", "--project", str(project)],
+    params = StdioServerParameters(command=sys.executable, args=["-m", "ctxagent.tui.cli", "mcp", "--project", str(project)],
                                    env={**os.environ}, cwd=str(project))
 
     async def run() -> str:

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from ctxagent.agent.cli import process_guard
+from ctxagent.tui.cli import process_guard
 
 _PROCESS = """
 import importlib.util, os, subprocess, sys

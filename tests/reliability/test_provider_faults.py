@@ -15,7 +15,6 @@ from ctxagent.agent.providers.anthropic import AnthropicProvider
 from ctxagent.agent.providers.openai import OpenAIProvider
 from ctxagent.agent.providers.protocol import Provider, Stop, StreamEvent, TextDelta
 from ctxagent.agent.retry import stream_with_retry
-from ctxagent.agent.scripted.server import ScriptedServer
 from ctxagent.context.errors import (
     AuthError,
     BadRequestError,
@@ -26,6 +25,7 @@ from ctxagent.context.errors import (
     StreamError,
 )
 from ctxagent.context.request import Message, Request
+from ctxagent.tui.lab.scripted.server import ScriptedServer
 
 REQ = Request(system="You are a test.", messages=[Message("user", "fix it 修一下")], tools=[])
 RECOVERED = {"text": "recovered answer 已恢复"}

@@ -14,8 +14,8 @@ import subprocess
 import sys
 
 import pytest
-from ctxagent.agent.bench.perf import ADVERSARIAL
 from ctxagent.context.floor.sanitize import REDACTED, Sanitizer
+from ctxagent.tui.lab.bench.perf import ADVERSARIAL
 
 SMALL, GROWTH = 100_000, 8
 SLACK = 24  # allowed time ratio for GROWTH× the text (linear: 8, quadratic: 64)
@@ -27,7 +27,7 @@ BUDGET = 180  # seconds for the child: linear takes a few; quadratic (7.8 s at 8
 # it comes, so what did not finish in time is named.
 _CHILD = """
 import json, sys, time
-from ctxagent.agent.bench.perf import ADVERSARIAL
+from ctxagent.tui.lab.bench.perf import ADVERSARIAL
 from ctxagent.context.floor.sanitize import Sanitizer
 sanitize = Sanitizer(["sk-ant-api03-configured-key-0123456789"]).text
 small, big = int(sys.argv[1]), int(sys.argv[2])

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from attack_helpers import no_traceback, run_cli
-from ctxagent.agent.scripted.server import ScriptedServer
+from ctxagent.tui.lab.scripted.server import ScriptedServer
 
 MODELS = {"anthropic": "anthropic:claude-haiku-4-5", "openai": "openai:gpt-5.4-mini"}
 KEYS = {"ANTHROPIC_API_KEY": "sk-ant-test-key-000000000000000000", "OPENAI_API_KEY": "sk-test-key-0000000000000000000000"}
@@ -241,7 +241,7 @@ def test_a_cancel_is_seen_while_the_stream_is_silent(kind: str, servers: Callabl
 
 
 def test_the_status_line_says_how_long_the_model_is_silent() -> None:
-    from ctxagent.tui.status import StatusLine, format_status
+    from ctxagent.tui.app.widgets.status import StatusLine, format_status
 
     line = StatusLine()
     line.show_waiting(3, 15.0)

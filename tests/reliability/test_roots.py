@@ -23,12 +23,12 @@ import anyio
 import pytest
 from attack_helpers import BIN, git, headless, no_traceback, run_cli
 from ctxagent.agent.checkpoints.store import checkpoints_for_log
-from ctxagent.agent.replay.projects import encode_cwd, project_folder
 from ctxagent.agent.session import find_repo_root
 from ctxagent.context.errors import RootRefusedError
 from ctxagent.context.events import SessionStartData
 from ctxagent.context.floor.roots import repository_above
 from ctxagent.context.history import SessionLog
+from ctxagent.tui.lab.replay.projects import encode_cwd, project_folder
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from ctxagent.agent.scripted.server import ScriptedServer
+from ctxagent.tui.lab.scripted.server import ScriptedServer
 
 BIN = Path(sys.executable).with_name("ctxagent")
 ANTHROPIC_KEY = "sk-ant-api03-Zq9xY8wV7uT6sR5qP4oN3mL2kJ1iH0gF9eD8cB7aZ6yX5wV4uT3sR2qP1oN0mLkJiHgFeDcBa-AAAAAAAA"

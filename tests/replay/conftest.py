@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from ctxagent.agent.bench.readers import default_data_dir
+from ctxagent.tui.lab.bench.readers import default_data_dir
 
 BENCH = default_data_dir() / "claude-code"
 needs_bench = pytest.mark.skipif(not BENCH.is_dir(), reason=f"the bench data's Claude Code sessions are not at {BENCH} "
@@ -114,5 +114,5 @@ def child_env(home: Path, tmp: Path, site: Path, **extra: str) -> dict[str, str]
 
 
 def run_replay(args: list[str], cwd: Path, env: dict[str, str], timeout: float = 600) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "ctxagent.agent.cli", "replay", *args], cwd=cwd, env=env,
+    return subprocess.run([sys.executable, "-m", "ctxagent.tui.cli", "replay", *args], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=timeout)

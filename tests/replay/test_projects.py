@@ -8,7 +8,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from ctxagent.agent.replay.projects import (
+from ctxagent.tui.lab.replay.projects import (
     NAME_CAP,
     config_dir,
     discover,

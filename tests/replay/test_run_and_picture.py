@@ -7,10 +7,10 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from ctxagent.agent.replay import figure
-from ctxagent.agent.replay.projects import SessionFile
-from ctxagent.agent.replay.run import Options, default_window, main_model, replay_sessions
-from ctxagent.agent.replay.sessions import read_session
+from ctxagent.tui.lab.replay import figure
+from ctxagent.tui.lab.replay.projects import SessionFile
+from ctxagent.tui.lab.replay.run import Options, default_window, main_model, replay_sessions
+from ctxagent.tui.lab.replay.sessions import read_session
 
 from .conftest import BENCH, LONG, needs_bench
 

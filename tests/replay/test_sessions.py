@@ -7,9 +7,9 @@ import json
 from pathlib import Path
 
 import pytest
-from ctxagent.agent.bench.readers.claude import TORN, parse_claude_code, read_transcript
-from ctxagent.agent.replay.projects import SessionFile
-from ctxagent.agent.replay.sessions import kind_of, parse_since, read_all, read_session
+from ctxagent.tui.lab.bench.readers.claude import TORN, parse_claude_code, read_transcript
+from ctxagent.tui.lab.replay.projects import SessionFile
+from ctxagent.tui.lab.replay.sessions import kind_of, parse_since, read_all, read_session
 
 from .conftest import BENCH, NEWER_RECORDS, needs_bench, newer_copy, torn_copy
 
@@ -74,7 +74,7 @@ def test_records_of_shapes_a_newer_version_writes_are_skipped_and_counted() -> N
 
 def test_a_record_that_breaks_the_reader_midway_is_dropped_whole(monkeypatch: pytest.MonkeyPatch) -> None:
     """The boundary, not the case: whatever a record makes the reader trip on, what it half-added is undone."""
-    from ctxagent.agent.bench.readers import claude
+    from ctxagent.tui.lab.bench.readers import claude
 
     real = claude._assistant
 

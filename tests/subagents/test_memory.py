@@ -10,7 +10,7 @@ from ctxagent.agent.config import Config
 from ctxagent.agent.factory import create_agent
 from ctxagent.agent.session import open_session
 from ctxagent.context.history import SessionLog
-from ctxagent.context.memory.provenance import Author
+from ctxagent.context.language.provenance import Author
 
 USERS = "Never edit the files under vendor/."  # the user's own constraint, in the parent's first turn
 MODELS_PROMPT = "Never run the test suite. TODO: delete the docs folder"  # the parent model's words to its child

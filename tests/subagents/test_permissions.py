@@ -65,6 +65,6 @@ def test_headless_without_yes_refuses_a_sub_agents_edit(repo: Path, scripted_ser
 
 
 def test_a_sub_agents_constraint_never_binds_even_in_the_users_words() -> None:
-    from ctxagent.context.memory.provenance import MODEL, SUBAGENT, may_pin
+    from ctxagent.context.language.provenance import MODEL, SUBAGENT, may_pin
 
     assert may_pin(MODEL, RULE, [RULE]) and not may_pin(SUBAGENT, RULE, [RULE])

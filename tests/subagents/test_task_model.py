@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 from ctxagent.agent.config import Config
 from ctxagent.agent.factory import create_agent
-from ctxagent.agent.providers import specs
 from ctxagent.agent.session import open_session
 from ctxagent.agent.trust import split_untrusted, trust_repo
+from ctxagent.tui.lab.scripted.spec import SCRIPTED
 
 
 def _task(model: str) -> dict[str, Any]:
@@ -69,7 +69,7 @@ def test_no_repository_names_a_scripted_model(tmp_path: Path, key: str, trusted:
         trust_repo(tmp_path)
     kept, ignored = split_untrusted({key: f" Scripted:{tmp_path / 's.json'}", "max_steps": 3}, tmp_path, "repo")
     assert kept == {"max_steps": 3}
-    assert [(i.key, i.reason, i.user_only) for i in ignored] == [(key, specs.SCRIPTED.untrusted_reason, True)]
+    assert [(i.key, i.reason, i.user_only) for i in ignored] == [(key, SCRIPTED.untrusted_reason, True)]
 
 
 def test_an_untrusted_repository_does_not_choose_the_subagent_model(tmp_path: Path) -> None:

@@ -12,8 +12,8 @@ from typing import Any
 import ctxagent.agent
 import pytest
 from ctxagent.agent.factory import create_agent
-from ctxagent.tui.app import CtxApp
-from ctxagent.tui.chat import UserMessage
+from ctxagent.tui.app.app import CtxApp
+from ctxagent.tui.app.widgets.chat import UserMessage
 from tui_helpers import make_session, wait_until
 
 pytestmark = pytest.mark.anyio

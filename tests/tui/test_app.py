@@ -10,11 +10,11 @@ import pytest
 from ctxagent.agent.factory import create_agent
 from ctxagent.agent.updates import ContextBuilt
 from ctxagent.context import usage_text
-from ctxagent.tui.app import CtxApp
-from ctxagent.tui.chat import NoticeLine, SummaryPanel, ToolPanel, UserMessage
-from ctxagent.tui.messages import AgentUpdate
-from ctxagent.tui.modals import BreakpointModal, PermissionModal
-from ctxagent.tui.reply import AssistantMessage
+from ctxagent.tui.app.app import CtxApp
+from ctxagent.tui.app.messages import AgentUpdate
+from ctxagent.tui.app.screens.modals import BreakpointModal, PermissionModal
+from ctxagent.tui.app.widgets.chat import NoticeLine, SummaryPanel, ToolPanel, UserMessage
+from ctxagent.tui.app.widgets.reply import AssistantMessage
 from tui_helpers import SlowProvider, answer, make_report, make_session, ready, screen_text, send, wait_until
 
 pytestmark = pytest.mark.anyio
@@ -212,7 +212,7 @@ async def _rewind_both(tmp_path: Path, script: list[dict[str, Any]]) -> None:
         assert "a + b" in (session.root / "calc.py").read_text()
         before = screen.gauge.report.usage_pct
         await send(pilot, app, "/rewind")
-        from ctxagent.tui.rewind_screen import RewindScreen
+        from ctxagent.tui.app.screens.rewind_screen import RewindScreen
 
         await wait_until(pilot, lambda: isinstance(app.screen, RewindScreen))
         assert "fix add" in screen_text(app) and "calc.py" in screen_text(app)
@@ -289,7 +289,7 @@ async def test_resume_renders_history(tmp_path: Path) -> None:
 async def test_setup_screen_when_no_model(tmp_path: Path) -> None:
     from ctxagent.agent.config import load_config
     from ctxagent.agent.session import open_session
-    from ctxagent.tui.setup_screen import SetupScreen
+    from ctxagent.tui.app.screens.setup_screen import SetupScreen
 
     session = make_session(tmp_path, FIX_SCRIPT)
     bare = open_session(session.root, load_config(session.root, {}))

@@ -10,12 +10,12 @@ from typing import Any
 import pytest
 from ctxagent.agent.factory import create_agent
 from ctxagent.agent.updates import ContextBuilt
-from ctxagent.tui.app import CtxApp
-from ctxagent.tui.chat import NoticeLine, ToolPanel, UserMessage
-from ctxagent.tui.context_screen import ContextScreen, slice_rows
-from ctxagent.tui.messages import AgentUpdate
-from ctxagent.tui.modals import BreakpointModal, PermissionModal
-from ctxagent.tui.reply import AssistantMessage
+from ctxagent.tui.app.app import CtxApp
+from ctxagent.tui.app.messages import AgentUpdate
+from ctxagent.tui.app.screens.context_screen import ContextScreen, slice_rows
+from ctxagent.tui.app.screens.modals import BreakpointModal, PermissionModal
+from ctxagent.tui.app.widgets.chat import NoticeLine, ToolPanel, UserMessage
+from ctxagent.tui.app.widgets.reply import AssistantMessage
 from textual import events
 from tui_helpers import SlowProvider, answer, make_report, make_session, ready, screen_text, send, wait_until
 
@@ -300,9 +300,9 @@ async def test_the_permission_box_shows_control_characters(tmp_path: Path) -> No
 
 async def test_the_setup_screen_runs_the_demo(tmp_path: Path) -> None:
     from ctxagent.agent.config import load_config
-    from ctxagent.agent.scripted.demo import DEMO_LABEL, DEMO_PROMPT
     from ctxagent.agent.session import open_session
-    from ctxagent.tui.setup_screen import SetupScreen
+    from ctxagent.tui.app.screens.setup_screen import SetupScreen
+    from ctxagent.tui.lab.scripted.demo import DEMO_LABEL, DEMO_PROMPT
 
     repo = make_session(tmp_path, ANSWER).root
     bare = open_session(repo, load_config(repo, {}))

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from ctxagent.tui.commands import COMMANDS, complete, help_text, lookup, parse_slash, unescape
-from ctxagent.tui.prompt import ChatInput, InputHistory, file_matches
+from ctxagent.tui.app.commands import COMMANDS, complete, help_text, lookup, parse_slash, unescape
+from ctxagent.tui.app.widgets.prompt import ChatInput, InputHistory, file_matches
 from tui_helpers import HostApp
 
 REQUIRED = {"compact", "rewind", "new", "context", "memory", "remember", "model", "clear", "resume", "cost", "help"}
@@ -159,7 +159,7 @@ async def test_a_bracketed_paste_of_a_traceback_is_kept_whole() -> None:
 
 
 async def test_slash_commands_are_in_the_command_palette() -> None:
-    from ctxagent.tui.app import CtxApp
+    from ctxagent.tui.app.app import CtxApp
 
     app = CtxApp(probe=False)  # no session: the setup screen; the palette still lists every command
     async with app.run_test(size=(80, 24)) as pilot:
@@ -170,6 +170,6 @@ async def test_slash_commands_are_in_the_command_palette() -> None:
 
 
 def test_every_command_has_a_handler_and_every_handler_a_command() -> None:
-    from ctxagent.tui.slash import HANDLERS
+    from ctxagent.tui.app.slash import HANDLERS
 
     assert set(HANDLERS) == {c.name for c in COMMANDS}

@@ -11,7 +11,13 @@ from pathlib import Path
 import pytest
 from ctxagent.agent.config import load_config
 from ctxagent.agent.factory import calibration_path, create_agent
-from ctxagent.agent.scripted.demo import (
+from ctxagent.agent.session import open_session
+from ctxagent.context import usage_text
+from ctxagent.tui.app.app import CtxApp
+from ctxagent.tui.app.screens.modals import PermissionModal
+from ctxagent.tui.app.widgets.chat import ToolPanel
+from ctxagent.tui.app.widgets.reply import AssistantMessage
+from ctxagent.tui.lab.scripted.demo import (
     DEMO_LABEL,
     DEMO_MODEL,
     DEMO_PROMPT,
@@ -20,12 +26,6 @@ from ctxagent.agent.scripted.demo import (
     demo_script,
     prepare_demo,
 )
-from ctxagent.agent.session import open_session
-from ctxagent.context import usage_text
-from ctxagent.tui.app import CtxApp
-from ctxagent.tui.chat import ToolPanel
-from ctxagent.tui.modals import PermissionModal
-from ctxagent.tui.reply import AssistantMessage
 from tui_helpers import answer, ready, screen_text, wait_until
 
 pytestmark = pytest.mark.anyio
@@ -104,8 +104,8 @@ def test_a_demo_removes_what_killed_demos_left_and_nothing_else(tmp_path: Path) 
     """Each demo folder names its owner's pid; a demo starts by removing the folders whose owner is gone
     (a killed demo cannot clean up), with their trust entries. A live owner's folder, a kept one and one
     without an owner stay."""
-    from ctxagent.agent.scripted.demo import remove_stale_demos
     from ctxagent.agent.trust import is_trusted
+    from ctxagent.tui.lab.scripted.demo import remove_stale_demos
 
     gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True,
                           check=True)

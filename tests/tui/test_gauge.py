@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from ctxagent.tui.gauge import (
+from ctxagent.tui.app.widgets.gauge import (
     LEVEL_STYLE,
     LEVEL_WORD,
     UsageGauge,

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 from ctxagent.agent.factory import create_agent
-from ctxagent.tui.app import CtxApp
-from ctxagent.tui.git_screens import CommitModal, DiffScreen
-from ctxagent.tui.init_box import InitModal
+from ctxagent.tui.app.app import CtxApp
+from ctxagent.tui.app.screens.git_screens import CommitModal, DiffScreen
+from ctxagent.tui.app.screens.init_box import InitModal
 from textual.widgets import TextArea
 from tui_helpers import answer, make_session, ready, screen_text, send, wait_until
 
@@ -67,7 +67,7 @@ async def test_commit_confirm_and_cancel(tmp_path: Path) -> None:
         area = app.screen.query_one(TextArea)
         assert area.text.startswith("Update calc.py\n\nRequested:\n- fix add")
         area.text = "Fix add: use + 修复加法\n"
-        await answer(pilot, "ctrl+s")  # once the box takes answers (tui/question.py)
+        await answer(pilot, "ctrl+s")  # once the box takes answers (tui/app/screens/question.py)
         screen = app.session_screen
         await wait_until(pilot, lambda: not isinstance(app.screen, CommitModal) and not screen.busy)
         await wait_until(pilot, lambda: "committed " in screen_text(app))

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 from ctxagent.agent.factory import create_agent
-from ctxagent.tui.app import CtxApp
-from ctxagent.tui.handoff import HandoffModal
+from ctxagent.tui.app.app import CtxApp
+from ctxagent.tui.app.screens.handoff import HandoffModal
 from textual.widgets import TextArea
 from tui_helpers import answer, make_session, ready, screen_text, send, wait_until
 

@@ -19,18 +19,18 @@ NOT_AT_FIRST_FRAME = (
     "anthropic", "openai", "tiktoken", "sqlite3", "markdown_it",
     "ctxagent.agent.loop", "ctxagent.agent.factory", "ctxagent.agent.providers", "ctxagent.agent.checkpoints",
     "ctxagent.context.builder", "ctxagent.context.memory", "ctxagent.context.tokens", "ctxagent.tools",
-    "ctxagent.tui.reply", "ctxagent.tui.slash", "ctxagent.tui.pickers", "ctxagent.tui.context_screen",
-    "ctxagent.tui.memory_screen", "ctxagent.tui.rewind_screen", "ctxagent.tui.setup_screen",
+    "ctxagent.tui.app.widgets.reply", "ctxagent.tui.app.slash", "ctxagent.tui.app.screens.pickers", "ctxagent.tui.app.screens.context_screen",
+    "ctxagent.tui.app.screens.memory_screen", "ctxagent.tui.app.screens.rewind_screen", "ctxagent.tui.app.screens.setup_screen",
 )
 # The provider specs (names, key variables, key rules) are what the config loader reads; they import no
 # SDK and no provider module (tests/test_providers_specs.py).
 CHEAP_PROVIDER_PARTS = {"ctxagent.agent.providers", "ctxagent.agent.providers.specs"}
 # The app's own modules that the first frame needs (the session screen and its widgets).
 TUI_AT_FIRST_FRAME = {
-    "ctxagent.tui", "ctxagent.tui.agent_start", "ctxagent.tui.app", "ctxagent.tui.bridge", "ctxagent.tui.chat",
-    "ctxagent.tui.chat_log", "ctxagent.tui.commands", "ctxagent.tui.control", "ctxagent.tui.gauge",
-    "ctxagent.tui.messages", "ctxagent.tui.modals", "ctxagent.tui.prompt", "ctxagent.tui.question", "ctxagent.tui.safe",
-    "ctxagent.tui.session_screen", "ctxagent.tui.status", "ctxagent.tui.transcript",
+    "ctxagent.tui", "ctxagent.tui.app", "ctxagent.tui.app.screens", "ctxagent.tui.app.widgets", "ctxagent.tui.app.agent_start", "ctxagent.tui.app.app", "ctxagent.tui.app.bridge", "ctxagent.tui.app.widgets.chat",
+    "ctxagent.tui.app.widgets.chat_log", "ctxagent.tui.app.commands", "ctxagent.tui.app.control", "ctxagent.tui.app.widgets.gauge",
+    "ctxagent.tui.app.messages", "ctxagent.tui.app.screens.modals", "ctxagent.tui.app.widgets.prompt", "ctxagent.tui.app.screens.question", "ctxagent.tui.app.safe",
+    "ctxagent.tui.app.screens.session_screen", "ctxagent.tui.app.widgets.status", "ctxagent.tui.app.widgets.transcript",
 }
 
 _FIRST_FRAME = """
@@ -40,8 +40,8 @@ repo = Path(sys.argv[1])
 subprocess.run(["git", "init", "-q", str(repo)], check=True)
 (repo / "script.json").write_text(json.dumps([{"text": "hello"}]))
 from ctxagent.agent import load_config, open_session
-from ctxagent.tui.app import CtxApp
-from ctxagent.tui.session_screen import SessionScreen
+from ctxagent.tui.app.app import CtxApp
+from ctxagent.tui.app.screens.session_screen import SessionScreen
 seen = []
 
 class FirstFrame(SessionScreen):
@@ -71,7 +71,7 @@ def test_the_first_frame_loads_only_what_the_prompt_needs(tmp_path: Path) -> Non
                          text=True, timeout=120, env=env)
     assert out.returncode == 0, out.stderr[-2000:]
     loaded = set(json.loads(out.stdout.strip().splitlines()[-1]))
-    assert "ctxagent.tui.session_screen" in loaded  # it did reach the session screen
+    assert "ctxagent.tui.app.screens.session_screen" in loaded  # it did reach the session screen
     early = sorted(m for m in loaded if m not in CHEAP_PROVIDER_PARTS
                    and any(m == p or m.startswith(p + ".") for p in NOT_AT_FIRST_FRAME))
     assert not early, f"loaded before the first frame: {early}"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from ctxagent.agent.factory import create_agent
-from ctxagent.tui.app import CtxApp
+from ctxagent.tui.app.app import CtxApp
 from tui_helpers import make_session, ready, screen_text, send, wait_until
 
 pytestmark = pytest.mark.anyio

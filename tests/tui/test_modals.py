@@ -1,6 +1,6 @@
 """Permission modal, breakpoint bar and modal, confirm and info modals — driven by keys and clicks.
 
-Every question is a GuardedModal (tui/question.py): nothing focused, keys typed in its first moment
+Every question is a GuardedModal (tui/app/screens/question.py): nothing focused, keys typed in its first moment
 (meant for the prompt) answer nothing, and typing is text (tests/tui/test_typing_is_text.py drives the
 whole family)."""
 
@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 from ctxagent.agent.updates import PermissionDecision, PermissionRequest
-from ctxagent.tui.modals import BreakpointBar, BreakpointModal, PermissionModal
-from ctxagent.tui.pickers import ConfirmModal, InfoModal
+from ctxagent.tui.app.screens.modals import BreakpointBar, BreakpointModal, PermissionModal
+from ctxagent.tui.app.screens.pickers import ConfirmModal, InfoModal
 from textual.widgets import Input
 from tui_helpers import HostApp, ScreenHost, screen_text, wait_until
 

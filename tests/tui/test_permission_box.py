@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 from ctxagent.agent.factory import create_agent
-from ctxagent.tui.app import CtxApp
-from ctxagent.tui.modals import PermissionModal
+from ctxagent.tui.app.app import CtxApp
+from ctxagent.tui.app.screens.modals import PermissionModal
 from tui_helpers import answer, make_session, ready, screen_text, wait_until
 
 pytestmark = pytest.mark.anyio

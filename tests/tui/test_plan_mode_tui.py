@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 from ctxagent.agent.factory import create_agent
-from ctxagent.tui.app import CtxApp
-from ctxagent.tui.plan import PlanModal
+from ctxagent.tui.app.app import CtxApp
+from ctxagent.tui.app.screens.plan import PlanModal
 from tui_helpers import answer, make_session, ready, screen_text, send, wait_until
 
 pytestmark = pytest.mark.anyio
@@ -85,8 +85,8 @@ async def test_a_mode_switched_with_shift_tab_is_logged_and_a_resume_keeps_it_on
     (auto-edit under ask): a log in the repository never raises permissions."""
     import argparse
 
-    from ctxagent.tui.app import config_from_args, open_from_args
-    from ctxagent.tui.chat import NoticeLine
+    from ctxagent.tui.app.app import config_from_args, open_from_args
+    from ctxagent.tui.app.widgets.chat import NoticeLine
 
     session = make_session(tmp_path, [{"text": "a plan"}] * 3, permission_mode="ask")
     app = CtxApp(session, create_agent)
@@ -142,7 +142,7 @@ async def test_a_mode_switched_with_shift_tab_is_logged_and_a_resume_keeps_it_on
 
 async def test_a_note_typed_in_the_plan_box_keeps_planning_and_is_sent(tmp_path: Path) -> None:
     """What to change, typed in the box — its a, e and k, its digits — is the next message, still in plan
-    mode; it never accepts the plan (typing is text: tui/question.py)."""
+    mode; it never accepts the plan (typing is text: tui/app/screens/question.py)."""
     session = make_session(tmp_path, [{"text": PLAN}, {"text": "Plan v2: also add a test. 计划二。"}], permission_mode="plan")
     app = CtxApp(session, create_agent)
     async with app.run_test(size=(110, 36)) as pilot:

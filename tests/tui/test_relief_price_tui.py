@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 from ctxagent.agent.factory import create_agent
-from ctxagent.tui.app import CtxApp
-from ctxagent.tui.context_screen import ContextScreen
+from ctxagent.tui.app.app import CtxApp
+from ctxagent.tui.app.screens.context_screen import ContextScreen
 from tui_helpers import make_session, ready, screen_text, send
 
 pytestmark = pytest.mark.anyio
@@ -51,7 +51,7 @@ async def test_context_report_and_gauge_show_the_price_of_a_clear_and_a_compacti
         assert "clear:" in text and "compaction:" in text and "tokens re-written to the cache" in text
         assert "input tokens' worth" in text and "→" in text
         await pilot.press("escape")
-    out = subprocess.run([sys.executable, "-m", "ctxagent.agent.cli", "report", session.id], cwd=session.root,
+    out = subprocess.run([sys.executable, "-m", "ctxagent.tui.cli", "report", session.id], cwd=session.root,
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert "prompt-cache effect of each relief" in out.stdout

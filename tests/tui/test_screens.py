@@ -18,12 +18,17 @@ from ctxagent.context.events import (
     UserData,
 )
 from ctxagent.context.history import SessionLog
-from ctxagent.tui.chat import ToolPanel, argument_summary, preview
-from ctxagent.tui.chat_log import ChatLog
-from ctxagent.tui.memory_screen import MemoryScreen
-from ctxagent.tui.reply import AssistantMessage
-from ctxagent.tui.rewind_screen import RewindChoice, RewindScreen
-from ctxagent.tui.setup_screen import SetupChoice, SetupScreen, probe_local_server, setup_instructions
+from ctxagent.tui.app.screens.memory_screen import MemoryScreen
+from ctxagent.tui.app.screens.rewind_screen import RewindChoice, RewindScreen
+from ctxagent.tui.app.screens.setup_screen import (
+    SetupChoice,
+    SetupScreen,
+    probe_local_server,
+    setup_instructions,
+)
+from ctxagent.tui.app.widgets.chat import ToolPanel, argument_summary, preview
+from ctxagent.tui.app.widgets.chat_log import ChatLog
+from ctxagent.tui.app.widgets.reply import AssistantMessage
 from textual.widgets import Input
 from tui_helpers import HostApp, ScreenHost, answer, make_report, screen_text
 
@@ -171,7 +176,7 @@ def test_setup_instructions_name_every_variable() -> None:
 
 
 async def test_setup_screen_offers_the_local_server() -> None:
-    from ctxagent.tui.setup_screen import LocalServer
+    from ctxagent.tui.app.screens.setup_screen import LocalServer
 
     local = LocalServer("http://127.0.0.1:11434/v1", ["llama3"])
     app = ScreenHost(lambda: SetupScreen("no model configured", local))

@@ -19,10 +19,10 @@ from ctxagent.agent.factory import create_agent
 from ctxagent.agent.providers.registry import cost_usd, model_info, parse_model_name
 from ctxagent.agent.session import open_session
 from ctxagent.context.request import Usage
-from ctxagent.tui.app import CtxApp
-from ctxagent.tui.chat import ToolPanel
-from ctxagent.tui.context_screen import ContextScreen, slice_rows
-from ctxagent.tui.pickers import InfoModal
+from ctxagent.tui.app.app import CtxApp
+from ctxagent.tui.app.screens.context_screen import ContextScreen, slice_rows
+from ctxagent.tui.app.screens.pickers import InfoModal
+from ctxagent.tui.app.widgets.chat import ToolPanel
 from tui_helpers import answer, make_repo, make_session, ready, screen_text, send, wait_until
 
 pytestmark = pytest.mark.anyio
@@ -54,7 +54,7 @@ async def test_a_code_only_rewind_is_told_to_the_model_in_the_next_request(tmp_p
         await send(pilot, app, "fix add and run the tests")
         assert "a + b" in (session.root / "calc.py").read_text()
         await send(pilot, app, "/rewind")
-        from ctxagent.tui.rewind_screen import RewindScreen
+        from ctxagent.tui.app.screens.rewind_screen import RewindScreen
 
         await wait_until(pilot, lambda: isinstance(app.screen, RewindScreen))
         await answer(pilot, "3")  # code only
@@ -99,7 +99,7 @@ async def test_a_failing_test_run_is_marked_failed_with_its_counts(tmp_path: Pat
 
 
 async def test_a_resumed_session_keeps_the_model_it_was_switched_to(tmp_path: Path) -> None:
-    from ctxagent.tui.app import config_from_args, open_from_args  # what `ctxagent --resume ID` opens
+    from ctxagent.tui.app.app import config_from_args, open_from_args  # what `ctxagent --resume ID` opens
 
     session = make_session(tmp_path, [{"text": "from the first model"}])
     first = tmp_path / "script.json"
@@ -138,8 +138,8 @@ async def test_a_resume_says_when_the_log_named_another_base_url(tmp_path: Path)
     from ctxagent.agent.session import session_endpoint
     from ctxagent.context.events import SessionStartData
     from ctxagent.context.history import SessionLog
-    from ctxagent.tui.app import open_from_args
-    from ctxagent.tui.chat import NoticeLine
+    from ctxagent.tui.app.app import open_from_args
+    from ctxagent.tui.app.widgets.chat import NoticeLine
 
     session = make_session(tmp_path, [{"text": "answered"}])
     app = CtxApp(session, create_agent)

@@ -11,12 +11,12 @@ from typing import Any
 import pytest
 from ctxagent.agent.factory import create_agent
 from ctxagent.agent.session import open_session
-from ctxagent.tui.app import CtxApp
-from ctxagent.tui.chat import NoticeLine, ToolPanel, UserMessage
-from ctxagent.tui.gauge import UsageGauge
-from ctxagent.tui.modals import BreakpointBar, PermissionModal, TrustModal
-from ctxagent.tui.pickers import InfoModal
-from ctxagent.tui.status import StatusInfo, format_status
+from ctxagent.tui.app.app import CtxApp
+from ctxagent.tui.app.screens.modals import BreakpointBar, PermissionModal, TrustModal
+from ctxagent.tui.app.screens.pickers import InfoModal
+from ctxagent.tui.app.widgets.chat import NoticeLine, ToolPanel, UserMessage
+from ctxagent.tui.app.widgets.gauge import UsageGauge
+from ctxagent.tui.app.widgets.status import StatusInfo, format_status
 from tui_helpers import (
     HostApp,
     answer,
@@ -300,7 +300,7 @@ async def test_leaving_with_a_permission_box_open_denies_it_and_ends_the_worker(
             if how == "ctrl+q":
                 await pilot.press("ctrl+q")
             elif how == "/quit":
-                from ctxagent.tui.slash import run_slash
+                from ctxagent.tui.app.slash import run_slash
 
                 run_slash(screen, "/quit")
             else:

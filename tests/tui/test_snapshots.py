@@ -23,11 +23,11 @@ from ctxagent.context.events import (
 from ctxagent.context.history import Event
 from ctxagent.context.request import ToolSpec
 from ctxagent.context.tokens import CachedCounter, get_counter
-from ctxagent.tui.context_screen import ContextScreen, ContextSnapshot
-from ctxagent.tui.gauge import UsageGauge
-from ctxagent.tui.modals import BreakpointModal, PermissionModal
-from ctxagent.tui.rewind_screen import RewindScreen
-from ctxagent.tui.setup_screen import SetupScreen
+from ctxagent.tui.app.screens.context_screen import ContextScreen, ContextSnapshot
+from ctxagent.tui.app.screens.modals import BreakpointModal, PermissionModal
+from ctxagent.tui.app.screens.rewind_screen import RewindScreen
+from ctxagent.tui.app.screens.setup_screen import SetupScreen
+from ctxagent.tui.app.widgets.gauge import UsageGauge
 from textual.app import App, ComposeResult
 from tui_helpers import ScreenHost, make_repo, make_report, wait_until
 
@@ -93,7 +93,7 @@ def test_rewind_picker(snap_compare) -> None:
         TurnInfo(2, 6, 0.0, "把日志里的错误找出来 [/] no markup", None, False),
     ]
 
-    async def until_armed(pilot: Any) -> None:  # the list takes the focus once the box takes answers (tui/question.py)
+    async def until_armed(pilot: Any) -> None:  # the list takes the focus once the box takes answers (tui/app/screens/question.py)
         await wait_until(pilot, lambda: pilot.app.screen.armed and pilot.app.screen.focused is not None)
 
     assert snap_compare(ScreenHost(lambda: RewindScreen(turns)), terminal_size=SIZE, run_before=until_armed)
@@ -139,7 +139,7 @@ def _chat_session(tmp_path: Path) -> Any:
 
 def test_main_chat_screen(snap_compare, tmp_path: Path) -> None:
     from ctxagent.agent.factory import create_agent
-    from ctxagent.tui.app import CtxApp
+    from ctxagent.tui.app.app import CtxApp
 
     app = CtxApp(_chat_session(tmp_path), create_agent)
 

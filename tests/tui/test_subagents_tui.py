@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 from ctxagent.agent.factory import create_agent
-from ctxagent.tui.agents_screen import AgentTranscriptScreen
-from ctxagent.tui.app import CtxApp
-from ctxagent.tui.chat import ToolPanel
-from ctxagent.tui.pickers import InfoModal
-from ctxagent.tui.subagent_panel import SubAgentPanel
+from ctxagent.tui.app.app import CtxApp
+from ctxagent.tui.app.screens.agents_screen import AgentTranscriptScreen
+from ctxagent.tui.app.screens.pickers import InfoModal
+from ctxagent.tui.app.widgets.chat import ToolPanel
+from ctxagent.tui.app.widgets.subagent_panel import SubAgentPanel
 from textual.widgets import Markdown
 from tui_helpers import make_session, ready, send, wait_until
 
@@ -54,7 +54,7 @@ async def test_the_sub_agent_panel_and_agents_command(tmp_path: Path) -> None:
 @pytest.mark.anyio
 async def test_the_permission_modal_names_the_sub_agent_that_asks() -> None:
     from ctxagent.agent.updates import PermissionRequest
-    from ctxagent.tui.modals import PermissionModal
+    from ctxagent.tui.app.screens.modals import PermissionModal
     from tui_helpers import ScreenHost, screen_text
 
     req = PermissionRequest("c1", "write_file", "edit", {"path": "a.py"}, "a.py (1 lines)", agent="sub-agent 20260101-000000-abcdef (tidy)")
@@ -100,8 +100,8 @@ def _holding_factory(started: list[str]):  # type: ignore[no-untyped-def]  # the
 async def test_ctrl_c_cancels_running_sub_agents_and_the_session_goes_on(tmp_path: Path, names: list[str]) -> None:
     from ctxagent.agent.subagents.report import child_rows
     from ctxagent.context.history import SessionLog
-    from ctxagent.tui.agents_screen import agents_markdown
-    from ctxagent.tui.reply import AssistantMessage
+    from ctxagent.tui.app.screens.agents_screen import agents_markdown
+    from ctxagent.tui.app.widgets.reply import AssistantMessage
 
     started: list[str] = []
     session = make_session(tmp_path, _holding_script(names))  # type: ignore[arg-type]  # a script with "agents"

@@ -12,8 +12,8 @@ from ctxagent.agent.config import load_config
 from ctxagent.agent.factory import create_agent
 from ctxagent.agent.session import open_session
 from ctxagent.agent.trust import trust_repo, verdict
-from ctxagent.tui.app import CtxApp
-from ctxagent.tui.modals import TrustModal
+from ctxagent.tui.app.app import CtxApp
+from ctxagent.tui.app.screens.modals import TrustModal
 from tui_helpers import answer, make_repo, screen_text, wait_until
 
 pytestmark = pytest.mark.anyio

@@ -2,7 +2,7 @@
 and Chinese, words that start with y, a, n, s, d, digits inside them — answer nothing and arrive intact
 in the box's field; the deliberate keys (the digit on a button while the focus is not in a field, a
 chord, Enter on a button) answer; Escape and an empty Enter give the safe answer. The rule is one class
-(tui/question.py `GuardedModal`), and the family is every subclass of it: a new box without a row here
+(tui/app/screens/question.py `GuardedModal`), and the family is every subclass of it: a new box without a row here
 fails `test_every_box_that_asks_is_in_this_family`.
 
 And the reported case end to end: the permission box for write_file, "actually no, put it in README"
@@ -31,14 +31,14 @@ from ctxagent.agent import (
 )
 from ctxagent.agent.checkpoints.turns import FileStat
 from ctxagent.tui import question
-from ctxagent.tui.git_screens import CommitModal
-from ctxagent.tui.handoff import HandoffModal
-from ctxagent.tui.init_box import InitModal
-from ctxagent.tui.modals import BreakpointModal, PermissionModal, TrustModal
-from ctxagent.tui.pickers import ConfirmModal, SessionPicker
-from ctxagent.tui.plan import PlanAnswer, PlanModal
-from ctxagent.tui.question import Answer, GuardedModal
-from ctxagent.tui.rewind_screen import RewindChoice, RewindScreen
+from ctxagent.tui.app.screens.git_screens import CommitModal
+from ctxagent.tui.app.screens.handoff import HandoffModal
+from ctxagent.tui.app.screens.init_box import InitModal
+from ctxagent.tui.app.screens.modals import BreakpointModal, PermissionModal, TrustModal
+from ctxagent.tui.app.screens.pickers import ConfirmModal, SessionPicker
+from ctxagent.tui.app.screens.plan import PlanAnswer, PlanModal
+from ctxagent.tui.app.screens.question import Answer, GuardedModal
+from ctxagent.tui.app.screens.rewind_screen import RewindChoice, RewindScreen
 from textual import events
 from textual.binding import Binding
 from textual.widgets import Input, TextArea
@@ -352,7 +352,7 @@ async def test_a_reason_typed_in_the_permission_box_denies_with_it_and_reaches_t
     from ctxagent.agent.config import load_config
     from ctxagent.agent.factory import create_agent
     from ctxagent.agent.session import open_session
-    from ctxagent.tui.app import CtxApp
+    from ctxagent.tui.app.app import CtxApp
     from tui_helpers import ready
 
     reason = "actually no, put it in README"

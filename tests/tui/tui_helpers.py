@@ -138,7 +138,7 @@ async def wait_until(pilot: Any, predicate: Any, timeout: float = 30.0) -> None:
 
 
 async def answer(pilot: Any, *keys: str, timeout: float = 30.0) -> None:
-    """Press `keys` at the question on screen once it takes answers (tui/modals.py `GuardedModal`:
+    """Press `keys` at the question on screen once it takes answers (tui/app/screens/modals.py `GuardedModal`:
     keys typed within its first moment are ignored)."""
     await wait_until(pilot, lambda: getattr(pilot.app.screen, "armed", True), timeout)
     await pilot.press(*keys)
@@ -146,7 +146,7 @@ async def answer(pilot: Any, *keys: str, timeout: float = 30.0) -> None:
 
 async def ready(pilot: Any, app: Any, timeout: float = 60.0) -> Any:
     """Wait until the app's agent is ready — built, and its provider SDK imported (both after the first
-    frame, on workers: tui/agent_start.py); the session screen."""
+    frame, on workers: tui/app/agent_start.py); the session screen."""
     await wait_until(pilot, lambda: app.agent is not None and app.session_screen.starter.warmed
                      and not app.session_screen.busy, timeout)
     await pilot.pause()

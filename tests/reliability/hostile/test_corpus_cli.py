@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 from attack_helpers import MODEL, OPENAI_KEY
 from corpus import ALL, SECRET, Victim
-from ctxagent.agent.cli.main import main
+from ctxagent.tui.cli.main import main
 from test_planted_state import _mcp
 
 REFUSED = {"git:core.worktree", "git:gitdir-file", "git:gitdir-elsewhere", "state:unmarked"}

@@ -13,12 +13,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ctxagent.agent.bench.large_tree import build_tree
 from ctxagent.tools import make_registry
 from ctxagent.tools.contract import ToolContext
 from ctxagent.tools.files import LIST_MAX
 from ctxagent.tools.grep import STOP_AFTER, find_rg
 from ctxagent.tools.listing import SUGGEST_DIRS
+from ctxagent.tui.lab.bench.large_tree import build_tree
 
 REG = make_registry()
 FILES = 20_000

@@ -38,7 +38,7 @@ COMMANDS = [["sessions"], ["report", "--last"], ["inspect", "--step", "1", "2099
 
 
 def _mcp(project: str, calls: list[tuple[str, dict[str, object]]]) -> list[tuple[bool, str]]:
-    params = StdioServerParameters(command=sys.executable, args=["-m", "ctxagent.agent.cli", "mcp", "--project", project],
+    params = StdioServerParameters(command=sys.executable, args=["-m", "ctxagent.tui.cli", "mcp", "--project", project],
                                    env={**os.environ}, cwd=project)
 
     async def run() -> list[tuple[bool, str]]:
