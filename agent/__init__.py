@@ -6,7 +6,7 @@ imported on first use (context/floor/lazy.py), so `import ctxagent.agent` loads 
 
 from typing import TYPE_CHECKING
 
-__version__ = "0.1.0"
+from ctxagent.context import __version__ as __version__  # the one version (a lazy face: cheap)
 
 _EXPORTS = {
     # the loop and how it is assembled
@@ -14,7 +14,7 @@ _EXPORTS = {
     "AgentParts": "ctxagent.agent.parts",
     "Approver": "ctxagent.agent.parts",
     "create_agent": "ctxagent.agent.factory",
-    "warm_sdk": "ctxagent.agent.providers.warmup",
+    "warm_sdk": "ctxagent.agent.factory",
     # what the loop tells its front end
     "AgentEvent": "ctxagent.agent.updates",
     "AssistantDelta": "ctxagent.agent.updates",
@@ -137,6 +137,7 @@ if TYPE_CHECKING:
     )
     from ctxagent.agent.factory import (
         create_agent as create_agent,
+        warm_sdk as warm_sdk,
     )
     from ctxagent.agent.instructions.draft import (
         InitDraft as InitDraft,
@@ -174,9 +175,6 @@ if TYPE_CHECKING:
         model_examples as model_examples,
         setup_text as setup_text,
         start_examples as start_examples,
-    )
-    from ctxagent.agent.providers.warmup import (
-        warm_sdk as warm_sdk,
     )
     from ctxagent.agent.session import (
         Session as Session,

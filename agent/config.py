@@ -24,7 +24,6 @@ from typing import Annotated, Any, Literal
 from ctxagent.agent.mcp.config import MCP_JSON, McpServerConfig, read_mcp_json
 from ctxagent.agent.permissions import PERMISSION_MODES
 from ctxagent.agent.providers import specs
-from ctxagent.agent.subagents.limits import ANSWER_TOKENS, MAX_PARALLEL
 from ctxagent.agent.trust import (
     CONFIG_FILE,
     MAX_CONFIG_BYTES,
@@ -44,6 +43,10 @@ from ctxagent.context.monitor import DEFAULT_THRESHOLDS
 from ctxagent.context.prompt_cache import CACHE_TTLS
 from ctxagent.context.strategies import STRATEGIES
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+# the sub-agents' defaults (the task tool and the tool runner take the configured values)
+MAX_PARALLEL = 3  # `task` calls of one step running at once (`subagent_parallel`)
+ANSWER_TOKENS = 2000  # the most of a sub-agent's answer the parent's window gets verbatim (`subagent_answer_tokens`)
 
 # Each provider's key and base URL fields are named by its ProviderSpec (providers/specs.py); they
 # are declared below because the model is static (tests/test_providers_specs.py checks they agree).

@@ -234,3 +234,23 @@ def create_agent(
         for text in told:
             on_event(Notice(text, "warning"))
     return agent
+
+
+def warm_sdk(config: Config, before: Callable[[str], None] | None = None) -> str:
+    """Import the SDK that `config`'s model speaks, now (seconds for `anthropic`: call it on a worker
+    thread while the user types; the app does, tui/app/agent_start.py). `before(title)` is called first
+    when there is an SDK to import. Returns the provider's title, or "" when there is nothing to import
+    or the config names no usable model (building the agent says why)."""
+    try:
+        label, _ = resolve_model(config)
+        provider = provider_for(config, label, 1024)
+    except CtxagentError:
+        return ""
+    warm = getattr(provider, "warm", None)
+    if warm is None:
+        return ""
+    title = specs.get(parse_model_name(label)[0]).title
+    if before is not None:
+        before(title)
+    warm()
+    return title

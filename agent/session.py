@@ -24,13 +24,9 @@ from ctxagent.context.floor.state_paths import (
     check_state_dir,
     describe_os_error,
     ensure_state_dir,
-    project_state_dir,
+    sessions_dir,
 )
 from ctxagent.context.history import Event, SessionLog
-
-
-def sessions_dir(root: Path) -> Path:
-    return project_state_dir(root) / "sessions"
 
 
 def new_session_id() -> str:

@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Any
 from ctxagent.agent.mcp.config import is_mcp_tool
 from ctxagent.agent.parts import AgentParts, Approver, Journal
 from ctxagent.agent.permissions import Allowance, ask_about, must_ask, plan_refusal
-from ctxagent.agent.subagents.parallel import PARALLEL_TOOLS, call_groups, may_change_files, run_together
 from ctxagent.agent.updates import PermissionRequest, ToolFinished, ToolStarted
 from ctxagent.context.errors import CtxagentError
 from ctxagent.context.events import (
@@ -35,6 +34,7 @@ from ctxagent.context.ledger import result_facts
 from ctxagent.context.request import ToolCall
 from ctxagent.context.tool_meta import changed_files_of_call
 from ctxagent.tools.atomic_write import sweep_repository
+from ctxagent.tools.call_groups import call_groups, run_together
 from ctxagent.tools.contract import BudgetStatus, ToolContext, ToolResult, ToolServices, malformed_json
 from ctxagent.tools.tests_runner import detect_test_command
 
@@ -100,8 +100,10 @@ class ToolRunner:
                 images=self.parts.takes_images,
             ),
         )
-        for group in call_groups(calls):  # consecutive task calls run together, logged in call order
-            if any(may_change_files(c, self.parts.registry) and not cancel.is_set() for c in group):
+        registry = self.parts.registry
+        for group in call_groups(calls, registry):  # consecutive task calls run together, logged in call order
+            if any(registry.permission(c.name) == "read" and registry.may_change_files(c.name, c.arguments)
+                   and not cancel.is_set() for c in group):
                 self._checkpoint(turn)  # before a sub-agent that may edit: the parent's rewind undoes it
             for call in group:
                 self.journal.emit(ToolStarted(call.id, call.name, call.arguments))
@@ -138,7 +140,7 @@ class ToolRunner:
                 if self.parts.registry.permission(call.name) != "read" and not result.is_error:
                     changed = result.meta.get("changed_files") or changed_files_of_call(call.name, call.arguments)
                     self.turn_files.update(str(f) for f in changed or result.meta.get("files") or [])
-                elif call.name in PARALLEL_TOOLS:  # what a sub-agent changed, also when it stopped early
+                else:  # what a read-only call changed all the same (a sub-agent), also when it stopped early
                     self.turn_files.update(str(f) for f in result.meta.get("changed_files") or [])
                 if self.hooks and (added := self.hooks.post_tool(call, result, turn)):
                     self._hook_context[call.id] = added

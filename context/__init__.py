@@ -11,6 +11,8 @@ rebuilds any recorded step from the log alone. Each name is imported on first us
 
 from typing import TYPE_CHECKING
 
+__version__ = "0.1.0"  # ctxagent's (pyproject.toml's version); the agent face re-exports it
+
 _EXPORTS = {
     # the build: inputs, result, and the request's fingerprint
     "BuildInputs": "ctxagent.context.builder.inputs",
@@ -86,7 +88,7 @@ _EXPORTS = {
     "show_controls": "ctxagent.context.floor.display",
     "strip_controls": "ctxagent.context.floor.display",
 }
-__all__ = sorted(_EXPORTS)
+__all__ = ["__version__", *sorted(_EXPORTS)]
 
 if TYPE_CHECKING:
     from ctxagent.context.budget import (

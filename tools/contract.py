@@ -264,6 +264,11 @@ class FunctionTool(Generic[A]):
     permission: Permission
     fn: Callable[[A, ToolContext], ToolResult]
     always_ask: Callable[[dict[str, Any]], bool] | None = None  # see Tool.must_ask; gets the raw arguments
+    # consecutive calls of a parallel tool in one step run together (tools/call_groups.py): the `task` tool
+    parallel: bool = False
+    # whether a call may change files although the tool is read-only itself (a sub-agent given edit tools):
+    # the turn's checkpoint is taken before it runs; gets the raw arguments and the registry
+    changes_files: Callable[[dict[str, Any], ToolRegistry], bool] | None = None
     schema: dict[str, Any] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -329,6 +334,21 @@ class ToolRegistry:
     def must_ask(self, name: str, args: Any) -> bool:
         tool = self._tools.get(name)
         return tool is not None and tool.must_ask(args)
+
+    def parallel(self, name: str) -> bool:
+        """Whether consecutive calls of `name` in one step may run together (a tool's `parallel`)."""
+        return bool(getattr(self._tools.get(name), "parallel", False))
+
+    def may_change_files(self, name: str, args: Any) -> bool:
+        """Whether a call may change files: a tool that is not read-only, or a read-only one that says
+        this call may (its `changes_files`: a sub-agent given edit tools)."""
+        tool = self._tools.get(name)
+        if tool is None:
+            return False
+        if tool.permission != "read":
+            return True
+        check = getattr(tool, "changes_files", None)
+        return bool(check is not None and isinstance(args, dict) and check(args, self))
 
     def run(self, name: str, args: Any, ctx: ToolContext) -> ToolResult:
         """Run a model's call. Its text is made safe on the way in and out (`tools/safe_text.py`)."""

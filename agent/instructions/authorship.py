@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from ctxagent.context.errors import CtxagentError, ToolError
-from ctxagent.context.floor.state_paths import project_state_dir
+from ctxagent.context.floor.state_paths import project_state_dir, sessions_dir
 from ctxagent.context.history import Event, SessionLog
 from ctxagent.tools.atomic_write import write_atomic
 from ctxagent.tools.confine import open_in_repo
@@ -100,8 +100,6 @@ def agent_written(root: Path, name: str, text: str, log: SessionLog) -> AgentWri
 def last_agent_run(root: Path, name: str, log: SessionLog) -> Run | None:
     """The latest run of the agent's tools during which `name` last changed; None when it changed
     while the agent did not run."""
-    from ctxagent.agent.session import sessions_dir
-
     changed = changed_at(root, name)
     if changed is None:
         return None

@@ -30,9 +30,9 @@ from typing import Any
 
 import anyio
 import mcp_types as types
-from ctxagent.agent import __version__
 from ctxagent.agent.mcp.config import McpServerConfig
 from ctxagent.agent.mcp.transport import http_streams, stdio_streams
+from ctxagent.context import __version__
 from ctxagent.context.errors import CtxagentError
 from ctxagent.tools.sandbox import SandboxPolicy
 

@@ -29,7 +29,7 @@ from ctxagent.agent.subagents.child import (
     run_child,
 )
 from ctxagent.context.errors import ContextOverflowError, ToolError
-from ctxagent.tools.contract import FunctionTool, ToolArgs, ToolContext, ToolResult
+from ctxagent.tools.contract import FunctionTool, ToolArgs, ToolContext, ToolRegistry, ToolResult
 from pydantic import Field
 from pydantic.json_schema import SkipJsonSchema
 
@@ -115,4 +115,13 @@ def make_task_tool(side: ParentSide) -> FunctionTool[TaskArgs]:
             label = str(outcome.path)
         return result_of(outcome, side, label)
 
-    return FunctionTool(TASK_TOOL, DESCRIPTION, TaskArgs, "read", run)
+    return FunctionTool(TASK_TOOL, DESCRIPTION, TaskArgs, "read", run, parallel=True, changes_files=may_change_files)
+
+
+def may_change_files(args: dict[str, Any], registry: ToolRegistry) -> bool:
+    """A call whose sub-agent gets a tool that is not read-only (an edit, a command): the parent takes its
+    turn's checkpoint before it runs, so rewinding the parent's turn undoes the child's edits. (Without
+    `tools` the sub-agent gets the read-only default.)"""
+    tools = args.get("tools")
+    return isinstance(tools, list) and any(
+        isinstance(n, str) and registry.get(n) is not None and registry.permission(n) != "read" for n in tools)

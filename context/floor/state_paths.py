@@ -87,6 +87,11 @@ def project_state_dir(root: Path) -> Path:
     return Path(root) / STATE_DIR_NAME
 
 
+def sessions_dir(root: Path) -> Path:
+    """Where a repository's session logs live (`.ctxagent/sessions/`)."""
+    return project_state_dir(root) / "sessions"
+
+
 def check_state_dir(root: Path) -> Path:
     """`<root>/.ctxagent`, refused (StateDirError) when the repository shipped it. Creates nothing."""
     state = _check_structure(root)

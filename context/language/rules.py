@@ -21,13 +21,17 @@ wrote (`may_supersede`; provenance.py). Explicit `MemoryStore.supersede(old, new
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from ctxagent.context.language.provenance import Author, may_replace, polarity
 from ctxagent.context.language.terms import key_terms, normalize
 
-if TYPE_CHECKING:
-    from ctxagent.context.memory.record import Record
+
+class Authored(Protocol):
+    """What supersession reads of a remembered line (a memory record: context/memory/record.py)."""
+
+    @property
+    def provenance(self) -> str: ...
 
 MERGE_JACCARD = 0.8
 
@@ -79,7 +83,7 @@ def same_subject(
     return shared >= 2 and ratio >= 2 / 3
 
 
-def may_supersede(new: Record, old: Record) -> bool:
+def may_supersede(new: Authored, old: Authored) -> bool:
     """Injected text must not lift the user's constraints, nor the model replace the user's decisions:
     only the user replaces what the user wrote (`provenance.may_replace`, the ledger's rule too)."""
     return may_replace(Author.of(new.provenance), Author.of(old.provenance))

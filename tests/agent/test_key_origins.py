@@ -175,7 +175,7 @@ def _catalogue(config: Config) -> None:
 
 
 def _warmup(config: Config) -> None:
-    from ctxagent.agent.providers.warmup import warm_sdk
+    from ctxagent.agent.factory import warm_sdk
 
     warm_sdk(config.model_copy(update={"model": OTHER}, deep=True))
 

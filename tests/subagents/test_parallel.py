@@ -9,10 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ctxagent.agent.config import Config
+from ctxagent.agent.config import MAX_PARALLEL, Config
 from ctxagent.agent.factory import create_agent
 from ctxagent.agent.session import open_session
-from ctxagent.agent.subagents.limits import MAX_PARALLEL
 from ctxagent.agent.updates import AgentEvent, SubAgentUpdate, ToolStarted
 from ctxagent.context.history import SessionLog
 from ctxagent.tools.contract import FunctionTool, NoArgs, ToolContext, ToolResult

@@ -42,6 +42,8 @@ class DemoLike(Protocol):
     label: str
     prompt: str
 
+    def stop_server(self) -> None: ...
+
     def stop(self) -> None: ...
 
 
@@ -222,7 +224,7 @@ class CtxApp(App[int]):
 
     def on_unmount(self) -> None:
         if self.demo is not None:
-            self.demo.server.stop()  # the repository goes after its session is closed (run_app)
+            self.demo.stop_server()  # the repository goes after its session is closed (run_app)
 
 
 def run_app(args: argparse.Namespace, prepare_demo: Callable[[], DemoLike] | None = None) -> int:

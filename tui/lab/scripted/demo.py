@@ -134,6 +134,10 @@ class Demo:
     label: str = DEMO_LABEL  # what the app calls the session
     prompt: str = DEMO_PROMPT  # typed into its input box, for the user to send
 
+    def stop_server(self) -> None:
+        """Stop the scripted model server (the app, when it closes; `stop` then removes the rest)."""
+        self.server.stop()
+
     def stop(self) -> None:
         """Stop the server and, unless kept, remove what the demo made: the throwaway repository (its
         folder from `create_demo_repo`), its trust entry and the record of its state folder."""
