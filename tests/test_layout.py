@@ -207,6 +207,20 @@ def test_the_rooms_of_tui_import_each_other_one_way() -> None:
     assert not bad, "\n".join(bad)
 
 
+def test_the_runtime_never_prints() -> None:
+    """agent/ is the runtime: it says things through its events (agent/updates.py) and return values; the
+    front ends decide what reaches a terminal. No print(), echo(), echo_json(), nor sys.stdout / sys.stderr."""
+    bad: list[str] = []
+    for path in (ROOT / "agent").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("print", "echo", "echo_json"):
+                bad.append(f"{_rel(path)}:{node.lineno} calls {node.func.id}()")
+            elif (isinstance(node, ast.Attribute) and node.attr in ("stdout", "stderr")
+                  and isinstance(node.value, ast.Name) and node.value.id == "sys"):
+                bad.append(f"{_rel(path)}:{node.lineno} uses sys.{node.attr}")
+    assert not bad, "\n".join(bad)
+
+
 def test_no_import_circles() -> None:
     found = circles(import_graph(project_modules()))
     assert not found, "import circles (module-level, lazy and TYPE_CHECKING imports count):\n" + "\n".join(
