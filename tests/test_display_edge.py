@@ -11,7 +11,7 @@ ROOT = Path(__file__).resolve().parents[1]
 EDGE = {"for_display", "strip_controls", "show_controls", "json_text", "flat", "plain", "judged", "markup_safe"}
 STREAMS = {"stdout", "stderr", "out", "err", "stream"}
 THE_EDGE_ITSELF = ROOT / "context" / "floor" / "display.py"
-NOT_A_TERMINAL = {ROOT / "agent" / "scripted" / "server.py"}  # writes HTTP responses to its socket
+NOT_A_TERMINAL = {ROOT / "tui" / "lab" / "scripted" / "server.py"}  # writes HTTP responses to its socket
 
 
 def _printing_modules() -> list[Path]:

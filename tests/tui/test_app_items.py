@@ -306,7 +306,9 @@ async def test_the_setup_screen_runs_the_demo(tmp_path: Path) -> None:
 
     repo = make_session(tmp_path, ANSWER).root
     bare = open_session(repo, load_config(repo, {}))
-    app = CtxApp(bare, create_agent, probe=False)
+    from ctxagent.tui.lab.scripted.demo import prepare_demo
+
+    app = CtxApp(bare, create_agent, probe=False, prepare_demo=prepare_demo)  # as the console script hands it in
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_until(pilot, lambda: isinstance(app.screen, SetupScreen))
         await pilot.press("d")

@@ -30,7 +30,7 @@ from ctxagent.agent import (
     TurnInfo,
 )
 from ctxagent.agent.checkpoints.turns import FileStat
-from ctxagent.tui import question
+from ctxagent.tui.app.screens import question
 from ctxagent.tui.app.screens.git_screens import CommitModal
 from ctxagent.tui.app.screens.handoff import HandoffModal
 from ctxagent.tui.app.screens.init_box import InitModal
@@ -146,11 +146,11 @@ def test_every_box_that_asks_is_in_this_family() -> None:
     import importlib
     import pkgutil
 
-    import ctxagent.tui as tui_package
+    import ctxagent.tui.app as app_package
     from textual.screen import ModalScreen
 
-    for info in pkgutil.iter_modules(tui_package.__path__):
-        importlib.import_module(f"ctxagent.tui.{info.name}")
+    for info in pkgutil.walk_packages(app_package.__path__, "ctxagent.tui.app."):
+        importlib.import_module(info.name)
 
     def subclasses(cls: type) -> set[type]:
         out = set()
